@@ -1,0 +1,235 @@
+"""Finding plays from a view: what a seat can do now, for bots, hints and tests.
+
+Draws and discards are few and listed whole. Lays are too many to list, so these functions
+return the ones worth considering, found with the solver: the best opening, every whole-hand
+finish, the melds still in hand, every single card that fits a meld on the table, and every
+joker that can be taken back and laid again. Every play returned is legal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .actions import Action, AddToMeld, Declare, Discard, Draw, Lay, LayStep, NewMeld, TakeJoker
+from .cards import JOKER, Card
+from .game import Phase
+from .melds import Meld, MeldError
+from .solver import (
+    FLAG_LEFT,
+    FLAG_RUN,
+    FLAG_SET,
+    MOROCCAN_VALUES,
+    PORTUGUESE_VALUES,
+    Objective,
+    Split,
+    best_opening,
+    best_split,
+    finishes,
+    portuguese_declaration,
+)
+from .views import View
+
+__all__ = [
+    "additions",
+    "finish_lays",
+    "hand_deadwood_values",
+    "declarations",
+    "discard_completions",
+    "joker_swaps",
+    "lays",
+    "legal_plays",
+    "new_melds",
+    "opening",
+]
+
+_BIG = 64 * 1000  # outweighs any opening value: "lay this card" comes before "lay most"
+
+
+def _jpm(v: View) -> int:
+    return int(v.options["jokers_per_meld"])
+
+
+def _lay_of(split: Split) -> Lay:
+    return Lay(tuple(NewMeld(m.cards) for m in split.melds))
+
+
+def opening(v: View, hand: list[Card], must: Card | None = None) -> Lay | None:
+    """The best tallage opening from ``hand`` that beats the bar (and lays ``must``)."""
+    if must is None:
+        split = best_opening(hand, jokers_per_meld=_jpm(v))
+    else:
+        leftover = [0] * 53
+        leftover[must] = -_BIG
+        obj = Objective(tuple(leftover), opening_weight=64, card_weight=1)
+        split = best_split(hand, obj, need=FLAG_SET | FLAG_RUN | FLAG_LEFT, jokers_per_meld=_jpm(v))
+        if split is not None and _count(split.left, must) >= _count(hand, must):
+            return None
+    if split is None:
+        return None
+    value = sum(m.opening_value() for m in split.melds)
+    if value < int(v.options["opening"]) or value <= v.bar:
+        return None
+    return _lay_of(split)
+
+
+def _count(cards: list[Card], card: Card) -> int:
+    return sum(1 for c in cards if c == card)
+
+
+def finish_lays(v: View, hand: list[Card], must: Card | None = None) -> list[Lay]:
+    """Every whole-hand finish (one per last card), laying ``must`` when given."""
+    out = []
+    for last, split in finishes(hand, jokers_per_meld=_jpm(v)).items():
+        if must is not None and last == must and _count(hand, must) < 2:
+            continue
+        out.append(_lay_of(split))
+    return out
+
+
+def new_melds(v: View, hand: list[Card], must: Card | None = None) -> Lay | None:
+    """After opening: the melds that lay most cards from ``hand``, keeping one to discard."""
+    leftover = [0] * 53
+    if must is not None:
+        leftover[must] = -_BIG
+    obj = Objective(tuple(leftover), card_weight=1)
+    split = best_split(hand, obj, need=FLAG_LEFT, jokers_per_meld=_jpm(v))
+    if split is None or not split.melds:
+        return None
+    if must is not None and _count(split.left, must) >= _count(hand, must):
+        return None
+    return _lay_of(split)
+
+
+def _fits(meld: Meld, card: Card, end: str | None, jpm: int) -> Meld | None:
+    try:
+        return meld.with_added(card, end="low" if end == "low" else "high" if end else None,
+                               jokers_per_meld=jpm)
+    except MeldError:
+        return None
+
+
+def additions(v: View, hand: list[Card]) -> Iterator[AddToMeld]:
+    """Every single card of ``hand`` that goes on a meld of the table."""
+    jpm = _jpm(v)
+    for number, tm in enumerate(v.melds, 1):
+        for card in sorted(set(hand)):
+            ends: tuple[str | None, ...] = (None,)
+            if card == JOKER and tm.meld.kind == "run":
+                ends = ("low", "high")
+            for end in ends:
+                if _fits(tm.meld, card, end, jpm) is not None:
+                    yield AddToMeld(number, (card,), "low" if end == "low" else
+                                    "high" if end == "high" else None)
+
+
+def joker_swaps(v: View, hand: list[Card]) -> Iterator[tuple[TakeJoker, LayStep]]:
+    """Every joker that a card of ``hand`` takes back, with a place to lay the joker again."""
+    jpm = _jpm(v)
+    for number, tm in enumerate(v.melds, 1):
+        if tm.meld.is_clean:
+            continue
+        for card in sorted(set(hand)):
+            if card == JOKER:
+                continue
+            try:
+                after = tm.meld.with_joker_taken(card)
+            except MeldError:
+                continue
+            melds = [m.meld for m in v.melds]
+            melds[number - 1] = after
+            for other, m in enumerate(melds, 1):
+                if m.jokers >= jpm:
+                    continue
+                for end in ("high", "low") if m.kind == "run" else (None,):
+                    if _fits(m, JOKER, end, jpm) is not None:
+                        e = "low" if end == "low" else "high" if end == "high" else None
+                        yield TakeJoker(number, card), AddToMeld(other, (JOKER,), e)
+                        break
+                else:
+                    continue
+                break
+
+
+def lays(v: View, hand: list[Card]) -> list[Lay]:
+    """Lays worth considering now (empty when the rules allow none)."""
+    if not v.can_lay or len(hand) < 2:
+        return []
+    opened = v.seat is not None and v.opened[v.seat]
+    out: list[Lay] = []
+    if v.variant == "simple" or not opened:
+        out.extend(finish_lays(v, hand))
+        if v.variant == "tallage":
+            o = opening(v, hand)
+            if o is not None:
+                out.append(o)
+        return out
+    m = new_melds(v, hand)
+    if m is not None:
+        out.append(m)
+    if len(hand) >= 2:
+        out.extend(Lay((a,)) for a in additions(v, hand))
+        out.extend(Lay(swap) for swap in joker_swaps(v, hand))
+    return out
+
+
+def discard_completions(v: View) -> list[Lay]:
+    """Tallage: the lays that would let this seat take the top discard (it must be laid)."""
+    if v.hand is None or v.discard_top is None or "discard" not in v.draw_sources:
+        return []
+    taken = v.discard_top
+    hand = [*v.hand, taken]
+    assert v.seat is not None
+    out: list[Lay] = []
+    if v.opened[v.seat]:
+        m = new_melds(v, hand, must=taken)
+        if m is not None:
+            out.append(m)
+        out.extend(Lay((a,)) for a in additions(v, hand) if a.cards == (taken,))
+        out.extend(Lay(s) for s in joker_swaps(v, hand) if s[0].card == taken)
+    else:
+        o = opening(v, hand, must=taken)
+        if o is not None:
+            out.append(o)
+        out.extend(finish_lays(v, hand, must=taken))
+    return out
+
+
+def declarations(v: View) -> list[Declare]:
+    """Portuguese: every card whose face-down leaves 13 complete cards."""
+    if v.hand is None:
+        return []
+    out = []
+    for card in sorted(set(v.hand)):
+        rest = list(v.hand)
+        rest.remove(card)
+        if portuguese_declaration(rest, jokers_per_meld=_jpm(v)) is not None:
+            out.append(Declare(card))
+    return out
+
+
+def legal_plays(v: View) -> list[Action]:
+    """A list of legal actions for the watcher now: all draws and discards, the lays above."""
+    if not v.my_turn or v.hand is None:
+        return []
+    hand = list(v.hand)
+    if v.phase == Phase.DRAW:
+        plays: list[Action] = [Draw("stock")]
+        if "discard" in v.draw_sources:
+            if v.variant == "tallage":
+                plays.extend(Draw("discard", lay) for lay in discard_completions(v))
+            else:
+                plays.append(Draw("discard"))
+        return plays
+    plays = [Discard(c) for c in sorted(set(hand))]
+    if v.variant == "portuguese":
+        plays.extend(declarations(v))
+    else:
+        plays.extend(lays(v, hand))
+    return plays
+
+
+def hand_deadwood_values(v: View) -> tuple[int, ...]:
+    """What each card left in hand costs in this view's variant and options."""
+    if v.variant == "portuguese":
+        return PORTUGUESE_VALUES
+    return (*MOROCCAN_VALUES[:52], int(v.options["joker_penalty"]))
