@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .cards import Card
-from .melds import Meld
+from .melds import Meld, TableMeld
 
 __all__ = [
     "Declared",
@@ -58,7 +58,7 @@ class Laid:
     seat: int
     new_melds: tuple[int, ...]
     changed_melds: tuple[int, ...]
-    melds: tuple[tuple[int, Meld], ...]
+    melds: tuple[tuple[int, TableMeld], ...]
     cards: tuple[Card, ...]
     jokers_taken: int = 0
     opened: bool = False

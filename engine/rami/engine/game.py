@@ -40,7 +40,7 @@ from .events import (
     RoundStarted,
     StockRebuilt,
 )
-from .melds import RUN, SET, Meld, MeldError
+from .melds import RUN, SET, Meld, MeldError, TableMeld
 from .rng import derive_seed, seed_commitment, shuffle
 from .solver import deadwood, portuguese_declaration
 from .variants import Options, Variant, get_variant
@@ -58,14 +58,6 @@ class Phase(StrEnum):
     PLAY = "play"  # the player to move lays (where allowed), then discards or declares
     ROUND_OVER = "round_over"  # waiting for the next deal
     GAME_OVER = "game_over"
-
-
-@dataclass(frozen=True, slots=True)
-class TableMeld:
-    """A meld on the table and the seat that laid it."""
-
-    owner: int
-    meld: Meld
 
 
 @dataclass(slots=True)
@@ -521,7 +513,7 @@ class Game:
                 seat,
                 tuple(plan.new_ids),
                 tuple(plan.changed_ids),
-                tuple((i, self.melds[i - 1].meld) for i in touched),
+                tuple((i, self.melds[i - 1]) for i in touched),
                 tuple(plan.cards),
                 plan.jokers_taken,
                 plan.opens,

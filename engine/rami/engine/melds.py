@@ -21,7 +21,7 @@ from typing import Literal
 
 from .cards import CARDS, JOKER, SUIT_SYMBOLS, Card, CardError, format_cards, parse_cards
 
-__all__ = ["RUN", "SET", "Meld", "MeldError", "card_value", "rank_value"]
+__all__ = ["RUN", "SET", "Meld", "MeldError", "TableMeld", "card_value", "rank_value"]
 
 RUN: Literal["run"] = "run"
 SET: Literal["set"] = "set"
@@ -312,3 +312,11 @@ class Meld:
                 return Meld(RUN, tuple(cards), self.suit, self.lo)
         stands = ", ".join(str(c) for c in self.joker_cards())
         raise MeldError(f"the joker in {self} stands for {stands}, not {card}")
+
+
+@dataclass(frozen=True, slots=True)
+class TableMeld:
+    """A meld on the table and the seat that laid it."""
+
+    owner: int
+    meld: Meld

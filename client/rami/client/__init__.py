@@ -1,0 +1,1 @@
+"""Rami clients: the terminal client, the bot runner and the bot kit."""

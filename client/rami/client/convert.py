@@ -1,0 +1,159 @@
+"""The one place where the client side turns protobuf messages into engine values and back.
+
+A proto View becomes an engine :class:`~rami.engine.views.View`, so the engine's policies,
+solver and formatting work on what a remote client sees; an engine action becomes an
+``ActRequest``.
+"""
+
+from __future__ import annotations
+
+from rami.engine import (
+    CARDS,
+    Action,
+    AddToMeld,
+    Card,
+    Declare,
+    Discard,
+    Draw,
+    Lay,
+    Meld,
+    NewMeld,
+    Phase,
+    TableMeld,
+    TakeJoker,
+    View,
+)
+from rami.engine.events import RoundResult
+from rami.v1 import game_pb2, table_service_pb2
+
+__all__ = ["action_to_request", "card", "cards", "meld_from_proto", "view_from_proto"]
+
+_VARIANTS = {
+    game_pb2.VARIANT_PORTUGUESE: "portuguese",
+    game_pb2.VARIANT_TALLAGE: "tallage",
+    game_pb2.VARIANT_SIMPLE: "simple",
+}
+_PHASES = {
+    game_pb2.PHASE_WAITING: Phase.DRAW,
+    game_pb2.PHASE_DRAW: Phase.DRAW,
+    game_pb2.PHASE_PLAY: Phase.PLAY,
+    game_pb2.PHASE_ROUND_OVER: Phase.ROUND_OVER,
+    game_pb2.PHASE_GAME_OVER: Phase.GAME_OVER,
+}
+_ENDINGS = {
+    game_pb2.ROUND_ENDING_DECLARE: "declare",
+    game_pb2.ROUND_ENDING_RAMI: "rami",
+    game_pb2.ROUND_ENDING_RAMI_SEC: "rami_sec",
+    game_pb2.ROUND_ENDING_VOID: "void",
+}
+_SOURCES = {game_pb2.DRAW_SOURCE_STOCK: "stock", game_pb2.DRAW_SOURCE_DISCARD: "discard"}
+_FALSE_DECL = {game_pb2.FALSE_DECLARATION_REJECT: "reject"}
+
+
+def card(value: int) -> Card | None:
+    """The engine card of a proto Card value (None when unset)."""
+    return CARDS[value - 1] if 1 <= value <= 53 else None
+
+
+def cards(values: object) -> tuple[Card, ...]:
+    """Engine cards of proto Card values."""
+    return tuple(CARDS[v - 1] for v in values)  # type: ignore[attr-defined]
+
+
+def meld_from_proto(msg: game_pb2.Meld) -> Meld:
+    """The engine meld of a proto Meld (jokers where they stand)."""
+    jokers_as = cards(msg.stands_for) if msg.kind == game_pb2.MELD_KIND_RUN else ()
+    return Meld.from_cards(cards(msg.cards), jokers_as=jokers_as, jokers_per_meld=4)
+
+
+def options_dict(msg: game_pb2.Options) -> dict[str, object]:
+    """Options as the engine names them (every field is set in a server's view)."""
+    return {
+        "players": msg.players,
+        "rounds": msg.rounds,
+        "target": msg.target,
+        "opening": msg.opening,
+        "joker_penalty": msg.joker_penalty,
+        "jokers_per_meld": msg.jokers_per_meld,
+        "false_declaration": _FALSE_DECL.get(msg.false_declaration, "reveal"),
+        "stock_rebuilds": msg.stock_rebuilds,
+        "simple_rami_sec": msg.simple_rami_sec,
+        "turn_seconds": msg.turn_seconds,
+        "round_cap": msg.round_cap,
+    }
+
+
+def result_from_proto(r: game_pb2.RoundResult) -> RoundResult:
+    """A round's result."""
+    return RoundResult(
+        r.round, _ENDINGS.get(r.ending, "void"), r.winner if r.HasField("winner") else None,
+        tuple(r.points), tuple(r.totals), r.multiplier, tuple(cards(h.cards) for h in r.hands),
+        r.seed,
+    )
+
+
+def view_from_proto(msg: game_pb2.View) -> View:
+    """The engine view of a proto View."""
+    return View(
+        variant=_VARIANTS[msg.variant],
+        options=options_dict(msg.options),
+        seat=msg.seat if msg.HasField("seat") else None,
+        players=len(msg.players),
+        number=msg.number,
+        round=msg.round,
+        dealer=msg.dealer,
+        turn=msg.turn,
+        phase=_PHASES[msg.phase],
+        hand=cards(msg.hand) if msg.HasField("seat") else None,
+        drawn=card(msg.drawn),
+        hand_sizes=tuple(p.hand_size for p in msg.players),
+        stock_size=msg.stock_size,
+        discard_top=card(msg.discard_top),
+        discard_size=msg.discard_size,
+        melds=tuple(TableMeld(m.owner, meld_from_proto(m.meld)) for m in msg.melds),
+        opened=tuple(p.opened for p in msg.players),
+        bar=msg.bar,
+        first_circuit=msg.first_circuit,
+        rebuilds=msg.rebuilds,
+        totals=tuple(p.total for p in msg.players),
+        results=tuple(result_from_proto(r) for r in msg.results),
+        winners=tuple(msg.winners),
+        draw_sources=tuple(_SOURCES[s] for s in msg.draw_sources if s in _SOURCES),
+        can_lay=msg.can_lay,
+    )
+
+
+def _lay_to_proto(lay: Lay) -> game_pb2.Lay:
+    steps = []
+    for s in lay.steps:
+        if isinstance(s, NewMeld):
+            steps.append(game_pb2.LayStep(new_meld=game_pb2.NewMeld(
+                cards=[c + 1 for c in s.cards], jokers_as=[c + 1 for c in s.jokers_as])))
+        elif isinstance(s, AddToMeld):
+            end = {"low": game_pb2.RUN_END_LOW, "high": game_pb2.RUN_END_HIGH}.get(
+                s.end or "", game_pb2.RUN_END_UNSPECIFIED)
+            steps.append(game_pb2.LayStep(add=game_pb2.AddToMeld(
+                meld=s.meld, cards=[c + 1 for c in s.cards], end=end)))
+        elif isinstance(s, TakeJoker):
+            steps.append(game_pb2.LayStep(take_joker=game_pb2.TakeJoker(
+                meld=s.meld, card=s.card + 1)))
+    return game_pb2.Lay(steps=steps)
+
+
+def action_to_request(table_id: str, number: int, action: Action) -> table_service_pb2.ActRequest:
+    """An Act command for an engine action decided on update ``number``."""
+    req = table_service_pb2.ActRequest(table_id=table_id, number=number)
+    if isinstance(action, Draw):
+        source = game_pb2.DRAW_SOURCE_STOCK if action.source == "stock" else game_pb2.DRAW_SOURCE_DISCARD
+        req.draw.source = source
+        if action.lay is not None:
+            req.draw.lay.CopyFrom(_lay_to_proto(action.lay))
+    elif isinstance(action, Lay):
+        req.lay.CopyFrom(_lay_to_proto(action))
+    elif isinstance(action, Discard):
+        req.discard.card = action.card + 1
+    elif isinstance(action, Declare):
+        req.declare.card = action.card + 1
+    else:
+        raise ValueError(f"not a seat's action: {action!r}")
+    return req

@@ -1,0 +1,1 @@
+"""The Rami server: grpc.aio services hosting tables around the engine."""

@@ -1,0 +1,118 @@
+"""Building and running the server: services, health, reflection, keepalive, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from dataclasses import dataclass, field
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from rami.v1 import (
+    lobby_service_pb2,
+    lobby_service_pb2_grpc,
+    rules_service_pb2,
+    rules_service_pb2_grpc,
+    table_service_pb2,
+    table_service_pb2_grpc,
+)
+
+from .lobby import Lobby, LobbyConfig
+from .services import LobbyService, RulesService, TableService
+from .storage import SqliteStorage
+from .table import TableConfig
+
+__all__ = ["MAX_MESSAGE", "Server", "serve"]
+
+log = logging.getLogger("rami.server")
+
+#: The largest message a client may send (a lay of a whole hand is well under 1 KiB).
+MAX_MESSAGE = 64 * 1024
+
+SERVICE_NAMES = (
+    rules_service_pb2.DESCRIPTOR.services_by_name["RulesService"].full_name,
+    lobby_service_pb2.DESCRIPTOR.services_by_name["LobbyService"].full_name,
+    table_service_pb2.DESCRIPTOR.services_by_name["TableService"].full_name,
+)
+
+
+@dataclass
+class Server:
+    """A running server: its port, its lobby, and how to stop it."""
+
+    grpc_server: grpc.aio.Server
+    port: int
+    lobby: Lobby
+    storage: SqliteStorage
+    health: health.aio.HealthServicer
+    _stopped: bool = field(default=False)
+
+    async def stop(self, grace: float = 2.0) -> None:
+        """Stop gracefully: refuse new calls, tell watchers, flush and close storage."""
+        if self._stopped:
+            return
+        self._stopped = True
+        for name in ("", *SERVICE_NAMES):
+            await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+        self.lobby.close()
+        await self.grpc_server.stop(grace)
+        self.storage.close()
+
+    async def wait(self) -> None:
+        """Until the server stops."""
+        await self.grpc_server.wait_for_termination()
+
+
+async def serve(
+    host: str = "127.0.0.1",
+    port: int = 50051,
+    db: str = "rami.db",
+    *,
+    lobby_config: LobbyConfig | None = None,
+    table_config: TableConfig | None = None,
+) -> Server:
+    """Start a server on ``host:port`` (port 0: any free port) and return it, bound."""
+    storage = SqliteStorage(db)
+    lobby = Lobby(storage, lobby_config or LobbyConfig(), table_config or TableConfig())
+    restored = lobby.restore()
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE),
+            ("grpc.keepalive_time_ms", 30_000),
+            ("grpc.keepalive_timeout_ms", 10_000),
+            ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+            ("grpc.keepalive_permit_without_calls", 1),
+        ]
+    )
+    rules_service_pb2_grpc.add_RulesServiceServicer_to_server(RulesService(), server)
+    lobby_service_pb2_grpc.add_LobbyServiceServicer_to_server(LobbyService(lobby), server)
+    table_service_pb2_grpc.add_TableServiceServicer_to_server(TableService(lobby), server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+    )
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"could not listen on {host}:{port}")
+    await server.start()
+    for name in ("", *SERVICE_NAMES):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    log.info("listening on %s:%d (storage %s, %d tables restored)", host, bound, db, restored)
+    return Server(server, bound, lobby, storage, health_servicer)
+
+
+async def run(host: str, port: int, db: str, lobby_config: LobbyConfig) -> None:
+    """Serve until SIGTERM or SIGINT, then shut down gracefully."""
+    server = await serve(host, port, db, lobby_config=lobby_config)
+    print(f"rami-server listening on {host}:{server.port} (storage: {db})", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("shutting down")
+    await server.stop()

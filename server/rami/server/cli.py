@@ -1,0 +1,57 @@
+"""``rami-server``: the command line of the server."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import typer
+
+from .app import run
+from .lobby import LobbyConfig
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(add_completion=False, help="Serve Rami tables over gRPC.")
+
+
+@app.command()
+def serve(
+    port: int = typer.Option(50051, help="Port to listen on (0: any free port)."),
+    host: str = typer.Option("127.0.0.1", help="Address to listen on (0.0.0.0: every interface)."),
+    db: str = typer.Option(
+        "rami.db", help="SQLite file that keeps every table across restarts; ':memory:' for none."
+    ),
+    turn_seconds: int = typer.Option(
+        0, help="Default turn clock for new tables, in seconds (0: no clock)."
+    ),
+    log_level: str = typer.Option("info", help="Logging level: debug, info, warning or error."),
+    allow_stacked_decks: bool = typer.Option(
+        False, help="Let tables be created with an explicit deck order (tests, puzzles)."
+    ),
+    max_tables_per_client: int = typer.Option(
+        20, help="Unfinished tables one client address may have created at once."
+    ),
+) -> None:
+    """Serve Rami tables on HOST:PORT until SIGTERM or SIGINT."""
+    logging.basicConfig(
+        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    if db != ":memory:":
+        Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    config = LobbyConfig(
+        allow_stacked_decks=allow_stacked_decks,
+        turn_seconds=turn_seconds,
+        max_tables_per_client=max_tables_per_client,
+    )
+    try:
+        asyncio.run(run(host, port, db, config))
+    except OSError as e:
+        typer.echo(f"rami-server: {e}", err=True)
+        raise typer.Exit(1) from None
+
+
+def main() -> None:
+    """Entry point of ``rami-server``."""
+    app()

@@ -1,0 +1,329 @@
+"""The one place where engine objects become protobuf messages, and commands become actions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rami.engine import (
+    CARDS,
+    OPTION_SPECS,
+    VARIANTS,
+    Action,
+    AddToMeld,
+    Card,
+    Declare,
+    Discard,
+    Draw,
+    Lay,
+    MalformedAction,
+    Meld,
+    NewMeld,
+    Options,
+    Phase,
+    TableMeld,
+    TakeJoker,
+    View,
+)
+from rami.engine import events as ev
+from rami.engine.melds import RUN
+from rami.v1 import events_pb2, game_pb2, rules_service_pb2, table_service_pb2
+
+__all__ = [
+    "action_from_proto",
+    "card_from_proto",
+    "card_to_proto",
+    "cards_from_proto",
+    "event_to_proto",
+    "meld_to_proto",
+    "options_from_proto",
+    "options_to_proto",
+    "variant_from_proto",
+    "variant_to_proto",
+    "view_to_proto",
+]
+
+_VARIANT_TO_PROTO = {
+    "portuguese": game_pb2.VARIANT_PORTUGUESE,
+    "tallage": game_pb2.VARIANT_TALLAGE,
+    "simple": game_pb2.VARIANT_SIMPLE,
+}
+_VARIANT_FROM_PROTO = {v: k for k, v in _VARIANT_TO_PROTO.items()}
+_PHASE_TO_PROTO = {
+    Phase.DRAW: game_pb2.PHASE_DRAW,
+    Phase.PLAY: game_pb2.PHASE_PLAY,
+    Phase.ROUND_OVER: game_pb2.PHASE_ROUND_OVER,
+    Phase.GAME_OVER: game_pb2.PHASE_GAME_OVER,
+}
+_SOURCE_TO_PROTO = {"stock": game_pb2.DRAW_SOURCE_STOCK, "discard": game_pb2.DRAW_SOURCE_DISCARD}
+_ENDING_TO_PROTO = {
+    "declare": game_pb2.ROUND_ENDING_DECLARE,
+    "rami": game_pb2.ROUND_ENDING_RAMI,
+    "rami_sec": game_pb2.ROUND_ENDING_RAMI_SEC,
+    "void": game_pb2.ROUND_ENDING_VOID,
+}
+_FALSE_DECL = {
+    "reveal": game_pb2.FALSE_DECLARATION_REVEAL,
+    "reject": game_pb2.FALSE_DECLARATION_REJECT,
+}
+_INT_OPTIONS = (
+    "players", "rounds", "target", "opening", "joker_penalty", "jokers_per_meld",
+    "stock_rebuilds", "turn_seconds", "round_cap",
+)
+
+
+# -- cards and melds ------------------------------------------------------------------------
+
+
+def card_to_proto(card: int | None) -> int:
+    """The proto Card value of an engine card (face + 1; the joker is 53)."""
+    return 0 if card is None else int(card) + 1
+
+
+def cards_to_proto(cards: Iterable[int]) -> list[int]:
+    """Proto Card values of engine cards."""
+    return [int(c) + 1 for c in cards]
+
+
+def card_from_proto(value: int) -> Card:
+    """The engine card of a proto Card value, or INVALID_ARGUMENT."""
+    if not 1 <= value <= 53:
+        raise MalformedAction(f"not a card: {value} (cards are 1 to 53)", "BAD_CARD")
+    return CARDS[value - 1]
+
+
+def cards_from_proto(values: Iterable[int]) -> tuple[Card, ...]:
+    """Engine cards of proto Card values."""
+    return tuple(card_from_proto(v) for v in values)
+
+
+def meld_to_proto(meld: Meld) -> game_pb2.Meld:
+    """A meld with what its jokers stand for."""
+    if meld.kind == RUN:
+        stands = meld.joker_cards()
+        kind = game_pb2.MELD_KIND_RUN
+    else:
+        stands = [] if meld.is_clean else [CARDS[s * 13 + meld.rank - 1] for s in meld.missing_suits()]
+        kind = game_pb2.MELD_KIND_SET
+    return game_pb2.Meld(
+        kind=kind,
+        cards=cards_to_proto(meld.cards),
+        stands_for=cards_to_proto(stands),
+        opening_value=meld.opening_value(),
+    )
+
+
+def table_meld_to_proto(number: int, tm: TableMeld) -> game_pb2.TableMeld:
+    """A numbered meld on the table."""
+    return game_pb2.TableMeld(number=number, owner=tm.owner, meld=meld_to_proto(tm.meld))
+
+
+# -- variants and options -------------------------------------------------------------------
+
+
+def variant_to_proto(variant_id: str) -> int:
+    """The proto Variant of a variant id."""
+    return _VARIANT_TO_PROTO[variant_id]
+
+
+def variant_from_proto(value: int) -> str:
+    """The variant id of a proto Variant, or INVALID_ARGUMENT."""
+    try:
+        return _VARIANT_FROM_PROTO[value]
+    except KeyError:
+        raise MalformedAction(
+            "choose a variant: portuguese, tallage or simple", "BAD_VARIANT"
+        ) from None
+
+
+def options_from_proto(msg: game_pb2.Options, defaults: dict[str, Any] | None = None) -> Options:
+    """Options from a proto message: unset fields take ``defaults``, then the engine's."""
+    values: dict[str, Any] = dict(defaults or {})
+    for name in _INT_OPTIONS:
+        if msg.HasField(name):
+            values[name] = getattr(msg, name)
+    if msg.HasField("simple_rami_sec"):
+        values["simple_rami_sec"] = msg.simple_rami_sec
+    if msg.false_declaration == game_pb2.FALSE_DECLARATION_REJECT:
+        values["false_declaration"] = "reject"
+    elif msg.false_declaration == game_pb2.FALSE_DECLARATION_REVEAL:
+        values["false_declaration"] = "reveal"
+    elif msg.false_declaration != game_pb2.FALSE_DECLARATION_UNSPECIFIED:
+        raise MalformedAction("false_declaration must be REVEAL or REJECT", "BAD_OPTION")
+    return Options.from_dict(values)
+
+
+def options_to_proto(options: Options) -> game_pb2.Options:
+    """Options with every field set."""
+    return game_pb2.Options(
+        **{name: getattr(options, name) for name in _INT_OPTIONS},
+        simple_rami_sec=options.simple_rami_sec,
+        false_declaration=_FALSE_DECL[options.false_declaration],
+    )
+
+
+def variants_to_proto() -> list[rules_service_pb2.VariantInfo]:
+    """Every variant with the options that apply to it."""
+    defaults = Options().to_dict()
+    out = []
+    for vid, v in VARIANTS.items():
+        opts = [
+            rules_service_pb2.OptionInfo(
+                name=spec.name,
+                help=spec.help,
+                default_value=_option_text(defaults[spec.name]),
+                choices=[_option_text(c) for c in spec.choices],
+                min=spec.low,
+                max=spec.high,
+            )
+            for spec in OPTION_SPECS
+            if vid in spec.variants
+        ]
+        out.append(
+            rules_service_pb2.VariantInfo(
+                variant=variant_to_proto(vid), id=vid, title=v.title, deck_size=v.deck_size,
+                jokers=v.jokers, hand_size=v.hand_size, dealer_extra=v.dealer_extra, options=opts,
+            )
+        )
+    return out
+
+
+def _option_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+# -- actions --------------------------------------------------------------------------------
+
+
+def _step_from_proto(step: game_pb2.LayStep) -> NewMeld | AddToMeld | TakeJoker:
+    which = step.WhichOneof("step")
+    if which == "new_meld":
+        return NewMeld(cards_from_proto(step.new_meld.cards), cards_from_proto(step.new_meld.jokers_as))
+    if which == "add":
+        end = {game_pb2.RUN_END_LOW: "low", game_pb2.RUN_END_HIGH: "high"}.get(step.add.end)
+        return AddToMeld(step.add.meld, cards_from_proto(step.add.cards), end)  # type: ignore[arg-type]
+    if which == "take_joker":
+        return TakeJoker(step.take_joker.meld, card_from_proto(step.take_joker.card))
+    raise MalformedAction("a lay step needs new_meld, add or take_joker", "BAD_ACTION")
+
+
+def lay_from_proto(lay: game_pb2.Lay) -> Lay:
+    """A lay from its proto message."""
+    if not lay.steps:
+        raise MalformedAction("a lay needs at least one step", "BAD_ACTION")
+    if len(lay.steps) > 40:
+        raise MalformedAction("a lay has at most 40 steps", "BAD_ACTION")
+    return Lay(tuple(_step_from_proto(s) for s in lay.steps))
+
+
+def action_from_proto(request: table_service_pb2.ActRequest) -> Action:
+    """The engine action of an Act command, or INVALID_ARGUMENT."""
+    which = request.WhichOneof("action")
+    if which == "draw":
+        source = {game_pb2.DRAW_SOURCE_STOCK: "stock", game_pb2.DRAW_SOURCE_DISCARD: "discard"}.get(
+            request.draw.source
+        )
+        if source is None:
+            raise MalformedAction("draw from DRAW_SOURCE_STOCK or DRAW_SOURCE_DISCARD", "BAD_SOURCE")
+        lay = lay_from_proto(request.draw.lay) if request.draw.HasField("lay") else None
+        return Draw(source, lay)  # type: ignore[arg-type]
+    if which == "lay":
+        return lay_from_proto(request.lay)
+    if which == "discard":
+        return Discard(card_from_proto(request.discard.card))
+    if which == "declare":
+        return Declare(card_from_proto(request.declare.card))
+    raise MalformedAction("an action needs draw, lay, discard or declare", "BAD_ACTION")
+
+
+# -- events and views -----------------------------------------------------------------------
+
+
+def result_to_proto(r: ev.RoundResult) -> game_pb2.RoundResult:
+    """A round's result."""
+    return game_pb2.RoundResult(
+        round=r.round,
+        ending=_ENDING_TO_PROTO[r.ending],
+        winner=r.winner,
+        points=r.points,
+        totals=r.totals,
+        multiplier=r.multiplier,
+        hands=[game_pb2.Hand(cards=cards_to_proto(h)) for h in r.hands],
+        seed=r.seed,
+    )
+
+
+def event_to_proto(e: ev.Event) -> events_pb2.Event:
+    """A public engine event as a proto Event."""
+    E = events_pb2
+    if isinstance(e, ev.RoundStarted):
+        return E.Event(round_started=E.RoundStarted(
+            round=e.round, dealer=e.dealer, seed_hash=e.seed_hash,
+            discard_top=card_to_proto(e.discard_top), first_player=e.first_player))
+    if isinstance(e, ev.Drew):
+        return E.Event(card_drawn=E.CardDrawn(
+            seat=e.seat, source=_SOURCE_TO_PROTO[e.source], card=card_to_proto(e.card)))
+    if isinstance(e, ev.Laid):
+        return E.Event(cards_laid=E.CardsLaid(
+            seat=e.seat, new_melds=e.new_melds, changed_melds=e.changed_melds,
+            melds=[table_meld_to_proto(n, tm) for n, tm in e.melds],
+            cards=cards_to_proto(e.cards), jokers_taken=e.jokers_taken, opened=e.opened,
+            opening_value=e.opening_value, bar=e.bar, finish=e.finish))
+    if isinstance(e, ev.Discarded):
+        return E.Event(card_discarded=E.CardDiscarded(seat=e.seat, card=card_to_proto(e.card)))
+    if isinstance(e, ev.Declared):
+        return E.Event(hand_declared=E.HandDeclared(
+            seat=e.seat, cards=cards_to_proto(e.cards), complete=e.complete,
+            card=card_to_proto(e.card), multiplier=e.multiplier,
+            melds=[meld_to_proto(m) for m in e.melds]))
+    if isinstance(e, ev.StockRebuilt):
+        return E.Event(stock_rebuilt=E.StockRebuilt(rebuilds=e.rebuilds, stock_size=e.stock_size))
+    if isinstance(e, ev.RoundEnded):
+        return E.Event(round_ended=E.RoundEnded(result=result_to_proto(e.result)))
+    if isinstance(e, ev.GameEnded):
+        return E.Event(game_ended=E.GameEnded(totals=e.totals, winners=e.winners))
+    raise TypeError(f"unknown event {e!r}")
+
+
+def view_to_proto(
+    v: View,
+    table_id: str,
+    number: int,
+    players: Sequence[game_pb2.PlayerState],
+    deadline: float | None,
+) -> game_pb2.View:
+    """A watcher's view; ``players`` carries the table's seats with the game's per-seat facts."""
+    msg = game_pb2.View(
+        table_id=table_id,
+        number=number,
+        variant=variant_to_proto(v.variant),
+        options=options_to_proto(Options.from_dict(v.options)),
+        seat=v.seat,
+        phase=_PHASE_TO_PROTO[v.phase],
+        round=v.round,
+        dealer=v.dealer,
+        turn=v.turn,
+        hand=cards_to_proto(v.hand or ()),
+        drawn=card_to_proto(v.drawn),
+        players=players,
+        stock_size=v.stock_size,
+        discard_top=card_to_proto(v.discard_top),
+        discard_size=v.discard_size,
+        melds=[table_meld_to_proto(i, m) for i, m in enumerate(v.melds, 1)],
+        bar=v.bar,
+        first_circuit=v.first_circuit,
+        rebuilds=v.rebuilds,
+        results=[result_to_proto(r) for r in v.results],
+        winners=v.winners,
+        draw_sources=[_SOURCE_TO_PROTO[s] for s in v.draw_sources],
+        can_lay=v.can_lay,
+        can_declare=(
+            v.variant == "portuguese" and v.phase == Phase.PLAY and v.seat is not None
+            and v.seat == v.turn
+        ),
+    )
+    if deadline is not None:
+        msg.turn_deadline.FromNanoseconds(int(deadline * 1e9))
+    return msg

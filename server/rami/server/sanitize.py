@@ -1,0 +1,30 @@
+"""Cleaning what clients write: names and chat reach other people's terminals."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["MAX_CHAT", "MAX_NAME", "MAX_TABLE_NAME", "clean_text"]
+
+MAX_NAME = 24
+MAX_TABLE_NAME = 40
+MAX_CHAT = 280
+
+# ESC-introduced sequences (CSI, OSC, ...) are dropped whole, not just their ESC byte, so no
+# stray "[31m" is left behind; then every remaining control or format character goes.
+_ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])?")
+
+
+def clean_text(text: str, limit: int) -> str:
+    """``text`` without escape sequences, control or format characters (bidi overrides
+    included), whitespace collapsed, cut to ``limit`` characters."""
+    text = _ESCAPES.sub("", text)
+    kept = []
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if ch in "\t\n\r" or cat == "Zl" or cat == "Zp":
+            kept.append(" ")
+        elif cat[0] != "C":
+            kept.append(ch)
+    return " ".join("".join(kept).split())[:limit]

@@ -1,0 +1,317 @@
+"""A table as an actor: commands applied one at a time, stored, then fanned out.
+
+Every change goes through :meth:`Table.submit`: check and apply the entry on the state, store
+it, then put the update on every watcher's queue. That path never awaits, so on the event loop
+it runs whole, one command at a time, and nobody can observe a state that is not yet stored.
+A watcher whose queue is full is cut off (it may resume from its last number); it never slows
+the table or the others.
+
+The table also plays for the seats nobody is at: built-in bots, seats whose player left, and
+the turn clock, which plays a safe move when it runs out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import secrets
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from rami.engine import POLICIES, Action, Discard, Draw, Phase, RuleError, view
+from rami.engine.serial import action_to_dict
+from rami.v1 import events_pb2, table_service_pb2
+
+from .errors import Aborted, Invalid, Unavailable
+from .storage import Storage
+from .tablestate import FINISHED, PLAYING, TableState
+
+__all__ = ["Table", "TableConfig", "safe_move"]
+
+log = logging.getLogger("rami.server.table")
+
+
+@dataclass(frozen=True, slots=True)
+class TableConfig:
+    """Timings and limits shared by every table of a server."""
+
+    bot_delay: float = 0.6
+    round_pause: float = 4.0
+    away_delay: float = 0.3
+    heartbeat: float = 15.0
+    watcher_queue: int = 256
+
+
+@dataclass(eq=False)
+class Watcher:
+    """One open Watch stream."""
+
+    seat: int | None
+    queue: asyncio.Queue[table_service_pb2.WatchResponse | None]
+    cut: bool = False
+    last: int = 0
+
+
+def safe_move(game_view: Any) -> Action:
+    """The move the server makes for a seat whose clock ran out: draw from the stock, then
+    throw back the card drawn (or, with nothing drawn, the costliest card)."""
+    if game_view.phase == Phase.DRAW:
+        return Draw("stock")
+    hand = list(game_view.hand)
+    if game_view.drawn is not None and game_view.drawn in hand:
+        return Discard(game_view.drawn)
+    return Discard(max(hand, key=lambda c: (c % 13 == 0, c % 13, c)))
+
+
+@dataclass(eq=False)
+class Table:
+    """One table: its state, its stored log, its watchers and its automatic moves."""
+
+    state: TableState
+    storage: Storage
+    config: TableConfig
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    watchers: set[Watcher] = field(default_factory=set)
+    deadline: float | None = None
+    _turn_key: tuple[int, int] | None = None
+    _auto: asyncio.TimerHandle | None = None
+    _rngs: dict[int, random.Random] = field(default_factory=dict)
+    closed: bool = False
+
+    @property
+    def table_id(self) -> str:
+        """The table's id."""
+        return self.state.table_id
+
+    def connected(self) -> dict[int, int]:
+        """Open streams per seat."""
+        out: dict[int, int] = {}
+        for w in self.watchers:
+            if w.seat is not None:
+                out[w.seat] = out.get(w.seat, 0) + 1
+        return out
+
+    def view(self, seat: int | None) -> Any:
+        """The proto View of a seat now."""
+        return self.state.view_proto(seat, self.connected(), self.deadline)
+
+    # -- the one path of every change -------------------------------------------------------
+
+    def submit(self, entry: dict[str, Any]) -> int:
+        """Apply, store, fan out; return the update number. Raises and changes nothing when
+        the entry is refused."""
+        if self.closed:
+            raise Unavailable("SHUTTING_DOWN", "the server is shutting down")
+        events = self.state.apply(entry)
+        number = self.state.number
+        try:
+            self.storage.append(self.table_id, number, entry)
+        except Exception:
+            log.exception("table %s: storing update %d failed; rebuilding", self.table_id, number)
+            self._rebuild()
+            raise
+        self.entries.append(entry)
+        if entry["type"] == "start":
+            self.storage.set_status(self.table_id, PLAYING)
+        if self.state.status == FINISHED and entry["type"] == "act":
+            self.storage.set_status(self.table_id, FINISHED)
+        self._clock()
+        self._fan_out(number, events)
+        self._schedule()
+        return number
+
+    def act(self, seat: int, number: int, action: Action, auto: str | None = None) -> int:
+        """A seat's action decided on update ``number``: refused as stale if the game changed
+        since (so a retry is never applied twice)."""
+        if number < self.state.game_number or number > self.state.number:
+            raise Aborted(
+                "STALE",
+                f"this action was decided on update {number}, but the game is at update "
+                f"{self.state.number}: decide again on the latest view",
+                current=str(self.state.number),
+            )
+        entry: dict[str, Any] = {"type": "act", "seat": seat, "action": action_to_dict(action)}
+        if auto:
+            entry["auto"] = auto
+        return self.submit(entry)
+
+    def _rebuild(self) -> None:
+        from .tablestate import load_state
+
+        stored = self.storage.load_table(self.table_id)
+        if stored is not None:
+            self.state = load_state(self.table_id, stored.spec, stored.entries)
+            self.entries = stored.entries
+
+    # -- watchers ---------------------------------------------------------------------------
+
+    def _fan_out(self, number: int, events: list[events_pb2.Event]) -> None:
+        if not self.watchers:
+            return
+        connected = self.connected()
+        by_seat: dict[int | None, table_service_pb2.WatchResponse] = {}
+        for w in list(self.watchers):
+            msg = by_seat.get(w.seat)
+            if msg is None:
+                update = table_service_pb2.Update(
+                    number=number,
+                    events=events,
+                    view=self.state.view_proto(w.seat, connected, self.deadline),
+                )
+                msg = by_seat[w.seat] = table_service_pb2.WatchResponse(update=update)
+            try:
+                w.queue.put_nowait(msg)
+            except asyncio.QueueFull:
+                w.cut = True
+                self.watchers.discard(w)
+
+    def history(self, seat: int | None, after: int) -> list[table_service_pb2.WatchResponse]:
+        """The updates after ``after`` as ``seat`` saw them, by replaying the table's log."""
+        from .tablestate import TableState as _State
+
+        replay = _State(self.table_id, self.state.spec)
+        connected = self.connected()
+        out = []
+        for i, entry in enumerate(self.entries, 1):
+            events = replay.apply(entry)
+            if i > after:
+                update = table_service_pb2.Update(
+                    number=i, events=events, view=replay.view_proto(seat, connected)
+                )
+                out.append(table_service_pb2.WatchResponse(update=update))
+        return out
+
+    async def watch(
+        self, seat: int | None, after: int | None
+    ) -> AsyncIterator[table_service_pb2.WatchResponse]:
+        """The stream of one watcher: a snapshot (or what it missed), then every update."""
+        if after is not None and after > self.state.number:
+            raise Invalid(
+                "BAD_NUMBER", f"update {after} has not happened: the table is at {self.state.number}"
+            )
+        if after is None:
+            first = [
+                table_service_pb2.WatchResponse(
+                    update=table_service_pb2.Update(
+                        number=self.state.number, view=self.view(seat), snapshot=True
+                    )
+                )
+            ]
+        else:
+            first = self.history(seat, after)
+        watcher = Watcher(seat, asyncio.Queue(self.config.watcher_queue))
+        self.watchers.add(watcher)
+        try:
+            for msg in first:
+                yield msg
+            while True:
+                try:
+                    msg = await asyncio.wait_for(watcher.queue.get(), self.config.heartbeat)
+                except TimeoutError:
+                    msg = table_service_pb2.WatchResponse(
+                        heartbeat=table_service_pb2.Heartbeat(number=self.state.number)
+                    )
+                if watcher.cut:
+                    raise _cut_off(watcher, self)
+                if msg is None:
+                    raise Unavailable("SHUTTING_DOWN", "the server is shutting down; resume later")
+                if msg.HasField("update"):
+                    watcher.last = msg.update.number
+                yield msg
+        finally:
+            self.watchers.discard(watcher)
+
+    def close(self) -> None:
+        """Stop automatic moves and end every stream (they may resume on restart)."""
+        self.closed = True
+        if self._auto is not None:
+            self._auto.cancel()
+        for w in self.watchers:
+            try:
+                w.queue.put_nowait(None)
+            except asyncio.QueueFull:
+                w.cut = True
+
+    # -- automatic moves: bots, away seats, the clock, the next deal ------------------------
+
+    def _clock(self) -> None:
+        game = self.state.game
+        seconds = self.state.options.turn_seconds
+        if game is None or seconds <= 0 or game.phase not in (Phase.DRAW, Phase.PLAY):
+            self.deadline, self._turn_key = None, None
+            return
+        key = (game.round, game.turn_index)
+        if key != self._turn_key:
+            self._turn_key = key
+            self.deadline = time.time() + seconds
+
+    def _schedule(self) -> None:
+        """(Re)arm the one pending automatic move for the state as it is now."""
+        if self._auto is not None:
+            self._auto.cancel()
+            self._auto = None
+        game = self.state.game
+        if self.closed or game is None or self.state.status != PLAYING:
+            return
+        loop = asyncio.get_running_loop()
+        if game.phase == Phase.ROUND_OVER:
+            self._auto = loop.call_later(self.config.round_pause, self._run, "next")
+            return
+        seat = self.state.seats[game.turn]
+        if seat.kind == "bot":
+            self._auto = loop.call_later(self.config.bot_delay, self._run, "bot")
+        elif seat.away:
+            self._auto = loop.call_later(self.config.away_delay, self._run, "away")
+        elif self.deadline is not None:
+            delay = max(0.0, self.deadline - time.time())
+            self._auto = loop.call_later(delay, self._run, "timeout")
+
+    def _run(self, kind: str) -> None:
+        self._auto = None
+        game = self.state.game
+        if self.closed or game is None:
+            return
+        try:
+            if kind == "next":
+                self.submit({"type": "next"})
+                return
+            seat = game.turn
+            seat_view = view(game, seat)
+            if kind == "bot":
+                policy = POLICIES[self.state.seats[seat].policy]
+                rng = self._rngs.setdefault(seat, random.Random(f"{self.table_id}:{seat}"))
+                action = policy(seat_view, rng)
+            else:
+                action = safe_move(seat_view)
+            self.act(seat, self.state.number, action, None if kind == "bot" else kind)
+        except RuleError:
+            log.exception("table %s: automatic %s move refused", self.table_id, kind)
+            self._fallback()
+        except Unavailable:
+            pass
+
+    def _fallback(self) -> None:
+        game = self.state.game
+        if game is None or game.phase not in (Phase.DRAW, Phase.PLAY):
+            return
+        seat = game.turn
+        self.act(seat, self.state.number, safe_move(view(game, seat)), "timeout")
+
+
+def _cut_off(watcher: Watcher, table: Table) -> Exception:
+    from .errors import Exhausted
+
+    return Exhausted(
+        "TOO_SLOW",
+        f"this stream fell {table.config.watcher_queue} updates behind and was cut off; "
+        f"watch again with after={watcher.last} to resume",
+        after=str(watcher.last),
+    )
+
+
+def new_seed() -> str:
+    """A fresh game seed (hex), from the operating system's randomness."""
+    return secrets.token_bytes(32).hex()
