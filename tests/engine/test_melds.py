@@ -238,6 +238,13 @@ def test_a_joker_keeps_the_card_it_stands_for_when_cards_are_added() -> None:
     assert str(m) == "JK 8♥ 9♥ 10♥ J♥"
 
 
+def test_the_card_a_joker_stands_for_is_not_added_beside_it() -> None:
+    with pytest.raises(MeldError):
+        meld("JK 8h 9h").with_added(C("7h"))  # the joker is the 7♥: take it back instead
+    with pytest.raises(MeldError):
+        meld("7h JK 9h").with_added(C("8h"))
+
+
 def test_a_card_is_added_to_a_set_only_in_a_missing_suit_up_to_four() -> None:
     m = meld("7h 7s 7d")
     four = m.with_added(C("7c"))

@@ -233,7 +233,8 @@ def test_a_player_declares_only_after_drawing() -> None:
 
 def test_nothing_is_laid_in_portuguese() -> None:
     game = deal("portuguese", [PAYS_21, WITH_A_SET], "Ac", "Qd")
-    refused(game, 1, "draw stock; lay As 2s 3s", "NO_LAYING")
+    refused(game, 1, "draw discard; lay As 2s 3s", "NO_LAYING")
+    refused(game, 1, "draw stock; lay As 2s 3s", "LAY_WITH_STOCK")
     play(game, 1, "draw stock")
     refused(game, 1, "lay As 2s 3s", "NO_LAYING")
 

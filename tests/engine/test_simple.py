@@ -38,7 +38,7 @@ def test_the_dealer_holds_14_and_finishes_without_drawing() -> None:
     game = deal("simple", [FINISH, PAYS_104], "Ad")
     assert [len(h) for h in game.hands] == [14, 13]
     assert (game.turn, game.phase) == (0, Phase.PLAY)
-    refused(game, 0, "draw stock", "ALREADY_DREW")
+    refused(game, 0, "draw stock", "DEALER_NO_DRAW")
 
 
 def test_a_finish_lays_the_whole_hand_but_one_and_others_pay_their_hand_values() -> None:

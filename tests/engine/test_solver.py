@@ -66,10 +66,12 @@ def band_hand(rng: random.Random) -> list[int]:
 
 def long_hand(rng: random.Random) -> list[int]:
     """9–13 cards of one or two suits over a wide window: long runs, both aces, 0–3 jokers
-    (a moroccan hand may hold up to four)."""
+    (a moroccan hand may hold up to four); a quarter hold one copy of each face only, so that
+    runs of 10 to 13 cards are common."""
     suits = rng.sample(range(4), rng.choice([1, 1, 2]))
     start, width = rng.randint(1, 13), rng.randint(8, 13)
-    pool = [s * 13 + (start - 1 + i) % 13 for s in suits for i in range(width) for _ in range(2)]
+    copies = 1 if rng.random() < 0.25 else 2
+    pool = [s * 13 + (start - 1 + i) % 13 for s in suits for i in range(width)] * copies
     jokers = rng.choice([0, 1, 1, 2, 3])
     n = min(rng.randint(9, 13) - jokers, len(pool))
     return sorted(rng.sample(pool, n)) + [JOKER] * jokers

@@ -53,7 +53,7 @@ def test_case_5_an_opening_of_78_sets_the_bar_then_78_is_refused_and_79_accepted
 
 def test_case_6_a_low_ace_counts_1_toward_an_opening_and_a_high_ace_10() -> None:
     game = deal("tallage", ["Ac 2c 3c Qc Kc Ac 4s 4d 4h 9d 10d Jd Qd Kd", ""], "2h")
-    # A♣2♣3♣ is 6, not 21: 6 + 12 + 49 = 67 is below 71.
+    # A♣2♣3♣ is 6, not 15: 6 + 12 + 49 = 67 is below 71 (76 with the ace at 10).
     error = refused(game, 0, "lay Ac 2c 3c, 4s 4d 4h, 9d 10d Jd Qd Kd", "OPENING_TOO_LOW")
     assert "67" in str(error)
     # Q♣K♣A♣ is 30: 30 + 12 + 29 = 71, exactly enough.
@@ -114,6 +114,22 @@ def test_an_opening_lays_new_melds_only() -> None:
     refused(game, 1, "lay Kc Kd Kh, 2c 3c 4c, 5d 6d 7d 8d 9d 10d Jd; add 1 Ks", "NOT_OPENED")
     play(game, 1, "lay Kc Kd Kh, 2c 3c 4c, 5d 6d 7d 8d 9d 10d Jd")
     assert game.bar == 94
+
+
+def test_a_player_lays_only_after_taking_a_card() -> None:
+    seat1 = "Kc Kd Kh 2c 3c 4c 5d 6d 7d 8d 9d 10d Jd"
+    game = opened_78("", seat1, stock="Qc")
+    refused(game, 1, "lay Kc Kd Kh, 2c 3c 4c, 5d 6d 7d 8d 9d 10d Jd", "MUST_DRAW")
+
+
+def test_a_lay_sent_with_a_stock_draw_is_refused_and_the_stock_card_stays() -> None:
+    # Judging a lay with the unseen stock card would tell the player which card it is.
+    seat1 = "Kc Kd Kh 2c 3c 4c 5d 6d 7d 8d 9d"
+    game = opened_78("", seat1, stock="Qc")
+    refused(game, 1, "draw stock; lay Kc Kd Kh, 2c 3c 4c, 5d 6d 7d 8d 9d", "LAY_WITH_STOCK")
+    assert game.stock[-1] == C("Qc") and game.phase == Phase.DRAW
+    play(game, 1, "draw stock")
+    assert C("Qc") in game.hands[1] and game.drawn == C("Qc")
 
 
 # -- what a player who has not opened may not do (case 8) ---------------------------------------
@@ -313,6 +329,14 @@ def test_a_discard_taken_with_a_lay_that_uses_it_is_accepted_as_one_move() -> No
     assert game.phase == Phase.PLAY
 
 
+def test_the_two_copies_of_a_face_are_interchangeable_when_laying_a_taken_discard() -> None:
+    game = opened_78("2c 3c 4c Ks", "Ks", stock="5d 6d")
+    play(game, 1, "draw stock")
+    play(game, 1, "discard Ks")
+    play(game, 0, "draw discard; add 1 Ks")  # one K♠ laid, one kept: the same card
+    assert game.hands[0].count(C("Ks")) == 1
+
+
 def test_a_discard_taken_by_a_player_who_has_not_opened_must_be_laid_in_the_opening() -> None:
     seat1 = "Kc Kd Qs Qd Qc 2c 3c 4c 5d 6d 7d 8d 9d 10d"
     game = deal("tallage", ["Kh 9s", seat1], "Ac", "5s 6s")
@@ -348,7 +372,7 @@ def test_the_dealer_plays_first_without_drawing() -> None:
     game = deal("tallage", ["", "", ""], "Ah")
     assert (game.turn, game.phase) == (0, Phase.PLAY)
     assert len(game.hands[0]) == 15
-    refused(game, 0, "draw stock", "ALREADY_DREW")
+    refused(game, 0, "draw stock", "DEALER_NO_DRAW")
     play(game, 0, f"discard {game.hands[0][0].code()}")
     assert (game.turn, game.phase) == (1, Phase.DRAW)
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-
 from rami.server.app import Server, serve
 from rami.server.lobby import LobbyConfig
 from rami.server.table import TableConfig

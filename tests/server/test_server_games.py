@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from conftest import ServerThread, Stubs
-
 from rami.client.botkit import play, policy_decider
+from rami.engine.record import replay_record
 from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2
 
 VARIANTS = {
@@ -63,3 +64,6 @@ def test_remote_bots_and_built_in_bots_play_a_whole_game(
         assert max(totals) >= 201 or len(final.results) >= final.options.round_cap
     record = stubs.table.ExportRecord(table_service_pb2.ExportRecordRequest(table_id=table_id))
     assert record.complete
+    # The record replays: every seed matches its hash, every deal its seed, every result.
+    game = replay_record(json.loads(record.record_json))
+    assert list(game.totals) == totals

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import grpc
-
 from rami.engine import POLICIES, Action, Discard, Draw, Phase, View
 from rami.v1 import (
     game_pb2,
@@ -35,8 +34,12 @@ log = logging.getLogger("rami.client.bot")
 
 Decide = Callable[[View], Action]
 TOKEN_METADATA = "rami-token"
-_RETRY = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.CANCELLED,
-          grpc.StatusCode.DEADLINE_EXCEEDED}
+_RETRY = {
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.RESOURCE_EXHAUSTED,
+    grpc.StatusCode.CANCELLED,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+}
 
 
 @dataclass
@@ -140,6 +143,12 @@ async def _play(
             if e.code() not in _RETRY or result.reconnects >= max_reconnects:
                 raise
             result.reconnects += 1
+            # Resume one update early: if the stream or a command failed on this seat's turn,
+            # the view it was decided on comes again and is decided anew (a command that did
+            # get through makes the retry stale: ABORTED, never a second move).
+            if last:
+                last -= 1
+            decided = -1
             await asyncio.sleep(min(2.0, 0.05 * result.reconnects))
 
 

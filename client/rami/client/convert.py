@@ -23,16 +23,32 @@ from rami.engine import (
     TakeJoker,
     View,
 )
+from rami.engine import events as ev
 from rami.engine.events import RoundResult
-from rami.v1 import game_pb2, table_service_pb2
+from rami.v1 import events_pb2, game_pb2, table_service_pb2
 
-__all__ = ["action_to_request", "card", "cards", "meld_from_proto", "view_from_proto"]
+from . import tableevents as te
+
+__all__ = [
+    "VARIANT_IDS",
+    "action_to_request",
+    "card",
+    "cards",
+    "event_from_proto",
+    "meld_from_proto",
+    "options_to_proto",
+    "result_from_proto",
+    "variant_id",
+    "view_from_proto",
+]
 
 _VARIANTS = {
     game_pb2.VARIANT_PORTUGUESE: "portuguese",
     game_pb2.VARIANT_TALLAGE: "tallage",
     game_pb2.VARIANT_SIMPLE: "simple",
 }
+#: Proto variants by engine id.
+VARIANT_IDS = {name: value for value, name in _VARIANTS.items()}
 _PHASES = {
     game_pb2.PHASE_WAITING: Phase.DRAW,
     game_pb2.PHASE_DRAW: Phase.DRAW,
@@ -144,8 +160,8 @@ def action_to_request(table_id: str, number: int, action: Action) -> table_servi
     """An Act command for an engine action decided on update ``number``."""
     req = table_service_pb2.ActRequest(table_id=table_id, number=number)
     if isinstance(action, Draw):
-        source = game_pb2.DRAW_SOURCE_STOCK if action.source == "stock" else game_pb2.DRAW_SOURCE_DISCARD
-        req.draw.source = source
+        stock = action.source == "stock"
+        req.draw.source = game_pb2.DRAW_SOURCE_STOCK if stock else game_pb2.DRAW_SOURCE_DISCARD
         if action.lay is not None:
             req.draw.lay.CopyFrom(_lay_to_proto(action.lay))
     elif isinstance(action, Lay):
@@ -157,3 +173,95 @@ def action_to_request(table_id: str, number: int, action: Action) -> table_servi
     else:
         raise ValueError(f"not a seat's action: {action!r}")
     return req
+
+
+def variant_id(value: int) -> str:
+    """The engine id of a proto Variant ("" when unset)."""
+    return _VARIANTS.get(value, "")
+
+
+def options_to_proto(options: dict[str, object]) -> game_pb2.Options:
+    """Proto Options from engine option names and values (those left out take defaults)."""
+    msg = game_pb2.Options()
+    for name, value in options.items():
+        if name == "false_declaration":
+            msg.false_declaration = (
+                game_pb2.FALSE_DECLARATION_REJECT if value == "reject"
+                else game_pb2.FALSE_DECLARATION_REVEAL
+            )
+        else:
+            setattr(msg, name, value)
+    return msg
+
+
+def _table_meld(m: game_pb2.TableMeld) -> tuple[int, TableMeld]:
+    return m.number, TableMeld(m.owner, meld_from_proto(m.meld))
+
+
+def _game_event(which: str, e: object) -> ev.Event | None:
+    """The engine event of a proto game event (the stream's public facts)."""
+    if which == "round_started":
+        assert isinstance(e, events_pb2.RoundStarted)
+        return ev.RoundStarted(e.round, e.dealer, e.seed_hash, card(e.discard_top), e.first_player)
+    if which == "card_drawn":
+        assert isinstance(e, events_pb2.CardDrawn)
+        return ev.Drew(e.seat, _SOURCES.get(e.source, "stock"), card(e.card))
+    if which == "cards_laid":
+        assert isinstance(e, events_pb2.CardsLaid)
+        return ev.Laid(
+            e.seat, tuple(e.new_melds), tuple(e.changed_melds),
+            tuple(_table_meld(m) for m in e.melds), cards(e.cards), e.jokers_taken, e.opened,
+            e.opening_value, e.bar, e.finish,
+        )
+    if which == "card_discarded":
+        assert isinstance(e, events_pb2.CardDiscarded)
+        discarded = card(e.card)
+        return ev.Discarded(e.seat, discarded) if discarded is not None else None
+    if which == "hand_declared":
+        assert isinstance(e, events_pb2.HandDeclared)
+        return ev.Declared(
+            e.seat, cards(e.cards), e.complete, card(e.card), e.multiplier,
+            tuple(meld_from_proto(m) for m in e.melds),
+        )
+    if which == "stock_rebuilt":
+        assert isinstance(e, events_pb2.StockRebuilt)
+        return ev.StockRebuilt(e.rebuilds, e.stock_size)
+    if which == "round_ended":
+        assert isinstance(e, events_pb2.RoundEnded)
+        return ev.RoundEnded(result_from_proto(e.result))
+    if which == "game_ended":
+        assert isinstance(e, events_pb2.GameEnded)
+        return ev.GameEnded(tuple(e.totals), tuple(e.winners))
+    return None
+
+
+def _table_event(which: str, e: object) -> te.TableEvent | None:
+    """The client's value of a proto table event (seats, start, chat, clock)."""
+    if which == "player_joined":
+        assert isinstance(e, events_pb2.PlayerJoined)
+        return te.Joined(e.seat, e.name, e.kind == game_pb2.SEAT_KIND_BOT)
+    if which == "player_left":
+        assert isinstance(e, events_pb2.PlayerLeft)
+        return te.Left(e.seat)
+    if which == "player_returned":
+        assert isinstance(e, events_pb2.PlayerReturned)
+        return te.Returned(e.seat)
+    if which == "game_started":
+        assert isinstance(e, events_pb2.GameStarted)
+        return te.Started(tuple(p.name for p in e.players))
+    if which == "chat_posted":
+        assert isinstance(e, events_pb2.ChatPosted)
+        return te.Chatted(e.seat, e.text)
+    if which == "turn_timed_out":
+        assert isinstance(e, events_pb2.TurnTimedOut)
+        return te.TimedOut(e.seat)
+    return None
+
+
+def event_from_proto(msg: events_pb2.Event) -> ev.Event | te.TableEvent | None:
+    """The engine (or table) event of a proto Event; None for a kind this client doesn't know."""
+    which = msg.WhichOneof("kind")
+    if which is None:
+        return None
+    inner = getattr(msg, which)
+    return _game_event(which, inner) or _table_event(which, inner)

@@ -83,6 +83,8 @@ class Game:
     options: Options
     seed: bytes
     decks: tuple[tuple[Card, ...], ...] = ()
+    #: Shuffle seeds given for the first rounds (replaying a record); later ones are derived.
+    round_seeds: tuple[bytes, ...] = ()
     round: int = 0
     dealer: int = 0
     turn: int = 0
@@ -113,12 +115,14 @@ class Game:
         seed: int | str | bytes = 0,
         *,
         decks: Sequence[Sequence[int]] = (),
+        round_seeds: Sequence[bytes] = (),
     ) -> tuple[Game, list[Event]]:
         """A new game, its first round dealt; ``decks`` stacks the deck of the first rounds
-        (top card first) for tests, puzzles and tutorials."""
+        (top card first) for tests, puzzles and tutorials; ``round_seeds`` gives the shuffle
+        seeds of the first rounds (to replay a record)."""
         v = get_variant(variant) if isinstance(variant, str) else variant
         opts = options or Options()
-        game = cls(v, opts, _seed_bytes(seed))
+        game = cls(v, opts, _seed_bytes(seed), round_seeds=tuple(round_seeds))
         stacked = []
         for d in decks:
             deck = tuple(CARDS[c] for c in d)
@@ -192,6 +196,12 @@ class Game:
             self.rami_sec, tuple(self.totals), tuple(self.results), self.winners, self.number,
         )
 
+    def seed_hash(self) -> str:
+        """The commitment to this round's shuffle seed ("" for a stacked deck)."""
+        if self.round <= len(self.decks):
+            return ""
+        return seed_commitment(self._round_seed())
+
     def cards_in_play(self) -> list[Card]:
         """Every card of the round, wherever it is: hands, stock, discard pile, melds."""
         cards = [c for h in self.hands for c in h] + self.stock + self.discard
@@ -207,6 +217,12 @@ class Game:
         Returns the events it caused. Raises :class:`MalformedAction` or
         :class:`IllegalAction`, saying which rule, and then the state is unchanged.
         """
+        if isinstance(action, Draw) and action.source == "stock" and action.lay is not None:
+            # Checking a lay against a card the player has not seen would tell them the card.
+            raise MalformedAction(
+                "a lay goes with a draw from the discard pile only: draw from the stock, then lay",
+                "LAY_WITH_STOCK",
+            )
         if isinstance(action, NextRound):
             events = self._next_round()
         else:
@@ -236,6 +252,8 @@ class Game:
     # -- dealing and turns ------------------------------------------------------------------
 
     def _round_seed(self) -> bytes:
+        if self.round <= len(self.round_seeds) and self.round_seeds[self.round - 1]:
+            return self.round_seeds[self.round - 1]
         return derive_seed(self.seed, "round", self.round)
 
     def _deal(self) -> list[Event]:
@@ -272,16 +290,7 @@ class Game:
             self.turn, self.phase = self.dealer, Phase.PLAY  # the dealer plays without drawing
         else:
             self.turn, self.phase = (self.dealer + 1) % n, Phase.DRAW
-        stacked = self.round <= len(self.decks)
-        return [
-            RoundStarted(
-                self.round,
-                self.dealer,
-                "" if stacked else seed_commitment(self._round_seed()),
-                self.discard[-1],
-                self.turn,
-            )
-        ]
+        return [RoundStarted(self.round, self.dealer, self.seed_hash(), self.discard[-1], self.turn)]
 
     def _next_turn(self) -> list[Event]:
         self.turn = (self.turn + 1) % self.players
@@ -326,6 +335,11 @@ class Game:
 
     def _draw(self, seat: int, action: Draw) -> list[Event]:
         if self.phase != Phase.DRAW:
+            if self.drawn is None and self.variant.dealer_extra and self.turn_index == 0:
+                raise IllegalAction(
+                    "the dealer plays the first turn without drawing: lay or discard",
+                    "DEALER_NO_DRAW",
+                )
             raise IllegalAction("you have already drawn this turn", "ALREADY_DREW")
         if action.source not in ("stock", "discard"):
             raise MalformedAction(f"draw from stock or discard, not {action.source!r}", "BAD_SOURCE")
@@ -334,7 +348,7 @@ class Game:
         if action.source == "stock":
             card = self.stock[-1]
             hand = [*self.hands[seat], card]
-            plan = self._plan_lay(seat, hand, action.lay, None, drawing=True) if action.lay else None
+            plan = None
             self.stock.pop()
             events: list[Event] = [Drew(seat, "stock")]
         else:

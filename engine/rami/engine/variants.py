@@ -136,7 +136,10 @@ class Options:
         for f in fields(self):
             spec = _SPECS[f.name]
             value = getattr(self, f.name)
-            if spec.choices and value not in spec.choices:
+            # Compare types too: True == 1, but True is no jokers_per_meld and 1 no on/off.
+            if spec.choices and not any(
+                value == c and type(value) is type(c) for c in spec.choices
+            ):
                 allowed = ", ".join(str(c) for c in spec.choices)
                 raise MalformedAction(
                     f"option {f.name} must be one of {allowed}, not {value!r}", "BAD_OPTION"

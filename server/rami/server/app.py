@@ -73,8 +73,12 @@ async def serve(
     *,
     lobby_config: LobbyConfig | None = None,
     table_config: TableConfig | None = None,
+    tls: tuple[bytes, bytes] | None = None,
 ) -> Server:
-    """Start a server on ``host:port`` (port 0: any free port) and return it, bound."""
+    """Start a server on ``host:port`` (port 0: any free port) and return it, bound.
+
+    ``tls`` is a (private key, certificate chain) pair in PEM: the server then speaks TLS only.
+    """
     storage = SqliteStorage(db)
     lobby = Lobby(storage, lobby_config or LobbyConfig(), table_config or TableConfig())
     restored = lobby.restore()
@@ -95,7 +99,11 @@ async def serve(
     reflection.enable_server_reflection(
         (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
     )
-    bound = server.add_insecure_port(f"{host}:{port}")
+    address = f"{host}:{port}"
+    if tls is not None:
+        bound = server.add_secure_port(address, grpc.ssl_server_credentials([tls]))
+    else:
+        bound = server.add_insecure_port(address)
     if bound == 0:
         raise OSError(f"could not listen on {host}:{port}")
     await server.start()
@@ -105,10 +113,13 @@ async def serve(
     return Server(server, bound, lobby, storage, health_servicer)
 
 
-async def run(host: str, port: int, db: str, lobby_config: LobbyConfig) -> None:
+async def run(
+    host: str, port: int, db: str, lobby_config: LobbyConfig, tls: tuple[bytes, bytes] | None = None
+) -> None:
     """Serve until SIGTERM or SIGINT, then shut down gracefully."""
-    server = await serve(host, port, db, lobby_config=lobby_config)
-    print(f"rami-server listening on {host}:{server.port} (storage: {db})", flush=True)
+    server = await serve(host, port, db, lobby_config=lobby_config, tls=tls)
+    secure = " with TLS" if tls else ""
+    print(f"rami-server listening on {host}:{server.port}{secure} (storage: {db})", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -33,6 +33,10 @@ def serve(
     max_tables_per_client: int = typer.Option(
         20, help="Unfinished tables one client address may have created at once."
     ),
+    tls_cert: Path | None = typer.Option(
+        None, help="PEM certificate chain: serve with TLS (needs --tls-key)."
+    ),
+    tls_key: Path | None = typer.Option(None, help="PEM private key of --tls-cert."),
 ) -> None:
     """Serve Rami tables on HOST:PORT until SIGTERM or SIGINT."""
     logging.basicConfig(
@@ -45,8 +49,18 @@ def serve(
         turn_seconds=turn_seconds,
         max_tables_per_client=max_tables_per_client,
     )
+    tls = None
+    if (tls_cert is None) != (tls_key is None):
+        typer.echo("rami-server: --tls-cert and --tls-key go together", err=True)
+        raise typer.Exit(2)
+    if tls_cert is not None and tls_key is not None:
+        try:
+            tls = (tls_key.read_bytes(), tls_cert.read_bytes())
+        except OSError as e:
+            typer.echo(f"rami-server: {e}", err=True)
+            raise typer.Exit(2) from None
     try:
-        asyncio.run(run(host, port, db, config))
+        asyncio.run(run(host, port, db, config, tls))
     except OSError as e:
         typer.echo(f"rami-server: {e}", err=True)
         raise typer.Exit(1) from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hmac
 import logging
 import secrets
 from collections import OrderedDict
@@ -46,7 +47,6 @@ class Lobby:
         self.table_config = table_config
         self.tables: dict[str, Table] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
-        self._created_by: dict[str, str] = {}
 
     def restore(self) -> int:
         """Rebuild every unfinished table from its stored log; returns how many."""
@@ -78,8 +78,8 @@ class Lobby:
         """A new table and its owner's token."""
         get_variant(variant)
         active = sum(
-            1 for tid, c in self._created_by.items()
-            if c == client and tid in self.tables and self.tables[tid].state.status != FINISHED
+            1 for t in self.tables.values()
+            if t.state.spec.client == client and t.state.status != FINISHED
         )
         if active >= self.config.max_tables_per_client:
             raise Exhausted(
@@ -101,13 +101,12 @@ class Lobby:
         owner = secrets.token_urlsafe(24)
         spec = TableSpec(
             table_name, variant, options.to_dict(), private, hand_analysis, hash_token(owner),
-            tuple(tuple(c.code() for c in d) for d in decks),
+            tuple(tuple(c.code() for c in d) for d in decks), client,
         )
         table_id = new_table_id()
         self.storage.create_table(table_id, spec.to_dict())
         table = Table(TableState(table_id, spec), self.storage, self.table_config)
         self.tables[table_id] = table
-        self._created_by[table_id] = client
         return table, owner
 
     def get(self, table_id: str) -> Table:
@@ -123,6 +122,17 @@ class Lobby:
         self.tables[table_id] = table
         self.finished(table)
         return table
+
+    def holds_token(self, token: str) -> bool:
+        """True when ``token`` proves a seat or a table's ownership at any table in memory:
+        a refusal then says "not yours" (PERMISSION_DENIED) rather than "nobody"
+        (UNAUTHENTICATED)."""
+        digest = hash_token(token)
+        for t in self.tables.values():
+            hashes = [t.state.spec.owner_hash, *(s.token_hash for s in t.state.seats)]
+            if any(h and hmac.compare_digest(h, digest) for h in hashes):
+                return True
+        return False
 
     def finished(self, table: Table) -> None:
         """Keep only the most recent finished tables in memory (the rest reload on demand)."""

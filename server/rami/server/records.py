@@ -52,7 +52,7 @@ def record(state: TableState, entries: list[dict[str, Any]]) -> dict[str, Any]:
                 "round": game.round,
                 "dealer": game.dealer,
                 "first_player": game.turn,
-                "seed_hash": _seed_hash(game),
+                "seed_hash": game.seed_hash(),
                 "seed": None,
                 "deal": {
                     "hands": [_codes(h) for h in game.hands],
@@ -91,14 +91,6 @@ def record(state: TableState, entries: list[dict[str, Any]]) -> dict[str, Any]:
         "totals": list(game.totals) if game else [],
         "winners": list(game.winners) if game and complete else [],
     }
-
-
-def _seed_hash(game: Any) -> str:
-    from rami.engine.rng import seed_commitment
-
-    if game.round <= len(game.decks):
-        return ""
-    return seed_commitment(game._round_seed())
 
 
 def record_json(state: TableState, entries: list[dict[str, Any]]) -> tuple[str, bool]:

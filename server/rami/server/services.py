@@ -49,7 +49,7 @@ def _token(context: grpc.aio.ServicerContext) -> str | None:
     return None
 
 
-def _seat(table: Table, context: grpc.aio.ServicerContext) -> int:
+def _seat(table: Table, context: grpc.aio.ServicerContext, lobby: Lobby) -> int:
     """The seat the call's token proves at this table, or UNAUTHENTICATED/PERMISSION_DENIED."""
     token = _token(context)
     if not token:
@@ -58,17 +58,24 @@ def _seat(table: Table, context: grpc.aio.ServicerContext) -> int:
     if seat is None:
         if table.state.is_owner(token):
             raise PermissionDenied("NOT_SEATED", "the table's owner token holds no seat")
-        raise Unauthenticated("BAD_TOKEN", "this token proves no seat at this table")
+        raise _stranger(lobby, token, "this token proves no seat at this table")
     return seat
 
 
-def _owner_or_seat(table: Table, context: grpc.aio.ServicerContext) -> None:
+def _owner_or_seat(table: Table, context: grpc.aio.ServicerContext, lobby: Lobby) -> None:
     token = _token(context)
     if not token:
         raise Unauthenticated("NO_TOKEN", "send the table owner's or a seat's token")
     if table.state.is_owner(token) or table.state.seat_of(token) is not None:
         return
-    raise PermissionDenied("NOT_YOURS", "only the table's owner or a seated player may do this")
+    raise _stranger(lobby, token, "only the table's owner or a seated player may do this")
+
+
+def _stranger(lobby: Lobby, token: str, message: str) -> Unauthenticated | PermissionDenied:
+    """A token that proves nothing here: someone else's (not yours), or nobody's (bad token)."""
+    if lobby.holds_token(token):
+        return PermissionDenied("NOT_YOURS", message)
+    return Unauthenticated("BAD_TOKEN", f"{message}: it proves no seat or table on this server")
 
 
 def table_info(table: Table) -> lobby_service_pb2.TableInfo:
@@ -194,7 +201,7 @@ class LobbyService(lobby_service_pb2_grpc.LobbyServiceServicer):
         self, request: lobby_service_pb2.LeaveTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_service_pb2.LeaveTableResponse:
         table = self.lobby.get(request.table_id)
-        seat = _seat(table, context)
+        seat = _seat(table, context, self.lobby)
         table.submit({"type": "leave", "seat": seat})
         return lobby_service_pb2.LeaveTableResponse(table=table_info(table))
 
@@ -203,7 +210,7 @@ class LobbyService(lobby_service_pb2_grpc.LobbyServiceServicer):
         self, request: lobby_service_pb2.AddBotRequest, context: grpc.aio.ServicerContext
     ) -> lobby_service_pb2.AddBotResponse:
         table = self.lobby.get(request.table_id)
-        _owner_or_seat(table, context)
+        _owner_or_seat(table, context, self.lobby)
         seat = table.state.free_seat(request.seat if request.HasField("seat") else None)
         policy = request.policy or "strong"
         name = clean_text(request.name, MAX_NAME) or f"{policy.capitalize()} bot {seat + 1}"
@@ -216,7 +223,7 @@ class LobbyService(lobby_service_pb2_grpc.LobbyServiceServicer):
         self, request: lobby_service_pb2.StartTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_service_pb2.StartTableResponse:
         table = self.lobby.get(request.table_id)
-        _owner_or_seat(table, context)
+        _owner_or_seat(table, context, self.lobby)
         table.submit({"type": "start", "seed": new_seed()})
         return lobby_service_pb2.StartTableResponse(table=table_info(table))
 
@@ -243,12 +250,12 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
         self, request: table_service_pb2.ActRequest, context: grpc.aio.ServicerContext
     ) -> table_service_pb2.ActResponse:
         table = self.lobby.get(request.table_id)
-        seat = _seat(table, context)
+        seat = _seat(table, context, self.lobby)
         action = convert.action_from_proto(request)
         if table.state.game is None:
             raise Precondition("NOT_STARTED", "the game has not started")
-        _returns(table, seat)
         number = table.act(seat, request.number, action)
+        _returns(table, seat)  # only once accepted: a refused command changes nothing
         self.lobby.finished(table)
         return table_service_pb2.ActResponse(number=number, view=table.view(seat))
 
@@ -257,7 +264,7 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
         self, request: table_service_pb2.ChatRequest, context: grpc.aio.ServicerContext
     ) -> table_service_pb2.ChatResponse:
         table = self.lobby.get(request.table_id)
-        seat = _seat(table, context)
+        seat = _seat(table, context, self.lobby)
         text = clean_text(request.text, MAX_CHAT)
         if not text:
             raise Invalid("EMPTY_CHAT", "write something printable")
@@ -269,7 +276,7 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
         self, request: table_service_pb2.AnalyseMyHandRequest, context: grpc.aio.ServicerContext
     ) -> table_service_pb2.AnalyseMyHandResponse:
         table = self.lobby.get(request.table_id)
-        seat = _seat(table, context)
+        seat = _seat(table, context, self.lobby)
         s = table.state
         if not s.spec.hand_analysis:
             raise PermissionDenied("ANALYSIS_OFF", "this table does not allow hand analysis")
@@ -291,10 +298,11 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
         self, request: table_service_pb2.WatchRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[table_service_pb2.WatchResponse]:
         table = self.lobby.get(request.table_id)
-        seat = _seat(table, context) if _token(context) else None
+        seat = _seat(table, context, self.lobby) if _token(context) else None
+        after = request.after if request.HasField("after") else None
+        table.check_after(after)  # before the seat comes back: a refused call changes nothing
         if seat is not None:
             _returns(table, seat)
-        after = request.after if request.HasField("after") else None
         async for msg in table.watch(seat, after):
             yield msg
 

@@ -178,20 +178,27 @@ class Table:
         for i, entry in enumerate(self.entries, 1):
             events = replay.apply(entry)
             if i > after:
-                update = table_service_pb2.Update(
-                    number=i, events=events, view=replay.view_proto(seat, connected)
-                )
+                # Only the clock of the turn being played is kept: its updates show it, as
+                # they did live; older turns' clocks have run out anyway.
+                g = replay.game
+                same_turn = g is not None and self._turn_key == (g.round, g.turn_index)
+                view = replay.view_proto(seat, connected, self.deadline if same_turn else None)
+                update = table_service_pb2.Update(number=i, events=events, view=view)
                 out.append(table_service_pb2.WatchResponse(update=update))
         return out
+
+    def check_after(self, after: int | None) -> None:
+        """Refuse to resume after an update that has not happened."""
+        if after is not None and after > self.state.number:
+            raise Invalid(
+                "BAD_NUMBER", f"update {after} has not happened: the table is at {self.state.number}"
+            )
 
     async def watch(
         self, seat: int | None, after: int | None
     ) -> AsyncIterator[table_service_pb2.WatchResponse]:
         """The stream of one watcher: a snapshot (or what it missed), then every update."""
-        if after is not None and after > self.state.number:
-            raise Invalid(
-                "BAD_NUMBER", f"update {after} has not happened: the table is at {self.state.number}"
-            )
+        self.check_after(after)
         if after is None:
             first = [
                 table_service_pb2.WatchResponse(

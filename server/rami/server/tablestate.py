@@ -61,6 +61,8 @@ class TableSpec:
     hand_analysis: bool = True
     owner_hash: str = ""
     decks: tuple[tuple[str, ...], ...] = ()
+    #: The address of the client that created the table (for the tables-per-client limit).
+    client: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as stored."""
@@ -72,6 +74,7 @@ class TableSpec:
             "hand_analysis": self.hand_analysis,
             "owner_hash": self.owner_hash,
             "decks": [list(d) for d in self.decks],
+            "client": self.client,
         }
 
     @classmethod
@@ -81,6 +84,7 @@ class TableSpec:
             d["name"], d["variant"], d["options"], d.get("private", False),
             d.get("hand_analysis", True), d.get("owner_hash", ""),
             tuple(tuple(x) for x in d.get("decks", ())),
+            d.get("client", ""),
         )
 
 

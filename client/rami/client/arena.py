@@ -1,0 +1,330 @@
+"""The arena: seeded games between bot policies, in-process, and what they say.
+
+Everything here is a pure function of its arguments: the same configuration gives the same
+games, the same results and the same report, on one process or several.
+
+- A *deal* is a game seed: it fixes the shuffle of every round of the game.
+- The policies are given to the seats round-robin from their list (seat ``s`` plays
+  ``policies[s % len(policies)]``). With ``duplicate``, each deal is played once per rotation of
+  that assignment over the seats, so every policy meets the same cards from every seat and
+  most of the luck of the deal cancels out.
+- A policy's *win rate* is the mean, over the seats it held, of the seat's share of the win (a
+  win shared by k seats counts 1/k). With equal policies it is ``1 / players``.
+- Its *points per round* are what its seats paid, per round played.
+- Every figure comes with a 95% confidence interval (normal approximation), computed over
+  independent units: the deals (the rotations of one deal are not independent of each other).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from rami.engine import POLICIES, Game, NextRound, Options, Phase, Policy, get_variant, view
+
+__all__ = [
+    "ArenaConfig",
+    "ArenaResult",
+    "DealResult",
+    "Estimate",
+    "GameResult",
+    "PolicyStats",
+    "assignments",
+    "estimate",
+    "pair_difference",
+    "play_deal",
+    "play_game",
+    "run_arena",
+    "summarise",
+]
+
+#: A game longer than this many actions is a bug (the engine's own caps end every game).
+MAX_ACTIONS = 200_000
+Z95 = 1.959964
+
+
+@dataclass(frozen=True, slots=True)
+class ArenaConfig:
+    """What to play: the variant and its options, the policies, how many deals, the seed."""
+
+    variant: str
+    players: int
+    policies: tuple[str, ...]
+    deals: int
+    seed: str = "0"
+    duplicate: bool = False
+    options: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        get_variant(self.variant)
+        if not self.policies:
+            raise ValueError("name at least one policy")
+        if len(self.policies) > self.players:
+            raise ValueError(
+                f"{len(self.policies)} policies for {self.players} seats: some would never play"
+            )
+        if self.deals < 1:
+            raise ValueError("play at least one deal")
+        self.game_options()  # checks players and the options
+
+    def game_options(self) -> Options:
+        """The table options of every game."""
+        return Options.from_dict({**dict(self.options), "players": self.players})
+
+
+@dataclass(frozen=True, slots=True)
+class GameResult:
+    """One game: who sat where, and how it ended."""
+
+    seats: tuple[str, ...]
+    totals: tuple[int, ...]
+    winners: tuple[int, ...]
+    rounds: int
+    void_rounds: int
+    actions: int
+
+
+@dataclass(frozen=True, slots=True)
+class DealResult:
+    """The games of one deal (one per seat assignment)."""
+
+    deal: int
+    games: tuple[GameResult, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ArenaResult:
+    """Every deal played, in order."""
+
+    config: ArenaConfig
+    deals: tuple[DealResult, ...]
+
+    @property
+    def games(self) -> int:
+        """Games played."""
+        return sum(len(d.games) for d in self.deals)
+
+    @property
+    def rounds(self) -> int:
+        """Rounds played, void ones included."""
+        return sum(g.rounds for d in self.deals for g in d.games)
+
+    @property
+    def void_rounds(self) -> int:
+        """Rounds that ended void."""
+        return sum(g.void_rounds for d in self.deals for g in d.games)
+
+    @property
+    def actions(self) -> int:
+        """Actions played by every seat of every game."""
+        return sum(g.actions for d in self.deals for g in d.games)
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """A mean with the half-width of its 95% confidence interval, over ``n`` units."""
+
+    mean: float
+    half: float
+    n: int
+
+    @property
+    def low(self) -> float:
+        """The interval's lower end."""
+        return self.mean - self.half
+
+    @property
+    def high(self) -> float:
+        """The interval's upper end."""
+        return self.mean + self.half
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyStats:
+    """What one policy did over the arena."""
+
+    policy: str
+    seat_games: int
+    wins: float
+    win_rate: Estimate
+    points_per_round: Estimate
+    per_deal_win: tuple[float, ...] = field(repr=False, default=())
+    per_deal_points: tuple[float, ...] = field(repr=False, default=())
+
+
+def assignments(policies: Sequence[str], players: int, duplicate: bool) -> list[tuple[str, ...]]:
+    """The seat assignments of one deal: the round-robin one, and with ``duplicate`` every
+    distinct rotation of it over the seats (in rotation order)."""
+    base = tuple(policies[s % len(policies)] for s in range(players))
+    if not duplicate:
+        return [base]
+    out: list[tuple[str, ...]] = []
+    for k in range(players):
+        rotated = tuple(base[(s + k) % players] for s in range(players))
+        if rotated not in out:
+            out.append(rotated)
+    return out
+
+
+def play_game(
+    variant: str,
+    options: Options,
+    seed: str,
+    seats: Sequence[str],
+    policies: Mapping[str, Policy] = POLICIES,
+) -> GameResult:
+    """Play one whole game in the engine, each seat by its policy; deterministic in ``seed``."""
+    game, _ = Game.new(variant, options, seed)
+    rngs = [random.Random(f"{seed}:{s}:{name}") for s, name in enumerate(seats)]
+    chosen = [policies[name] for name in seats]
+    actions = 0
+    while game.phase != Phase.GAME_OVER:
+        if game.phase == Phase.ROUND_OVER:
+            game.apply(None, NextRound())
+            continue
+        seat = game.turn
+        game.apply(seat, chosen[seat](view(game, seat), rngs[seat]))
+        actions += 1
+        if actions > MAX_ACTIONS:
+            raise RuntimeError(f"game {seed!r} did not end after {MAX_ACTIONS} actions")
+    return GameResult(
+        seats=tuple(seats),
+        totals=tuple(game.totals),
+        winners=tuple(game.winners),
+        rounds=len(game.results),
+        void_rounds=sum(1 for r in game.results if r.ending == "void"),
+        actions=actions,
+    )
+
+
+def deal_seed(seed: str, deal: int) -> str:
+    """The game seed of deal number ``deal`` (from 0) of an arena seeded ``seed``."""
+    return f"{seed}:{deal}"
+
+
+def play_deal(
+    config: ArenaConfig, deal: int, policies: Mapping[str, Policy] = POLICIES
+) -> DealResult:
+    """Play one deal under every seat assignment."""
+    options = config.game_options()
+    seed = deal_seed(config.seed, deal)
+    games = tuple(
+        play_game(config.variant, options, seed, seats, policies)
+        for seats in assignments(config.policies, config.players, config.duplicate)
+    )
+    return DealResult(deal, games)
+
+
+def run_arena(
+    config: ArenaConfig,
+    *,
+    jobs: int = 1,
+    policies: Mapping[str, Policy] = POLICIES,
+    progress: Callable[[int], None] | None = None,
+) -> ArenaResult:
+    """Play every deal (on ``jobs`` processes); the result does not depend on ``jobs``."""
+    unknown = sorted(set(config.policies) - set(policies))
+    if unknown:
+        raise ValueError(f"unknown policy {unknown[0]!r}: choose from {', '.join(policies)}")
+    indices = range(config.deals)
+    run = partial(play_deal, config, policies=policies)
+    results: list[DealResult] = []
+    if jobs <= 1:
+        for i in indices:
+            results.append(run(i))
+            if progress:
+                progress(len(results))
+    else:
+        chunk = max(1, min(8, config.deals // (jobs * 8)))
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            for r in pool.map(run, indices, chunksize=chunk):
+                results.append(r)
+                if progress:
+                    progress(len(results))
+    return ArenaResult(config, tuple(results))
+
+
+def estimate(samples: Sequence[float]) -> Estimate:
+    """The mean of ``samples`` and the half-width of its 95% interval (normal approximation)."""
+    n = len(samples)
+    if n == 0:
+        return Estimate(math.nan, math.nan, 0)
+    mean = math.fsum(samples) / n
+    if n == 1:
+        return Estimate(mean, math.inf, 1)
+    var = math.fsum((x - mean) ** 2 for x in samples) / (n - 1)
+    return Estimate(mean, Z95 * math.sqrt(var / n), n)
+
+
+def _deal_figures(deal: DealResult, policy: str) -> tuple[int, float, float, int] | None:
+    """For one deal and policy: seat-games, win shares, points paid, rounds sat."""
+    seat_games, wins, points, rounds = 0, 0.0, 0.0, 0
+    for g in deal.games:
+        for s, name in enumerate(g.seats):
+            if name != policy:
+                continue
+            seat_games += 1
+            if s in g.winners:
+                wins += 1 / len(g.winners)
+            points += g.totals[s]
+            rounds += g.rounds
+    if not seat_games:
+        return None
+    return seat_games, wins, points, rounds
+
+
+def summarise(result: ArenaResult) -> list[PolicyStats]:
+    """Per policy (in the order first listed): win rate and points per round, with intervals."""
+    out = []
+    for policy in dict.fromkeys(result.config.policies):
+        seat_games, wins = 0, 0.0
+        win_samples: list[float] = []
+        point_samples: list[float] = []
+        for deal in result.deals:
+            figures = _deal_figures(deal, policy)
+            if figures is None:
+                continue
+            n, w, p, r = figures
+            seat_games += n
+            wins += w
+            win_samples.append(w / n)
+            point_samples.append(p / r if r else 0.0)
+        out.append(
+            PolicyStats(
+                policy, seat_games, wins, estimate(win_samples), estimate(point_samples),
+                tuple(win_samples), tuple(point_samples),
+            )
+        )
+    return out
+
+
+def pair_difference(a: PolicyStats, b: PolicyStats) -> tuple[Estimate, Estimate]:
+    """``a`` minus ``b``, paired deal by deal: (win rate, points per round)."""
+    return (
+        estimate([x - y for x, y in zip(a.per_deal_win, b.per_deal_win, strict=True)]),
+        estimate([x - y for x, y in zip(a.per_deal_points, b.per_deal_points, strict=True)]),
+    )
+
+
+def parse_options(pairs: Iterable[str]) -> tuple[tuple[str, Any], ...]:
+    """Table options from ``name=value`` texts (integers, true/false, or words)."""
+    out: list[tuple[str, Any]] = []
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep or not name:
+            raise ValueError(f"an option is name=value, not {pair!r}")
+        value: Any = text
+        if text.lower() in ("true", "false"):
+            value = text.lower() == "true"
+        else:
+            try:
+                value = int(text)
+            except ValueError:
+                value = text
+        out.append((name.strip(), value))
+    return tuple(out)

@@ -1,0 +1,193 @@
+"""``rami-bot``: run an engine policy over the network, or pit policies against each other.
+
+- ``rami-bot connect HOST[:PORT] --table ID --policy strong`` plays one seat of a table
+  through the bot kit, exactly as a third-party bot would, and prints a one-line summary.
+- ``rami-bot arena --variant tallage --policies strong,greedy --games 400 --duplicate``
+  plays seeded games in-process (no server) and prints win rates and points per round with
+  their 95% intervals. The arena's logic is in :mod:`rami.client.arena`; this only formats.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import time
+from typing import Annotated
+
+import grpc
+import typer
+from rami.engine import POLICIES, VARIANTS
+
+from .arena import ArenaConfig, ArenaResult, Estimate, pair_difference, parse_options, run_arena
+from .arena import summarise as summarise_arena
+from .botkit import BotResult, play, policy_decider
+
+__all__ = ["app", "format_arena", "format_summary", "main", "normalise_target"]
+
+DEFAULT_PORT = 50051
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Rami bots: play a policy over the network, or run an arena between policies.",
+)
+
+
+def normalise_target(target: str) -> str:
+    """``HOST[:PORT]`` as a gRPC target, with the default port when none is given."""
+    if target.startswith("["):  # an IPv6 address: [::1] or [::1]:50051
+        return target if "]:" in target else f"{target}:{DEFAULT_PORT}"
+    if target.count(":") == 1:
+        return target
+    if ":" in target:  # a bare IPv6 address
+        return f"[{target}]:{DEFAULT_PORT}"
+    return f"{target}:{DEFAULT_PORT}"
+
+
+def format_summary(result: BotResult, policy: str) -> str:
+    """One line: the seat, what it did, and how the game ended."""
+    head = (
+        f"seat {result.seat} ({policy}): {result.actions} actions, {len(result.refused)} refused, "
+        f"{result.reconnects} reconnects"
+    )
+    final = result.final
+    if final is None:
+        return f"{head}; the game did not finish"
+    totals = " / ".join(str(p.total) for p in final.players)
+    winners = ", ".join(str(w) for w in final.winners)
+    plural = "s" if len(final.winners) > 1 else ""
+    return (
+        f"{head}; game over after {len(final.results)} rounds: totals {totals}; "
+        f"winner{plural}: seat{plural} {winners}"
+    )
+
+
+@app.command()
+def connect(
+    target: Annotated[str, typer.Argument(metavar="HOST[:PORT]", help="The server.")],
+    table: Annotated[str, typer.Option("--table", help="The table's id.")],
+    policy: Annotated[str, typer.Option(help="random, greedy or strong.")] = "strong",
+    seat: Annotated[int | None, typer.Option(help="The seat wanted (default: first free).")] = None,
+    name: Annotated[str, typer.Option(help="The player's name.")] = "",
+    token: Annotated[
+        str | None, typer.Option(help="A seat's token: take the seat back instead of joining.")
+    ] = None,
+    seed: Annotated[str | None, typer.Option(help="Seed of the policy's random choices.")] = None,
+    timeout: Annotated[
+        float | None, typer.Option(help="Give up after this many seconds.")
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every refusal.")] = False,
+) -> None:
+    """Play one seat of a table with an engine policy until the game is over."""
+    if policy not in POLICIES:
+        raise typer.BadParameter(f"choose one of {', '.join(POLICIES)}", param_hint="--policy")
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
+                        format="rami-bot: %(message)s")
+    decide = policy_decider(policy, seed if seed is not None else f"{table}:{policy}")
+    coro = play(
+        normalise_target(target), table, decide,
+        name=name or f"{policy.capitalize()} bot", seat=seat, token=token,
+    )
+    try:
+        result = asyncio.run(asyncio.wait_for(coro, timeout) if timeout else coro)
+    except grpc.aio.AioRpcError as e:
+        typer.echo(f"rami-bot: {e.code().name}: {e.details()}", err=True)
+        raise typer.Exit(1) from None
+    except TimeoutError:
+        typer.echo(f"rami-bot: the game did not end within {timeout:g} s", err=True)
+        raise typer.Exit(1) from None
+    for refusal in result.refused:
+        typer.echo(f"rami-bot: refused: {refusal}", err=True)
+    typer.echo(format_summary(result, policy))
+
+
+def _ci(e: Estimate, digits: int, signed: bool = False) -> str:
+    sign = "+" if signed else ""
+    return f"{e.mean:{sign}.{digits}f} ± {e.half:.{digits}f}"
+
+
+def format_arena(result: ArenaResult) -> list[str]:
+    """The arena's report, line by line (the same for the same configuration)."""
+    c = result.config
+    stats = summarise_arena(result)
+    seatings = result.games // len(result.deals)
+    how = f"{len(result.deals)} deals × {seatings} seatings" if c.duplicate else (
+        f"{len(result.deals)} deals")
+    options = "".join(f", {k}={v}" for k, v in c.options)
+    lines = [
+        f"arena: {c.variant}, {c.players} players{options}; {how} = {result.games} games; "
+        f"seed {c.seed}{' (duplicate)' if c.duplicate else ''}",
+        f"{'policy':<10} {'seat-games':>10} {'wins':>8}  {'win rate (95% CI)':<22} "
+        f"{'points/round (95% CI)':<22}",
+    ]
+    for s in stats:
+        lines.append(
+            f"{s.policy:<10} {s.seat_games:>10} {s.wins:>8.1f}  {_ci(s.win_rate, 3):<22} "
+            f"{_ci(s.points_per_round, 2):<22}"
+        )
+    if len(stats) == 2:
+        win, points = pair_difference(stats[0], stats[1])
+        lines.append(
+            f"{stats[0].policy} − {stats[1].policy} (paired by deal): win rate "
+            f"{_ci(win, 3, True)}, points/round {_ci(points, 2, True)}"
+        )
+    rounds = result.rounds
+    lines.append(
+        f"rounds: {rounds} ({rounds / result.games:.2f} per game), void {result.void_rounds} "
+        f"({100 * result.void_rounds / max(1, rounds):.1f}%); actions: {result.actions}"
+    )
+    return lines
+
+
+@app.command()
+def arena(
+    variant: Annotated[str, typer.Option(help="portuguese, tallage or simple.")] = "tallage",
+    players: Annotated[int, typer.Option(min=2, max=6, help="Seats per game.")] = 2,
+    policies: Annotated[
+        str, typer.Option(help="Comma-separated policies, given to the seats round-robin.")
+    ] = "strong,greedy",
+    games: Annotated[
+        int, typer.Option(min=1, help="Deals (seeded games); with --duplicate each deal is "
+                          "played once per rotation of the seats.")
+    ] = 100,
+    seed: Annotated[str, typer.Option(help="The arena's seed: same seed, same games.")] = "0",
+    duplicate: Annotated[
+        bool, typer.Option("--duplicate", help="Play every deal from every seat assignment.")
+    ] = False,
+    option: Annotated[
+        list[str] | None, typer.Option("--option", "-o", help="A table option, name=value.")
+    ] = None,
+    jobs: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
+) -> None:
+    """Play seeded games between policies in-process and print how each did."""
+    if variant not in VARIANTS:
+        raise typer.BadParameter(f"choose one of {', '.join(VARIANTS)}", param_hint="--variant")
+    names = tuple(p.strip() for p in policies.split(",") if p.strip())
+    unknown = [p for p in names if p not in POLICIES]
+    if unknown:
+        raise typer.BadParameter(
+            f"unknown policy {unknown[0]!r}: choose from {', '.join(POLICIES)}",
+            param_hint="--policies",
+        )
+    try:
+        config = ArenaConfig(
+            variant, players, names, games, seed, duplicate, parse_options(option or ())
+        )
+    except Exception as e:  # a bad option or count: say which
+        raise typer.BadParameter(str(e)) from None
+    start = time.perf_counter()
+    result = run_arena(config, jobs=jobs)
+    elapsed = time.perf_counter() - start
+    for line in format_arena(result):
+        typer.echo(line)
+    typer.echo(f"games/second: {result.games / elapsed:.2f} ({elapsed:.1f} s, {jobs} jobs)")
+
+
+def main() -> None:
+    """The ``rami-bot`` console script."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

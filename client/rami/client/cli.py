@@ -1,0 +1,212 @@
+"""``rami-client``: play Rami in a terminal.
+
+- ``rami-client play`` starts a server in this process and seats you with bots: a game in
+  seconds.
+- ``rami-client connect HOST[:PORT]`` plays on any server: list tables, create one, join,
+  watch, play.
+- ``rami-client replay FILE`` steps through a saved game record.
+
+Mistakes and lost connections are said in plain words, never with a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import grpc
+import typer
+
+from .link import Link, LinkError, parse_address
+from .look import Look
+from .newtable import NewTable, parse_create
+from .session import ClientSession
+
+__all__ = ["app", "default_name", "main"]
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Play Rami in a terminal: against bots at once (play), on a server (connect), "
+    "or step through a saved game (replay).",
+)
+
+
+class VariantName(StrEnum):
+    """The games, as the command line names them."""
+
+    tallage = "tallage"
+    simple = "simple"
+    portuguese = "portuguese"
+
+
+class PolicyName(StrEnum):
+    """The built-in bots' policies."""
+
+    strong = "strong"
+    greedy = "greedy"
+    random = "random"
+
+
+def default_name() -> str:
+    """The login name, capitalised (``Player`` when there is none)."""
+    try:
+        user = getpass.getuser()
+    except Exception:
+        user = ""
+    return (user[:24] or "Player").capitalize()
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    typer.echo(f"rami-client: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _look(ascii_only: bool, no_color: bool) -> Look:
+    look = Look.detect()
+    return Look(color=look.color and not no_color, ascii=look.ascii or ascii_only)
+
+
+def _greeting(name: str) -> list[str]:
+    return [
+        f"Welcome, {name}. Type help for the commands; Tab completes commands and your cards; "
+        "F2 sorts your hand.",
+    ]
+
+
+async def _connect(target: str, name: str, look: Look, credentials: grpc.ChannelCredentials | None
+                   ) -> None:
+    link = Link(target, credentials)
+    try:
+        await link.check()
+        session = ClientSession(link, name=name, look=look)
+        greeting = [*_greeting(name), f"Connected to {target}."]
+
+        async def list_tables(s: ClientSession) -> None:
+            await s.handle("tables")
+
+        await session.run(greeting, list_tables)
+    finally:
+        await link.close()
+
+
+async def _play(spec: NewTable, name: str, look: Look) -> None:
+    from .local import local_server  # the one place the client starts a server
+
+    async with local_server() as target:
+        link = Link(target)
+        try:
+            session = ClientSession(link, name=name, look=look, local=True)
+
+            async def create(s: ClientSession) -> None:
+                await s.create(spec)
+
+            await session.run(_greeting(name), create)
+        finally:
+            await link.close()
+
+
+def _run(main: object) -> None:
+    """Run a coroutine; a lost server or Ctrl-C ends it with a sentence, not a traceback."""
+    try:
+        asyncio.run(main)  # type: ignore[arg-type]
+    except LinkError as e:
+        raise _fail(str(e)) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    except OSError as e:
+        raise _fail(f"{e.strerror or e}") from None
+
+
+@app.command()
+def connect(
+    address: Annotated[
+        str, typer.Argument(metavar="HOST[:PORT]", help="The server (port 50051 by default).")
+    ],
+    name: Annotated[str, typer.Option(help="Your name at the tables.")] = "",
+    tls: Annotated[bool, typer.Option(help="Speak TLS to the server.")] = False,
+    ca_cert: Annotated[
+        Path | None, typer.Option(help="PEM file of the certificate authority to trust (TLS).")
+    ] = None,
+    ascii_only: Annotated[
+        bool, typer.Option("--ascii", help="Write cards as 10h, Qs (no suit symbols).")
+    ] = False,
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="No colour (NO_COLOR does the same).")
+    ] = False,
+) -> None:
+    """Play on a Rami server: list tables, create one, join, watch, play."""
+    try:
+        target = parse_address(address)
+    except ValueError as e:
+        raise _fail(str(e), 2) from None
+    credentials = None
+    if tls or ca_cert is not None:
+        try:
+            root = ca_cert.read_bytes() if ca_cert is not None else None
+        except OSError as e:
+            raise _fail(f"can't read {ca_cert}: {e.strerror}", 2) from None
+        credentials = grpc.ssl_channel_credentials(root)
+    _run(_connect(target, name or default_name(), _look(ascii_only, no_color), credentials))
+
+
+@app.command()
+def play(
+    variant: Annotated[VariantName, typer.Option(help="The game.")] = VariantName.tallage,
+    players: Annotated[
+        int, typer.Option(min=2, max=6, help="Seats at the table, yours included.")
+    ] = 4,
+    policy: Annotated[PolicyName, typer.Option(help="How the bots play.")] = PolicyName.strong,
+    name: Annotated[str, typer.Option(help="Your name at the table.")] = "",
+    option: Annotated[
+        list[str] | None,
+        typer.Option("--option", "-o", metavar="KEY=VALUE",
+                     help="A table option, e.g. -o target=500 -o turn_seconds=60 (repeatable)."),
+    ] = None,
+    ascii_only: Annotated[
+        bool, typer.Option("--ascii", help="Write cards as 10h, Qs (no suit symbols).")
+    ] = False,
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="No colour (NO_COLOR does the same).")
+    ] = False,
+) -> None:
+    """Play at once against bots, on a server started in this process."""
+    words = [variant.value, f"players={players}", f"bots={players - 1}",
+             f"policy={policy.value}", *(option or [])]
+    try:
+        spec = parse_create(" ".join(words))
+    except ValueError as e:
+        raise _fail(str(e), 2) from None
+    _run(_play(spec, name or default_name(), _look(ascii_only, no_color)))
+
+
+@app.command()
+def replay(
+    file: Annotated[Path, typer.Argument(help="A game record (JSON), e.g. from the save command.")],
+    ascii_only: Annotated[
+        bool, typer.Option("--ascii", help="Write cards as 10h, Qs (no suit symbols).")
+    ] = False,
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="No colour (NO_COLOR does the same).")
+    ] = False,
+) -> None:
+    """Step through a saved game, forwards and backwards, every hand face up."""
+    from .replay import ReplayError, load_frames, run_viewer
+
+    try:
+        frames = load_frames(file)
+    except ReplayError as e:
+        raise _fail(str(e)) from None
+    _run(run_viewer(frames, _look(ascii_only, no_color)))
+
+
+def main() -> None:
+    """The console script."""
+    app(prog_name="rami-client")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,208 @@
+"""The commands a person types: their names, where they apply, their help, and how a line
+splits into a command and its arguments.
+
+>>> split_command("  Discard 9C ")
+('discard', '9C')
+>>> split_command("?")
+('help', '')
+>>> suggest("dicsard")
+'discard'
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+__all__ = [
+    "COMMANDS",
+    "LOBBY",
+    "PLAYING",
+    "WAITING",
+    "WATCHING",
+    "Command",
+    "available",
+    "find",
+    "split_command",
+    "suggest",
+]
+
+#: Where a person can be: not at a table, seated before the game, seated in it, watching.
+LOBBY, WAITING, PLAYING, WATCHING = "lobby", "waiting", "playing", "watching"
+_ANY = frozenset({LOBBY, WAITING, PLAYING, WATCHING})
+_AT_TABLE = frozenset({WAITING, PLAYING, WATCHING})
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One command: its usage line, one-line summary, longer help and where it applies."""
+
+    name: str
+    usage: str
+    summary: str
+    details: str
+    where: frozenset[str]
+    aliases: tuple[str, ...] = ()
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "draw", "draw stock|discard", "take the top card of the stock or of the discard pile",
+        "draw stock (or just draw) takes the stock's top card; draw discard takes the face-up "
+        "card. In tallage a discard taken must be laid at once: type draw discard, then the "
+        "lay that uses it (lay, add or take), and the client sends both together. Or in one "
+        "line: draw discard; lay 9c 10c Jc",
+        frozenset({PLAYING}),
+    ),
+    Command(
+        "lay", "lay CARDS[, CARDS...]", "lay new melds from your hand (commas between melds)",
+        "lay 7h 8h 9h, Ks Kd Kc lays two melds at once (your tallage opening, or a whole-hand "
+        "finish). A joker stands for the gap it fills, or for the end it is written at: "
+        "lay JK 8h 9h puts it below. Cards: 10h, th, 10♥, qs, JK, in any case. "
+        "Chain steps with ';': lay 4c 5c 6c; add 2 Kh",
+        frozenset({PLAYING}),
+    ),
+    Command(
+        "add", "add MELD CARDS [low|high]", "add cards from your hand to meld number MELD",
+        "add 3 10h puts 10♥ on meld 3 (the numbers are shown beside the melds). A joker added "
+        "to a run goes to its high end unless you say low: add 3 JK low",
+        frozenset({PLAYING}),
+    ),
+    Command(
+        "take", "take MELD CARD", "take a joker back from a meld, putting CARD in its place",
+        "take 2 5s puts your 5♠ in meld 2 in place of the joker that stands for it; the joker "
+        "must be laid again in the same lay, so the client then asks where it goes: answer "
+        "with add 3 JK or lay 10c Jc JK. Or in one line: take 2 5s; add 3 JK",
+        frozenset({PLAYING}),
+    ),
+    Command(
+        "discard", "discard CARD", "discard a card, ending your turn",
+        "discard 9c puts 9♣ face up on the discard pile; your turn is over. Discarding your "
+        "last card ends the round (Rami).",
+        frozenset({PLAYING}),
+    ),
+    Command(
+        "declare", "declare CARD", "portuguese: put CARD face down and show the other 13",
+        "declare 9c puts 9♣ face down and shows your other 13 cards: they must all be in "
+        "melds, with at least one clean run. hint tells you which cards can go face down.",
+        frozenset({PLAYING}),
+    ),
+    Command(
+        "cancel", "cancel", "drop a staged draw or joker take",
+        "cancel forgets a draw discard or take that is waiting for its lay.",
+        frozenset({PLAYING}),
+    ),
+    Command(
+        "hint", "hint", "the best arrangement of your hand and what it allows now",
+        "hint asks the solver for the best split of your hand into melds, what is left over, "
+        "and lists the plays open to you now as commands you can type.",
+        frozenset({PLAYING}),
+    ),
+    Command(
+        "sort", "sort [suit|rank]", "sort your hand by suit or by rank (F2 toggles)",
+        "sort rank groups your cards by rank; sort suit by suit then rank. F2 toggles.",
+        frozenset({WAITING, PLAYING, WATCHING}),
+    ),
+    Command(
+        "table", "table", "show the table in full: every meld, player and score",
+        "table prints the melds with what each joker stands for, and every player's hand "
+        "size, score and opening.",
+        _AT_TABLE,
+    ),
+    Command(
+        "say", "say TEXT", "write in the table's chat", "say good game! writes to everyone.",
+        frozenset({WAITING, PLAYING}), ("chat",),
+    ),
+    Command(
+        "save", "save FILE", "save the game record (JSON) to FILE",
+        "save game.json writes the game record; rami-client replay game.json steps through it. "
+        "The record is whole once the game is over.",
+        _AT_TABLE,
+    ),
+    Command(
+        "bot", "bot [random|greedy|strong]", "seat a built-in bot at this table",
+        "bot strong seats a strong bot in the first free seat; the game starts by itself when "
+        "every seat is taken.",
+        frozenset({WAITING}),
+    ),
+    Command(
+        "start", "start", "start the game with the players seated now",
+        "start begins the game with whoever is seated (at least two).",
+        frozenset({WAITING}),
+    ),
+    Command(
+        "leave", "leave", "leave this table and go back to the lobby",
+        "leave gives up your seat (during a game the server plays it from then on) or stops "
+        "watching.",
+        _AT_TABLE,
+    ),
+    Command(
+        "tables", "tables", "list the tables on the server",
+        "tables lists every public table: its number in the list, id, game, status and seats.",
+        frozenset({LOBBY}), ("list", "ls"),
+    ),
+    Command(
+        "create", "create [VARIANT] [players=N] [bots=N] [policy=P] [name=TEXT] [OPTION=VALUE]",
+        "create a table and sit at it",
+        "create tallage players=4 bots=3 seats you with three strong bots and starts at once. "
+        "VARIANT is tallage (default), simple or portuguese. Other options: rounds=N "
+        "(portuguese), target=201|500|1000, opening=71|51, turn_seconds=N, jokers_per_meld=1|2, "
+        "private. See docs/rules.md for every option.",
+        frozenset({LOBBY}),
+    ),
+    Command(
+        "join", "join [TABLE]", "sit at a table (its number in the list, or its id)",
+        "join 2 sits at the second table of the last list; join with no table takes the "
+        "newest table with a free seat.",
+        frozenset({LOBBY}),
+    ),
+    Command(
+        "watch", "watch TABLE", "watch a table as a spectator",
+        "watch 2 follows the second table of the last list without taking a seat.",
+        frozenset({LOBBY}),
+    ),
+    Command(
+        "name", "name NAME", "change the name you join tables with",
+        "name Sara: the name others see when you join a table next.",
+        frozenset({LOBBY}),
+    ),
+    Command(
+        "help", "help [COMMAND]", "the commands you can use now, or one in detail",
+        "help lists what you can type now; help lay explains lay.",
+        _ANY, ("?",),
+    ),
+    Command(
+        "quit", "quit", "leave the client (Ctrl-D too)",
+        "quit closes the client. A game you are seated at goes on: the server plays for you "
+        "if the table has a clock.",
+        _ANY, ("exit", "q"),
+    ),
+)
+
+_BY_NAME = {c.name: c for c in COMMANDS}
+_ALIASES = {a: c.name for c in COMMANDS for a in c.aliases}
+
+
+def find(word: str) -> Command | None:
+    """The command of a name or alias (any case), or None."""
+    w = word.strip().lower()
+    return _BY_NAME.get(_ALIASES.get(w, w))
+
+
+def split_command(line: str) -> tuple[str, str]:
+    """A typed line as (command name, arguments); aliases are resolved, case ignored."""
+    word, _, rest = line.strip().partition(" ")
+    w = word.lower()
+    return _ALIASES.get(w, w), rest.strip()
+
+
+def available(where: str) -> list[Command]:
+    """The commands that apply ``where`` the person is."""
+    return [c for c in COMMANDS if where in c.where]
+
+
+def suggest(word: str) -> str | None:
+    """The command a mistyped word most likely meant."""
+    names = [c.name for c in COMMANDS]
+    found = difflib.get_close_matches(word.lower(), names, n=1, cutoff=0.6)
+    return found[0] if found else None

@@ -1,0 +1,131 @@
+"""Hints: the solver's best arrangement of the hand, and the plays it allows now, written as
+commands the person can type.
+
+The arrangement comes from the server (``AnalyseMyHand``, so a table that turns analysis off
+gets none); the plays open now come from the engine's :mod:`~rami.engine.plays`, and the
+suggestion from its strong policy, both run on the seat's own view.
+"""
+
+from __future__ import annotations
+
+import random
+
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from rami.engine import (
+    POLICIES,
+    Action,
+    Discard,
+    Draw,
+    Lay,
+    NewMeld,
+    Phase,
+    View,
+    format_action,
+    format_cards,
+)
+from rami.engine.plays import legal_plays
+from rami.v1 import game_pb2
+
+from .cardtext import cards_fragments, meld_fragments
+from .convert import cards, meld_from_proto
+from .look import Look
+
+__all__ = ["MAX_PLAYS", "command_text", "hint_lines", "plays_now"]
+
+#: The most plays listed, so a hint stays readable.
+MAX_PLAYS = 6
+
+
+def command_text(action: Action) -> str:
+    """An action as the person would type it: new melds after one ``lay``, commas between.
+
+    >>> command_text(parse_action("lay Qc Qh Qs; lay 6h 7h 8h"))
+    'lay Qc Qh Qs, 6h 7h 8h'
+    """
+    lay = action.lay if isinstance(action, Draw) else action
+    if isinstance(lay, Lay) and all(isinstance(s, NewMeld) for s in lay.steps):
+        news = [s for s in lay.steps if isinstance(s, NewMeld)]
+        melds = ", ".join(format_cards(s.cards, ascii=True) for s in news)
+        text = f"lay {melds}"
+        return f"draw discard; {text}" if isinstance(action, Draw) else text
+    return format_action(action)
+
+
+def plays_now(view: View) -> list[str]:
+    """The plays worth naming now (not plain draws and discards), as commands."""
+    out: list[str] = []
+    for action in legal_plays(view):
+        if isinstance(action, Draw) and action.lay is None:
+            continue
+        if isinstance(action, Discard):
+            continue
+        out.append(command_text(action))
+    return out[:MAX_PLAYS]
+
+
+def _suggestion(view: View) -> str | None:
+    if not view.my_turn:
+        return None
+    try:
+        action = POLICIES["strong"](view, random.Random(view.number))
+    except Exception:  # a hint must never break the game
+        return None
+    return command_text(action)
+
+
+def _arrangement(analysis: game_pb2.Analysis, look: Look) -> StyleAndTextTuples:
+    out: StyleAndTextTuples = [("class:label", "Best arrangement: ")]
+    for i, m in enumerate(analysis.melds):
+        if i:
+            out.append(("", "  "))
+        out += [("", "["), *meld_fragments(meld_from_proto(m), look), ("", "]")]
+    if not analysis.melds:
+        out.append(("class:dim", "no melds"))
+    left = cards(analysis.left)
+    if left:
+        out += [("", "; left over: "), *cards_fragments(left, look),
+                ("", f" ({analysis.points_left} points)")]
+    else:
+        out.append(("class:good", "; nothing left over"))
+    return out
+
+
+def _variant_facts(analysis: game_pb2.Analysis, view: View) -> list[str]:
+    facts: list[str] = []
+    if view.variant == "tallage" and view.seat is not None and not view.opened[view.seat]:
+        need = max(int(view.options["opening"]), view.bar + 1)
+        if analysis.opening_value:
+            verdict = "enough to open" if analysis.can_open else f"short of the {need} needed"
+            facts.append(f"Your best opening is worth {analysis.opening_value}: {verdict}.")
+        else:
+            facts.append("No opening yet: it needs a clean set and a clean run.")
+    if view.variant == "portuguese" and analysis.declare_cards:
+        names = ", ".join(c.code() for c in cards(analysis.declare_cards))
+        times = f" (x{analysis.multiplier})" if analysis.multiplier > 1 else ""
+        facts.append(f"You can declare{times}, putting face down: {names}.")
+    elif view.variant == "portuguese" and analysis.multiplier:
+        facts.append("Your 13 cards are complete: draw, then declare the card you don't need.")
+    if analysis.finish_discards and view.variant != "portuguese":
+        names = ", ".join(c.code() for c in cards(analysis.finish_discards))
+        facts.append(f"You can lay everything but one card, keeping: {names}.")
+    return facts
+
+
+def hint_lines(analysis: game_pb2.Analysis, view: View, look: Look) -> list[StyleAndTextTuples]:
+    """The lines of a hint: arrangement, what the variant allows, plays now, a suggestion."""
+    lines: list[StyleAndTextTuples] = [_arrangement(analysis, look)]
+    lines += [[("", fact)] for fact in _variant_facts(analysis, view)]
+    if view.my_turn:
+        plays = plays_now(view)
+        suggestion = _suggestion(view)
+        for play in plays:
+            choice = "   (the strong bot's choice)" if play == suggestion else ""
+            lines.append([("class:dim", "  you can: "), ("class:me", play), ("class:dim", choice)])
+        if suggestion and suggestion not in plays:
+            lines.append([("class:dim", "The strong bot would play: "), ("class:me", suggestion)])
+        if view.phase == Phase.DRAW and not plays and not suggestion:
+            lines.append([("class:dim", "Take a card first: draw stock or draw discard.")])
+    else:
+        lines.append([("class:dim", "It is not your turn: hints for plays come on your turn.")])
+    return lines
+

@@ -1,0 +1,90 @@
+"""A person's moves as the engine's actions: forgiving to read, checked against the hand.
+
+Cards may be written ``10h``, ``th``, ``10♥``, ``QS`` or ``jk``; melds are separated by commas
+(or ``|``); steps may be chained with ``;``.
+
+>>> parse_move("draw", "")
+Draw(source='stock', lay=None)
+>>> parse_move("add", "3 10H High")
+Lay(steps=(AddToMeld(meld=3, cards=(Card.parse('10h'),), end='high'),))
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from rami.engine import (
+    JOKER,
+    Action,
+    AddToMeld,
+    Card,
+    Declare,
+    Discard,
+    Draw,
+    Lay,
+    MalformedAction,
+    NewMeld,
+    TakeJoker,
+    parse_action,
+)
+
+__all__ = ["MOVES", "MoveError", "cards_given", "missing_cards", "parse_move"]
+
+#: The commands that are moves at the table.
+MOVES = ("draw", "lay", "add", "take", "discard", "declare")
+
+_SOURCES = {"stock": "stock", "s": "stock", "deck": "stock", "discard": "discard",
+            "d": "discard", "pile": "discard", "top": "discard"}
+
+
+class MoveError(ValueError):
+    """A move that can't be read, in plain words."""
+
+
+def _source(word: str) -> str:
+    w = word.strip().lower()
+    if not w:
+        return "stock"
+    if w in _SOURCES:
+        return _SOURCES[w]
+    for source in ("stock", "discard"):
+        if source.startswith(w):
+            return source
+    raise MoveError(f"draw from the stock or the discard pile, not {word!r}")
+
+
+def parse_move(name: str, args: str) -> Action:
+    """The action of a move command (``name`` is one of :data:`MOVES`)."""
+    text = args.replace("|", ",").lower()
+    if name == "draw":
+        first, _, rest = text.partition(";")
+        text = f"{_source(first)}" + (f";{rest}" if rest else "")
+    try:
+        return parse_action(f"{name} {text}".strip())
+    except MalformedAction as e:
+        raise MoveError(str(e)) from None
+
+
+def cards_given(action: Action) -> Counter[Card]:
+    """The cards a move takes from the hand, less the jokers it takes back into it."""
+    need: Counter[Card] = Counter()
+    taken = 0
+    lay = action.lay if isinstance(action, Draw) else action
+    if isinstance(lay, Lay):
+        for step in lay.steps:
+            if isinstance(step, NewMeld | AddToMeld):
+                need.update(step.cards)
+            elif isinstance(step, TakeJoker):
+                need[step.card] += 1
+                taken += 1
+    elif isinstance(action, Discard | Declare):
+        need[action.card] += 1
+    need[JOKER] = max(0, need[JOKER] - taken)
+    return +need
+
+
+def missing_cards(action: Action, hand: Sequence[Card]) -> list[Card]:
+    """The cards a move names that the hand does not hold (counting copies)."""
+    short = cards_given(action) - Counter(hand)
+    return sorted(short.elements())

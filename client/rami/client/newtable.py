@@ -1,0 +1,88 @@
+"""What ``create`` asks for: a variant, options, bots, a name — read from ``key=value`` words.
+
+>>> spec = parse_create("simple players=3 bots=2 target=500")
+>>> spec.variant, spec.options, spec.bots, spec.policy
+('simple', {'players': 3, 'target': 500}, 2, 'strong')
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from rami.engine import OPTION_SPECS, POLICIES, VARIANTS, MalformedAction, Options
+
+__all__ = ["NewTable", "parse_create"]
+
+_SPECS = {s.name: s for s in OPTION_SPECS}
+
+
+@dataclass(frozen=True, slots=True)
+class NewTable:
+    """A table to create: its game, rule options, bots to seat and name."""
+
+    variant: str = "tallage"
+    options: dict[str, Any] = field(default_factory=dict)
+    bots: int = 0
+    policy: str = "strong"
+    name: str = ""
+    private: bool = False
+
+
+def _value(name: str, text: str) -> Any:
+    spec = _SPECS[name]
+    if spec.choices and isinstance(spec.choices[0], bool):
+        if text.lower() in ("true", "yes", "on", "1"):
+            return True
+        if text.lower() in ("false", "no", "off", "0"):
+            return False
+        raise ValueError(f"{name} is on or off, not {text!r}")
+    if spec.choices and isinstance(spec.choices[0], str):
+        return text.lower()
+    if not text.lstrip("-").isdigit():
+        raise ValueError(f"{name} takes a whole number, not {text!r}")
+    return int(text)
+
+
+def parse_create(args: str) -> NewTable:
+    """Read ``create``'s arguments; raises ValueError saying what is wrong."""
+    try:
+        words = shlex.split(args)
+    except ValueError as e:
+        raise ValueError(f"can't read that: {e}") from None
+    variant, options = "tallage", {}
+    bots, policy, name, private = 0, "strong", "", False
+    for i, word in enumerate(words):
+        key, eq, text = word.partition("=")
+        key = key.lower().replace("-", "_")
+        if not eq:
+            if key in VARIANTS and i == 0:
+                variant = key
+            elif key == "private":
+                private = True
+            else:
+                raise ValueError(f"unknown word {word!r}: try create tallage players=4 bots=3")
+        elif key == "bots":
+            if not text.isdigit():
+                raise ValueError(f"bots takes a number, not {text!r}")
+            bots = int(text)
+        elif key == "policy":
+            if text.lower() not in POLICIES:
+                raise ValueError(f"policy is one of {', '.join(POLICIES)}, not {text!r}")
+            policy = text.lower()
+        elif key == "name":
+            name = text
+        elif key == "variant" and text.lower() in VARIANTS:
+            variant = text.lower()
+        elif key in _SPECS:
+            options[key] = _value(key, text)
+        else:
+            raise ValueError(f"unknown option {key!r}")
+    try:
+        checked = Options.from_dict(options)
+    except MalformedAction as e:
+        raise ValueError(str(e)) from None
+    if bots >= checked.players:
+        raise ValueError(f"{bots} bots leave you no seat at a table of {checked.players}")
+    return NewTable(variant, options, bots, policy, name, private)

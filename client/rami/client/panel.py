@@ -1,0 +1,305 @@
+"""The live table as the person sees it: the panel above the prompt and the bottom toolbar.
+
+The panel holds what a player looks at all the time — the melds on the table, numbered, with
+their owners, and the hand, sorted and coloured. The toolbar holds whose turn it is and the
+clock, then the table's facts (round, bar, stock, discard) and every player's hand size, score
+and whether they have opened. Both are pure functions of a proto ``View``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from rami.v1 import game_pb2
+
+from .cardtext import card_fragments, hand_groups, meld_fragments
+from .convert import card, cards, meld_from_proto, variant_id
+from .look import Look
+from .safetext import safe
+
+__all__ = [
+    "VARIANT_TITLES",
+    "clock_text",
+    "my_seat",
+    "panel_fragments",
+    "prompt_fragments",
+    "seat_names",
+    "toolbar_fragments",
+    "turn_fragments",
+]
+
+VARIANT_TITLES = {"portuguese": "Portuguese Rami", "tallage": "Tallage", "simple": "Simple"}
+_LABEL = 9  # width of the panel's labels ("Table", "Hand", "Watching")
+
+
+def my_seat(view: game_pb2.View) -> int | None:
+    """The watcher's seat, or None for a spectator."""
+    return view.seat if view.HasField("seat") else None
+
+
+def seat_names(view: game_pb2.View, me: str = "You") -> list[str]:
+    """Every seat's name as shown (cleaned), the watcher's own as ``me``."""
+    mine = my_seat(view)
+    out = []
+    for p in view.players:
+        if p.seat == mine:
+            out.append(me)
+        elif p.kind == game_pb2.SEAT_KIND_EMPTY:
+            out.append("(empty)")
+        else:
+            out.append(safe(p.name, 24) or f"Seat {p.seat}")
+    return out
+
+
+def _possessive(name: str) -> str:
+    return "Your" if name == "You" else f"{name}'s"
+
+
+def _is_my_turn(view: game_pb2.View) -> bool:
+    return my_seat(view) == view.turn and view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
+
+
+def clock_text(view: game_pb2.View, now: float, look: Look) -> str:
+    """Time left for the player to move (``⏱ 0:42``), or "" without a clock."""
+    if not view.HasField("turn_deadline") or view.phase not in (
+        game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY
+    ):
+        return ""
+    left = max(0, int(view.turn_deadline.ToNanoseconds() / 1e9 - now + 0.999))
+    sign = "clock" if look.ascii else "⏱"
+    return f"{sign} {left // 60}:{left % 60:02d}"
+
+
+def _my_draw(view: game_pb2.View, look: Look) -> StyleAndTextTuples:
+    out: StyleAndTextTuples = [("class:bottom-toolbar.mine", "draw stock")]
+    top = card(view.discard_top)
+    if game_pb2.DRAW_SOURCE_DISCARD in view.draw_sources and top is not None:
+        out += [("", " or "), ("class:bottom-toolbar.mine", "draw discard"), ("", " (")]
+        out += card_fragments(top, look)
+        out.append(("", ")"))
+        if variant_id(view.variant) == "tallage":
+            out.append(("", " to lay it at once"))
+    elif view.first_circuit and variant_id(view.variant) != "portuguese":
+        out.append(("", " (nobody takes the discard in the first circuit)"))
+    return out
+
+
+def _my_play(view: game_pb2.View) -> str:
+    variant = variant_id(view.variant)
+    if variant == "portuguese":
+        return "discard a card, or declare the card you put face down"
+    if variant == "simple":
+        return "finish (lay all but one card) if you can, then discard"
+    if not view.can_lay:
+        return "discard a card"
+    seat = my_seat(view)
+    if seat is not None and view.players[seat].opened:
+        return "lay, add or take back jokers if you like, then discard"
+    need = max(view.options.opening, view.bar + 1)
+    return f"open with melds worth {need} or more if you can, then discard"
+
+
+def turn_fragments(view: game_pb2.View, look: Look) -> StyleAndTextTuples:
+    """Whose turn it is and what they are doing, in words."""
+    names = seat_names(view)
+    phase = view.phase
+    if phase == game_pb2.PHASE_WAITING:
+        taken = sum(1 for p in view.players if p.kind != game_pb2.SEAT_KIND_EMPTY)
+        text = f"Waiting for players: {taken} of {len(view.players)} seats taken"
+        if my_seat(view) is not None:
+            text += " (bot adds a bot, start starts now)"
+        return [("class:bottom-toolbar.turn", text)]
+    if phase == game_pb2.PHASE_ROUND_OVER:
+        return [("class:bottom-toolbar.turn", f"Round {view.round} is over: the next deal follows")]
+    if phase == game_pb2.PHASE_GAME_OVER:
+        winners = " and ".join(names[w] for w in view.winners) or "nobody"
+        alone_me = list(view.winners) == [my_seat(view)]
+        verb = "win" if alone_me or len(view.winners) > 1 else "wins"
+        return [("class:bottom-toolbar.turn", f"Game over: {winners} {verb}")]
+    if _is_my_turn(view):
+        head: StyleAndTextTuples = [("class:bottom-toolbar.mine", "Your turn: ")]
+        if phase == game_pb2.PHASE_DRAW:
+            return head + _my_draw(view, look)
+        return [*head, ("", _my_play(view))]
+    doing = "taking a card" if phase == game_pb2.PHASE_DRAW else "playing"
+    name = names[view.turn] if view.turn < len(names) else f"Seat {view.turn}"
+    return [("class:bottom-toolbar.turn", f"{_possessive(name)} turn"), ("", f" ({doing})")]
+
+
+def _facts(view: game_pb2.View, look: Look) -> list[StyleAndTextTuples]:
+    """The table's facts, one item each: game, round, bar, target, stock, discard."""
+    variant = variant_id(view.variant)
+    items: list[StyleAndTextTuples] = [[("", VARIANT_TITLES.get(variant, variant))]]
+    if view.round:
+        of = f" of {view.options.rounds}" if variant == "portuguese" else ""
+        items.append([("", f"round {view.round}{of}")])
+    if variant == "tallage":
+        items.append([("", f"bar {view.bar} (opening {view.options.opening}+)")])
+    if variant != "portuguese":
+        items.append([("", f"game ends at {view.options.target}")])
+    if view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY):
+        items.append([("", f"stock {view.stock_size}")])
+        top = card(view.discard_top)
+        shown = card_fragments(top, look) if top is not None else [("", "none")]
+        items.append([("", "discard "), *shown])
+    return items
+
+
+def _players(view: game_pb2.View, look: Look) -> list[StyleAndTextTuples]:
+    """Every player, one item each: name, cards in hand, points, opened, away."""
+    names = seat_names(view)
+    moving = view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
+    tallage = variant_id(view.variant) == "tallage"
+    items: list[StyleAndTextTuples] = []
+    for p, name in zip(view.players, names, strict=True):
+        turn = moving and p.seat == view.turn
+        style = "class:bottom-toolbar.mine" if p.seat == my_seat(view) else ""
+        item: StyleAndTextTuples = [
+            ("class:bottom-toolbar.turn", look.arrow if turn else " "), (style, name)
+        ]
+        if view.phase != game_pb2.PHASE_WAITING:
+            facts = f" {p.hand_size} cards, {p.total} pts"
+            if tallage and p.opened:
+                facts += ", opened"
+            if p.away:
+                facts += ", away"
+            elif not p.connected:
+                facts += ", offline"
+            item.append(("", facts))
+        items.append(item)
+    return items
+
+
+def _flow(
+    items: list[StyleAndTextTuples],
+    sep: str,
+    width: int,
+    indent: str = "",
+    first: StyleAndTextTuples | None = None,
+) -> StyleAndTextTuples:
+    """Items joined by ``sep``, starting a new line (after ``indent``) rather than running
+    past ``width``; the first line starts with ``first`` (a label) instead of the indent."""
+    out: StyleAndTextTuples = list(first) if first is not None else [("", indent)]
+    start = used = sum(len(text) for _, text, *_ in out)
+    for item in items:
+        size = sum(len(text) for _, text, *_ in item)
+        if used > start and used + len(sep) + size > width:
+            out += [("", "\n"), ("", indent)]
+            start = used = len(indent)
+        elif used > start:
+            out.append(("", sep))
+            used += len(sep)
+        out += item
+        used += size
+    return out
+
+
+def toolbar_fragments(
+    view: game_pb2.View | None,
+    look: Look,
+    *,
+    now: float | None = None,
+    note: str = "",
+    width: int = 100,
+) -> StyleAndTextTuples:
+    """The bottom toolbar: whose turn and the clock; the table's facts; the players (lines
+    broken to fit ``width`` columns)."""
+    if view is None:
+        return [("", note or " Not at a table: tables lists them, create starts one, help")]
+    clock = clock_text(view, time.time() if now is None else now, look)
+    out: StyleAndTextTuples = [("", " ")]
+    if note:  # a lost connection matters more than anything else on the line
+        out.append(("class:bottom-toolbar.turn", f"{note}   "))
+    out += turn_fragments(view, look)
+    if clock:
+        out.append(("class:bottom-toolbar.turn", f"   {clock}"))
+    bar = " | " if look.ascii else " │ "
+    out += [("", "\n"), *_flow(_facts(view, look), look.bullet, width - 1, " ")]
+    out += [("", "\n"), *_flow(_players(view, look), bar, width - 1)]
+    return out
+
+
+def _melds(view: game_pb2.View, look: Look) -> list[StyleAndTextTuples]:
+    names = seat_names(view)
+    items: list[StyleAndTextTuples] = []
+    for m in view.melds:
+        owner = names[m.owner] if m.owner < len(names) else f"Seat {m.owner}"
+        items.append([("class:label", f"[{m.number}] "), ("class:dim", f"{owner}: "),
+                      *meld_fragments(meld_from_proto(m.meld), look)])
+    return items or [[("class:dim", "no melds yet")]]
+
+
+def _label(text: str) -> StyleAndTextTuples:
+    return [("class:label", text.ljust(_LABEL))]
+
+
+def panel_fragments(
+    view: game_pb2.View | None,
+    look: Look,
+    *,
+    by_rank: bool = False,
+    staged: str = "",
+    width: int = 100,
+) -> StyleAndTextTuples:
+    """What stays above the prompt: the melds on the table, the hand, anything staged (lines
+    broken to fit ``width`` columns)."""
+    if view is None:
+        return []
+    out: StyleAndTextTuples = []
+    playing = view.phase != game_pb2.PHASE_WAITING
+    pad = " " * _LABEL
+    if playing and (view.melds or variant_id(view.variant) == "tallage"):
+        out += _flow(_melds(view, look), "   ", width - 1, pad, _label("Table"))
+        out.append(("", "\n"))
+    seat = my_seat(view)
+    if seat is None:
+        return [*out, *_label("Watching"), ("class:dim", "as a spectator"), ("", "\n")]
+    if not playing:
+        return out
+    hand = cards(view.hand)
+    groups = hand_groups(hand, look, by_rank=by_rank, drawn=card(view.drawn))
+    count = f"{len(hand)} card{'s' if len(hand) != 1 else ''}"
+    order = "by rank" if by_rank else "by suit"
+    groups.append([("class:dim", f" ({count}, {order}; F2 sorts)")])
+    out += [*_flow(groups, "  ", width - 1, pad, _label("Hand")), ("", "\n")]
+    if staged:
+        out += [*_label("Staged"), ("class:warn", staged), ("", "\n")]
+    return out
+
+
+def prompt_fragments(view: game_pb2.View | None, look: Look) -> StyleAndTextTuples:
+    """The prompt itself: it says whose move it is."""
+    if view is None:
+        return [("class:prompt", "rami> ")]
+    if my_seat(view) is None:
+        return [("class:prompt", "watching> ")]
+    if _is_my_turn(view):
+        return [("class:prompt.mine", "your turn> ")]
+    return [("class:prompt", "> ")]
+
+
+def table_lines(view: game_pb2.View, look: Look, name: str = "") -> list[StyleAndTextTuples]:
+    """The whole table, to print on demand: every meld, every player, the piles."""
+    names = seat_names(view)
+    b = look.bullet
+    title = f'Table "{safe(name, 40)}" ({view.table_id})' if name else f"Table {view.table_id}"
+    lines: list[StyleAndTextTuples] = [
+        [("class:heading", title)], _flow(_facts(view, look), look.bullet, 999, "  ")
+    ]
+    for m in view.melds:
+        owner = names[m.owner] if m.owner < len(names) else f"Seat {m.owner}"
+        lines.append([("class:label", f"  [{m.number}] "), ("class:dim", f"{owner}: "),
+                      *meld_fragments(meld_from_proto(m.meld), look)])
+    for p, who in zip(view.players, names, strict=True):
+        turn = view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY) and p.seat == view.turn
+        facts = f"seat {p.seat}{b}{p.hand_size} cards{b}{p.total} points"
+        if p.opened and variant_id(view.variant) == "tallage":
+            facts += f"{b}opened"
+        if p.kind == game_pb2.SEAT_KIND_BOT:
+            facts += f"{b}{p.policy} bot"
+        if view.phase == game_pb2.PHASE_WAITING:
+            facts = f"seat {p.seat}" + (f"{b}{p.policy} bot" if p.policy else "")
+        lines.append([("class:turn", f"  {look.arrow if turn else ' '} "), ("", who.ljust(24)),
+                      ("class:dim", facts)])
+    return lines

@@ -1,0 +1,77 @@
+"""Score tables: what each player paid at the end of a round, and the totals at the end."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from rami.engine.events import RoundResult
+
+from .cardtext import cards_fragments
+from .look import Look
+
+__all__ = ["ending_text", "game_table", "round_table"]
+
+
+def _name(names: Sequence[str], seat: int | None) -> str:
+    if seat is None:
+        return "nobody"
+    return names[seat] if 0 <= seat < len(names) else f"Seat {seat}"
+
+
+def ending_text(result: RoundResult, names: Sequence[str]) -> str:
+    """How a round ended, in one sentence."""
+    who = _name(names, result.winner)
+    if result.ending == "void":
+        return f"Round {result.round} is void: the stock ran out. Nobody pays."
+    if result.ending == "rami_sec":
+        return (f"Round {result.round}: {who} laid the whole hand at once: Rami sec! "
+                "Everyone else pays 200.")
+    if result.ending == "declare":
+        times = f" (x{result.multiplier})" if result.multiplier > 1 else ""
+        return f"Round {result.round}: {who} declared a complete hand{times}."
+    return f"Round {result.round}: {who} went out (Rami)."
+
+
+def round_table(result: RoundResult, names: Sequence[str], look: Look) -> StyleAndTextTuples:
+    """The round's score table: each player's cards left, points paid and total."""
+    width = max([len(n) for n in names] + [6])
+    out: StyleAndTextTuples = [
+        ("class:heading", f"  {'player'.ljust(width)}  {'paid':>5}  {'total':>5}  left in hand"),
+        ("", "\n"),
+    ]
+    for seat, name in enumerate(names):
+        paid = result.points[seat] if seat < len(result.points) else 0
+        total = result.totals[seat] if seat < len(result.totals) else 0
+        style = "class:good" if seat == result.winner else ""
+        out.append((style, f"  {name.ljust(width)}  {paid:>5}  {total:>5}  "))
+        hand = result.hands[seat] if seat < len(result.hands) else ()
+        if seat == result.winner and result.ending != "void":
+            out.append(("class:dim", "(went out)" if result.ending != "declare" else "(declared)"))
+        elif hand:
+            out += cards_fragments(hand, look)
+        else:
+            out.append(("class:dim", "-"))
+        out.append(("", "\n"))
+    return out
+
+
+def game_table(
+    totals: Sequence[int], winners: Sequence[int], names: Sequence[str], rounds: int
+) -> StyleAndTextTuples:
+    """The end of the game: who won, and every total from the lowest."""
+    who = " and ".join(_name(names, w) for w in winners) or "nobody"
+    verb = "win" if len(winners) > 1 or who == "You" else "wins"
+    best = min(totals) if totals else 0
+    plural = "s" if rounds != 1 else ""
+    out: StyleAndTextTuples = [
+        ("class:heading", f"Game over after {rounds} round{plural}: {who} {verb} with {best}."),
+        ("", "\n"),
+    ]
+    width = max([len(n) for n in names] + [6])
+    order = sorted(range(len(totals)), key=lambda s: (totals[s], s))
+    for place, seat in enumerate(order, 1):
+        style = "class:good" if seat in winners else ""
+        out.append((style, f"  {place}. {_name(names, seat).ljust(width)}  {totals[seat]:>5}"))
+        out.append(("", "\n"))
+    return out

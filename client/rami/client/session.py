@@ -1,0 +1,592 @@
+"""The interactive client: one person at one server, in the lobby or at one table.
+
+A prompt-toolkit ``PromptSession`` reads commands inside ``patch_stdout``; the panel above the
+prompt (melds and hand) and the bottom toolbar (whose turn, clock, table, players) are drawn
+from the latest view, and events from the watch stream are printed above as sentences while
+the person types. Every command either goes through or is refused with the server's reason,
+and a refusal changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+import grpc
+from prompt_toolkit import PromptSession
+from prompt_toolkit.application import get_app_or_none
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.patch_stdout import patch_stdout
+from prompt_toolkit.shortcuts import CompleteStyle
+from rami.engine import Card, Draw, Meld
+from rami.v1 import (
+    game_pb2,
+    lobby_service_pb2,
+    table_service_pb2,
+)
+
+from .cardtext import cards_fragments
+from .commands import LOBBY, PLAYING, WAITING, WATCHING, available, find, split_command, suggest
+from .completion import Situation, TableCompleter
+from .convert import (
+    VARIANT_IDS,
+    action_to_request,
+    card,
+    cards,
+    event_from_proto,
+    meld_from_proto,
+    options_to_proto,
+    view_from_proto,
+)
+from .hints import hint_lines
+from .keys import key_bindings
+from .link import Link, LinkError, Refused
+from .look import STYLE, Look
+from .moves import MOVES, MoveError, missing_cards, parse_move
+from .narrate import Scene, narrate
+from .newtable import NewTable, parse_create
+from .panel import (
+    my_seat,
+    panel_fragments,
+    prompt_fragments,
+    seat_names,
+    table_lines,
+    toolbar_fragments,
+)
+from .printer import Printer
+from .staging import Stage, plan
+from .tablelist import joinable, table_list_lines, table_summary
+
+__all__ = ["ClientSession"]
+
+_NOT_HERE = {
+    LOBBY: "You are not at a table: tables lists them, join N sits at one, create starts one.",
+    WAITING: "The game has not started yet: bot seats a bot, start starts it.",
+    WATCHING: "You are watching: spectators can't play. leave returns to the lobby.",
+    PLAYING: "That is for the lobby: leave this table first.",
+}
+
+
+class ClientSession:
+    """The interactive client's state and commands."""
+
+    def __init__(self, link: Link, *, name: str, look: Look, local: bool = False) -> None:
+        self.link = link
+        #: The server ends with the client (``play``): quitting needs no goodbye.
+        self.local = local
+        self.name = name
+        self.look = look
+        self.out = Printer(look)
+        self.table_id: str | None = None
+        self.table_name = ""
+        self.token: str | None = None
+        self.view: game_pb2.View | None = None
+        #: The latest view from the stream (the melds before each event are read from it).
+        self._streamed: game_pb2.View | None = None
+        self.tables: list[lobby_service_pb2.TableInfo] = []
+        self.stage = Stage()
+        self.by_rank = False
+        self.note = ""
+        self.done = False
+        self._watcher: asyncio.Task[None] | None = None
+        self._followed = asyncio.Event()
+        self._session: PromptSession[str] | None = None
+
+    # -- where the person is -----------------------------------------------------------------
+
+    @property
+    def where(self) -> str:
+        """Lobby, waiting at a table, playing at it, or watching it."""
+        if self.table_id is None:
+            return LOBBY
+        if self.token is None:
+            return WATCHING
+        if self.view is None or self.view.phase == game_pb2.PHASE_WAITING:
+            return WAITING
+        return PLAYING
+
+    def _hand(self) -> list[Card]:
+        """The hand a move may use: the cards held, plus what a staged move brings in."""
+        if self.view is None:
+            return []
+        hand = list(cards(self.view.hand))
+        if self.stage.draw is not None:
+            hand.append(self.stage.draw)
+        hand += [Card(52)] * self.stage.jokers
+        return hand
+
+    def _situation(self) -> Situation:
+        view = self.view
+        melds: tuple[tuple[int, Meld, str], ...] = ()
+        if view is not None:
+            names = seat_names(view)
+            melds = tuple(
+                (m.number, meld_from_proto(m.meld), names[m.owner] if m.owner < len(names) else "")
+                for m in view.melds
+            )
+        listed = tuple((str(i), table_summary(t)) for i, t in enumerate(self.tables, 1))
+        return Situation(self.where, self.look, tuple(self._hand()), melds, listed)
+
+    # -- the prompt --------------------------------------------------------------------------
+
+    @staticmethod
+    def _width() -> int:
+        app = get_app_or_none()
+        return app.output.get_size().columns if app is not None else 100
+
+    def _message(self) -> StyleAndTextTuples:
+        staged = "" if self.stage.empty else self.stage.describe()
+        panel = panel_fragments(self.view, self.look, by_rank=self.by_rank, staged=staged,
+                                width=self._width())
+        return [*panel, *prompt_fragments(self.view, self.look)]
+
+    def _toolbar(self) -> StyleAndTextTuples:
+        return toolbar_fragments(self.view, self.look, note=self.note, width=self._width())
+
+    def _refresh(self) -> None:
+        if self._session is not None and self._session.app.is_running:
+            self._session.app.invalidate()
+
+    async def run(
+        self,
+        greeting: Sequence[str] = (),
+        setup: Callable[[ClientSession], Awaitable[None]] | None = None,
+    ) -> None:
+        """Read and run commands until ``quit`` or Ctrl-D; ``setup`` runs first (``play``
+        creates its table there)."""
+        self._session = PromptSession(
+            message=self._message,
+            bottom_toolbar=self._toolbar,
+            completer=TableCompleter(self._situation),
+            complete_while_typing=True,
+            complete_style=CompleteStyle.MULTI_COLUMN,
+            key_bindings=key_bindings(self),
+            style=STYLE,
+            include_default_pygments_style=False,
+            color_depth=self.look.color_depth,
+            refresh_interval=1.0,
+            erase_when_done=True,
+        )
+        with patch_stdout():
+            for line in greeting:
+                self.out.info(line)
+            if setup is not None:
+                try:
+                    await setup(self)
+                except (LinkError, ValueError) as e:
+                    self.out.error(_sentence(str(e)))
+            while not self.done:
+                try:
+                    line = await self._session.prompt_async()
+                except KeyboardInterrupt:
+                    continue
+                except EOFError:
+                    break
+                await self.handle(line)
+            await self._farewell()
+        await self._stop_watching()
+
+    async def _farewell(self) -> None:
+        """Leaving the client mid-game gives the seat to the server, so nobody waits for it."""
+        view = self.view
+        if self.local or self.where != PLAYING or view is None:
+            return
+        if view.phase == game_pb2.PHASE_GAME_OVER:
+            return
+        with contextlib.suppress(LinkError):
+            await self._leave()
+            self.out.info("You left the game: the server plays your seat from now on.")
+
+    async def handle(self, line: str) -> None:
+        """Run one typed line; mistakes and refusals are explained, never raised."""
+        line = line.strip()
+        if not line:
+            return
+        self.out.line([("class:dim", "> "), ("class:dim", line)])
+        name, args = split_command(line)
+        command = find(name)
+        if command is None and self.where == PLAYING and _is_card(name):
+            self.out.error(f"To discard it, type discard {name}; to lay it, lay {name} ...")
+            return
+        if command is None:
+            guess = suggest(name)
+            also = f" Did you mean {guess}?" if guess else ""
+            self.out.error(f"There is no command {name!r}.{also} help lists them.")
+            return
+        if self.where not in command.where:
+            self.out.error(_NOT_HERE[self.where])
+            return
+        try:
+            if command.name in MOVES:
+                await self._move(command.name, args)
+            else:
+                await getattr(self, f"_do_{command.name}")(args)
+        except (LinkError, MoveError, ValueError) as e:
+            self.out.error(_sentence(str(e)))
+        self._refresh()
+
+    # -- keys --------------------------------------------------------------------------------
+
+    def toggle_sort(self) -> None:
+        """Sort the hand by rank instead of by suit, or back."""
+        self.by_rank = not self.by_rank
+
+    def show_help(self) -> None:
+        """Print the commands that apply now."""
+        self._print_help("")
+
+    def show_table(self) -> None:
+        """Print the whole table."""
+        if self.view is not None:
+            self.out.lines(table_lines(self.view, self.look, self.table_name))
+
+    # -- moves -------------------------------------------------------------------------------
+
+    async def _move(self, name: str, args: str) -> None:
+        view = self.view
+        assert view is not None and self.table_id is not None
+        action = parse_move(name, args)
+        variant = view_from_proto(view).variant
+        top = card(view.discard_top)
+        decided = plan(action, self.stage, variant=variant, discard_top=top)
+        if decided.note:
+            self.out.warn(_sentence(decided.note))
+        if decided.send is None:
+            self.stage = decided.stage
+            return
+        hand = list(cards(view.hand))
+        if isinstance(decided.send, Draw) and decided.send.source == "discard" and top is not None:
+            hand.append(top)
+        missing = missing_cards(decided.send, hand)
+        if missing:
+            self.out.error(self._not_held(missing, hand))
+            return
+        request = action_to_request(self.table_id, view.number, decided.send)
+        try:
+            response = await self.link.call(self.link.table.Act, request, token=self.token)
+        except Refused as e:
+            self.out.error(_refusal(e))
+            return
+        self.stage = decided.stage
+        self._set_view(response.view)
+
+    def _not_held(self, missing: list[Card], hand: list[Card]) -> str:
+        held = self.look.card_text
+        names = ", ".join(held(c) for c in missing)
+        similar = sorted({c for c in hand for m in missing if c.rank == m.rank and c != m})
+        also = f" (you hold {', '.join(held(c) for c in similar)})" if similar else ""
+        return f"You don't hold {names}{also}. Nothing was played."
+
+    # -- the watch stream --------------------------------------------------------------------
+
+    async def _watch(self) -> None:
+        assert self.table_id is not None
+        try:
+            async for update in self.link.updates(self.table_id, self.token, self._on_status):
+                self._on_update(update)
+                self._followed.set()
+        except asyncio.CancelledError:
+            raise
+        except LinkError as e:
+            if isinstance(e, Refused) and e.code == grpc.StatusCode.NOT_FOUND:
+                self.out.error("The server no longer has this table (it restarted without "
+                               "keeping its tables). You are back in the lobby.")
+            else:
+                self.out.error(f"The table can't be followed any more: {_sentence(str(e))}")
+            self._left_table()
+        except Exception as e:  # the stream must never take the prompt down with it
+            self.out.error(f"Lost the table's stream: {e}")
+            self._left_table()
+        self._refresh()
+
+    def _on_status(self, status: str) -> None:
+        if status == "lost":
+            self.note = "connection lost: reconnecting..."
+            self.out.warn("The connection to the server dropped; reconnecting...")
+        else:
+            self.note = ""
+            self.out.info("Reconnected: the table is up to date.")
+        self._refresh()
+
+    def _on_update(self, update: table_service_pb2.Update) -> None:
+        before = self.view
+        after = update.view
+        me = my_seat(after)
+        streamed, self._streamed = self._streamed, after
+        melds_before = (
+            {m.number: meld_from_proto(m.meld) for m in streamed.melds} if streamed else {}
+        )
+        scene = Scene(
+            names=seat_names(after),
+            look=self.look,
+            me=me,
+            melds_before=melds_before,
+            drawn=card(after.drawn) if me is not None else None,
+            rounds=len(after.results),
+        )
+        for msg in update.events:
+            event = event_from_proto(msg)
+            if event is not None:
+                self.out.lines(narrate(event, scene))
+        if update.snapshot:
+            self._snapshot(after)
+        if before is None or after.number >= before.number:
+            self._set_view(after)
+        if after.phase == game_pb2.PHASE_GAME_OVER and any(
+            m.WhichOneof("kind") == "game_ended" for m in update.events
+        ):
+            self.out.info("save FILE keeps the game record; leave goes back to the lobby.")
+
+    def _snapshot(self, view: game_pb2.View) -> None:
+        if view.phase == game_pb2.PHASE_WAITING:
+            return
+        self.out.lines(table_lines(view, self.look, self.table_name))
+
+    def _set_view(self, view: game_pb2.View) -> None:
+        before = self.view
+        self.view = view
+        mine = _my_turn(view)
+        if not mine:
+            self.stage = Stage()
+        if mine and (before is None or not _my_turn(before) or before.round != view.round):
+            self._announce_turn(view)
+        self._refresh()
+
+    def _announce_turn(self, view: game_pb2.View) -> None:
+        if view.phase == game_pb2.PHASE_DRAW:
+            text: StyleAndTextTuples = [("class:turn", "It's your turn: "),
+                                        ("", "take a card with draw stock")]
+            top = card(view.discard_top)
+            if game_pb2.DRAW_SOURCE_DISCARD in view.draw_sources and top is not None:
+                text += [("", ", or draw discard to take "), *cards_fragments([top], self.look)]
+            self.out.line([*text, ("", ".")])
+        else:
+            hand = len(view.hand)
+            self.out.line([("class:turn", "It's your turn: "),
+                           ("", f"you play first with {hand} cards, without drawing.")])
+
+    # -- at the table ------------------------------------------------------------------------
+
+    async def _watch_table(self, table_id: str, token: str | None, name: str) -> None:
+        await self._stop_watching()
+        self.table_id, self.token, self.table_name = table_id, token, name
+        self.view = self._streamed = None
+        self.stage = Stage()
+        self._followed = asyncio.Event()
+        watcher = asyncio.get_running_loop().create_task(self._watch(), name="watch")
+        self._watcher = watcher
+        # Wait for the table's first update, so what follows is told in order.
+        followed = asyncio.ensure_future(self._followed.wait())
+        await asyncio.wait({followed, watcher}, timeout=5, return_when=asyncio.FIRST_COMPLETED)
+        followed.cancel()
+
+    async def _stop_watching(self) -> None:
+        task, self._watcher = self._watcher, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    def _left_table(self) -> None:
+        self.table_id = self.token = None
+        self.view = self._streamed = None
+        self.stage = Stage()
+        self.note = ""
+
+    async def _leave(self) -> None:
+        """Give up the seat (the server plays it from now on) or stop watching."""
+        if self.token is not None and self.table_id is not None:
+            request = lobby_service_pb2.LeaveTableRequest(table_id=self.table_id)
+            # A finished game has no seat to give up; leaving is still right.
+            with contextlib.suppress(Refused):
+                await self.link.call(self.link.lobby.LeaveTable, request, token=self.token)
+        await self._stop_watching()
+        self._left_table()
+
+    async def _do_leave(self, args: str) -> None:
+        await self._leave()
+        self.out.info("You are back in the lobby. tables lists the tables.")
+
+    async def _do_bot(self, args: str) -> None:
+        assert self.table_id is not None
+        policy = args.strip().lower() or "strong"
+        request = lobby_service_pb2.AddBotRequest(table_id=self.table_id, policy=policy)
+        await self.link.call(self.link.lobby.AddBot, request, token=self.token)
+
+    async def _do_start(self, args: str) -> None:
+        assert self.table_id is not None
+        request = lobby_service_pb2.StartTableRequest(table_id=self.table_id)
+        await self.link.call(self.link.lobby.StartTable, request, token=self.token)
+
+    async def _do_say(self, args: str) -> None:
+        assert self.table_id is not None
+        if not args:
+            raise ValueError("say what? say good luck! writes to the table")
+        request = table_service_pb2.ChatRequest(table_id=self.table_id, text=args)
+        await self.link.call(self.link.table.Chat, request, token=self.token)
+
+    async def _do_cancel(self, args: str) -> None:
+        if self.stage.empty:
+            self.out.info("Nothing is staged.")
+            return
+        self.out.info(f"Dropped {self.stage.describe()}.")
+        self.stage = Stage()
+
+    async def _do_hint(self, args: str) -> None:
+        assert self.table_id is not None and self.view is not None
+        request = table_service_pb2.AnalyseMyHandRequest(table_id=self.table_id)
+        response = await self.link.call(self.link.table.AnalyseMyHand, request, token=self.token)
+        view = view_from_proto(self.view)
+        self.out.lines(hint_lines(response.analysis, view, self.look))
+
+    async def _do_sort(self, args: str) -> None:
+        word = args.strip().lower()
+        if word not in ("", "suit", "rank"):
+            raise ValueError("sort suit or sort rank")
+        self.by_rank = (not self.by_rank) if not word else word == "rank"
+        self.out.info(f"Your hand is sorted by {'rank' if self.by_rank else 'suit'}.")
+
+    async def _do_table(self, args: str) -> None:
+        if self.view is None:
+            self.out.info("The table has not arrived yet.")
+            return
+        self.show_table()
+
+    async def _do_save(self, args: str) -> None:
+        assert self.table_id is not None
+        if not args:
+            raise ValueError("save where? save game.json")
+        request = table_service_pb2.ExportRecordRequest(table_id=self.table_id)
+        response = await self.link.call(self.link.table.ExportRecord, request)
+        path = Path(args).expanduser()
+        try:
+            path.write_text(json.dumps(json.loads(response.record_json), indent=1) + "\n")
+        except OSError as e:
+            raise ValueError(f"could not write {path}: {e.strerror}") from None
+        whole = "the whole game" if response.complete else "the game so far (still running)"
+        self.out.info(f"Saved {whole} to {path}. rami-client replay {path} steps through it.")
+
+    # -- the lobby ---------------------------------------------------------------------------
+
+    async def _do_tables(self, args: str) -> None:
+        response = await self.link.call(
+            self.link.lobby.ListTables, lobby_service_pb2.ListTablesRequest()
+        )
+        self.tables = list(response.tables)
+        self.out.lines(table_list_lines(self.tables))
+
+    async def _do_name(self, args: str) -> None:
+        if not args:
+            self.out.info(f"You join tables as {self.name}.")
+            return
+        self.name = args[:24]
+        self.out.info(f"You will join tables as {self.name}.")
+
+    async def _resolve(self, ref: str) -> lobby_service_pb2.TableInfo:
+        """The table a person means: its number in the last list, or its id."""
+        if ref.isdigit() and self.tables and 1 <= int(ref) <= len(self.tables):
+            table_id = self.tables[int(ref) - 1].table_id
+        else:
+            table_id = ref
+        request = lobby_service_pb2.GetTableRequest(table_id=table_id)
+        response = await self.link.call(self.link.lobby.GetTable, request)
+        table: lobby_service_pb2.TableInfo = response.table
+        return table
+
+    async def _do_join(self, args: str) -> None:
+        if args:
+            table = await self._resolve(args.split()[0])
+        else:
+            await self._do_tables("")
+            free = [t for t in self.tables if joinable(t)]
+            if not free:
+                raise ValueError("no table has a free seat: create tallage bots=3 starts one")
+            table = free[0]
+        await self.join(table)
+
+    async def join(self, table: lobby_service_pb2.TableInfo) -> None:
+        """Take a seat at ``table`` and follow it."""
+        request = lobby_service_pb2.JoinTableRequest(table_id=table.table_id, name=self.name)
+        joined = await self.link.call(self.link.lobby.JoinTable, request)
+        self.out.line([("class:good", f"You sit at seat {joined.seat}: "),
+                       ("", table_summary(joined.table))])
+        await self._watch_table(table.table_id, joined.token, table.name)
+
+    async def _do_watch(self, args: str) -> None:
+        if not args:
+            raise ValueError("watch which table? watch 2, or its id (tables lists them)")
+        table = await self._resolve(args.split()[0])
+        self.out.line([("class:good", "Watching "), ("", table_summary(table))])
+        await self._watch_table(table.table_id, None, table.name)
+
+    async def _do_create(self, args: str) -> None:
+        await self.create(parse_create(args))
+
+    async def create(self, spec: NewTable) -> None:
+        """Create a table, sit at it, seat the bots (the game starts when it is full)."""
+        request = lobby_service_pb2.CreateTableRequest(
+            name=spec.name or f"{self.name}'s {spec.variant}",
+            variant=VARIANT_IDS[spec.variant],
+            options=options_to_proto(spec.options),
+            private=spec.private,
+        )
+        created = await self.link.call(self.link.lobby.CreateTable, request)
+        await self.join(created.table)
+        for _ in range(spec.bots):
+            bot = lobby_service_pb2.AddBotRequest(table_id=created.table.table_id,
+                                                  policy=spec.policy)
+            await self.link.call(self.link.lobby.AddBot, bot, token=self.token)
+
+    # -- help and quit -----------------------------------------------------------------------
+
+    def _print_help(self, args: str) -> None:
+        word = args.strip()
+        if word:
+            command = find(word)
+            if command is None:
+                raise ValueError(f"there is no command {word!r}; help lists them")
+            self.out.line([("class:heading", command.usage)])
+            self.out.text(f"  {command.details}")
+            return
+        self.out.line([("class:heading", "Commands you can use now")])
+        for command in available(self.where):
+            self.out.line([("class:me", f"  {command.usage:<34} "), ("", command.summary)])
+        self.out.info("Tab completes commands and cards; F1 help, F2 sorts the hand, "
+                      "F3 shows the table. help COMMAND explains one.")
+
+    async def _do_help(self, args: str) -> None:
+        self._print_help(args)
+
+    async def _do_quit(self, args: str) -> None:
+        self.done = True
+
+
+def _my_turn(view: game_pb2.View) -> bool:
+    return my_seat(view) == view.turn and view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
+
+
+def _is_card(word: str) -> bool:
+    try:
+        Card.parse(word)
+    except ValueError:
+        return False
+    return True
+
+
+def _sentence(text: str) -> str:
+    """``text`` as a sentence: a capital first, a full stop last."""
+    text = text.strip()
+    if not text:
+        return text
+    text = text[0].upper() + text[1:]
+    return text if text[-1] in ".!?)" else text + "."
+
+
+def _refusal(error: Refused) -> str:
+    if error.reason == "STALE":
+        return "The table moved on before your move arrived; nothing was played. Look again."
+    return f"Refused: {_sentence(str(error))} Nothing was played."
+

@@ -1,0 +1,99 @@
+"""Moves that wait for their lay: tallage's discard taken, and a joker taken back.
+
+The server wants a tallage discard laid in the same command as the draw, and a joker taken
+back laid again in the same lay. People think in steps, so the client lets them say
+``draw discard`` (or ``take 2 5s``), keeps it staged, and sends it together with the next lay
+they type, as one command. :func:`plan` decides, purely, what to send now and what stays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rami.engine import (
+    JOKER,
+    Action,
+    AddToMeld,
+    Card,
+    Declare,
+    Discard,
+    Draw,
+    Lay,
+    NewMeld,
+    TakeJoker,
+    format_action,
+)
+from rami.engine.actions import LayStep
+
+__all__ = ["Plan", "Stage", "plan"]
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """What waits for the next lay: the discard to take, and joker takes not yet laid again."""
+
+    draw: Card | None = None
+    steps: tuple[LayStep, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        """True when nothing is staged."""
+        return self.draw is None and not self.steps
+
+    @property
+    def jokers(self) -> int:
+        """Jokers the staged takes bring into the hand."""
+        return sum(1 for s in self.steps if isinstance(s, TakeJoker))
+
+    def describe(self) -> str:
+        """The staged moves, as the person would type them."""
+        parts = []
+        if self.draw is not None:
+            parts.append(f"draw discard ({self.draw.code()})")
+        if self.steps:
+            parts.append(format_action(Lay(self.steps)))
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What to send now (None: nothing yet), what stays staged, and what to tell the person."""
+
+    send: Action | None
+    stage: Stage
+    note: str = ""
+
+
+def _unplaced_jokers(steps: tuple[LayStep, ...]) -> int:
+    taken = sum(1 for s in steps if isinstance(s, TakeJoker))
+    laid = sum(
+        s.cards.count(JOKER) for s in steps if isinstance(s, NewMeld | AddToMeld)
+    )
+    return max(0, taken - laid)
+
+
+_WHERE_JOKER = "now say where the joker goes, e.g. add 3 JK or lay 10c Jc JK (cancel drops it)"
+
+
+def plan(action: Action, stage: Stage, *, variant: str, discard_top: Card | None) -> Plan:
+    """Combine ``action`` with what is staged: send it, stage it, or refuse it with a note."""
+    if isinstance(action, Draw):
+        if action.source == "discard" and variant == "tallage":
+            if action.lay is None:
+                if discard_top is None:
+                    return Plan(action, Stage())
+                note = (f"you take {discard_top.code()} when you lay it: now type the lay that "
+                        "uses it (lay, add or take; cancel drops it)")
+                return Plan(None, Stage(draw=discard_top), note)
+            if _unplaced_jokers(action.lay.steps):
+                return Plan(None, Stage(discard_top, action.lay.steps), _WHERE_JOKER)
+        return Plan(action, Stage())
+    if isinstance(action, Lay):
+        steps = stage.steps + action.steps
+        if _unplaced_jokers(steps):
+            return Plan(None, Stage(stage.draw, steps), _WHERE_JOKER)
+        lay = Lay(steps)
+        return Plan(Draw("discard", lay) if stage.draw is not None else lay, Stage())
+    if isinstance(action, Discard | Declare) and not stage.empty:
+        return Plan(None, stage, f"first finish {stage.describe()} with a lay, or cancel it")
+    return Plan(action, stage)

@@ -1,0 +1,73 @@
+"""Limits on what one client may do: commands per second, open streams."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from .errors import Exhausted
+
+__all__ = ["RateLimiter", "StreamCounter"]
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    stamp: float
+
+
+@dataclass
+class RateLimiter:
+    """A token bucket per key: ``rate`` commands per second, bursts of up to ``burst``."""
+
+    rate: float
+    burst: float
+    what: str = "commands"
+    _buckets: dict[str, _Bucket] = field(default_factory=dict)
+
+    def take(self, key: str) -> None:
+        """Spend one token of ``key``'s bucket, or refuse with RESOURCE_EXHAUSTED."""
+        now = time.monotonic()
+        b = self._buckets.get(key)
+        if b is None:
+            if len(self._buckets) > 100_000:
+                self._forget(now)
+            b = self._buckets[key] = _Bucket(self.burst, now)
+        b.tokens = min(self.burst, b.tokens + (now - b.stamp) * self.rate)
+        b.stamp = now
+        if b.tokens < 1.0:
+            raise Exhausted(
+                "RATE_LIMITED",
+                f"too many {self.what}: at most {self.rate:g} per second; slow down",
+            )
+        b.tokens -= 1.0
+
+    def _forget(self, now: float) -> None:
+        # Full buckets carry no information: drop them.
+        full = [k for k, b in self._buckets.items() if b.tokens + (now - b.stamp) * self.rate >= self.burst]
+        for k in full:
+            del self._buckets[k]
+
+
+@dataclass
+class StreamCounter:
+    """Open streams per key, at most ``limit`` each."""
+
+    limit: int
+    what: str = "watch streams"
+    _open: dict[str, int] = field(default_factory=dict)
+
+    def open(self, key: str) -> None:
+        """Count one more stream for ``key``, or refuse with RESOURCE_EXHAUSTED."""
+        n = self._open.get(key, 0)
+        if n >= self.limit:
+            raise Exhausted("TOO_MANY_STREAMS", f"at most {self.limit} {self.what} at once")
+        self._open[key] = n + 1
+
+    def close(self, key: str) -> None:
+        """One stream of ``key`` ended."""
+        n = self._open.get(key, 0) - 1
+        if n <= 0:
+            self._open.pop(key, None)
+        else:
+            self._open[key] = n

@@ -1,0 +1,119 @@
+"""Bots over real sockets: the JavaScript and Python examples, and ``rami-bot connect``.
+
+Each plays whole games against three built-in bots on a real server (127.0.0.1, bots with no
+delay). The games are short but whole (see conftest.SHORT); every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import ROOT, ServerThread, Tables
+from rami.client.bot_cli import app, normalise_target
+from rami.v1 import lobby_service_pb2
+from typer.testing import CliRunner
+
+BUILT_IN = ("strong", "greedy", "random")
+GAME_SECONDS = 60
+
+
+def _run_all(commands: dict[str, list[str]], cwd: Path) -> dict[str, subprocess.CompletedProcess]:
+    """Run the commands at once; wait for each, at most GAME_SECONDS more than the others."""
+    procs = {
+        key: subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+        for key, cmd in commands.items()
+    }
+    done: dict[str, subprocess.CompletedProcess] = {}
+    deadline = time.monotonic() + GAME_SECONDS + 15
+    try:
+        for key, p in procs.items():
+            out, err = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            done[key] = subprocess.CompletedProcess(p.args, p.returncode, out, err)
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=5)
+    return done
+
+
+def _assert_finished(tables: Tables, table_id: str) -> None:
+    info = tables.info(table_id)
+    assert info.status == lobby_service_pb2.TABLE_STATUS_FINISHED
+
+
+def test_js_bot_plays_a_whole_game_of_every_variant(
+    js_bot: Path, tables: Tables, server: ServerThread
+) -> None:
+    ids = {v: tables.create(v, 4, BUILT_IN) for v in ("portuguese", "tallage", "simple")}
+    runs = _run_all(
+        {
+            v: ["node", str(js_bot), server.target, table_id, f"JS {v}",
+                "--timeout", str(GAME_SECONDS)]
+            for v, table_id in ids.items()
+        },
+        cwd=js_bot.parent,
+    )
+    for variant, run in runs.items():
+        assert run.returncode == 0, f"{variant}: {run.stdout}\n{run.stderr}"
+        summary = run.stdout.strip().splitlines()[-1]
+        assert "game over" in summary, summary
+        assert re.search(r"refused 0\b", summary), f"{variant}: {summary}\n{run.stderr}"
+        assert int(re.search(r"actions (\d+)", summary).group(1)) > 0
+        _assert_finished(tables, ids[variant])
+
+
+def test_python_example_bot_plays_a_whole_game_of_every_variant(
+    tables: Tables, server: ServerThread
+) -> None:
+    ids = {v: tables.create(v, 4, BUILT_IN) for v in ("portuguese", "tallage", "simple")}
+    script = ROOT / "examples" / "python" / "bot.py"
+    runs = _run_all(
+        {
+            v: [sys.executable, str(script), server.target, table_id, "--name", f"Tidy {v}",
+                "--timeout", str(GAME_SECONDS)]
+            for v, table_id in ids.items()
+        },
+        cwd=ROOT,
+    )
+    for variant, run in runs.items():
+        assert run.returncode == 0, f"{variant}: {run.stdout}\n{run.stderr}"
+        summary = run.stdout.strip().splitlines()[-1]
+        assert "game over" in summary, summary
+        assert " 0 refused" in summary, f"{variant}: {summary}\n{run.stderr}"
+        _assert_finished(tables, ids[variant])
+
+
+def test_rami_bot_connect_plays_a_seat_to_the_end(tables: Tables) -> None:
+    table_id = tables.create("simple", 2, ("greedy",))
+    result = CliRunner().invoke(
+        app,
+        ["connect", tables.target, "--table", table_id, "--policy", "strong", "--name", "Cli",
+         "--timeout", str(GAME_SECONDS)],
+    )
+    assert result.exit_code == 0, result.output
+    line = result.stdout.strip().splitlines()[-1]
+    pattern = r"seat 1 \(strong\): \d+ actions, 0 refused, 0 reconnects; game over"
+    assert re.match(pattern, line), line
+    _assert_finished(tables, table_id)
+
+
+def test_rami_bot_connect_reports_a_missing_table(tables: Tables) -> None:
+    result = CliRunner().invoke(
+        app, ["connect", tables.target, "--table", "nosuchtable", "--timeout", "10"]
+    )
+    assert result.exit_code == 1
+    assert "NOT_FOUND" in result.stderr
+
+
+def test_targets_get_the_default_port() -> None:
+    assert normalise_target("localhost") == "localhost:50051"
+    assert normalise_target("example.org:7000") == "example.org:7000"
+    assert normalise_target("[::1]") == "[::1]:50051"
+    assert normalise_target("[::1]:7000") == "[::1]:7000"
+    assert normalise_target("::1") == "[::1]:50051"

@@ -1,0 +1,84 @@
+"""``rami-bot connect`` survives a server restart: it reconnects, resumes, and ends the game."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+from conftest import ROOT, ServerThread, Tables
+from rami.server.table import TableConfig
+from rami.v1 import lobby_service_pb2
+
+SLOW_BOTS = TableConfig(bot_delay=0.05, round_pause=0.0, away_delay=0.0, heartbeat=0.5)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class FixedPortServer(ServerThread):
+    """A ServerThread on a chosen port, so that a restarted server is found where it was."""
+
+    def __init__(self, db: str, port: int) -> None:
+        super().__init__(db, SLOW_BOTS)
+        self.port = port
+
+    def start(self) -> FixedPortServer:
+        from rami.server.app import serve
+
+        self.thread.start()
+        self.server = self.call(
+            serve("127.0.0.1", self.port, self.db, lobby_config=self.lobby_config,
+                  table_config=self.table_config)
+        )
+        return self
+
+
+def test_connect_resumes_after_a_server_restart(tmp_path: Path) -> None:
+    db, port = str(tmp_path / "rami.db"), _free_port()
+    first = FixedPortServer(db, port).start()
+    target = f"127.0.0.1:{port}"
+    channel = grpc.insecure_channel(target)
+    tables = Tables(target, channel)
+    second: FixedPortServer | None = None
+    bot: subprocess.Popen[str] | None = None
+    first_running = True
+    try:
+        table_id = tables.create("portuguese", 2, ("greedy",), rounds=2)
+        bot = subprocess.Popen(
+            [sys.executable, "-m", "rami.client.bot_cli", "connect", target, "--table", table_id,
+             "--policy", "greedy", "--timeout", "60"],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        deadline = time.monotonic() + 30
+        while tables.info(table_id).number < 12:  # a few turns into the game
+            assert time.monotonic() < deadline, "the game did not start"
+            assert bot.poll() is None, bot.communicate()
+            time.sleep(0.05)
+        first.stop()
+        first_running = False
+        time.sleep(0.3)
+        second = FixedPortServer(db, port).start()
+        out, err = bot.communicate(timeout=70)
+        assert bot.returncode == 0, f"{out}\n{err}"
+        line = out.strip().splitlines()[-1]
+        assert " 0 refused" in line and "game over after 2 rounds" in line, line
+        reconnects = int(line.split(" reconnects")[0].rsplit(" ", 1)[1])
+        assert reconnects >= 1, line
+        info = tables.info(table_id)
+        assert info.status == lobby_service_pb2.TABLE_STATUS_FINISHED
+    finally:
+        if bot is not None and bot.poll() is None:
+            bot.kill()
+            bot.wait(timeout=5)
+        channel.close()
+        if second is not None:
+            second.stop()
+        if first_running:
+            first.stop()

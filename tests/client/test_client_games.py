@@ -1,0 +1,235 @@
+"""End to end: the real client, typed into through a pipe, plays whole rounds on a real server.
+
+Each game uses a stacked deck, so the person's cards (and the stock's top cards) are known:
+the test types what a player would, waits for the sentences a player would read, and checks
+the score table at the end. The bots hold junk, so they never open, finish or declare.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from client_decks import stacked_deck
+from client_harness import Driver
+from client_server import ServerThread, Stubs, running_server, server_stubs
+from rami.client import cli
+from rami.client.convert import VARIANT_IDS
+from rami.client.look import Look
+from rami.client.replay import load_frames
+from rami.v1 import game_pb2, lobby_service_pb2
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServerThread]:
+    """A real server on 127.0.0.1 for this test."""
+    yield from running_server(tmp_path)
+
+
+@pytest.fixture
+def stubs(server: ServerThread) -> Iterator[Stubs]:
+    """Blocking stubs on it."""
+    yield from server_stubs(server)
+
+
+TALLAGE_HAND = "Qs Ks As 8c 8d 8h 7h 8h 9h 4c JK 6c Jh 2d 5s"
+TALLAGE_DISCARD_HAND = "Qs Ks As 8c 8d 8h 7h 8h 9h 10h 3s 4s 5s 6d 2d"
+SIMPLE_HAND = "Ks Kd Kh 4c 5c 6c 9h JK Jh 2c 2d 2s 8d Qd"
+PORTUGUESE_HAND = "3d 4d 5d 7c 8c 9c 10c Ks Kd Kh 9h JK Jh"
+
+
+def _table(stubs: Stubs, variant: str, hand: str, stock: str, **options: int) -> str:
+    deck = stacked_deck(variant, [hand, None], "3s", stock)
+    response = stubs.lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            name=f"{variant} e2e",
+            variant=VARIANT_IDS[variant],
+            options=game_pb2.Options(players=2, **options),
+            stacked_decks=[lobby_service_pb2.Deck(cards=[c + 1 for c in deck])],
+        )
+    )
+    return response.table.table_id
+
+
+def _client(server: ServerThread) -> Driver:
+    look = Look(color=True, ascii=False)
+    return Driver(lambda: cli._connect(server.target, "Ana", look, None)).start()
+
+
+def _sit_with_a_bot(d: Driver, variant: str) -> None:
+    d.expect(r"Connected to 127\.0\.0\.1")
+    d.expect(rf"1  [a-z2-7]{{16}}  waiting\s+{variant} e2e: {variant}, 0/2 seated")
+    d.type("join 1")
+    d.expect(r"You sit at seat 0")
+    d.type("bot greedy")
+    d.expect(r"Greedy bot 2 \(a bot\) sat down at seat 1\.")
+    d.expect(r"The game begins: Ana and Greedy bot 2\.")
+
+
+def test_a_round_of_tallage_opening_adding_and_taking_a_joker_back(
+    server: ServerThread, stubs: Stubs, tmp_path: Path
+) -> None:
+    _table(stubs, "tallage", TALLAGE_HAND, "10c 5c", round_cap=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "tallage")
+        d.expect(r"Round 1: You deal and play first; 3♠ is turned up\.")
+        d.expect(r"It's your turn: you play first with 15 cards, without drawing\.")
+        d.type("discard 3c")
+        d.expect(r"You don't hold 3♣\. Nothing was played\.")
+        d.type("lay qs ks as, 8C 8D 8H, 7♥ 8♥ 9♥, 4c JK 6c")
+        d.expect(r"You laid \[1\] Q♠ K♠ A♠, \[2\] 8♣ 8♦ 8♥, \[3\] 7♥ 8♥ 9♥ and "
+                 r"\[4\] 4♣ JK\(5♣\) 6♣ and opened with 78; the bar is now 78\.")
+        d.type("discard 2d")
+        d.expect(r"You discarded 2♦\.")
+        d.expect(r"Greedy bot 2 drew from the stock\.")
+        d.expect(r"Greedy bot 2 discarded ")
+        d.expect(r"It's your turn: take a card with draw stock, or draw discard to take ")
+        d.type("discard 5s")
+        d.expect(r"Refused: Draw first: you discard after taking a card\. Nothing was played\.")
+        d.type("draw stock")
+        d.expect(r"You drew 5♣ from the stock\.")
+        d.type("take 4 5c")
+        d.expect(r"Now say where the joker goes")
+        d.type("add 3 jk")
+        d.expect(r"You took back the joker from \[4\] with 5♣ and added JK to \[3\] "
+                 r"\(now 7♥ 8♥ 9♥ JK\(10♥\)\)\.")
+        d.type("add 3 jh")
+        d.expect(r"You added J♥ to \[3\] \(now 7♥ 8♥ 9♥ JK\(10♥\) J♥\), leaving one card to "
+                 r"discard\.")
+        d.type("discard 5s")
+        d.expect(r"Round 1: You went out \(Rami\)\.")
+        d.expect(r"player\s+paid\s+total\s+left in hand")
+        d.expect(r"You\s+0\s+0\s+\(went out\)")
+        d.expect(r"Greedy bot 2\s+(\d+)\s+\1\s+[A2-9JQK10]")
+        d.expect(r"Game over after 1 round: You win with 0\.")
+        record = tmp_path / "game.json"
+        d.type(f"save {record}")
+        d.expect(r"Saved the whole game to ")
+    finally:
+        d.close()
+    doc = json.loads(record.read_text())
+    assert doc["complete"] and doc["players"][0]["name"] == "Ana"
+    replay = load_frames(record)
+    assert len(replay.frames) == 1 + sum(len(r["actions"]) for r in doc["rounds"])
+
+
+def test_tallage_takes_the_discard_with_the_lay_typed_after_it(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    # The greedy bot draws J♥ and sheds it (its costliest loose card); Ana takes it.
+    _table(stubs, "tallage", TALLAGE_DISCARD_HAND, "Jh", round_cap=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "tallage")
+        d.expect(r"It's your turn: you play first with 15 cards")
+        d.type("lay Qs Ks As, 8c 8d 8h, 7h 8h 9h")
+        d.expect(r"and opened with 78; the bar is now 78\.")
+        d.type("discard 2d")
+        d.expect(r"Greedy bot 2 discarded J♥\.")
+        d.expect(r"It's your turn: take a card with draw stock, or draw discard to take J♥\.")
+        d.type("draw discard")
+        d.expect(r"You take Jh when you lay it: now type the lay that uses it")
+        d.type("discard 6d")
+        d.expect(r"First finish draw discard \(Jh\) with a lay, or cancel it\.")
+        d.type("add 3 10h jh")
+        d.expect(r"You took J♥ from the discard pile\.")
+        d.expect(r"You added 10♥ J♥ to \[3\] \(now 7♥ 8♥ 9♥ 10♥ J♥\)\.")
+        d.type("lay 3s 4s 5s")
+        d.expect(r"You laid \[4\] 3♠ 4♠ 5♠, leaving one card to discard\.")
+        d.type("discard 6d")
+        d.expect(r"Round 1: You went out \(Rami\)\.")
+    finally:
+        d.close()
+
+
+def test_a_round_of_simple_with_a_hint_then_a_finish(server: ServerThread, stubs: Stubs) -> None:
+    _table(stubs, "simple", SIMPLE_HAND, "10c 7c", round_cap=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "simple")
+        d.expect(r"It's your turn: you play first with 14 cards")
+        d.type("discard 8d")
+        d.expect(r"You discarded 8♦\.")
+        d.expect(r"It's your turn: take a card")
+        d.type("draw")
+        d.expect(r"You drew 7♣ from the stock\.")
+        d.type("hint")
+        d.expect(r"Best arrangement: .*nothing left over|left over: Q♦")
+        d.expect(r"You can lay everything but one card, keeping: Qd\.")
+        d.type("lay Ks Kd Kh, 4c 5c 6c 7c, 9h JK Jh, 2c 2d 2s")
+        d.expect(r"You laid \[1\] K♦ K♥ K♠, .* and \[4\] 2♣ 2♦ 2♠, leaving one card to discard\.")
+        d.type("discard qd")
+        d.expect(r"Round 1: You went out \(Rami\)\.")
+        d.expect(r"Game over after 1 round: You win with 0\.")
+    finally:
+        d.close()
+
+
+def test_a_round_of_portuguese_ends_with_a_declaration(server: ServerThread, stubs: Stubs) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"Round 1: You deal; Greedy bot 2 plays first; 3♠ is turned up\.")
+        d.expect(r"Greedy bot 2 discarded ")
+        d.expect(r"It's your turn: take a card")
+        d.type("draw stock")
+        d.expect(r"You drew 2♠ from the stock\.")
+        d.type("draw stock")
+        d.expect(r"Refused: You have already drawn this turn\. Nothing was played\.")
+        d.type("say good game, all")
+        d.expect(r"You: good game, all")
+        d.type("hint")
+        d.expect(r"You can declare, putting face down: 2s\.")
+        d.type("declare 2S")
+        d.expect(r"You declared a complete hand:")
+        d.expect(r"Round 1: You declared a complete hand\.")
+        d.expect(r"Game over after 1 round: You win with 0\.")
+    finally:
+        d.close()
+
+
+def test_the_stream_resumes_by_itself_after_the_server_restarts(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"It's your turn: take a card")
+        server.halt()
+        d.expect(r"The connection to the server dropped; reconnecting\.\.\.", timeout=10)
+        server.start()
+        d.expect(r"Reconnected: the table is up to date\.", timeout=15)
+        d.type("draw stock")
+        d.expect(r"You drew 2♠ from the stock\.")
+        d.type("declare 2s")
+        d.expect(r"Game over after 1 round: You win with 0\.")
+    finally:
+        d.close()
+
+
+def test_a_spectator_watches_bots_and_goes_back_to_the_lobby(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    table_id = _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        d.expect(r"Connected to")
+        d.type(f"watch {table_id}")
+        d.expect(r"Watching portuguese e2e")
+        d.type("draw stock")
+        d.expect(r"You are watching: spectators can't play\.")
+        d.type("leave")
+        d.expect(r"You are back in the lobby\.")
+        d.type("lay 7h 8h 9h")
+        d.expect(r"You are not at a table")
+        d.type("dicsard 9c")
+        d.expect(r"There is no command 'dicsard'\. Did you mean discard\?")
+        d.type("join nosuchtable")
+        d.expect(r"No table 'nosuchtable'\.")
+    finally:
+        d.close()

@@ -1,0 +1,228 @@
+"""What the person types, as pure functions: commands, forgiving card input, staged moves,
+completion, the create command's options, and server addresses."""
+
+from __future__ import annotations
+
+import pytest
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
+from rami.client.commands import (
+    LOBBY,
+    PLAYING,
+    WAITING,
+    WATCHING,
+    available,
+    find,
+    split_command,
+    suggest,
+)
+from rami.client.completion import Situation, TableCompleter, card_matches
+from rami.client.convert import event_from_proto
+from rami.client.link import parse_address
+from rami.client.moves import MoveError, missing_cards, parse_move
+from rami.client.newtable import parse_create
+from rami.client.staging import Stage, plan
+from rami.engine import (
+    JOKER,
+    AddToMeld,
+    Card,
+    Declare,
+    Discard,
+    Draw,
+    Lay,
+    Meld,
+    NewMeld,
+    TakeJoker,
+    parse_cards,
+)
+from rami.engine import events as ev
+from rami.v1 import events_pb2, game_pb2
+
+
+def C(code: str) -> Card:
+    return Card.parse(code)
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+def test_a_line_splits_into_a_command_and_its_arguments() -> None:
+    assert split_command("  LAY 7h 8h 9h ") == ("lay", "7h 8h 9h")
+    assert split_command("exit") == ("quit", "")
+    assert split_command("chat hello there") == ("say", "hello there")
+    assert find("?") is not None and find("nosuch") is None
+    assert suggest("dicsard") == "discard" and suggest("xyzzy") is None
+
+
+def test_each_place_has_its_own_commands() -> None:
+    names = {w: {c.name for c in available(w)} for w in (LOBBY, WAITING, PLAYING, WATCHING)}
+    assert {"tables", "create", "join", "watch"} <= names[LOBBY]
+    assert {"draw", "lay", "add", "take", "discard", "declare", "hint"} <= names[PLAYING]
+    assert {"bot", "start"} <= names[WAITING]
+    assert "draw" not in names[WATCHING] and "draw" not in names[LOBBY]
+    assert all("help" in n and "quit" in n for n in names.values())
+
+
+# -- moves: forgiving card input ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spelling", ["10h", "th", "10♥", "10H", "TH", "Th"])
+def test_a_card_may_be_written_many_ways(spelling: str) -> None:
+    assert parse_move("discard", spelling) == Discard(C("10h"))
+
+
+def test_moves_read_as_the_engine_actions() -> None:
+    assert parse_move("draw", "") == Draw("stock")
+    assert parse_move("draw", "d") == Draw("discard")
+    assert parse_move("draw", "Discard; lay 9c 10c jc") == Draw(
+        "discard", Lay((NewMeld(tuple(parse_cards("9c 10c Jc"))),))
+    )
+    assert parse_move("lay", "7h 8h 9h | KS KD KC") == Lay((
+        NewMeld(tuple(parse_cards("7h 8h 9h"))), NewMeld(tuple(parse_cards("Ks Kd Kc"))),
+    ))
+    assert parse_move("add", "3 JK HIGH") == Lay((AddToMeld(3, (JOKER,), "high"),))
+    assert parse_move("take", "2 5s; add 4 jk") == Lay((
+        TakeJoker(2, C("5s")), AddToMeld(4, (JOKER,), None),
+    ))
+    assert parse_move("declare", "9♣") == Declare(C("9c"))
+
+
+@pytest.mark.parametrize(("name", "args", "says"), [
+    ("discard", "9x", "not a card: '9x'"),
+    ("discard", "9c 9d", "name exactly one card"),
+    ("draw", "sideways", "not 'sideways'"),
+    ("add", "x 9c", "a meld is named by its number"),
+])
+def test_a_move_that_cant_be_read_says_why(name: str, args: str, says: str) -> None:
+    with pytest.raises(MoveError, match=says):
+        parse_move(name, args)
+
+
+def test_cards_not_in_the_hand_are_found_before_anything_is_sent() -> None:
+    hand = parse_cards("7h 8h 9h 5c JK")
+    assert missing_cards(parse_move("lay", "7h 8h 9h"), hand) == []
+    assert missing_cards(parse_move("lay", "7h 7h 8h"), hand) == [C("7h")]  # one copy only
+    assert missing_cards(parse_move("discard", "Ks"), hand) == [C("Ks")]
+    # A joker taken back is in the hand to be laid again.
+    assert missing_cards(parse_move("take", "2 5c; add 3 JK; add 4 JK"), hand) == []
+    assert missing_cards(parse_move("take", "2 5c; add 3 JK; add 4 JK; add 5 JK"), hand) == [JOKER]
+
+
+# -- staged moves ------------------------------------------------------------------------------
+
+
+def test_a_tallage_discard_waits_for_the_lay_that_uses_it() -> None:
+    first = plan(Draw("discard"), Stage(), variant="tallage", discard_top=C("9c"))
+    assert first.send is None and first.stage == Stage(draw=C("9c"))
+    assert "when you lay it" in first.note
+    lay = parse_move("lay", "9c 10c Jc")
+    second = plan(lay, first.stage, variant="tallage", discard_top=C("9c"))
+    assert second.send == Draw("discard", lay) and second.stage.empty
+    # In simple and portuguese the discard needs no lay: it goes at once.
+    assert plan(Draw("discard"), Stage(), variant="simple", discard_top=C("9c")).send == Draw(
+        "discard"
+    )
+
+
+def test_a_joker_taken_back_waits_for_where_it_goes() -> None:
+    take = parse_move("take", "4 5c")
+    first = plan(take, Stage(), variant="tallage", discard_top=None)
+    assert first.send is None and first.stage.jokers == 1
+    assert "where the joker goes" in first.note
+    assert first.stage.describe() == "take 4 5c"
+    blocked = plan(Discard(C("2d")), first.stage, variant="tallage", discard_top=None)
+    assert blocked.send is None and "cancel" in blocked.note
+    second = plan(parse_move("add", "3 JK"), first.stage, variant="tallage", discard_top=None)
+    assert second.send == Lay((TakeJoker(4, C("5c")), AddToMeld(3, (JOKER,), None)))
+    # Said in one line, it goes at once.
+    assert plan(parse_move("take", "4 5c; add 3 jk"), Stage(), variant="tallage",
+                discard_top=None).send == second.send
+
+
+def test_the_discard_and_a_joker_swap_can_wait_together() -> None:
+    stage = plan(Draw("discard"), Stage(), variant="tallage", discard_top=C("5c")).stage
+    stage = plan(parse_move("take", "4 5c"), stage, variant="tallage", discard_top=C("5c")).stage
+    assert stage.describe() == "draw discard (5c); take 4 5c"
+    done = plan(parse_move("lay", "10c Jc JK"), stage, variant="tallage", discard_top=C("5c"))
+    assert done.send == Draw("discard", Lay((
+        TakeJoker(4, C("5c")), NewMeld(tuple(parse_cards("10c Jc JK"))),
+    )))
+
+
+# -- completion --------------------------------------------------------------------------------
+
+
+def _complete(s: Situation, text: str) -> list[str]:
+    return [c.text for c in TableCompleter(lambda: s).get_completions(Document(text),
+                                                                    CompleteEvent())]
+
+
+SITUATION = Situation(
+    PLAYING,
+    hand=tuple(parse_cards("7h 8h 9h 9h 10h Ks Kd Kc JK 5c")),
+    melds=((1, Meld.parse("4c JK 6c"), "Sara"), (2, Meld.parse("Qd Kd Ad"), "You")),
+)
+
+
+def test_completion_offers_the_commands_of_the_place() -> None:
+    assert _complete(SITUATION, "d") == ["draw", "discard", "declare"]
+    assert _complete(Situation(LOBBY), "") == ["tables", "create", "join", "watch", "name",
+                                               "help", "quit"]
+
+
+def test_completion_offers_only_the_cards_still_in_the_hand() -> None:
+    assert _complete(SITUATION, "discard h") == ["7h", "8h", "9h", "10h"]
+    assert _complete(SITUATION, "lay 9h 9h ") == ["5c", "Kc", "Kd", "7h", "8h", "10h", "Ks", "JK"]
+    assert _complete(SITUATION, "lay 7h 8h, k") == ["Kc", "Kd", "Ks"]
+    assert _complete(SITUATION, "lay t") == ["10h"]
+    assert _complete(SITUATION, "draw ") == ["stock", "discard"]
+
+
+def test_completion_offers_meld_numbers_and_the_cards_a_joker_stands_for() -> None:
+    assert _complete(SITUATION, "add ") == ["1", "2"]
+    assert _complete(SITUATION, "take ") == ["1"]  # only melds with a joker
+    assert _complete(SITUATION, "take 1 ") == ["5c"]
+    assert "JK" in _complete(SITUATION, "take 1 5c; add 2 ")
+    assert card_matches(C("Qs"), "q") and not card_matches(C("Qs"), "qh")
+
+
+# -- create, addresses, events -----------------------------------------------------------------
+
+
+def test_create_reads_a_variant_options_and_bots() -> None:
+    spec = parse_create('portuguese players=3 bots=2 policy=greedy rounds=2 name="Friday game"')
+    assert (spec.variant, spec.options, spec.bots, spec.policy, spec.name) == (
+        "portuguese", {"players": 3, "rounds": 2}, 2, "greedy", "Friday game"
+    )
+    assert parse_create("").variant == "tallage"
+    assert parse_create("simple_rami_sec=on").options == {"simple_rami_sec": True}
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    ("players=2 bots=2", "leave you no seat"),
+    ("colour=red", "unknown option 'colour'"),
+    ("target=300", "target must be one of 201, 500, 1000"),
+    ("policy=clever", "policy is one of"),
+    ("players=many", "takes a whole number"),
+])
+def test_create_says_what_is_wrong(args: str, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        parse_create(args)
+
+
+def test_an_address_takes_the_default_port() -> None:
+    assert parse_address("rami.example.org") == "rami.example.org:50051"
+    assert parse_address("localhost:6000") == "localhost:6000"
+    assert parse_address("[::1]:7000") == "[::1]:7000"
+    for bad in ("", "host:0", "host:http", ":50051"):
+        with pytest.raises(ValueError):
+            parse_address(bad)
+
+
+def test_stream_events_become_engine_events() -> None:
+    msg = events_pb2.Event(card_drawn=events_pb2.CardDrawn(
+        seat=1, source=game_pb2.DRAW_SOURCE_DISCARD, card=C("9c") + 1))
+    assert event_from_proto(msg) == ev.Drew(1, "discard", C("9c"))
+    msg = events_pb2.Event(chat_posted=events_pb2.ChatPosted(seat=2, text="hi"))
+    assert event_from_proto(msg) is not None
+    assert event_from_proto(events_pb2.Event()) is None

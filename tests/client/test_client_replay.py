@@ -1,0 +1,135 @@
+"""``rami-client replay``: a record from a real game, stepped forwards and backwards."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from client_harness import Driver
+from client_server import ServerThread, Stubs, running_server, server_stubs
+from prompt_toolkit.formatted_text import fragment_list_to_text
+from rami.client.cli import app
+from rami.client.look import Look
+from rami.client.replay import ReplayError, Viewer, frame_fragments, load_frames
+from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2
+from typer.testing import CliRunner
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServerThread]:
+    """A real server on 127.0.0.1 for this test."""
+    yield from running_server(tmp_path)
+
+
+@pytest.fixture
+def stubs(server: ServerThread) -> Iterator[Stubs]:
+    """Blocking stubs on it."""
+    yield from server_stubs(server)
+
+
+def _finished_record(stubs: Stubs, path: Path) -> Path:
+    """A whole game between two bots, exported to ``path``."""
+    created = stubs.lobby.CreateTable(lobby_service_pb2.CreateTableRequest(
+        name="Bots only", variant=game_pb2.VARIANT_PORTUGUESE,
+        options=game_pb2.Options(players=2, rounds=2)))
+    table_id = created.table.table_id
+    md = (("rami-token", created.owner_token),)
+    for policy in ("greedy", "strong"):
+        stubs.lobby.AddBot(lobby_service_pb2.AddBotRequest(table_id=table_id, policy=policy),
+                           metadata=md)
+    deadline = time.monotonic() + 20
+    while True:
+        table = stubs.lobby.GetTable(lobby_service_pb2.GetTableRequest(table_id=table_id)).table
+        if table.status == lobby_service_pb2.TABLE_STATUS_FINISHED:
+            break
+        assert time.monotonic() < deadline, "the bots' game did not finish"
+        time.sleep(0.05)
+    record = stubs.table.ExportRecord(table_service_pb2.ExportRecordRequest(table_id=table_id))
+    path.write_text(record.record_json)
+    return path
+
+
+@pytest.fixture
+def record(stubs: Stubs, tmp_path: Path) -> Path:
+    return _finished_record(stubs, tmp_path / "game.json")
+
+
+def test_every_action_of_the_record_is_a_frame(record: Path) -> None:
+    doc = json.loads(record.read_text())
+    replay = load_frames(record, Look(color=False))
+    actions = sum(len(r["actions"]) for r in doc["rounds"])
+    rounds = len(doc["rounds"])
+    # The first deal, every action, and the deal of each later round.
+    assert len(replay.frames) == 1 + actions + (rounds - 1)
+    assert replay.round_starts()[: rounds] == sorted(replay.round_starts())[:rounds]
+    first = fragment_list_to_text(frame_fragments(replay, 0, Look(ascii=True)))
+    assert "Round 1: Greedy bot 1 deals; Strong bot 2 plays first" in first
+    last = fragment_list_to_text(frame_fragments(replay, len(replay.frames) - 1, Look()))
+    assert "Game over after 2 rounds" in last
+    # Every hand is face up: both seats' cards are listed in the last frame.
+    assert last.count(" pts ") == 2
+
+
+def _until(check: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "the viewer did not get there in time"
+        time.sleep(0.02)
+
+
+def test_the_viewer_steps_forwards_and_backwards_with_keys(record: Path) -> None:
+    replay = load_frames(record, Look())
+    viewer = Viewer(replay, Look())
+    last = len(replay.frames) - 1
+    d = Driver(lambda: viewer.application().run_async()).start()
+    try:
+        d.keys("\x1b[C\x1b[C\x1b[C")  # right x3
+        _until(lambda: viewer.index == 3)
+        d.keys("\x1b[D")  # left
+        _until(lambda: viewer.index == 2)
+        d.keys("\x1b[F")  # end
+        _until(lambda: viewer.index == last)
+        d.keys("\x1b[5~")  # page up: the start of the last round
+        _until(lambda: viewer.index == replay.round_starts()[-1])
+        d.keys("\x1b[H")  # home
+        _until(lambda: viewer.index == 0)
+        d.keys("q")
+        d.thread.join(10)
+        assert not d.thread.is_alive(), "q did not leave the replay"
+        assert "Round 1: Greedy bot 1 deals" in d.screen.text()
+    finally:
+        d.close()
+
+
+def test_a_bad_file_is_refused_in_plain_words(tmp_path: Path) -> None:
+    bad = tmp_path / "notes.txt"
+    bad.write_text("hello")
+    with pytest.raises(ReplayError, match="not a game record"):
+        load_frames(bad)
+    running = tmp_path / "running.json"
+    running.write_text(json.dumps({"format": "rami-record/1", "complete": False}))
+    with pytest.raises(ReplayError, match="still being played"):
+        load_frames(running)
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({"format": "rami-record/1", "complete": True, "rounds": []}))
+    with pytest.raises(ReplayError, match="can't be replayed"):
+        load_frames(broken)
+    result = CliRunner().invoke(app, ["replay", str(bad)])
+    assert result.exit_code == 1
+    assert "not a game record" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_the_viewer_stays_within_the_game(record: Path) -> None:
+    viewer = Viewer(load_frames(record), Look())
+    viewer.go(-5)
+    assert viewer.index == 0
+    viewer.go(10**6)
+    assert viewer.index == len(viewer.replay.frames) - 1
+    viewer.next_round(1)
+    assert viewer.index == len(viewer.replay.frames) - 1
+    viewer.next_round(-1)
+    assert viewer.index == viewer.replay.round_starts()[-1]

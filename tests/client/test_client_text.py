@@ -1,0 +1,257 @@
+"""What the client shows, as pure functions: cards, the hand, the panel and toolbar, events in
+sentences, score tables, and other people's text made safe."""
+
+from __future__ import annotations
+
+import io
+
+from prompt_toolkit.formatted_text import fragment_list_to_text
+from rami.client import tableevents as te
+from rami.client.cardtext import hand_fragments, meld_fragments, meld_text
+from rami.client.look import Look
+from rami.client.narrate import Scene, narrate
+from rami.client.panel import (
+    clock_text,
+    panel_fragments,
+    prompt_fragments,
+    table_lines,
+    toolbar_fragments,
+)
+from rami.client.safetext import safe
+from rami.client.scores import game_table, round_table
+from rami.engine import Card, Meld, TableMeld, parse_cards
+from rami.engine import events as ev
+from rami.v1 import game_pb2
+
+LOOK = Look(color=True, ascii=False)
+ASCII = Look(color=False, ascii=True)
+
+
+def text(fragments: object) -> str:
+    return fragment_list_to_text(fragments)  # type: ignore[arg-type]
+
+
+def lines(out: list) -> list[str]:
+    return [text(line) for line in out]
+
+
+def C(code: str) -> Card:
+    return Card.parse(code)
+
+
+# -- cards and hands ---------------------------------------------------------------------------
+
+
+def test_a_hand_is_sorted_by_suit_in_groups_or_by_rank() -> None:
+    hand = parse_cards("Qs 2c JK 10h 3c 10d Ah")
+    assert text(hand_fragments(hand, LOOK)) == "2♣ 3♣  10♦  A♥ 10♥  Q♠  JK"
+    assert text(hand_fragments(hand, LOOK, by_rank=True)) == "A♥  2♣  3♣  10♦ 10♥  Q♠  JK"
+    assert text(hand_fragments(hand, ASCII)) == "2c 3c  10d  Ah 10h  Qs  JK"
+
+
+def test_suits_are_coloured_red_and_black_and_the_card_drawn_is_marked() -> None:
+    frags = hand_fragments(parse_cards("9h 9s JK 9h"), LOOK, drawn=C("9h"))
+    styles = {t: s for s, t, *_ in frags if t.strip()}
+    assert styles["9♠"] == "class:card.black"
+    assert styles["JK"] == "class:card.joker"
+    red = [s for s, t, *_ in frags if t == "9♥"]
+    assert red == ["class:card.red class:card.drawn", "class:card.red"]  # one copy marked
+
+
+def test_a_joker_shows_the_card_it_stands_for() -> None:
+    assert meld_text(Meld.parse("7h JK 9h"), LOOK) == "7♥ JK(8♥) 9♥"
+    assert meld_text(Meld.parse("Ks Kd JK"), LOOK) == "K♦ K♠ JK(K♣/♥)"
+    assert meld_text(Meld.parse("10c Jc JK"), ASCII) == "10c Jc JK(Qc)"
+    assert ("class:card.joker", "(8♥)") in meld_fragments(Meld.parse("7h JK 9h"), LOOK)
+
+
+def test_the_look_follows_no_color_dumb_terminals_and_the_encoding() -> None:
+    class Tty(io.StringIO):
+        encoding = "utf-8"
+
+        def isatty(self) -> bool:
+            return True
+
+    assert Look.detect(Tty(), {"TERM": "xterm"}) == Look(color=True, ascii=False)
+    assert not Look.detect(Tty(), {"TERM": "xterm", "NO_COLOR": "1"}).color
+    assert not Look.detect(Tty(), {"TERM": "dumb"}).color
+    assert not Look.detect(io.StringIO(), {"TERM": "xterm"}).color  # not a terminal
+
+    class Latin1(Tty):
+        encoding = "latin-1"
+
+    assert Look.detect(Latin1(), {"TERM": "xterm"}).ascii
+    assert ASCII.color_depth is not None  # colour off: one-bit rendering
+
+
+# -- the panel and the toolbar -----------------------------------------------------------------
+
+
+def _view(**fields: object) -> game_pb2.View:
+    players = [
+        game_pb2.PlayerState(seat=0, name="Ana", kind=game_pb2.SEAT_KIND_PLAYER, hand_size=14,
+                             total=12, connected=True),
+        game_pb2.PlayerState(seat=1, name="Sara\x1b[2J", kind=game_pb2.SEAT_KIND_PLAYER,
+                             hand_size=11, total=34, opened=True, connected=True),
+        game_pb2.PlayerState(seat=2, name="Strong bot 3", kind=game_pb2.SEAT_KIND_BOT,
+                             policy="strong", hand_size=14, connected=True),
+    ]
+    base: dict[str, object] = dict(
+        table_id="t1", number=40, variant=game_pb2.VARIANT_TALLAGE,
+        options=game_pb2.Options(players=3, opening=71, target=201), seat=0,
+        phase=game_pb2.PHASE_DRAW, round=2, dealer=2, turn=0, players=players,
+        hand=[c + 1 for c in parse_cards("9c 2h Ks JK 10d 10h 3c 4c 5c Qd Qh Qs 7s 8s")],
+        stock_size=41, discard_top=C("9c") + 1, discard_size=9, bar=79,
+        melds=[game_pb2.TableMeld(number=1, owner=1, meld=game_pb2.Meld(
+            kind=game_pb2.MELD_KIND_RUN, cards=[c + 1 for c in parse_cards("Qc Kc Ac")]))],
+        draw_sources=[game_pb2.DRAW_SOURCE_STOCK, game_pb2.DRAW_SOURCE_DISCARD],
+    )
+    base.update(fields)
+    return game_pb2.View(**base)  # type: ignore[arg-type]
+
+
+def test_the_toolbar_says_whose_turn_the_clock_the_table_and_the_players() -> None:
+    view = _view()
+    view.turn_deadline.FromSeconds(1000)
+    bar = text(toolbar_fragments(view, LOOK, now=958.0, width=120))
+    turn, facts, players = bar.split("\n")
+    assert turn.strip() == "Your turn: draw stock or draw discard (9♣) to lay it at once   ⏱ 0:42"
+    assert facts.strip() == ("Tallage · round 2 · bar 79 (opening 71+) · game ends at 201 · "
+                             "stock 41 · discard 9♣")
+    assert players == ("▶You 14 cards, 12 pts │  Sara 11 cards, 34 pts, opened │  "
+                       "Strong bot 3 14 cards, 0 pts")
+
+
+def test_the_toolbar_breaks_its_lines_to_fit_the_terminal() -> None:
+    bar = text(toolbar_fragments(_view(), LOOK, width=60)).split("\n")
+    assert bar[1:] == [
+        " Tallage · round 2 · bar 79 (opening 71+)",
+        " game ends at 201 · stock 41 · discard 9♣",
+        "▶You 14 cards, 12 pts │  Sara 11 cards, 34 pts, opened",
+        " Strong bot 3 14 cards, 0 pts",
+    ]
+    assert all(len(line) <= 60 for line in bar[1:])
+
+
+def test_the_toolbar_names_the_player_to_move_and_what_they_do() -> None:
+    bar = text(toolbar_fragments(_view(turn=1, phase=game_pb2.PHASE_PLAY), ASCII))
+    assert bar.startswith(" Sara's turn (playing)")
+    assert ">Sara 11 cards" in bar.split("\n")[2]
+    bar = text(toolbar_fragments(_view(phase=game_pb2.PHASE_PLAY, can_lay=True), LOOK))
+    assert "Your turn: open with melds worth 80 or more if you can, then discard" in bar
+    assert clock_text(_view(), 0.0, LOOK) == ""  # no clock at this table
+
+
+def test_the_panel_shows_the_melds_with_owners_and_the_sorted_hand() -> None:
+    view = _view(phase=game_pb2.PHASE_PLAY, drawn=C("10h") + 1)
+    panel = text(panel_fragments(view, LOOK, staged="draw discard (9c)"))
+    assert panel.split("\n")[:3] == [
+        "Table    [1] Sara: Q♣ K♣ A♣",
+        "Hand     3♣ 4♣ 5♣ 9♣  10♦ Q♦  2♥ 10♥ Q♥  7♠ 8♠ Q♠ K♠  JK   (14 cards, by suit; "
+        "F2 sorts)",
+        "Staged   draw discard (9c)",
+    ]
+    assert text(prompt_fragments(view, LOOK)) == "your turn> "
+    assert text(prompt_fragments(_view(turn=1), LOOK)) == "> "
+    watching = _view()
+    watching.ClearField("seat")
+    assert "Watching as a spectator" in text(panel_fragments(watching, LOOK))
+    assert text(prompt_fragments(watching, LOOK)) == "watching> "
+
+
+def test_the_whole_table_lists_melds_and_players() -> None:
+    out = lines(table_lines(_view(), ASCII, "Friday"))
+    assert out[0] == 'Table "Friday" (t1)'
+    assert out[2] == "  [1] Sara: Qc Kc Ac"
+    assert out[3].startswith("  > You") and "14 cards - 12 points" in out[3]
+    assert "opened" in out[4] and "strong bot" in out[5]
+
+
+# -- events in sentences -----------------------------------------------------------------------
+
+
+NAMES = ("Ana", "Sara", "Strong bot 3")
+
+
+def _scene(**fields: object) -> Scene:
+    return Scene(NAMES, LOOK, **fields)  # type: ignore[arg-type]
+
+
+def test_an_opening_is_told_with_its_value_and_the_new_bar() -> None:
+    melds = ((1, TableMeld(1, Meld.parse("Qc Kc Ac"))), (2, TableMeld(1, Meld.parse("8c 8d 8h"))))
+    laid = ev.Laid(1, (1, 2), (), melds, tuple(parse_cards("Qc Kc Ac 8c 8d 8h")), opened=True,
+                   opening_value=79, bar=79)
+    assert lines(narrate(laid, _scene(me=0))) == [
+        "Sara laid [1] Q♣ K♣ A♣ and [2] 8♣ 8♦ 8♥ and opened with 79; the bar is now 79."
+    ]
+
+
+def test_additions_and_jokers_taken_back_are_told_per_meld() -> None:
+    before = {3: Meld.parse("7h 8h 9h"), 4: Meld.parse("4c JK 6c")}
+    after = (
+        (3, TableMeld(0, Meld.parse("7h 8h 9h JK"))), (4, TableMeld(1, Meld.parse("4c 5c 6c")))
+    )
+    laid = ev.Laid(0, (), (4, 3), after, (C("5c"),), jokers_taken=1)
+    assert lines(narrate(laid, _scene(me=0, melds_before=before))) == [
+        "You took back the joker from [4] with 5♣ and added JK to [3] (now 7♥ 8♥ 9♥ JK(10♥))."
+    ]
+
+
+def test_draws_say_the_card_only_to_the_one_who_drew_it() -> None:
+    assert lines(narrate(ev.Drew(0, "stock"), _scene(me=0, drawn=C("7h")))) == [
+        "You drew 7♥ from the stock."
+    ]
+    assert lines(narrate(ev.Drew(1, "stock"), _scene(me=0, drawn=C("7h")))) == [
+        "Sara drew from the stock."
+    ]
+    assert lines(narrate(ev.Drew(1, "discard", C("9c")), _scene())) == [
+        "Sara took 9♣ from the discard pile."
+    ]
+
+
+def test_a_round_start_says_who_deals_and_who_plays_first() -> None:
+    e = ev.RoundStarted(2, 1, "", C("3s"), 2)
+    assert lines(narrate(e, _scene(me=2))) == [
+        "Round 2: Sara deals; You play first; 3♠ is turned up."
+    ]
+    e = ev.RoundStarted(1, 0, "", C("3s"), 0)
+    assert lines(narrate(e, _scene(me=0))) == ["Round 1: You deal and play first; 3♠ is turned up."]
+
+
+def test_chat_and_names_from_others_reach_the_screen_clean() -> None:
+    chat = lines(narrate(te.Chatted(1, "hi\x1b]0;owned\x07 \x1b[31mthere\u202e!"), _scene(me=0)))
+    assert chat == ["Sara: hi there!"]
+    joined = lines(narrate(te.Joined(2, "Eve\x1b[2J\x9b31m\nbot", True), _scene(me=0)))
+    assert joined == ["Eve bot (a bot) sat down at seat 2."]
+    assert "\x1b" not in "".join(chat + joined)
+
+
+def test_the_end_of_a_round_prints_what_everyone_paid() -> None:
+    result = ev.RoundResult(1, "rami", 1, (47, 0, 6), (47, 0, 6), 1,
+                            (tuple(parse_cards("7c Kd As JK")), (), tuple(parse_cards("3h 3s"))))
+    out = lines(narrate(ev.RoundEnded(result), _scene(me=0)))
+    assert out[0] == "Round 1: Sara went out (Rami)."
+    assert out[1].split() == ["player", "paid", "total", "left", "in", "hand"]
+    assert out[2].split() == ["You", "47", "47", "7♣", "K♦", "A♠", "JK"]
+    assert out[3].split() == ["Sara", "0", "0", "(went", "out)"]
+    assert out[4].split() == ["Strong", "bot", "3", "6", "6", "3♥", "3♠"]
+
+
+def test_the_end_of_the_game_ranks_the_totals() -> None:
+    out = text(game_table((47, 0, 6), (1,), ["You", "Sara", "Strong bot 3"], 3)).splitlines()
+    assert out[0] == "Game over after 3 rounds: Sara wins with 0."
+    assert [ln.split()[:2] for ln in out[1:]] == [["1.", "Sara"], ["2.", "Strong"], ["3.", "You"]]
+    assert round_table(ev.RoundResult(2, "void", None, (0, 0), (5, 6)), ["You", "Sara"], LOOK)
+
+
+def test_safe_text_keeps_words_and_drops_every_control() -> None:
+    assert safe("Sara\x1b[2J\x07!") == "Sara!"
+    assert safe("a\nb\tc  d") == "a b c d"
+    assert safe("\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\") == "link"
+    assert safe("x" * 300, 24) == "x" * 24
+    assert safe("R\u202eTL\u200b") == "RTL"
+
+
+def test_a_lost_connection_comes_first_in_the_toolbar() -> None:
+    bar = text(toolbar_fragments(_view(turn=1), LOOK, note="connection lost: reconnecting..."))
+    assert bar.startswith(" connection lost: reconnecting...   Sara's turn (taking a card)")

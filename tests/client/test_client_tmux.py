@@ -1,0 +1,109 @@
+"""A smoke test in a real terminal: ``rami-client play`` under tmux, typed into, read back.
+
+Skipped only when tmux is not installed (``.ci/run`` installs it). Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+TMUX = shutil.which("tmux")
+CLIENT = Path(sys.executable).parent / "rami-client"
+pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (.ci/run installs it)")
+
+
+class Pane:
+    """One tmux session on a private server socket."""
+
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+
+    def tmux(self, *args: str) -> str:
+        assert TMUX is not None
+        done = subprocess.run([TMUX, "-L", self.socket, *args], capture_output=True, text=True,
+                              timeout=10, check=False)
+        return done.stdout
+
+    def start(self, command: str, env: dict[str, str]) -> None:
+        assert TMUX is not None
+        subprocess.run([TMUX, "-L", self.socket, "new-session", "-d", "-s", "rami", "-x", "120",
+                        "-y", "40", command], env=env, check=True, timeout=10)
+
+    def screen(self, colours: bool = False) -> str:
+        return self.tmux("capture-pane", "-p", *(["-e"] if colours else []), "-t", "rami")
+
+    def type(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", "rami", *keys)
+
+    def wait_for(self, pattern: str, timeout: float = 15.0, colours: bool = False) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen(colours)
+            if re.search(pattern, screen):
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{pattern!r} not on screen within {timeout}s:\n{screen}")
+            time.sleep(0.1)
+
+    def alive(self) -> bool:
+        assert TMUX is not None
+        return subprocess.run([TMUX, "-L", self.socket, "has-session", "-t", "rami"],
+                              capture_output=True, timeout=10, check=False).returncode == 0
+
+
+@pytest.fixture
+def pane() -> Iterator[Pane]:
+    p = Pane(f"rami-test-{os.getpid()}")
+    try:
+        yield p
+    finally:
+        p.tmux("kill-server")
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TMUX")}
+    env.update({"TERM": "xterm-256color", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", **extra})
+    return env
+
+
+def test_play_shows_the_hand_and_the_toolbar_and_takes_commands(pane: Pane) -> None:
+    pane.start(f"{CLIENT} play --variant portuguese --players 2 --name Ana", _env())
+    # Wait for the whole picture: the sentence, the panel, then the toolbar below it.
+    screen = pane.wait_for(r"(?s)It's your turn: take a card.*Hand .*\(13 cards, by suit.*"
+                           r"Your turn: draw stock.*▶You 13 cards")
+    hand = re.search(r"Hand\s+(.*?)\s+\(13 cards, by suit", screen)
+    assert hand is not None, screen
+    assert len(hand.group(1).split()) == 13
+    assert re.search(r"Your turn: draw stock or draw discard", screen)
+    assert re.search(r"Portuguese Rami · round 1 of 5 · stock \d+ · discard \S+", screen)
+    assert re.search(r"▶You 13 cards, 0 pts │\s+Strong bot 2 1[34] cards, 0 pts", screen)
+    # Suits are coloured: a red suit symbol comes right after a colour escape.
+    pane.wait_for(r"\x1b\[[0-9;]*(31|91)[0-9;]*m[^\x1b]*[♥♦]", colours=True)
+
+    pane.type("draw", "Enter")
+    pane.wait_for(r"(?s)You drew \S+ from the stock\..*\(14 cards, by suit")
+    pane.type("F2")
+    pane.wait_for(r"\(14 cards, by rank")
+    pane.type("help", "Enter")
+    pane.wait_for(r"Commands you can use now")
+    pane.type("quit", "Enter")
+    deadline = time.monotonic() + 10
+    while pane.alive():
+        assert time.monotonic() < deadline, "the client did not quit"
+        time.sleep(0.1)
+
+
+def test_no_color_keeps_the_symbols_and_drops_the_colours(pane: Pane) -> None:
+    pane.start(f"{CLIENT} play --variant simple --players 2 --name Ana", _env(NO_COLOR="1"))
+    coloured = pane.wait_for(r"Hand\s+.*[♣♦♥♠].*\(1[34] cards, by suit", colours=True)
+    assert not re.search(r"\x1b\[[0-9;]*(31|91)m", coloured)
+    pane.type("quit", "Enter")

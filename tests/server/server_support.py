@@ -1,0 +1,277 @@
+"""Helpers shared by the server's socket tests: errors, stacked decks, snapshots, a driver.
+
+Everything here talks to a real server over 127.0.0.1 and bounds every call in time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+from rami.client.convert import action_to_request, view_from_proto
+from rami.engine import POLICIES, Action, Card, get_variant, parse_cards
+from rami.engine.cards import full_deck
+from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2, table_service_pb2_grpc
+
+__all__ = [
+    "DOMAIN",
+    "RPC_TIMEOUT",
+    "VARIANTS",
+    "Driver",
+    "SeatStream",
+    "cards",
+    "error_of",
+    "md",
+    "stacked_deck",
+    "without_presence",
+]
+
+#: Every unary call of these tests gives up after this many seconds.
+RPC_TIMEOUT = 10.0
+DOMAIN = "rami.v1"
+VARIANTS = {
+    "portuguese": game_pb2.VARIANT_PORTUGUESE,
+    "tallage": game_pb2.VARIANT_TALLAGE,
+    "simple": game_pb2.VARIANT_SIMPLE,
+}
+_PLAYING = (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
+
+
+def md(token: str | None) -> tuple[tuple[str, str], ...]:
+    """Call metadata proving a seat (or nothing)."""
+    return () if token is None else (("rami-token", token),)
+
+
+def cards(text: str) -> list[int]:
+    """Proto Card values of cards written as text: ``cards("7h 8h JK")``."""
+    return [int(c) + 1 for c in parse_cards(text)]
+
+
+@dataclass(frozen=True)
+class ErrorOf:
+    """A refusal as the client sees it: status code, ErrorInfo reason, domain and metadata."""
+
+    code: grpc.StatusCode
+    reason: str
+    domain: str
+    metadata: dict[str, str]
+    message: str
+
+
+def error_of(e: grpc.RpcError) -> ErrorOf:
+    """Read the status and the google.rpc.ErrorInfo detail of a failed call."""
+    status = rpc_status.from_call(e)  # type: ignore[arg-type]
+    assert status is not None, f"no grpc-status-details-bin on {e!r}"
+    infos = []
+    for detail in status.details:
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            infos.append(info)
+    assert len(infos) == 1, f"expected one ErrorInfo in {status!r}"
+    info = infos[0]
+    return ErrorOf(e.code(), info.reason, info.domain, dict(info.metadata), status.message)  # type: ignore[attr-defined]
+
+
+def stacked_deck(
+    variant: str,
+    players: int,
+    hands: dict[int, str],
+    discard: str,
+    stock: str = "",
+    *,
+    dealer: int = 0,
+    seed: int = 1,
+) -> lobby_service_pb2.Deck:
+    """A whole deck, top card first, that deals ``hands`` (seat: cards, fewer than a whole hand
+    is filled up), turns up ``discard`` and leaves ``stock`` (top first) on top of the stock.
+
+    It follows ``Game._deal``: one card at a time to the seats after the dealer in turn, the
+    dealer's extra card(s) last, then the discard, then the stock from its top.
+    """
+    v = get_variant(variant)
+    pool = list(full_deck(v.decks, v.jokers))
+    wanted = {s: parse_cards(t) for s, t in hands.items()}
+    fixed = [c for h in wanted.values() for c in h] + parse_cards(discard) + parse_cards(stock)
+    for c in fixed:
+        pool.remove(c)  # raises when a card is asked for more often than the deck holds it
+    random.Random(seed).shuffle(pool)
+    size = {s: v.hand_size + (v.dealer_extra if s == dealer else 0) for s in range(players)}
+    full: dict[int, list[Card]] = {}
+    for s in range(players):
+        own = list(wanted.get(s, []))
+        assert len(own) <= size[s], f"seat {s} holds {size[s]} cards"
+        while len(own) < size[s]:
+            own.append(pool.pop())
+        full[s] = own
+    deck: list[Card] = []
+    taken = {s: 0 for s in range(players)}
+    for _ in range(v.hand_size):
+        for i in range(1, players + 1):
+            s = (dealer + i) % players
+            deck.append(full[s][taken[s]])
+            taken[s] += 1
+    for _ in range(v.dealer_extra):
+        deck.append(full[dealer][taken[dealer]])
+        taken[dealer] += 1
+    deck += parse_cards(discard)
+    deck += parse_cards(stock)
+    deck += pool
+    assert sorted(deck) == sorted(full_deck(v.decks, v.jokers))
+    return lobby_service_pb2.Deck(cards=[int(c) + 1 for c in deck])
+
+
+def without_presence(view: game_pb2.View) -> game_pb2.View:
+    """A copy of a view without who is connected right now (presence is not game state)."""
+    out = game_pb2.View()
+    out.CopyFrom(view)
+    for p in out.players:
+        p.connected = False
+    return out
+
+
+# -- watching and driving seats over grpc.aio ---------------------------------------------
+
+
+@dataclass
+class SeatStream:
+    """One Watch stream read in the background: every message kept, waiters woken."""
+
+    stub: table_service_pb2_grpc.TableServiceStub
+    table_id: str
+    token: str | None
+    after: int | None = None
+    timeout: float = 60.0
+    updates: list[table_service_pb2.Update] = field(default_factory=list)
+    error: grpc.RpcError | None = None
+    done: bool = False
+    _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+    _task: asyncio.Task[None] | None = None
+    _call: Any = None
+
+    def start(self) -> SeatStream:
+        """Open the stream and start reading it."""
+        request = table_service_pb2.WatchRequest(table_id=self.table_id, after=self.after)
+        self._call = self.stub.Watch(request, metadata=md(self.token), timeout=self.timeout)
+        self._task = asyncio.ensure_future(self._read())
+        return self
+
+    async def _read(self) -> None:
+        try:
+            async for msg in self._call:
+                if msg.HasField("update"):
+                    async with self._changed:
+                        self.updates.append(msg.update)
+                        self._changed.notify_all()
+        except grpc.aio.AioRpcError as e:
+            if e.code() != grpc.StatusCode.CANCELLED:
+                self.error = e
+        finally:
+            async with self._changed:
+                self.done = True
+                self._changed.notify_all()
+
+    async def wait(
+        self, pred: Callable[[table_service_pb2.Update], bool], timeout: float = 20.0
+    ) -> table_service_pb2.Update:
+        """The first update received that satisfies ``pred``, waiting for it if need be."""
+
+        async def first() -> table_service_pb2.Update:
+            async with self._changed:
+                seen = 0
+                while True:
+                    for u in self.updates[seen:]:
+                        if pred(u):
+                            return u
+                    seen = len(self.updates)
+                    if self.done:
+                        raise AssertionError(f"stream ended ({self.error!r}) before the update")
+                    await self._changed.wait()
+
+        return await asyncio.wait_for(first(), timeout)
+
+    async def wait_number(self, number: int, timeout: float = 20.0) -> table_service_pb2.Update:
+        """The update numbered ``number`` or later."""
+        return await self.wait(lambda u: u.number >= number, timeout)
+
+    async def close(self) -> None:
+        """Cancel the stream and wait for its reader."""
+        if self._call is not None:
+            self._call.cancel()
+        if self._task is not None:
+            await asyncio.wait_for(asyncio.gather(self._task, return_exceptions=True), 10)
+
+
+@dataclass
+class Driver:
+    """Plays remote seats through Act with engine policies, decided on each seat's own view.
+
+    ``streams`` holds one open :class:`SeatStream` per seat; every command carries the number of
+    the view it was decided on, and every acknowledged number is kept in ``acked``.
+    """
+
+    stub: table_service_pb2_grpc.TableServiceStub
+    table_id: str
+    tokens: dict[int, str]
+    streams: dict[int, SeatStream]
+    policy: str = "greedy"
+    seed: int = 0
+    acked: list[int] = field(default_factory=list)
+    requests: list[tuple[int, table_service_pb2.ActRequest]] = field(default_factory=list)
+    last: int = 0
+    _rng: random.Random = field(default_factory=random.Random)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    async def seat_to_move(self) -> tuple[int, game_pb2.View] | None:
+        """The seat to move and its view at the latest number; None when the game is over."""
+        any_stream = next(iter(self.streams.values()))
+        u = await any_stream.wait(
+            lambda u: (
+                u.number >= self.last
+                and (u.view.phase in _PLAYING or u.view.phase == game_pb2.PHASE_GAME_OVER)
+            )
+        )
+        if u.view.phase == game_pb2.PHASE_GAME_OVER:
+            return None
+        seat = u.view.turn
+        own = await self.streams[seat].wait(lambda x: x.number >= u.number)
+        return seat, own.view
+
+    def decide(self, view: game_pb2.View) -> Action:
+        """The policy's action on a proto view."""
+        return POLICIES[self.policy](view_from_proto(view), self._rng)
+
+    async def act(self, seat: int, view: game_pb2.View) -> table_service_pb2.ActResponse:
+        """Send the policy's action decided on ``view``."""
+        request = action_to_request(self.table_id, view.number, self.decide(view))
+        self.requests.append((seat, request))
+        response: table_service_pb2.ActResponse = await self.stub.Act(
+            request, metadata=md(self.tokens[seat]), timeout=RPC_TIMEOUT
+        )
+        self.acked.append(response.number)
+        self.last = response.number
+        return response
+
+    async def play(self, max_actions: int | None = None) -> game_pb2.View | None:
+        """Play until the game is over (or ``max_actions`` were acknowledged); the last view."""
+        done = 0
+        view: game_pb2.View | None = None
+        while max_actions is None or done < max_actions:
+            found = await self.seat_to_move()
+            if found is None:
+                return None
+            seat, view = found
+            while view.phase in _PLAYING and view.turn == seat:
+                response = await self.act(seat, view)
+                done += 1
+                view = response.view
+                if max_actions is not None and done >= max_actions:
+                    break
+        return view

@@ -1,0 +1,228 @@
+"""Standard health checking and server reflection, as generic gRPC clients use them; and the
+stateless RulesService: the variants, meld checks and hand analysis."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from conftest import ServerThread, Stubs
+from google.protobuf import descriptor_pb2
+from google.protobuf.descriptor_pool import DescriptorPool
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
+    ProtoReflectionDescriptorDatabase,
+)
+from rami.v1 import game_pb2, rules_service_pb2
+from server_support import DOMAIN, RPC_TIMEOUT, VARIANTS, cards, error_of
+
+T = RPC_TIMEOUT
+SERVICES = ("rami.v1.RulesService", "rami.v1.LobbyService", "rami.v1.TableService")
+
+
+def test_health_check_answers_serving(server: ServerThread, stubs: Stubs) -> None:
+    health = health_pb2_grpc.HealthStub(stubs.channel)
+    for service in ("", *SERVICES):
+        resp = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=T)
+        assert resp.status == health_pb2.HealthCheckResponse.SERVING, service
+    with pytest.raises(grpc.RpcError) as info:
+        health.Check(health_pb2.HealthCheckRequest(service="no.such.Service"), timeout=T)
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND
+    watch = health.Watch(health_pb2.HealthCheckRequest(service="rami.v1.TableService"), timeout=T)
+    try:
+        assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        watch.cancel()
+
+
+def _reflect(stubs: Stubs, **request: object) -> reflection_pb2.ServerReflectionResponse:
+    stub = reflection_pb2_grpc.ServerReflectionStub(stubs.channel)
+    responses = stub.ServerReflectionInfo(
+        iter([reflection_pb2.ServerReflectionRequest(**request)]), timeout=T
+    )
+    return next(iter(responses))
+
+
+def test_reflection_lists_the_services_and_describes_them(stubs: Stubs) -> None:
+    listed = _reflect(stubs, list_services="")
+    names = {s.name for s in listed.list_services_response.service}
+    assert {*SERVICES, "grpc.health.v1.Health"} <= names
+    assert "grpc.reflection.v1alpha.ServerReflection" in names
+
+    found = _reflect(stubs, file_containing_symbol="rami.v1.TableService")
+    files = [
+        descriptor_pb2.FileDescriptorProto.FromString(raw)
+        for raw in found.file_descriptor_response.file_descriptor_proto
+    ]
+    assert files, found
+    table = next(f for f in files if any(s.name == "TableService" for s in f.service))
+    assert table.package == "rami.v1" and table.name == "rami/v1/table_service.proto"
+    methods = {m.name: m for s in table.service for m in s.method}
+    assert {"Act", "Chat", "AnalyseMyHand", "ExportRecord", "Watch"} <= set(methods)
+    assert methods["Watch"].server_streaming and not methods["Act"].server_streaming
+
+    missing = _reflect(stubs, file_containing_symbol="rami.v1.NoSuchThing")
+    assert missing.error_response.error_code == grpc.StatusCode.NOT_FOUND.value[0]
+
+
+def test_a_generic_client_builds_every_service_from_reflection(stubs: Stubs) -> None:
+    # What grpcurl and friends do: fetch descriptors (with their imports) and resolve by name.
+    pool = DescriptorPool(ProtoReflectionDescriptorDatabase(stubs.channel))
+    for name in SERVICES:
+        service = pool.FindServiceByName(name)
+        assert service.methods, name
+    act = pool.FindServiceByName("rami.v1.TableService").methods_by_name["Act"]
+    assert act.input_type.full_name == "rami.v1.ActRequest"
+    view = pool.FindMessageTypeByName("rami.v1.View")
+    assert view.fields_by_name["turn_deadline"].message_type.full_name == (
+        "google.protobuf.Timestamp"
+    )
+    assert pool.FindEnumTypeByName("rami.v1.Card").values_by_name["CARD_JOKER"].number == 53
+
+
+# -- RulesService ----------------------------------------------------------------------------
+
+
+def test_list_variants_lists_the_three_games_with_their_options(stubs: Stubs) -> None:
+    resp = stubs.rules.ListVariants(rules_service_pb2.ListVariantsRequest(), timeout=T)
+    by_id = {v.id: v for v in resp.variants}
+    assert set(by_id) == {"portuguese", "tallage", "simple"}
+    for vid, v in by_id.items():
+        assert v.variant == VARIANTS[vid] and v.title
+    facts = {vid: (v.deck_size, v.jokers, v.hand_size, v.dealer_extra) for vid, v in by_id.items()}
+    assert facts == {
+        "portuguese": (106, 2, 13, 0),
+        "tallage": (108, 4, 14, 1),
+        "simple": (108, 4, 13, 1),
+    }
+    options = {vid: {o.name: o for o in v.options} for vid, v in by_id.items()}
+    assert {"rounds", "false_declaration"} <= set(options["portuguese"])
+    assert not {"target", "opening", "joker_penalty"} & set(options["portuguese"])
+    assert {"target", "opening", "joker_penalty", "round_cap"} <= set(options["tallage"])
+    assert "opening" not in options["simple"] and "simple_rami_sec" in options["simple"]
+    for vid in by_id:
+        assert {"players", "jokers_per_meld", "stock_rebuilds", "turn_seconds"} <= set(options[vid])
+        for o in options[vid].values():
+            assert o.help and o.default_value
+            assert o.choices or (o.HasField("min") and o.HasField("max")), o.name
+            if o.choices:
+                assert o.default_value in o.choices, o.name
+            else:
+                assert o.min <= int(o.default_value) <= o.max, o.name
+    opening = options["tallage"]["opening"]
+    assert (opening.default_value, list(opening.choices)) == ("71", ["71", "51"])
+    players = options["simple"]["players"]
+    assert (players.default_value, players.min, players.max) == ("4", 2, 6)
+    assert list(options["portuguese"]["false_declaration"].choices) == ["reveal", "reject"]
+
+
+def test_check_meld_says_whether_cards_make_a_meld(stubs: Stubs) -> None:
+    def check(text: str, jokers_as: str = "", jpm: int = 0) -> rules_service_pb2.CheckMeldResponse:
+        return stubs.rules.CheckMeld(
+            rules_service_pb2.CheckMeldRequest(
+                cards=cards(text), jokers_as=cards(jokers_as), jokers_per_meld=jpm
+            ),
+            timeout=T,
+        )
+
+    run = check("7h 8h 9h")
+    assert run.valid and run.meld.kind == game_pb2.MELD_KIND_RUN
+    assert list(run.meld.cards) == cards("7h 8h 9h") and run.meld.opening_value == 24
+    gap = check("7h JK 9h")
+    assert gap.valid and list(gap.meld.stands_for) == cards("8h")
+    assert gap.meld.opening_value == 0  # a joker makes a meld not clean
+    high = check("Qc Kc Ac")
+    assert high.valid and high.meld.opening_value == 30
+    a_set = check("5c 5d 5s")
+    assert a_set.valid and a_set.meld.kind == game_pb2.MELD_KIND_SET
+    jokered_set = check("5c 5d JK")
+    assert jokered_set.valid and sorted(jokered_set.meld.stands_for) == cards("5h 5s")
+    for text in ("7h 8h", "7h 8s 9h", "5c 5c 5d", "7h 9h 10h", "JK JK 5c"):
+        resp = check(text)
+        assert not resp.valid and resp.reason, text
+    assert not check("7h JK JK 10h").valid
+    assert check("7h JK JK 10h", jpm=2).valid
+
+    for request, reason in (
+        (
+            rules_service_pb2.CheckMeldRequest(cards=cards("7h 8h 9h"), jokers_per_meld=3),
+            "BAD_OPTION",
+        ),
+        (rules_service_pb2.CheckMeldRequest(cards=[*cards("7h 8h"), 0]), "BAD_CARD"),
+        (rules_service_pb2.CheckMeldRequest(cards=[*cards("7h 8h"), 60]), "BAD_CARD"),
+    ):
+        with pytest.raises(grpc.RpcError) as info:
+            stubs.rules.CheckMeld(request, timeout=T)
+        err = error_of(info.value)
+        assert (err.code, err.reason, err.domain) == (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            reason,
+            DOMAIN,
+        )
+
+
+def test_analyse_hand_finds_the_best_split(stubs: Stubs) -> None:
+    def analyse(variant: str, text: str, bar: int = 0, **options: int) -> game_pb2.Analysis:
+        return stubs.rules.AnalyseHand(
+            rules_service_pb2.AnalyseHandRequest(
+                variant=VARIANTS[variant],
+                hand=cards(text),
+                bar=bar,
+                options=game_pb2.Options(**options),
+            ),
+            timeout=T,
+        ).analysis
+
+    # RULES.md's example: of 3♦4♦5♦ 4♦3♦ only one run can be made; the spare 4 and 3 pay 7.
+    seven = analyse("portuguese", "3d 4d 5d 4d 3d Ks Kd Kh 7c 8c 9c 10c Jc")
+    assert seven.points_left == 7
+    assert sorted(seven.left) == cards("3d 4d")
+    assert seven.multiplier == 0 and not seven.declare_cards
+    # Fourteen cards, one of which goes face down: a declaration with its multiplier.
+    declare = analyse("portuguese", "2h 3h 4h 5h 6h 7h 8h 9h 10h Jh Qh Kh Ah 5c")
+    assert list(declare.declare_cards) == cards("5c")
+    assert declare.multiplier == 4  # all runs of one suit
+    # Tallage: the best opening and whether it opens against a bar.
+    hand = "Kc Kd Ks 10s Js Qs Qc Qd Qh 2h 3h 4h 5c 5d 9c"
+    opening = analyse("tallage", hand)
+    assert opening.opening_value == 99 and opening.can_open  # 30 + 30 + 30 + 9, 5♣5♦9♣ kept
+    assert len(opening.opening_melds) == 4
+    assert analyse("tallage", hand, bar=98).can_open
+    assert not analyse("tallage", hand, bar=99).can_open
+    low = analyse("tallage", "2h 3h 4h 5c 5d 5s 9c Jd Ah")
+    assert low.opening_value == 25 and not low.can_open  # A♥2♥3♥4♥ (the ace low: 1) + 5s
+    # A finish: every card but one laid.
+    finish = analyse("simple", "2h 3h 4h 5c 5d 5s 9c 10c Jc Qc Kd Kh Ks 8d")
+    assert list(finish.finish_discards) == cards("8d")
+
+    bad = grpc.StatusCode.INVALID_ARGUMENT
+    for request, reason in (
+        (rules_service_pb2.AnalyseHandRequest(hand=cards("2h 3h 4h")), "BAD_VARIANT"),
+        (
+            rules_service_pb2.AnalyseHandRequest(
+                variant=VARIANTS["tallage"], hand=cards("2h 2h 2h")
+            ),
+            "BAD_HAND",
+        ),
+        (
+            rules_service_pb2.AnalyseHandRequest(
+                variant=VARIANTS["portuguese"], hand=cards("JK JK JK")
+            ),
+            "BAD_HAND",
+        ),
+        (
+            rules_service_pb2.AnalyseHandRequest(variant=VARIANTS["simple"], hand=cards("2h") * 21),
+            "TOO_MANY_CARDS",
+        ),
+        (rules_service_pb2.AnalyseHandRequest(variant=VARIANTS["simple"], hand=[0]), "BAD_CARD"),
+        (
+            rules_service_pb2.AnalyseHandRequest(
+                variant=VARIANTS["tallage"], options=game_pb2.Options(opening=60)
+            ),
+            "BAD_OPTION",
+        ),
+    ):
+        with pytest.raises(grpc.RpcError) as info:
+            stubs.rules.AnalyseHand(request, timeout=T)
+        err = error_of(info.value)
+        assert (err.code, err.reason, err.domain) == (bad, reason, DOMAIN), request

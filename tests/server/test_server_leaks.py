@@ -1,0 +1,358 @@
+"""No watcher ever sees a card concealed from it, on any update of whole games of each variant.
+
+Every seat played over the wire is watched with its token, and a spectator without one, from
+before the deal to the end; the record is exported again and again while the game runs. After
+the game, every state is rebuilt by replaying the table's stored log, and each message is
+checked against that truth.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+import pytest
+from conftest import ServerThread
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
+from rami.client.botkit import play, policy_decider
+from rami.engine import Phase
+from rami.server.tablestate import TableSpec, TableState
+from rami.v1 import (
+    game_pb2,
+    lobby_service_pb2,
+    lobby_service_pb2_grpc,
+    table_service_pb2,
+    table_service_pb2_grpc,
+)
+from server_support import (
+    RPC_TIMEOUT,
+    VARIANTS,
+    SeatStream,
+    cards,
+    error_of,
+    md,
+    stacked_deck,
+    without_presence,
+)
+
+T = RPC_TIMEOUT
+#: A concealed hand this big appearing whole in a message is a leak, never a coincidence.
+WHOLE_HAND = 5
+
+GAMES = {
+    "portuguese": game_pb2.Options(players=4, rounds=2),
+    "tallage": game_pb2.Options(players=4, target=201, round_cap=3),
+    "simple": game_pb2.Options(players=4, target=201, round_cap=3),
+}
+
+
+@dataclass
+class Truth:
+    """What the table held after one update, rebuilt from its log."""
+
+    playing: bool
+    round: int
+    turn: int
+    phase: Phase | None
+    hands: list[list[int]]
+    drawn: int
+    views: dict[int | None, game_pb2.View]
+
+
+@dataclass
+class Played:
+    """A whole game, as its watchers and the record exports saw it, and as the server stored it."""
+
+    table_id: str
+    seats: dict[int | None, list[table_service_pb2.Update]]
+    records: list[tuple[str, bool]]
+    entries: list[dict[str, Any]]
+    spec: TableSpec
+    truths: dict[int, Truth] = field(default_factory=dict)
+
+
+def proto_cards(cards: Any) -> list[int]:
+    return [int(c) + 1 for c in cards]
+
+
+def replay(table_id: str, spec: TableSpec, entries: list[dict[str, Any]]) -> dict[int, Truth]:
+    """The truth after every update number, by replaying the stored entries."""
+    state = TableState(table_id, spec)
+    out = {}
+    for number, entry in enumerate(entries, 1):
+        state.apply(entry)
+        g = state.game
+        views: dict[int | None, game_pb2.View] = {
+            s: without_presence(state.view_proto(s, {})) for s in (*range(len(state.seats)), None)
+        }
+        if g is None:
+            out[number] = Truth(False, 0, 0, None, [], 0, views)
+        else:
+            out[number] = Truth(
+                g.phase in (Phase.DRAW, Phase.PLAY),
+                g.round,
+                g.turn,
+                g.phase,
+                [proto_cards(h) for h in g.hands],
+                0 if g.drawn is None else int(g.drawn) + 1,
+                views,
+            )
+    return out
+
+
+def repeated_cards(msg: Message, path: str = "") -> Iterator[tuple[str, list[int]]]:
+    """Every repeated Card field anywhere in a message, with its path."""
+    for fd, value in msg.ListFields():
+        here = f"{path}.{fd.name}" if path else fd.name
+        if fd.type == FieldDescriptor.TYPE_MESSAGE:
+            if fd.is_repeated:
+                for i, item in enumerate(value):
+                    yield from repeated_cards(item, f"{here}[{i}]")
+            else:
+                yield from repeated_cards(value, here)
+        elif (
+            fd.is_repeated
+            and fd.type == FieldDescriptor.TYPE_ENUM
+            and fd.enum_type.full_name == "rami.v1.Card"
+        ):
+            yield here, list(value)
+
+
+def shown_by_rule(update: table_service_pb2.Update, path: str, seat: int, truth: Truth) -> bool:
+    """Fields where a hand is shown by the rules: a false declaration's 13 cards, and the hands
+    counted at the end of a round already over."""
+    head = path.split(".")[0]
+    index = int(head[head.index("[") + 1 : -1]) if "[" in head else -1
+    if path.startswith("events[") and ".hand_declared.cards" in path:
+        return update.events[index].hand_declared.seat == seat
+    if path.startswith("view.results["):
+        return update.view.results[int(path.split("[")[1].split("]")[0])].round < truth.round
+    return False
+
+
+async def play_watched(server: ServerThread, variant: str) -> Played:
+    """Two remote bots, two built-in bots, a watcher on each remote seat and a spectator."""
+    channel = grpc.aio.insecure_channel(server.target)
+    lobby = lobby_service_pb2_grpc.LobbyServiceStub(channel)
+    table = table_service_pb2_grpc.TableServiceStub(channel)
+    try:
+        created = await lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                name=f"{variant} leaks", variant=VARIANTS[variant], options=GAMES[variant]
+            ),
+            timeout=T,
+        )
+        table_id = created.table.table_id
+        tokens = {}
+        for seat in (0, 2):
+            joined = await lobby.JoinTable(
+                lobby_service_pb2.JoinTableRequest(
+                    table_id=table_id, name=f"Remote {seat}", seat=seat
+                ),
+                timeout=T,
+            )
+            tokens[seat] = joined.token
+        streams: dict[int | None, SeatStream] = {
+            s: SeatStream(table, table_id, tok).start() for s, tok in tokens.items()
+        }
+        streams[None] = SeatStream(table, table_id, None).start()
+        for st in streams.values():
+            await st.wait(lambda u: u.snapshot)
+        bots = [
+            asyncio.ensure_future(
+                play(
+                    server.target,
+                    table_id,
+                    policy_decider(policy, seat),
+                    token=tokens[seat],
+                    channel=channel,
+                )
+            )
+            for seat, policy in ((0, "strong"), (2, "random"))
+        ]
+        records: list[tuple[str, bool]] = []
+        over = asyncio.Event()
+
+        async def export() -> None:
+            while not over.is_set():
+                r = await table.ExportRecord(
+                    table_service_pb2.ExportRecordRequest(table_id=table_id), timeout=T
+                )
+                records.append((r.record_json, r.complete))
+                await asyncio.sleep(0.002)
+
+        poller = asyncio.ensure_future(export())
+        owner = md(created.owner_token)
+        for seat, policy in ((1, "greedy"), (3, "random")):
+            await lobby.AddBot(
+                lobby_service_pb2.AddBotRequest(table_id=table_id, policy=policy, seat=seat),
+                metadata=owner,
+                timeout=T,
+            )
+        results = await asyncio.wait_for(asyncio.gather(*bots), 60)
+        over.set()
+        await asyncio.wait_for(poller, 10)
+        final = await table.ExportRecord(
+            table_service_pb2.ExportRecordRequest(table_id=table_id), timeout=T
+        )
+        records.append((final.record_json, final.complete))
+        for r in results:
+            assert r.final is not None and not r.refused
+        for st in streams.values():
+            await st.wait(lambda u: u.view.phase == game_pb2.PHASE_GAME_OVER)
+            await st.close()
+            assert st.error is None
+    finally:
+        await channel.close()
+
+    async def stored() -> tuple[list[dict[str, Any]], TableSpec]:
+        t = server.server.lobby.tables[table_id]  # type: ignore[union-attr]
+        return copy.deepcopy(t.entries), t.state.spec
+
+    entries, spec = server.call(stored())
+    return Played(table_id, {s: st.updates for s, st in streams.items()}, records, entries, spec)
+
+
+@pytest.mark.parametrize("variant", ["portuguese", "tallage", "simple"])
+def test_no_watcher_ever_sees_a_concealed_card(server: ServerThread, variant: str) -> None:
+    game = asyncio.run(asyncio.wait_for(play_watched(server, variant), 90))
+    truths = replay(game.table_id, game.spec, game.entries)
+    final = len(game.entries)
+    assert truths[final].phase == Phase.GAME_OVER
+    checked_hands = 0
+    for seat, updates in game.seats.items():
+        # The stream: a snapshot, then every update once, in order, to the end.
+        assert updates[0].snapshot and not updates[0].events
+        numbers = [u.number for u in updates]
+        assert numbers == list(range(numbers[0], final + 1))
+        assert numbers[0] < next(i for i, e in enumerate(game.entries, 1) if e["type"] == "start")
+        for u in updates:
+            truth = truths[u.number]
+            view = u.view
+            assert view.number == u.number
+            # Exactly the engine's own view of this watcher at this number.
+            assert without_presence(view) == truth.views[seat], (seat, u.number)
+            if seat is None:
+                assert not view.HasField("seat") and not view.hand and not view.drawn
+                assert not view.draw_sources and not view.can_lay and not view.can_declare
+            else:
+                assert view.seat == seat
+                if truth.hands:
+                    assert list(view.hand) == sorted(truth.hands[seat])
+                    checked_hands += 1
+                mine = truth.turn == seat and truth.phase == Phase.PLAY
+                assert view.drawn == (truth.drawn if mine else 0)
+            for e in u.events:
+                if e.HasField("card_drawn") and e.card_drawn.source == game_pb2.DRAW_SOURCE_STOCK:
+                    assert not e.card_drawn.card, "a card drawn from the stock is never shown"
+            if not truth.playing:
+                continue
+            # No other seat's concealed hand anywhere in the message.
+            for other, hand in enumerate(truth.hands):
+                if other == seat or len(hand) < WHOLE_HAND:
+                    continue
+                for path, values in repeated_cards(u):
+                    if sorted(values) == sorted(hand):
+                        assert shown_by_rule(u, path, other, truth), (seat, other, u.number, path)
+    assert checked_hands > 100
+
+    # The game's master seed never leaves the server; a round's seed and deal only once it is over.
+    master = next(e["seed"] for e in game.entries if e["type"] == "start")
+    for updates in game.seats.values():
+        for u in updates:
+            assert master.encode() not in u.SerializeToString()
+    whole = json.loads(game.records[-1][0])
+    assert game.records[-1][1] and whole["complete"]
+    seeds = {r["round"]: r["seed"] for r in whole["rounds"]}
+    assert all(seeds.values())
+    mid_round = 0
+    for text, complete in game.records[:-1]:
+        assert master not in text
+        rec = json.loads(text)
+        assert rec["complete"] == complete
+        if complete:
+            continue
+        for r in rec["rounds"]:
+            if r["result"] is None:
+                mid_round += 1
+                assert r["deal"] is None and r["seed"] is None
+                assert seeds[r["round"]] not in text
+            else:
+                assert r["seed"] == seeds[r["round"]]
+                assert r["deal"] == whole["rounds"][r["round"] - 1]["deal"]
+    assert mid_round > 0, "the record was exported while a round was being played"
+
+
+@pytest.mark.parametrize("variant", ["tallage", "simple"])
+def test_a_refused_draw_never_tells_what_the_stock_holds(
+    server: ServerThread, variant: str
+) -> None:
+    # Seat 1 is to draw; the stock's top card is 9♠. A lay sent with a stock draw would be judged
+    # with that card: whether it is refused, and why, must not depend on which card it is.
+    channel = grpc.insecure_channel(server.target)
+    try:
+        lobby = lobby_service_pb2_grpc.LobbyServiceStub(channel)
+        table = table_service_pb2_grpc.TableServiceStub(channel)
+        deck = stacked_deck(variant, 2, {1: "9c 9d 7s 8s"}, "7h", "9s")
+        created = lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                name="peek",
+                variant=VARIANTS[variant],
+                options=game_pb2.Options(players=2),
+                stacked_decks=[deck],
+            ),
+            timeout=T,
+        )
+        table_id = created.table.table_id
+        tokens = [
+            lobby.JoinTable(
+                lobby_service_pb2.JoinTableRequest(table_id=table_id, name=f"P{s}", seat=s),
+                timeout=T,
+            ).token
+            for s in (0, 1)
+        ]
+        first = table.Watch(
+            table_service_pb2.WatchRequest(table_id=table_id), metadata=md(tokens[0]), timeout=T
+        )
+        try:
+            view = next(first).update.view
+        finally:
+            first.cancel()
+        table.Act(
+            table_service_pb2.ActRequest(
+                table_id=table_id,
+                number=view.number,
+                discard=table_service_pb2.DiscardAction(card=view.hand[0]),
+            ),
+            metadata=md(tokens[0]),
+            timeout=T,
+        )
+        number = view.number + 1
+        answers = set()
+        for value in range(1, 54):
+            for meld_cards in ([value], [value, *cards("9c 9d")], [*cards("7s 8s"), value]):
+                draw = table_service_pb2.DrawAction(
+                    source=game_pb2.DRAW_SOURCE_STOCK,
+                    lay=game_pb2.Lay(
+                        steps=[game_pb2.LayStep(new_meld=game_pb2.NewMeld(cards=meld_cards))]
+                    ),
+                )
+                with pytest.raises(grpc.RpcError) as info:
+                    table.Act(
+                        table_service_pb2.ActRequest(table_id=table_id, number=number, draw=draw),
+                        metadata=md(tokens[1]),
+                        timeout=T,
+                    )
+                err = error_of(info.value)
+                answers.add((err.code, err.reason, err.message))
+        assert len(answers) == 1, answers
+        info = lobby.GetTable(lobby_service_pb2.GetTableRequest(table_id=table_id), timeout=T)
+        assert info.table.number == number
+    finally:
+        channel.close()
