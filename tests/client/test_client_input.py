@@ -63,6 +63,18 @@ def test_each_place_has_its_own_commands() -> None:
     assert all("help" in n and "quit" in n for n in names.values())
 
 
+def test_help_and_completion_leave_out_moves_the_game_does_not_have() -> None:
+    portuguese = {c.name for c in available(PLAYING, "portuguese")}
+    simple = {c.name for c in available(PLAYING, "simple")}
+    tallage = {c.name for c in available(PLAYING, "tallage")}
+    assert "declare" in portuguese and not {"lay", "add", "take"} & portuguese
+    assert "lay" in simple and not {"add", "take", "declare"} & simple
+    assert {"lay", "add", "take"} <= tallage and "declare" not in tallage
+    assert _complete(Situation(PLAYING, variant="portuguese"), "d") == ["draw", "discard",
+                                                                        "declare"]
+    assert _complete(Situation(PLAYING, variant="tallage"), "d") == ["draw", "discard"]
+
+
 # -- moves: forgiving card input ---------------------------------------------------------------
 
 

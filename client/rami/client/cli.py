@@ -86,6 +86,7 @@ async def _connect(target: str, name: str, look: Look, credentials: grpc.Channel
         greeting = [*_greeting(name), f"Connected to {target}."]
 
         async def list_tables(s: ClientSession) -> None:
+            """Start by showing the server's tables."""
             await s.handle("tables")
 
         await session.run(greeting, list_tables)
@@ -102,6 +103,7 @@ async def _play(spec: NewTable, name: str, look: Look) -> None:
             session = ClientSession(link, name=name, look=look, local=True)
 
             async def create(s: ClientSession) -> None:
+                """Start at the new table, bots seated: the game begins at once."""
                 await s.create(spec)
 
             await session.run(_greeting(name), create)

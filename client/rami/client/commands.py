@@ -17,6 +17,7 @@ from dataclasses import dataclass
 __all__ = [
     "COMMANDS",
     "LOBBY",
+    "NOT_IN_VARIANT",
     "PLAYING",
     "WAITING",
     "WATCHING",
@@ -196,9 +197,18 @@ def split_command(line: str) -> tuple[str, str]:
     return _ALIASES.get(w, w), rest.strip()
 
 
-def available(where: str) -> list[Command]:
-    """The commands that apply ``where`` the person is."""
-    return [c for c in COMMANDS if where in c.where]
+#: Moves a game does not have: nothing is laid in portuguese, only finished in simple.
+NOT_IN_VARIANT = {
+    "portuguese": frozenset({"lay", "add", "take", "cancel"}),
+    "simple": frozenset({"add", "take", "declare", "cancel"}),
+    "tallage": frozenset({"declare"}),
+}
+
+
+def available(where: str, variant: str = "") -> list[Command]:
+    """The commands that apply ``where`` the person is (and in ``variant``'s game)."""
+    hidden = NOT_IN_VARIANT.get(variant, frozenset())
+    return [c for c in COMMANDS if where in c.where and c.name not in hidden]
 
 
 def suggest(word: str) -> str | None:

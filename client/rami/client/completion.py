@@ -36,6 +36,8 @@ class Situation:
     melds: tuple[tuple[int, Meld, str], ...] = ()
     #: (what to type, description) of every table in the last list.
     tables: tuple[tuple[str, str], ...] = ()
+    #: The game played at the table ("" in the lobby).
+    variant: str = ""
 
 
 def card_matches(card: Card, word: str) -> bool:
@@ -99,7 +101,7 @@ class TableCompleter(Completer):
         earlier, _, segment = text.rpartition(";")
         if " " not in segment.lstrip():
             word = segment.lstrip()
-            yield from _words(((c.name, c.summary) for c in available(s.where)), word)
+            yield from _words(((c.name, c.summary) for c in available(s.where, s.variant)), word)
             return
         name, args = split_command(segment)
         word = "" if segment.endswith(" ") else args.replace(",", " ").split()[-1]
@@ -162,7 +164,7 @@ class TableCompleter(Completer):
     @staticmethod
     def _lobby(s: Situation, name: str, done: list[str], word: str) -> Iterator[Completion]:
         if name == "help" and not done:
-            yield from _words(((c.name, c.summary) for c in available(s.where)), word)
+            yield from _words(((c.name, c.summary) for c in available(s.where, s.variant)), word)
         elif name == "sort" and not done:
             yield from _words((("suit", "by suit then rank"), ("rank", "by rank")), word)
         elif name == "bot" and not done:

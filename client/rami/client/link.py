@@ -22,6 +22,8 @@ from rami.v1 import (
     table_service_pb2_grpc,
 )
 
+from .safetext import safe
+
 __all__ = [
     "DEFAULT_PORT",
     "TOKEN_METADATA",
@@ -112,7 +114,7 @@ def _reason(error: grpc.aio.AioRpcError) -> str:
 def plain_error(error: grpc.aio.AioRpcError, target: str) -> LinkError:
     """A gRPC error as a :class:`LinkError` whose message a person can read."""
     code = error.code()
-    details = (error.details() or "").strip()
+    details = safe(error.details() or "")
     if code == grpc.StatusCode.UNAVAILABLE:
         return Unreachable(f"the server at {target} can't be reached right now")
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:

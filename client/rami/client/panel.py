@@ -283,7 +283,8 @@ def table_lines(view: game_pb2.View, look: Look, name: str = "") -> list[StyleAn
     """The whole table, to print on demand: every meld, every player, the piles."""
     names = seat_names(view)
     b = look.bullet
-    title = f'Table "{safe(name, 40)}" ({view.table_id})' if name else f"Table {view.table_id}"
+    table_id = safe(view.table_id, 32)
+    title = f'Table "{safe(name, 40)}" ({table_id})' if name else f"Table {table_id}"
     lines: list[StyleAndTextTuples] = [
         [("class:heading", title)], _flow(_facts(view, look), look.bullet, 999, "  ")
     ]

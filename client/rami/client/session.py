@@ -39,6 +39,7 @@ from .convert import (
     event_from_proto,
     meld_from_proto,
     options_to_proto,
+    variant_id,
     view_from_proto,
 )
 from .hints import hint_lines
@@ -57,6 +58,7 @@ from .panel import (
     toolbar_fragments,
 )
 from .printer import Printer
+from .safetext import safe
 from .staging import Stage, plan
 from .tablelist import joinable, table_list_lines, table_summary
 
@@ -128,7 +130,11 @@ class ClientSession:
                 for m in view.melds
             )
         listed = tuple((str(i), table_summary(t)) for i, t in enumerate(self.tables, 1))
-        return Situation(self.where, self.look, tuple(self._hand()), melds, listed)
+        return Situation(self.where, self.look, tuple(self._hand()), melds, listed,
+                         self._variant())
+
+    def _variant(self) -> str:
+        return variant_id(self.view.variant) if self.view is not None else ""
 
     # -- the prompt --------------------------------------------------------------------------
 
@@ -482,7 +488,7 @@ class ClientSession:
         if not args:
             self.out.info(f"You join tables as {self.name}.")
             return
-        self.name = args[:24]
+        self.name = safe(args, 24) or self.name
         self.out.info(f"You will join tables as {self.name}.")
 
     async def _resolve(self, ref: str) -> lobby_service_pb2.TableInfo:
@@ -552,7 +558,7 @@ class ClientSession:
             self.out.text(f"  {command.details}")
             return
         self.out.line([("class:heading", "Commands you can use now")])
-        for command in available(self.where):
+        for command in available(self.where, self._variant()):
             self.out.line([("class:me", f"  {command.usage:<34} "), ("", command.summary)])
         self.out.info("Tab completes commands and cards; F1 help, F2 sorts the hand, "
                       "F3 shows the table. help COMMAND explains one.")

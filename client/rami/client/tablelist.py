@@ -44,7 +44,7 @@ def table_list_lines(tables: Sequence[lobby_service_pb2.TableInfo]) -> list[Styl
         style = "class:good" if joinable(t) else "class:dim"
         lines.append([
             ("class:label", f"{i:>3}  "),
-            ("", f"{t.table_id}  "),
+            ("", f"{safe(t.table_id, 32)}  "),
             (style, f"{status:<8}  "),
             ("", table_summary(t)),
         ])

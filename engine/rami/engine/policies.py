@@ -3,9 +3,10 @@
 - ``random``: a legal play chosen at random, first the kind of play, then the play.
 - ``greedy``: takes a discard that makes a meld, lays all it can as soon as it can, discards
   its costliest card left out of melds.
-- ``strong``: the same eagerness to open and finish, but it judges every draw and discard by
-  the solver's best split of the resulting hand *and* by the chances of its loose cards: a card
-  counts less when the cards that would meld it are still unseen.
+- ``strong``: the same eagerness to finish, open and lay, but it judges every draw and discard
+  by how near the resulting hand is to going out: the fewest cards the solver leaves out of
+  melds (with the clean melds going out needs), less the expected gain of the next draw from
+  the cards still unseen, plus a little of what the hand would pay if another player went out.
 
 Every policy only returns actions from :func:`rami.engine.plays.legal_plays`, so it never
 plays an illegal move, and each finishes every game: the game's own caps end the rest.
@@ -15,12 +16,23 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from .actions import Action, AddToMeld, Declare, Discard, Draw, Lay, NewMeld
-from .cards import JOKER, Card
+from .cards import CARDS, JOKER, Card
 from .game import Phase
-from .plays import discard_completions, hand_deadwood_values, legal_plays, lays
-from .solver import deadwood, deadwood_split, portuguese_declaration
+from .melds import Meld, MeldError
+from .plays import discard_completions, hand_deadwood_values, lays, legal_plays
+from .solver import (
+    FLAG_RUN,
+    FLAG_SET,
+    Objective,
+    Split,
+    best_split,
+    deadwood,
+    deadwood_split,
+    portuguese_declaration,
+)
 from .views import View
 
 __all__ = ["POLICIES", "Policy", "greedy", "random_policy", "strong"]
@@ -116,6 +128,50 @@ def greedy(v: View, rng: random.Random) -> Action:
 
 
 # -- strong ---------------------------------------------------------------------------------
+#
+# The strong policy judges a hand by how near it is to going out, not by its points alone:
+#
+# - the fewest cards its best split leaves out of melds (counted by the solver with an
+#   objective that weighs a card left over far above its points), plus a penalty when the split
+#   lacks what going out needs (moroccan finish: a clean set and a clean run; portuguese
+#   declaration: a clean run);
+# - less the expected gain of the next draw: the unseen cards that extend one of its melds (one
+#   card nearer) or complete a pair or two neighbours left over (three cards nearer), weighted by
+#   how many copies are still unseen;
+# - plus a small weight on what the hand would pay if another player went out now.
+#
+# Draws and discards are chosen by that cost; lays and declarations are taken as soon as they
+# exist, as the greedy policy does (a finish first, then the opening, then the most cards).
+
+_CARD = 1000  # one card left over, in the counting objective (a hand's points stay below it)
+_COUNTING: dict[tuple[int, ...], Objective] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class _Weights:
+    """How the strong policy weighs a hand, per variant."""
+
+    outs: float  # per card of expected gain from the next draw
+    points: float  # per point the hand would pay if another player went out now
+    no_set: float  # a split without the clean set a moroccan finish needs
+    no_run: float  # a split without the clean run a finish or a declaration needs
+    feed: float  # tallage: a discard that the next player, already opened, can lay
+    joker: float  # discarding a joker
+    meld_draw: bool  # take the discard whenever it melds (else: when it lowers the cost)
+
+
+_WEIGHTS = {
+    "portuguese": _Weights(1.0, 0.1, 0.0, 1.0, 0.0, 50.0, True),
+    "tallage": _Weights(1.0, 0.03, 1.0, 1.0, 0.5, 50.0, False),
+    "simple": _Weights(1.0, 0.03, 1.0, 1.0, 0.0, 50.0, False),
+}
+
+
+def _counting(values: tuple[int, ...]) -> Objective:
+    objective = _COUNTING.get(values)
+    if objective is None:
+        objective = _COUNTING[values] = Objective(tuple(-(_CARD + x) for x in values))
+    return objective
 
 
 def _unseen(v: View) -> list[int]:
@@ -134,59 +190,150 @@ def _unseen(v: View) -> list[int]:
     return left
 
 
-def _chances(card: Card, loose: list[Card], unseen: list[int]) -> float:
-    """How likely a loose card is to be melded soon: live cards that pair it into a meld."""
-    if card == JOKER:
-        return 1.0
-    suit, rank = divmod(int(card), 13)
-    live = 0.0
-    for other in loose:
-        if other == card or other == JOKER:
+def _fits(melds: list[Meld], card: Card, jpm: int) -> bool:
+    for m in melds:
+        try:
+            m.with_added(card, jokers_per_meld=jpm)
+        except MeldError:
             continue
-        os, orank = divmod(int(other), 13)
-        if orank == rank and os != suit:
-            # A pair of a rank: the two other suits complete it.
-            live += sum(unseen[t * 13 + rank] for t in range(4) if t not in (suit, os))
-        elif os == suit and 1 <= abs(orank - rank) <= 2:
-            lo, hi = min(rank, orank), max(rank, orank)
-            need = [r for r in range(lo - 1, hi + 2) if r not in (rank, orank) and 0 <= r < 13]
-            live += sum(unseen[suit * 13 + r] for r in need) * (0.5 if hi - lo == 2 else 0.35)
-    live += unseen[JOKER] * 0.15
-    return min(1.0, live / 10.0)
+        return True
+    return False
 
 
-def _score(v: View, hand: list[Card], unseen: list[int]) -> float:
-    """Expected cost of a hand: points left over, less what its loose cards may still meld."""
-    values = hand_deadwood_values(v)
-    split = deadwood_split(hand, values, need_run=_need_run(v),
-                           jokers_per_meld=int(v.options["jokers_per_meld"]))
-    cost = float(sum(values[c] for c in split.left))
-    loose = list(split.left)
-    for c in loose:
-        cost -= values[c] * 0.6 * _chances(c, loose, unseen)
-    if v.variant == "portuguese" and not any(m.is_clean and m.kind == "run" for m in split.melds):
-        cost += 15.0  # without a natural run nothing counts: chase one
-    return cost
+class _Judge:
+    """The strong policy's cost of a hand, for one view (lower is better)."""
 
+    def __init__(self, v: View) -> None:
+        assert v.seat is not None
+        self.v = v
+        self.w = _WEIGHTS[v.variant]
+        self.values = hand_deadwood_values(v)
+        self.jpm = int(v.options["jokers_per_meld"])
+        self.objective = _counting(self.values)
+        self.unseen = _unseen(v)
+        self.total = max(1, sum(self.unseen))
+        opened = v.variant == "tallage" and v.opened[v.seat]
+        # Once opened in tallage, anything goes: melds and additions, no flags needed.
+        self.table = [tm.meld for tm in v.melds] if opened else []
+        if v.variant == "portuguese":
+            self.need = FLAG_RUN
+        else:
+            self.need = 0 if opened else FLAG_SET | FLAG_RUN
 
-def _strong_discard(v: View, hand: list[Card], unseen: list[int]) -> Discard:
-    best: tuple[float, int, Card] | None = None
-    for card in sorted(set(hand)):
-        rest = list(hand)
-        rest.remove(card)
-        s = _score(v, rest, unseen) + (40.0 if card == JOKER else 0.0)
-        key = (s, -hand_deadwood_values(v)[card], card)
-        if best is None or key < best:
-            best = key
-    assert best is not None
-    return Discard(best[2])
+    def cost(self, hand: list[Card]) -> tuple[float, float]:
+        """The hand's cost, and the expected gain (in cards) of its next draw."""
+        split = best_split(hand, self.objective, jokers_per_meld=self.jpm)
+        assert split is not None
+        penalty = self._penalty(split)
+        if penalty:
+            # The fewest cards left over may lack what going out needs: weigh the best split
+            # that has it against the penalty.
+            needed = best_split(hand, self.objective, need=self.need, jokers_per_meld=self.jpm)
+            if needed is not None and len(needed.left) < len(split.left) + penalty:
+                split, penalty = needed, 0.0
+        loose = [c for c in split.left if not (self.table and _fits(self.table, c, self.jpm))]
+        gain = self._gain(split.melds, loose)
+        if self.v.variant == "portuguese":
+            # What a declaration by another player would cost: melds count beside a clean run.
+            has_run = any(m.is_clean and m.kind == "run" for m in split.melds)
+            exposure = sum(self.values[c] for c in (split.left if has_run else hand))
+        else:
+            exposure = sum(self.values[c] for c in hand)
+        cost = penalty + len(loose) - self.w.outs * gain + self.w.points * exposure
+        return cost, gain
+
+    def _penalty(self, split: Split) -> float:
+        penalty = 0.0
+        if self.need & FLAG_SET and not split.has_clean_set:
+            penalty += self.w.no_set
+        if self.need & FLAG_RUN and not split.has_clean_run:
+            penalty += self.w.no_run
+        return penalty
+
+    def _gain(self, melds: list[Meld], loose: list[Card]) -> float:
+        """Expected cards nearer to going out after the next draw from the stock."""
+        gain: dict[int, int] = {}
+        joker_fits = False
+        for m in melds:
+            if m.kind == "run":
+                if len(m.cards) < 13:
+                    if m.lo > 1:
+                        gain[m.suit * 13 + (m.lo - 2) % 13] = 1
+                    if m.hi < 14:
+                        gain[m.suit * 13 + m.hi % 13] = 1
+                    joker_fits = joker_fits or m.jokers < self.jpm
+            elif len(m.cards) < 4:
+                for suit in m.missing_suits():
+                    gain[suit * 13 + m.rank - 1] = 1
+                joker_fits = joker_fits or m.jokers < self.jpm
+        if self.table:
+            for c in range(52):
+                if self.unseen[c] and c not in gain and _fits(self.table, CARDS[c], self.jpm):
+                    gain[c] = 1
+        naturals = sorted({c for c in loose if c != JOKER})
+        pairs = False
+        for i, a in enumerate(naturals):
+            sa, ra = divmod(int(a), 13)
+            for b in naturals[i + 1 :]:
+                sb, rb = divmod(int(b), 13)
+                if ra == rb:
+                    pairs = True
+                    for t in range(4):
+                        if t not in (sa, sb):
+                            gain[t * 13 + ra] = 3
+                elif sa == sb:
+                    # Places in the suit, the ace both low (0) and high (13).
+                    for pa in (ra,) if ra else (0, 13):
+                        for pb in (rb,) if rb else (0, 13):
+                            lo, hi = min(pa, pb), max(pa, pb)
+                            if hi - lo == 1:
+                                pairs = True
+                                for p in (lo - 1, hi + 1):
+                                    if 0 <= p <= 13:
+                                        gain[sa * 13 + p % 13] = 3
+                            elif hi - lo == 2:
+                                pairs = True
+                                gain[sa * 13 + (lo + 1) % 13] = 3
+        if pairs:
+            gain[JOKER] = 3
+        elif joker_fits:
+            gain[JOKER] = 1
+        return sum(g * self.unseen[c] for c, g in gain.items()) / self.total
+
+    def feeds(self, card: Card) -> bool:
+        """Tallage: the next player, already opened, could take this discard and lay it."""
+        v = self.v
+        assert v.seat is not None
+        nxt = (v.seat + 1) % v.players
+        return v.variant == "tallage" and v.opened[nxt] and _fits(
+            [tm.meld for tm in v.melds], card, self.jpm
+        )
+
+    def discard(self, hand: list[Card], keep: Card | None = None) -> tuple[float, Card] | None:
+        """The discard of least cost, with that cost (``keep`` is never discarded)."""
+        best: tuple[float, int, Card] | None = None
+        for card in sorted(set(hand)):
+            if card == keep:
+                continue
+            rest = list(hand)
+            rest.remove(card)
+            cost, _ = self.cost(rest)
+            if card == JOKER:
+                cost += self.w.joker
+            if self.w.feed and self.feeds(card):
+                cost += self.w.feed
+            key = (cost, -self.values[card], card)
+            if best is None or key < best:
+                best = key
+        return None if best is None else (best[0], best[2])
 
 
 def strong(v: View, rng: random.Random) -> Action:
-    """Open and finish as soon as it can; judge draws and discards by expected cost."""
+    """Finish, declare, open and lay as soon as it can; draw and discard to get nearest to
+    going out (see above)."""
     assert v.hand is not None
     hand = list(v.hand)
-    unseen = _unseen(v)
+    judge = _Judge(v)
     if v.phase == Phase.DRAW:
         if "discard" in v.draw_sources and v.discard_top is not None:
             top = v.discard_top
@@ -194,14 +341,15 @@ def strong(v: View, rng: random.Random) -> Action:
                 found = discard_completions(v)
                 if found:
                     return Draw("discard", max(found, key=_cards_laid))
+            elif judge.w.meld_draw:
+                split = deadwood_split([*hand, top], judge.values, need_run=_need_run(v),
+                                       jokers_per_meld=judge.jpm)
+                if top not in split.left:
+                    return Draw("discard")
             else:
-                now = min(_score(v, [*hand], unseen), _score(v, hand, unseen))
-                with_top = [*hand, top]
-                after = min(
-                    _score(v, [c for i, c in enumerate(with_top) if i != j], unseen)
-                    for j in range(len(hand))
-                )
-                if after < now - 4.0:
+                now, gain = judge.cost(hand)
+                taken = judge.discard([*hand, top], keep=top)
+                if taken is not None and taken[0] < now - gain:
                     return Draw("discard")
         return Draw("stock")
     if v.variant == "portuguese":
@@ -212,7 +360,9 @@ def strong(v: View, rng: random.Random) -> Action:
         lay = _first_lay(v, hand)
         if lay is not None:
             return lay
-    return _strong_discard(v, hand, unseen)
+    found_discard = judge.discard(hand)
+    assert found_discard is not None
+    return Discard(found_discard[1])
 
 
 POLICIES: dict[str, Policy] = {"random": random_policy, "greedy": greedy, "strong": strong}

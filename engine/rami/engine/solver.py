@@ -90,180 +90,169 @@ class Split:
         return bool(self.flags & FLAG_RUN)
 
 
-@dataclass(slots=True)
-class _Option:
-    faces: tuple[int, ...]  # natural faces the meld takes, f included
-    jokers: int
-    flags: int
-    score: int
-    meld: tuple[int, ...]  # the meld's cards in order (jokers as 52); for sets, naturals first
-    kind: str
-    lo: int
+# An option is a meld that holds the lowest card of a (sub-)hand, as a tuple:
+# (delta, flags, value, size, kind, lo, cards) — ``delta`` is what taking it subtracts from the
+# packed key, ``value`` its opening value when clean, ``cards`` the meld's cards in order.
+_Opt = tuple[int, int, int, int, str, int, tuple[int, ...]]
+
+# The options of a sub-hand do not depend on what a split is worth, so every search shares them.
+_OPTIONS: dict[int, tuple[_Opt, ...]] = {}
+_OPTIONS_CAP = 200_000
+_FACE_BIT: tuple[int, ...] = tuple(1 << (2 * _POS[f]) for f in range(52))
+
+
+def _options(key: int, jokers_per_meld: int) -> tuple[_Opt, ...]:
+    """Every meld (up to which cards it takes) that holds the lowest card of ``key``."""
+    cache_key = key << 2 | jokers_per_meld
+    hit = _OPTIONS.get(cache_key)
+    if hit is not None:
+        return hit
+    if len(_OPTIONS) > _OPTIONS_CAP:
+        _OPTIONS.clear()
+    faces = key & _FACE_MASK
+    pos = ((faces & -faces).bit_length() - 1) >> 1
+    face = _ORDER[pos]
+    jokers = min(key >> _JOKER_SHIFT, jokers_per_meld)
+    out: list[_Opt] = []
+    seen: set[int] = set()
+    suit, rank0 = divmod(face, 13)
+    rank = rank0 + 1
+    # Sets: the other suits are all above this one in the walk.
+    others = [t * 13 + rank0 for t in range(suit + 1, 4) if key >> (2 * _POS[t * 13 + rank0]) & 3]
+    n = len(others)
+    unit = rank_value(rank, 10)
+    for mask in range(1 << n):
+        chosen = [others[i] for i in range(n) if mask >> i & 1]
+        size = 1 + len(chosen)
+        base_delta = _FACE_BIT[face] + sum(_FACE_BIT[f] for f in chosen)
+        for j in range(jokers + 1):
+            if 3 <= size + j <= 4:
+                clean = j == 0
+                out.append((
+                    base_delta + (j << _JOKER_SHIFT),
+                    FLAG_SET if clean else 0,
+                    unit * size if clean else 0,
+                    size + j,
+                    SET,
+                    rank,
+                    (face, *chosen, *([52] * j)),
+                ))
+    base = suit * 13
+    if rank == 1:
+        # Nothing else of this suit is left: an ace runs only with jokers.
+        if jokers >= 2:
+            out.append((_FACE_BIT[face] + (2 << _JOKER_SHIFT), 0, 0, 3, RUN, 1, (face, 52, 52)))
+        _OPTIONS[cache_key] = result = tuple(out)
+        return result
+    # Runs in which this card is the lowest natural, but for a low ace (walked last).
+    held = [key >> (2 * _POS[base + r]) & 3 for r in range(13)]  # this suit, by rank - 1
+    ace_here = held[0] > 0
+    # available[p]: rank p (1..14) can be a natural card of the run above this one.
+    available = [False, ace_here] + [p > rank and held[p - 1] > 0 for p in range(2, 14)] + [ace_here]
+    lo = rank
+    forced_low = 0
+    while lo >= 1 and forced_low <= jokers:
+        forced = forced_low
+        hi = rank
+        avail: list[int] = []
+        while hi <= 14 and hi - lo < 13:
+            if hi > rank:
+                if available[hi]:
+                    avail.append(hi)
+                else:
+                    forced += 1
+                    if forced > jokers:
+                        break
+            if hi - lo >= 2:
+                low = [1] if lo == 1 and ace_here else []
+                _run_options(out, seen, face, base, lo, hi, rank, low + avail, jokers - forced)
+            hi += 1
+        lo -= 1
+        if lo >= 1 and not (lo == 1 and ace_here):
+            forced_low += 1
+    _OPTIONS[cache_key] = result = tuple(out)
+    return result
+
+
+def _run_options(
+    out: list[_Opt],
+    seen: set[int],
+    face: int,
+    base: int,
+    lo: int,
+    hi: int,
+    rank: int,
+    candidates: list[int],
+    spare: int,
+) -> None:
+    """The runs over ``lo..hi`` holding ``face``; any available card may still be left for
+    another meld, a joker standing in its place."""
+    length = hi - lo + 1
+    for k in range(min(spare, len(candidates)) + 1):
+        for replaced in _combinations(candidates, k):
+            used = [p for p in candidates if p not in replaced]
+            faces = (face, *(base + (p - 1) % 13 for p in used))
+            njokers = length - len(faces)
+            delta = sum(_FACE_BIT[f] for f in faces) + (njokers << _JOKER_SHIFT)
+            if delta in seen:
+                continue
+            seen.add(delta)
+            clean = njokers == 0
+            value = (
+                sum(1 if p == 1 else rank_value(p, 10) for p in range(lo, hi + 1)) if clean else 0
+            )
+            stands = {rank, *used}
+            cards = tuple(base + (p - 1) % 13 if p in stands else 52 for p in range(lo, hi + 1))
+            out.append((delta, FLAG_RUN if clean else 0, value, length, RUN, lo, cards))
 
 
 @dataclass(slots=True)
 class _Search:
     objective: Objective
     jokers_per_meld: int
-    memo: dict[int, list[int]] = field(default_factory=dict)
+    memo: dict[int, dict[int, int]] = field(default_factory=dict)
 
-    def solve(self, counts: list[int], key: int) -> list[int]:
-        """Best score per flag combination (``_NEG`` where none) for the cards in ``counts``."""
-        hit = self.memo.get(key)
+    def solve(self, key: int) -> dict[int, int]:
+        """Best score per flag combination (those reachable) for the packed hand ``key``."""
+        memo = self.memo
+        hit = memo.get(key)
         if hit is not None:
             return hit
         faces = key & _FACE_MASK
-        best = [_NEG] * 8
+        leftover = self.objective.leftover
         if not faces:
             jokers = key >> _JOKER_SHIFT
-            if jokers:
-                best[FLAG_LEFT] = jokers * self.objective.leftover[52]
-            else:
-                best[0] = 0
-            self.memo[key] = best
+            best = {FLAG_LEFT: jokers * leftover[52]} if jokers else {0: 0}
+            memo[key] = best
             return best
         pos = ((faces & -faces).bit_length() - 1) >> 1
-        face = _ORDER[pos]
+        best = {}
         # The lowest card is left over...
-        counts[face] -= 1
-        sub = self.solve(counts, key - (1 << (2 * pos)))
-        counts[face] += 1
-        lv = self.objective.leftover[face]
-        for fl in range(8):
-            if sub[fl] > _NEG:
-                v = sub[fl] + lv
-                if v > best[fl | FLAG_LEFT]:
-                    best[fl | FLAG_LEFT] = v
+        lv = leftover[_ORDER[pos]]
+        for fl, v in self.solve(key - (1 << (2 * pos))).items():
+            v += lv
+            fl |= FLAG_LEFT
+            if v > best.get(fl, _NEG):
+                best[fl] = v
         # ...or it is in one of the melds that can hold it.
-        for opt in self._options(counts, key, face):
-            sub_key = key - (opt.jokers << _JOKER_SHIFT)
-            for f in opt.faces:
-                counts[f] -= 1
-                sub_key -= 1 << (2 * _POS[f])
-            sub = self.solve(counts, sub_key)
-            for f in opt.faces:
-                counts[f] += 1
-            for fl in range(8):
-                if sub[fl] > _NEG:
-                    v = sub[fl] + opt.score
-                    nf = fl | opt.flags
-                    if v > best[nf]:
-                        best[nf] = v
-        self.memo[key] = best
+        ow, cw = self.objective.opening_weight, self.objective.card_weight
+        for delta, flags, value, size, _k, _l, _c in _options(key, self.jokers_per_meld):
+            score = ow * value + cw * size
+            for fl, v in self.solve(key - delta).items():
+                v += score
+                fl |= flags
+                if v > best.get(fl, _NEG):
+                    best[fl] = v
+        memo[key] = best
         return best
 
-    def _options(self, counts: list[int], key: int, face: int) -> Iterator[_Option]:
-        """Every meld (up to which cards it takes) that holds ``face``, the lowest card."""
-        jokers = min(key >> _JOKER_SHIFT, self.jokers_per_meld)
-        obj = self.objective
-        seen: set[tuple[tuple[int, ...], int]] = set()
-        suit, rank = divmod(face, 13)
-        rank += 1
-        # Sets: the other suits are all above this one in the walk.
-        others = [t * 13 + rank - 1 for t in range(suit + 1, 4) if counts[t * 13 + rank - 1]]
-        n = len(others)
-        for mask in range(1 << n):
-            chosen = [others[i] for i in range(n) if mask >> i & 1]
-            size = 1 + len(chosen)
-            for j in range(jokers + 1):
-                if 3 <= size + j <= 4:
-                    clean = j == 0
-                    value = rank_value(rank, 10) * size if clean else 0
-                    yield _Option(
-                        (face, *chosen),
-                        j,
-                        FLAG_SET if clean else 0,
-                        obj.opening_weight * value + obj.card_weight * (size + j),
-                        (face, *chosen, *([52] * j)),
-                        SET,
-                        rank,
-                    )
-        # Runs in which this card is the lowest natural, but for a low ace.
-        base = suit * 13
-        ace = base
-        ace_here = counts[ace] > (1 if face == ace else 0)
-
-        def available(p: int) -> bool:
-            if p in (1, 14):
-                return ace_here
-            return p > rank and counts[base + p - 1] > 0
-
-        if rank == 1:
-            # Nothing else of this suit is left: an ace runs only with jokers.
-            if jokers >= 2:
-                yield _Option((face,), 2, 0, obj.card_weight * 3, (face, 52, 52), RUN, 1)
-            return
-        lo = rank
-        forced_low = 0
-        while lo >= 1 and forced_low <= jokers:
-            forced = forced_low
-            hi = rank
-            avail: list[int] = []
-            while hi <= 14 and hi - lo < 13:
-                if hi > rank:
-                    if available(hi):
-                        avail.append(hi)
-                    else:
-                        forced += 1
-                        if forced > jokers:
-                            break
-                if hi - lo >= 2:
-                    low = [1] if lo == 1 and ace_here else []
-                    yield from self._run_options(
-                        face, base, lo, hi, rank, low + avail, jokers - forced, seen
-                    )
-                hi += 1
-            lo -= 1
-            if lo >= 1 and not (lo == 1 and ace_here):
-                forced_low += 1
-
-    def _run_options(
-        self,
-        face: int,
-        base: int,
-        lo: int,
-        hi: int,
-        rank: int,
-        candidates: list[int],
-        spare: int,
-        seen: set[tuple[tuple[int, ...], int]],
-    ) -> Iterator[_Option]:
-        # Any available card may still be left for another meld, a joker standing in.
-        for k in range(min(spare, len(candidates)) + 1):
-            for replaced in _combinations(candidates, k):
-                used = [p for p in candidates if p not in replaced]
-                faces = (face, *(base + (p - 1) % 13 for p in used))
-                njokers = (hi - lo + 1) - len(faces)
-                sig = (tuple(sorted(faces)), njokers)
-                if sig in seen:
-                    continue
-                seen.add(sig)
-                clean = njokers == 0
-                value = 0
-                if clean:
-                    value = sum(1 if p == 1 else rank_value(p, 10) for p in range(lo, hi + 1))
-                stands = {rank, *used}
-                cards = tuple(
-                    base + (p - 1) % 13 if p in stands else 52 for p in range(lo, hi + 1)
-                )
-                yield _Option(
-                    faces,
-                    njokers,
-                    FLAG_RUN if clean else 0,
-                    self.objective.opening_weight * value
-                    + self.objective.card_weight * (hi - lo + 1),
-                    cards,
-                    RUN,
-                    lo,
-                )
-
-    def reconstruct(self, counts: list[int], key: int, flags: int) -> Split:
+    def reconstruct(self, key: int, flags: int) -> Split:
         """The melds of a split that reaches the best score for ``flags``."""
         melds: list[Meld] = []
         left: list[Card] = []
-        target = self.solve(counts, key)[flags]
+        target = self.solve(key)[flags]
         score = target
-        counts = list(counts)
+        ow, cw = self.objective.opening_weight, self.objective.card_weight
         while key:
             faces = key & _FACE_MASK
             if not faces:
@@ -271,38 +260,29 @@ class _Search:
                 break
             pos = ((faces & -faces).bit_length() - 1) >> 1
             face = _ORDER[pos]
-            counts[face] -= 1
-            sub = self.solve(counts, key - (1 << (2 * pos)))
             lv = self.objective.leftover[face]
-            step = _find(sub, target - lv, flags, FLAG_LEFT)
+            step = _find(self.solve(key - (1 << (2 * pos))), target - lv, flags, FLAG_LEFT)
             if step is not None:
                 left.append(CARDS[face])
                 key -= 1 << (2 * pos)
                 target, flags = target - lv, step
                 continue
-            counts[face] += 1
-            for opt in self._options(counts, key, face):
-                sub_key = key - (opt.jokers << _JOKER_SHIFT)
-                for f in opt.faces:
-                    counts[f] -= 1
-                    sub_key -= 1 << (2 * _POS[f])
-                sub = self.solve(counts, sub_key)
-                step = _find(sub, target - opt.score, flags, opt.flags)
+            for delta, oflags, value, size, kind, lo, cards in _options(key, self.jokers_per_meld):
+                sc = ow * value + cw * size
+                step = _find(self.solve(key - delta), target - sc, flags, oflags)
                 if step is not None:
-                    melds.append(_meld_of(opt))
-                    key, target, flags = sub_key, target - opt.score, step
+                    melds.append(_meld_of(kind, lo, cards))
+                    key, target, flags = key - delta, target - sc, step
                     break
-                for f in opt.faces:
-                    counts[f] += 1
             else:  # pragma: no cover - the memo says a split exists
                 raise AssertionError("solver: no step reaches the memoised score")
         return Split(melds, sorted(left), score, _flags_of(melds, left))
 
 
-def _find(sub: list[int], value: int, want: int, adds: int) -> int | None:
+def _find(sub: dict[int, int], value: int, want: int, adds: int) -> int | None:
     """A flag combination of the rest that, with ``adds``, makes ``want`` at ``value``."""
-    for fl in range(8):
-        if sub[fl] == value and fl | adds == want:
+    for fl, v in sub.items():
+        if v == value and fl | adds == want:
             return fl
     return None
 
@@ -315,12 +295,13 @@ def _flags_of(melds: list[Meld], left: list[Card]) -> int:
     return flags
 
 
-def _meld_of(opt: _Option) -> Meld:
-    cards = tuple(CARDS[c] for c in opt.meld)
-    if opt.kind == SET:
+def _meld_of(kind: str, lo: int, meld: tuple[int, ...]) -> Meld:
+    cards = tuple(CARDS[c] for c in meld)
+    if kind == SET:
         nat = sorted(c for c in cards if c != JOKER)
-        return Meld(SET, (*nat, *([JOKER] * opt.jokers)), -1, opt.lo)
-    return Meld(RUN, cards, cards[0].suit if cards[0] != JOKER else opt.faces[0] // 13, opt.lo)
+        return Meld(SET, (*nat, *([JOKER] * (len(cards) - len(nat)))), -1, lo)
+    suit = next(c for c in cards if c != JOKER) // 13
+    return Meld(RUN, cards, suit, lo)
 
 
 def _combinations(items: list[int], k: int) -> Iterator[tuple[int, ...]]:
@@ -332,13 +313,11 @@ def _combinations(items: list[int], k: int) -> Iterator[tuple[int, ...]]:
             yield (x, *rest)
 
 
-def _pack(cards: Iterable[int]) -> tuple[list[int], int]:
-    counts = [0] * 53
+def _pack(cards: Iterable[int]) -> int:
     key = 0
     for c in cards:
-        counts[c] += 1
-        key += 1 << _JOKER_SHIFT if c == 52 else 1 << (2 * _POS[c])
-    return counts, key
+        key += 1 << _JOKER_SHIFT if c == 52 else _FACE_BIT[c]
+    return key
 
 
 # Searches are pure functions of (objective, jokers per meld, cards): the memo of each pair is
@@ -362,9 +341,8 @@ def _search(objective: Objective, jokers_per_meld: int) -> _Search:
     return s
 
 
-def _scores(cards: Sequence[int], objective: Objective, jokers_per_meld: int) -> list[int]:
-    counts, key = _pack(cards)
-    return _search(objective, jokers_per_meld).solve(counts, key)
+def _scores(cards: Sequence[int], objective: Objective, jokers_per_meld: int) -> dict[int, int]:
+    return _search(objective, jokers_per_meld).solve(_pack(cards))
 
 
 def best_split(
@@ -372,16 +350,15 @@ def best_split(
     jokers_per_meld: int = 1,
 ) -> Split | None:
     """The best-scoring split whose flags include ``need`` and exclude ``forbid``."""
-    counts, key = _pack(cards)
+    key = _pack(cards)
     search = _search(objective, jokers_per_meld)
-    scores = search.solve(counts, key)
     best_flags, best = -1, _NEG
-    for fl in range(8):
-        if fl & need == need and not fl & forbid and scores[fl] > best:
-            best_flags, best = fl, scores[fl]
+    for fl, v in search.solve(key).items():
+        if fl & need == need and not fl & forbid and v > best:
+            best_flags, best = fl, v
     if best_flags < 0:
         return None
-    return search.reconstruct(counts, key, best_flags)
+    return search.reconstruct(key, best_flags)
 
 
 _DEADWOOD = {v: Objective(tuple(-x for x in v)) for v in (PORTUGUESE_VALUES, MOROCCAN_VALUES)}
@@ -405,9 +382,9 @@ def deadwood(
     total = sum(values[c] for c in cards)
     scores = _scores(cards, _deadwood_objective(values), jokers_per_meld)
     best = -total
-    for fl in range(8):
-        if (not need_run or fl & FLAG_RUN) and scores[fl] > best:
-            best = scores[fl]
+    for fl, v in scores.items():
+        if (not need_run or fl & FLAG_RUN) and v > best:
+            best = v
     return -best
 
 
@@ -433,7 +410,7 @@ _COVER = Objective(tuple([0] * 53))
 def can_cover(cards: Sequence[int], need: int, *, jokers_per_meld: int = 1) -> bool:
     """True when every card fits in melds whose flags include ``need``."""
     scores = _scores(cards, _COVER, jokers_per_meld)
-    return any(scores[fl] > _NEG for fl in range(8) if fl & need == need and not fl & FLAG_LEFT)
+    return any(fl & need == need and not fl & FLAG_LEFT for fl in scores)
 
 
 def cover(cards: Sequence[int], need: int, *, jokers_per_meld: int = 1) -> Split | None:

@@ -208,7 +208,13 @@ class Table:
                 )
             ]
         else:
-            first = self.history(seat, after)
+            # A resumed stream that missed nothing opens with a heartbeat, so the watcher
+            # knows at once that it is connected again.
+            first = self.history(seat, after) or [
+                table_service_pb2.WatchResponse(
+                    heartbeat=table_service_pb2.Heartbeat(number=self.state.number)
+                )
+            ]
         watcher = Watcher(seat, asyncio.Queue(self.config.watcher_queue))
         self.watchers.add(watcher)
         try:
