@@ -159,7 +159,7 @@ class Bot {
     this.busy = false;
     this.stream = null;
     this.done = false;
-    this.stats = { actions: 0, refused: 0, aborted: 0, reconnects: 0 };
+    this.stats = { actions: 0, lays: 0, refused: 0, aborted: 0, reconnects: 0 };
   }
 
   log(...words) {
@@ -383,6 +383,7 @@ class Bot {
     }
     if (!steps || steps.length === 0) return v;
     const after = await this.send(v, { lay: { steps } });
+    if (after) this.stats.lays += 1;
     return after;
   }
 
@@ -436,7 +437,8 @@ class Bot {
     const totals = view.players.map((p) => p.total).join('/');
     console.log(
       `rami-js-bot: seat ${this.seat}: game over after ${view.results.length} rounds; ` +
-        `totals ${totals}; winners ${view.winners.join(',')}; actions ${this.stats.actions}, ` +
+        `totals ${totals}; winners ${view.winners.join(',')}; actions ${this.stats.actions} ` +
+        `(lays ${this.stats.lays}), ` +
         `refused ${this.stats.refused}, aborted ${this.stats.aborted}, ` +
         `reconnects ${this.stats.reconnects}`
     );

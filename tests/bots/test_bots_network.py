@@ -12,8 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import ROOT, ServerThread, Tables
+from bots_support import ROOT, Tables
 from rami.client.bot_cli import app, normalise_target
+from rami.server.testing import ServerThread
 from rami.v1 import lobby_service_pb2
 from typer.testing import CliRunner
 

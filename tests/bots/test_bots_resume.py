@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 
 import grpc
-from conftest import ROOT, ServerThread, Tables
+from bots_support import ROOT, Tables
 from rami.server.table import TableConfig
+from rami.server.testing import ServerThread
 from rami.v1 import lobby_service_pb2
 
 SLOW_BOTS = TableConfig(bot_delay=0.05, round_pause=0.0, away_delay=0.0, heartbeat=0.5)

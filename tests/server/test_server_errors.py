@@ -16,8 +16,8 @@ from typing import Any
 
 import grpc
 import pytest
-from conftest import ServerThread, Stubs
 from rami.server.table import TableConfig
+from rami.server.testing import ServerThread, Stubs
 from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2
 from server_support import (
     DOMAIN,

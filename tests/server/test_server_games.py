@@ -6,9 +6,9 @@ import asyncio
 import json
 
 import pytest
-from conftest import ServerThread, Stubs
 from rami.client.botkit import play, policy_decider
 from rami.engine.record import replay_record
+from rami.server.testing import ServerThread, Stubs
 from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2
 
 VARIANTS = {

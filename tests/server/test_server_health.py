@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from conftest import ServerThread, Stubs
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor_pool import DescriptorPool
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -13,6 +12,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
+from rami.server.testing import ServerThread, Stubs
 from rami.v1 import game_pb2, rules_service_pb2
 from server_support import DOMAIN, RPC_TIMEOUT, VARIANTS, cards, error_of
 

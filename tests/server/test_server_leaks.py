@@ -17,12 +17,12 @@ from typing import Any
 
 import grpc
 import pytest
-from conftest import ServerThread
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from rami.client.botkit import play, policy_decider
 from rami.engine import Phase
 from rami.server.tablestate import TableSpec, TableState
+from rami.server.testing import ServerThread
 from rami.v1 import (
     game_pb2,
     lobby_service_pb2,

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 import grpc
-from conftest import ServerThread
 from rami.server.table import TableConfig
+from rami.server.testing import ServerThread
 from rami.v1 import (
     game_pb2,
     lobby_service_pb2,

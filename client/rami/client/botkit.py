@@ -124,25 +124,29 @@ async def _play(
             stream = table.Watch(
                 table_service_pb2.WatchRequest(table_id=table_id, after=last), metadata=metadata
             )
-            async for msg in stream:
-                if not msg.HasField("update"):
-                    continue
-                view = msg.update.view
-                last = msg.update.number
-                result.seat = view.seat
-                if view.phase == game_pb2.PHASE_GAME_OVER:
-                    result.final = view
-                    return result
-                while _my_turn(view) and view.number > decided:
-                    decided = view.number
-                    after = await _act(table, table_id, metadata, view, decide, result)
-                    if after is None:
-                        break
-                    view = after
+            try:
+                async for msg in stream:
+                    if not msg.HasField("update"):
+                        continue
+                    view = msg.update.view
+                    last = msg.update.number
+                    result.seat = view.seat
+                    if view.phase == game_pb2.PHASE_GAME_OVER:
+                        result.final = view
+                        return result
+                    while _my_turn(view) and view.number > decided:
+                        decided = view.number
+                        after = await _act(table, table_id, metadata, view, decide, result)
+                        if after is None:
+                            break
+                        view = after
+            finally:
+                stream.cancel()  # a stream left behind would count against the seat's streams
         except grpc.aio.AioRpcError as e:
             if e.code() not in _RETRY or result.reconnects >= max_reconnects:
                 raise
             result.reconnects += 1
+            log.info("stream dropped (%s: %s); resuming after %s", e.code().name, e.details(), last)
             # Resume one update early: if the stream or a command failed on this seat's turn,
             # the view it was decided on comes again and is decided anew (a command that did
             # get through makes the retry stale: ABORTED, never a second move).
@@ -163,7 +167,8 @@ async def _act(
     """Decide and send one action; the view after it, or None when it is not ours to act on."""
     engine_view = view_from_proto(view)
     action = decide(engine_view)
-    for attempt in range(2):
+    attempt, waits = 0, 0
+    while attempt < 2:
         try:
             response = await table.Act(
                 action_to_request(table_id, view.number, action), metadata=metadata
@@ -171,10 +176,15 @@ async def _act(
         except grpc.aio.AioRpcError as e:
             if e.code() == grpc.StatusCode.ABORTED:
                 return None  # the game moved on: the stream brings the newer view
+            if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and waits < 50:
+                waits += 1  # too many commands: the same command, a little later
+                await asyncio.sleep(min(1.0, 0.05 * waits))
+                continue
             if e.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT):
                 result.refused.append(f"{action!r}: {e.details()}")
                 log.warning("refused %r: %s", action, e.details())
                 if attempt == 0:
+                    attempt = 1
                     action = _safe(engine_view)
                     continue
                 return None

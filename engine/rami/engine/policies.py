@@ -33,6 +33,7 @@ from .solver import (
     deadwood_split,
     portuguese_declaration,
 )
+from .variants import get_variant
 from .views import View
 
 __all__ = ["POLICIES", "Policy", "greedy", "random_policy", "strong"]
@@ -158,6 +159,7 @@ class _Weights:
     feed: float  # tallage: a discard that the next player, already opened, can lay
     joker: float  # discarding a joker
     meld_draw: bool  # take the discard whenever it melds (else: when it lowers the cost)
+    late: float = 0.0  # more weight on points per ten cards each player drew this round
 
 
 _WEIGHTS = {
@@ -210,6 +212,10 @@ class _Judge:
         self.values = hand_deadwood_values(v)
         self.jpm = int(v.options["jokers_per_meld"])
         self.objective = _counting(self.values)
+        variant = get_variant(v.variant)
+        dealt = v.players * variant.hand_size + variant.dealer_extra + 1
+        drawn = variant.deck_size - dealt - v.stock_size if not v.rebuilds else variant.deck_size
+        self.points = self.w.points + self.w.late * max(0, drawn) / (10 * v.players)
         self.unseen = _unseen(v)
         self.total = max(1, sum(self.unseen))
         opened = v.variant == "tallage" and v.opened[v.seat]
@@ -239,7 +245,7 @@ class _Judge:
             exposure = sum(self.values[c] for c in (split.left if has_run else hand))
         else:
             exposure = sum(self.values[c] for c in hand)
-        cost = penalty + len(loose) - self.w.outs * gain + self.w.points * exposure
+        cost = penalty + len(loose) - self.w.outs * gain + self.points * exposure
         return cost, gain
 
     def _penalty(self, split: Split) -> float:

@@ -7,6 +7,7 @@ machine-readable code (``NOT_YOUR_TURN``, ``OPENING_BELOW_BAR``...), ``domain`` 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -152,8 +153,11 @@ def streaming(
         self: Any, request: Req, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[Resp]:
         try:
-            async for item in method(self, request, context):
-                yield item
+            # aclosing: when the client goes away, the method's own clean-up runs now, not
+            # whenever the garbage collector finalizes the generator.
+            async with contextlib.aclosing(method(self, request, context)) as items:
+                async for item in items:
+                    yield item
         except (ServiceError, RuleError) as e:
             await context.abort_with_status(status_of(e))
         except Exception:

@@ -31,6 +31,15 @@ class LobbyConfig:
     turn_seconds: int = 0
     max_tables_per_client: int = 20
     finished_kept: int = 500
+    #: Commands (Act) per second one seat may send, and the burst it may save up.
+    commands_per_second: float = 20.0
+    command_burst: float = 40.0
+    #: Chat lines per second one seat may send, and the burst.
+    chat_per_second: float = 1.0
+    chat_burst: float = 5.0
+    #: Open watch streams per seat, and spectator streams per client address.
+    streams_per_seat: int = 4
+    spectator_streams_per_client: int = 64
 
 
 def new_table_id() -> str:

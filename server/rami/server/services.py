@@ -24,6 +24,7 @@ from rami.v1 import (
 from . import convert
 from .analysis import analyse
 from .errors import Invalid, PermissionDenied, Precondition, Unauthenticated, streaming, unary
+from .limits import RateLimiter, StreamCounter
 from .lobby import Lobby
 from .records import record_json
 from .sanitize import MAX_CHAT, MAX_NAME, clean_text
@@ -244,6 +245,13 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
 
     def __init__(self, lobby: Lobby) -> None:
         self.lobby = lobby
+        c = lobby.config
+        self.commands = RateLimiter(c.commands_per_second, c.command_burst, "commands")
+        self.chat = RateLimiter(c.chat_per_second, c.chat_burst, "chat lines")
+        self.seat_streams = StreamCounter(c.streams_per_seat, "watch streams per seat")
+        self.spectators = StreamCounter(
+            c.spectator_streams_per_client, "spectator streams per client"
+        )
 
     @unary
     async def Act(
@@ -251,6 +259,7 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
     ) -> table_service_pb2.ActResponse:
         table = self.lobby.get(request.table_id)
         seat = _seat(table, context, self.lobby)
+        self.commands.take(f"{table.table_id}:{seat}")
         action = convert.action_from_proto(request)
         if table.state.game is None:
             raise Precondition("NOT_STARTED", "the game has not started")
@@ -265,6 +274,7 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
     ) -> table_service_pb2.ChatResponse:
         table = self.lobby.get(request.table_id)
         seat = _seat(table, context, self.lobby)
+        self.chat.take(f"{table.table_id}:{seat}")
         text = clean_text(request.text, MAX_CHAT)
         if not text:
             raise Invalid("EMPTY_CHAT", "write something printable")
@@ -301,10 +311,18 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
         seat = _seat(table, context, self.lobby) if _token(context) else None
         after = request.after if request.HasField("after") else None
         table.check_after(after)  # before the seat comes back: a refused call changes nothing
-        if seat is not None:
-            _returns(table, seat)
-        async for msg in table.watch(seat, after):
-            yield msg
+        counter, key = (
+            (self.spectators, _client(context)) if seat is None
+            else (self.seat_streams, f"{table.table_id}:{seat}")
+        )
+        counter.open(key)
+        try:
+            if seat is not None:
+                _returns(table, seat)
+            async for msg in table.watch(seat, after):
+                yield msg
+        finally:
+            counter.close(key)
 
 
 def _returns(table: Table, seat: int) -> None:
