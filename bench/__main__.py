@@ -6,7 +6,7 @@ jokers. What is timed per hand is the work a bot does on it::
     deadwood(hand, MOROCCAN_VALUES, need_run=False)
     best_opening(hand)
 
-*cold*: ``solver._SEARCHES`` is cleared before each hand, so nothing is remembered from the
+*cold*: ``solver.clear_caches()`` runs before each hand, so nothing is remembered from the
 hands before it (the memo is still used within the hand, as it always is). *warm*: the corpus
 in order from a cleared memo, the memo kept between hands as it is during a game (up to its
 cap), so sub-hands met in earlier hands cost only a lookup. *next turn*: the memo is cleared,
@@ -100,23 +100,23 @@ def time_solver(hands: list[list[int]]) -> dict[str, list[float]]:
         for hand in hands:
             runs = []
             for _ in range(REPEATS):
-                solver._SEARCHES.clear()
+                solver.clear_caches()
                 runs.append(_time(lambda h=hand: bot_work(h)))
             cold.append(min(runs))
         for _ in range(REPEATS):
-            solver._SEARCHES.clear()
+            solver.clear_caches()
             for i, hand in enumerate(hands):
                 warm[i] = min(warm[i], _time(lambda h=hand: bot_work(h)))
         for before, after in pairs:
             runs = []
             for _ in range(REPEATS):
-                solver._SEARCHES.clear()
+                solver.clear_caches()
                 bot_work(before)
                 runs.append(_time(lambda h=after: bot_work(h)))
             turn.append(min(runs))
     finally:
         gc.enable()
-        solver._SEARCHES.clear()
+        solver.clear_caches()
     return {"cold": cold, "warm": warm, "next turn": turn}
 
 

@@ -3,10 +3,11 @@
 - ``random``: a legal play chosen at random, first the kind of play, then the play.
 - ``greedy``: takes a discard that makes a meld, lays all it can as soon as it can, discards
   its costliest card left out of melds.
-- ``strong``: the same eagerness to finish, open and lay, but it judges every draw and discard
-  by how near the resulting hand is to going out: the fewest cards the solver leaves out of
-  melds (with the clean melds going out needs), less the expected gain of the next draw from
-  the cards still unseen, plus a little of what the hand would pay if another player went out.
+- ``strong``: the same eagerness to finish, open and lay, but it judges its discards (and
+  some draws) by how near the resulting hand is to going out: the fewest cards the solver
+  leaves out of melds (with the clean melds going out needs), less the expected gain of the
+  next draw from the cards still unseen, plus a little of what the hand would pay if another
+  player went out.
 
 Every policy only returns actions from :func:`rami.engine.plays.legal_plays`, so it never
 plays an illegal move, and each finishes every game: the game's own caps end the rest.
@@ -33,7 +34,6 @@ from .solver import (
     deadwood_split,
     portuguese_declaration,
 )
-from .variants import get_variant
 from .views import View
 
 __all__ = ["POLICIES", "Policy", "greedy", "random_policy", "strong"]
@@ -141,8 +141,11 @@ def greedy(v: View, rng: random.Random) -> Action:
 #   how many copies are still unseen;
 # - plus a small weight on what the hand would pay if another player went out now.
 #
-# Draws and discards are chosen by that cost; lays and declarations are taken as soon as they
-# exist, as the greedy policy does (a finish first, then the opening, then the most cards).
+# Discards are chosen by that cost, and so are the draws of simple (the discard is taken when
+# the hand after it costs less than a stock draw is expected to leave); portuguese takes a
+# discard that melds, tallage one it can lay at once. Lays and declarations are taken as soon
+# as they exist, as the greedy policy does (a finish first, then the opening, the most cards).
+# The weights were set by measuring against greedy in the arena (docs/bots.md).
 
 _CARD = 1000  # one card left over, in the counting objective (a hand's points stay below it)
 _COUNTING: dict[tuple[int, ...], Objective] = {}
@@ -159,7 +162,6 @@ class _Weights:
     feed: float  # tallage: a discard that the next player, already opened, can lay
     joker: float  # discarding a joker
     meld_draw: bool  # take the discard whenever it melds (else: when it lowers the cost)
-    late: float = 0.0  # more weight on points per ten cards each player drew this round
 
 
 _WEIGHTS = {
@@ -212,10 +214,6 @@ class _Judge:
         self.values = hand_deadwood_values(v)
         self.jpm = int(v.options["jokers_per_meld"])
         self.objective = _counting(self.values)
-        variant = get_variant(v.variant)
-        dealt = v.players * variant.hand_size + variant.dealer_extra + 1
-        drawn = variant.deck_size - dealt - v.stock_size if not v.rebuilds else variant.deck_size
-        self.points = self.w.points + self.w.late * max(0, drawn) / (10 * v.players)
         self.unseen = _unseen(v)
         self.total = max(1, sum(self.unseen))
         opened = v.variant == "tallage" and v.opened[v.seat]
@@ -245,7 +243,7 @@ class _Judge:
             exposure = sum(self.values[c] for c in (split.left if has_run else hand))
         else:
             exposure = sum(self.values[c] for c in hand)
-        cost = penalty + len(loose) - self.w.outs * gain + self.points * exposure
+        cost = penalty + len(loose) - self.w.outs * gain + self.w.points * exposure
         return cost, gain
 
     def _penalty(self, split: Split) -> float:

@@ -36,6 +36,7 @@ __all__ = [
     "best_opening",
     "best_split",
     "can_cover",
+    "clear_caches",
     "deadwood",
     "finishes",
     "portuguese_declaration",
@@ -326,6 +327,12 @@ def _pack(cards: Iterable[int]) -> int:
 _SEARCHES: dict[tuple[Objective, int], _Search] = {}
 _MEMO_CAP = 100_000
 _SEARCH_CAP = 12
+
+
+def clear_caches() -> None:
+    """Forget every memo and meld-option cache (results do not change; only their cost)."""
+    _SEARCHES.clear()
+    _OPTIONS.clear()
 
 
 def _search(objective: Objective, jokers_per_meld: int) -> _Search:

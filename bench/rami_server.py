@@ -1,0 +1,54 @@
+"""The Rami server as the bench runs it: a process of its own, on 127.0.0.1, any free port.
+
+``rami.server.app.serve`` with the production code paths and two bench settings: built-in
+moves (bots, the next deal) happen at once, and the per-seat command rate limit is lifted,
+since the load bots play as fast as the server answers. Everything else (storage in a SQLite
+file in WAL mode, a stored entry before every acknowledgement, fan-out to every watcher) is
+what ``rami-server`` does::
+
+    python -m bench.rami_server --db /tmp/bench.db      # prints "port N" once listening
+
+The process stops when its standard input closes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from rami.server.app import serve
+from rami.server.lobby import LobbyConfig
+from rami.server.table import TableConfig
+
+__all__ = ["BENCH_LOBBY", "BENCH_TABLES"]
+
+BENCH_TABLES = TableConfig(bot_delay=0.0, round_pause=0.0, away_delay=0.0, heartbeat=15.0)
+BENCH_LOBBY = LobbyConfig(
+    max_tables_per_client=1_000_000,
+    commands_per_second=1e9,
+    command_burst=1e9,
+    streams_per_seat=8,
+    spectator_streams_per_client=100_000,
+)
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    server = await serve(
+        "127.0.0.1", args.port, args.db, lobby_config=BENCH_LOBBY, table_config=BENCH_TABLES
+    )
+    print(f"port {server.port}", flush=True)
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, sys.stdin.read)
+    await server.stop(0.5)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.rami_server")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--db", default=":memory:")
+    asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
