@@ -30,9 +30,12 @@ $(BUF): tools/package.json tools/package-lock.json
 	cd tools && npm ci --no-audit --no-fund --silent
 	touch $(BUF)
 
+# The contract: lint, format, and no breaking change against the last released contract
+# (proto/released/rami-v1.binpb, a buf image made with `buf build -o` at release).
 buf: $(BUF)
 	$(BUF) lint
 	$(BUF) format --diff --exit-code
+	$(BUF) breaking --against proto/released/rami-v1.binpb
 
 lint: install buf
 	$(VENV)/bin/ruff check .

@@ -47,7 +47,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.rami_server")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--db", default=":memory:")
-    asyncio.run(main_async(parser.parse_args()))
+    parser.add_argument("--profile", help="write a cProfile of the whole run to this file")
+    args = parser.parse_args()
+    if args.profile:
+        import cProfile
+
+        with cProfile.Profile() as profile:
+            asyncio.run(main_async(args))
+        profile.dump_stats(args.profile)
+    else:
+        asyncio.run(main_async(args))
 
 
 if __name__ == "__main__":

@@ -25,9 +25,9 @@ from rami.engine import POLICIES, Action, Discard, Draw, Phase, RuleError, view
 from rami.engine.serial import action_to_dict
 from rami.v1 import events_pb2, table_service_pb2
 
-from .errors import Aborted, Invalid, Unavailable
+from .errors import Aborted, Exhausted, Invalid, Unavailable
 from .storage import Storage
-from .tablestate import FINISHED, PLAYING, TableState
+from .tablestate import FINISHED, PLAYING, TableState, load_state
 
 __all__ = ["Table", "TableConfig", "safe_move"]
 
@@ -139,8 +139,6 @@ class Table:
         return self.submit(entry)
 
     def _rebuild(self) -> None:
-        from .tablestate import load_state
-
         stored = self.storage.load_table(self.table_id)
         if stored is not None:
             self.state = load_state(self.table_id, stored.spec, stored.entries)
@@ -170,9 +168,7 @@ class Table:
 
     def history(self, seat: int | None, after: int) -> list[table_service_pb2.WatchResponse]:
         """The updates after ``after`` as ``seat`` saw them, by replaying the table's log."""
-        from .tablestate import TableState as _State
-
-        replay = _State(self.table_id, self.state.spec)
+        replay = TableState(self.table_id, self.state.spec)
         connected = self.connected()
         out = []
         for i, entry in enumerate(self.entries, 1):
@@ -315,8 +311,6 @@ class Table:
 
 
 def _cut_off(watcher: Watcher, table: Table) -> Exception:
-    from .errors import Exhausted
-
     return Exhausted(
         "TOO_SLOW",
         f"this stream fell {table.config.watcher_queue} updates behind and was cut off; "

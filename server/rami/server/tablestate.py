@@ -19,14 +19,11 @@ from rami.engine.serial import action_from_dict
 from rami.v1 import events_pb2, game_pb2
 
 from . import convert
-from .errors import Invalid, NotFound, Precondition
+from .errors import Invalid, Precondition
 
 __all__ = ["Seat", "TableSpec", "TableState", "hash_token"]
 
 WAITING, PLAYING, FINISHED = "waiting", "playing", "finished"
-_STATUS = {
-    WAITING: game_pb2.PHASE_WAITING,
-}
 _KIND = {
     "empty": game_pb2.SEAT_KIND_EMPTY,
     "player": game_pb2.SEAT_KIND_PLAYER,
@@ -293,11 +290,3 @@ def load_state(table_id: str, spec: dict[str, Any], entries: list[dict[str, Any]
     for entry in entries:
         state.apply(entry)
     return state
-
-
-def require_table(tables: dict[str, Any], table_id: str) -> Any:
-    """The table of an id, or NOT_FOUND."""
-    table = tables.get(table_id)
-    if table is None:
-        raise NotFound("NO_SUCH_TABLE", f"no table {table_id!r}")
-    return table
