@@ -1,292 +1,231 @@
-"""``python -m bench``: time the solver per hand and self-play games per second, on one core.
+"""``python -m bench`` (``make bench``): how fast Rami is, against what bounds it, in one run.
 
-Solver: a fixed seeded corpus of 14-card hands dealt from the two-deck faces, with 0, 1 and 2
-jokers. What is timed per hand is the work a bot does on it::
+Six comparisons, each printed as (ours, reference, ratio) with its target, saved in
+``bench/results.json`` and written into ``docs/performance.md``:
 
-    deadwood(hand, MOROCCAN_VALUES, need_run=False)
-    best_opening(hand)
+1. commands through the whole server (64 remote bots at 16 tables of 4, unary Act; and the
+   Play stream) against a bare grpc.aio unary echo of the same concurrency: calls/s, and the
+   server process's CPU time per command against per echo call;
+2. updates delivered to 400 watchers (100 tables of 4) against a bare grpc.aio server-stream
+   broadcast to 400 subscribers;
+3. latency at the load of (1), a command's call to its table's last watcher, against the
+   echo's;
+4. decisions/s of random self-play per variant against OpenSpiel's and RLCard's gin rummy;
+5. the solver: RLCard's task (10-card best split) against RLCard, and our 14-card hands;
+6. the server's memory with 1,000 idle tables, and per connected watcher;
 
-*cold*: ``solver.clear_caches()`` runs before each hand, so nothing is remembered from the
-hands before it (the memo is still used within the hand, as it always is). *warm*: the corpus
-in order from a cleared memo, the memo kept between hands as it is during a game (up to its
-cap), so sub-hands met in earlier hands cost only a lookup. *next turn*: the memo is cleared,
-a hand is solved (untimed), then the hand that differs from it by one card (one drawn, one
-dropped) is timed: the case a bot meets from one turn to the next. Each figure per hand is the
-best of 3 runs from the same memo state, to drop scheduling noise. Garbage collection is off
-while timing (as in ``timeit``).
-
-Self-play: complete games of each variant between 4 ``greedy`` players and between 4
-``random`` players, default options, seeded; each case runs until ``--games`` games or
-``--seconds`` seconds, whichever comes first (at least one game).
+and how the command figures scale with 1, 10, 100 and 1,000 tables. Every server is a child
+process on 127.0.0.1; every loop is bounded by count and by time.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import platform
-import random
-import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rami.engine import POLICIES, Game, NextRound, Options, Phase, solver, view
-from rami.engine.cards import JOKER
-from rami.engine.solver import MOROCCAN_VALUES, best_opening, deadwood
+from . import engine, peers, report, server
 
 RESULTS = Path(__file__).with_name("results.json")
-CORPUS_SEED = 1_000_003
-#: Every time is the best of this many runs of the same thing from the same memo state: the
-#: minimum drops the scheduler's noise (other processes on the machine), not the solver's cost.
-REPEATS = 3
-TARGET_MEDIAN_MS = 0.5
-TARGET_P99_MS = 5.0
-VARIANTS = ("portuguese", "tallage", "simple")
-FACES = [c for c in range(52) for _ in range(2)]
+SECTIONS = ("commands", "delivery", "engine", "solver", "memory", "scaling")
 
 
-# -- the solver -------------------------------------------------------------------------------
+def _say(text: str) -> None:
+    print(text, flush=True)
 
 
-def corpus(jokers: int, size: int) -> list[list[int]]:
-    """``size`` seeded 14-card hands: 14 - ``jokers`` faces of the two decks, and the jokers."""
-    rng = random.Random(f"{CORPUS_SEED}/{jokers}")
-    return [sorted(rng.sample(FACES, 14 - jokers)) + [JOKER] * jokers for _ in range(size)]
-
-
-def next_turns(hands: list[list[int]]) -> list[tuple[list[int], list[int]]]:
-    """Each hand with its next turn's hand: one card drawn from the rest of the deck, one
-    non-joker card dropped."""
-    rng = random.Random(f"{CORPUS_SEED}/next")
-    pairs = []
-    for hand in hands:
-        rest = list(FACES)
-        for c in hand:
-            if c != JOKER:
-                rest.remove(c)
-        after = list(hand)
-        after.remove(rng.choice([c for c in hand if c != JOKER]))
-        after.append(rng.choice(rest))
-        pairs.append((hand, sorted(after)))
-    return pairs
-
-
-def bot_work(hand: Sequence[int]) -> None:
-    """What a bot asks the solver about one hand (the timed unit)."""
-    deadwood(hand, MOROCCAN_VALUES, need_run=False)
-    best_opening(hand)
-
-
-def _time(work: Callable[[], object]) -> float:
-    start = time.perf_counter_ns()
-    work()
-    return (time.perf_counter_ns() - start) / 1e6
-
-
-def time_solver(hands: list[list[int]]) -> dict[str, list[float]]:
-    """Milliseconds per hand: cold, warm and next turn, each the best of ``REPEATS`` runs."""
-    pairs = next_turns(hands)
-    cold, turn = [], []
-    warm: list[float] = [float("inf")] * len(hands)
-    gc.collect()
-    gc.disable()
-    try:
-        for hand in hands:
-            runs = []
-            for _ in range(REPEATS):
-                solver.clear_caches()
-                runs.append(_time(lambda h=hand: bot_work(h)))
-            cold.append(min(runs))
-        for _ in range(REPEATS):
-            solver.clear_caches()
-            for i, hand in enumerate(hands):
-                warm[i] = min(warm[i], _time(lambda h=hand: bot_work(h)))
-        for before, after in pairs:
-            runs = []
-            for _ in range(REPEATS):
-                solver.clear_caches()
-                bot_work(before)
-                runs.append(_time(lambda h=after: bot_work(h)))
-            turn.append(min(runs))
-    finally:
-        gc.enable()
-        solver.clear_caches()
-    return {"cold": cold, "warm": warm, "next turn": turn}
-
-
-def summary(ms: list[float]) -> dict[str, float]:
-    """Median, 99th percentile, mean and maximum, in milliseconds."""
-    ordered = sorted(ms)
-    p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+def run_engine(args: argparse.Namespace) -> dict[str, Any]:
+    _say("engine: random self-play, 2 players, ours and the peers")
+    ours = {}
+    for variant in engine.VARIANTS:
+        ours[variant] = engine.bench_self_play(
+            variant, games=args.games, seconds=args.engine_seconds
+        )
+        _say(f"  rami {variant:<11}{ours[variant]['decisions_per_s']:>10,.0f} decisions/s")
+    peer_figs = {
+        "openspiel": peers.openspiel_self_play(games=10 * args.games, seconds=args.engine_seconds),
+        "rlcard": peers.rlcard_self_play(games=10 * args.games, seconds=args.engine_seconds),
+    }
+    for name, fig in peer_figs.items():
+        rate = fig.get("decisions_per_s")
+        _say(f"  {name:<16}{rate:>10,.0f} decisions/s" if rate else f"  {name}: {fig}")
     return {
-        "median_ms": round(statistics.median(ordered), 4),
-        "p99_ms": round(p99, 4),
-        "mean_ms": round(statistics.fmean(ordered), 4),
-        "max_ms": round(ordered[-1], 4),
+        "players": 2,
+        "policy": "random",
+        "bound": {"games": args.games, "seconds": args.engine_seconds},
+        "self_play": ours,
+        "peers": peer_figs,
+        "peer_versions": peers.versions(),
     }
 
 
-def bench_solver(size: int) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def run_solver(args: argparse.Namespace) -> dict[str, Any]:
+    _say("solver: best split per hand, cold")
+    out: dict[str, Any] = {
+        "timed_ours": "deadwood_split(hand, values, need_run=False): the least-deadwood split",
+        "cold": "every solver cache cleared before each hand",
+        "repeats": f"each hand's time is the best of {engine.REPEATS} runs",
+        "corpus_seed": engine.CORPUS_SEED,
+    }
+    hands = engine.gin_corpus(args.hands)
+    ours_ms = engine.time_per_hand(
+        hands, engine.our_split(engine.GIN_VALUES), before=engine.clear_caches
+    )
+    task: dict[str, Any] = {"hands": len(hands), "ours": engine.summary(ours_ms)}
+    found = peers.rlcard_meld_search()
+    if isinstance(found, str):
+        task["rlcard"] = {"unavailable": found}
+    else:
+        to_cards, search, deadwood = found
+        decks = [to_cards(h) for h in hands]
+        task["rlcard"] = engine.summary(engine.time_per_hand(decks, search, before=None))
+        # Same task, same answers: the least deadwood must agree, but where Rami's rules find
+        # more (a Q-K-A run, which gin rummy does not allow).
+        agree = differ_qka = other = 0
+        for hand, cards in zip(hands, decks, strict=True):
+            ours = engine.our_split(engine.GIN_VALUES)(hand)
+            theirs = deadwood(cards, search(cards))
+            mine = sum(engine.GIN_VALUES[c] for c in ours.left)  # type: ignore[attr-defined]
+            if mine == theirs:
+                agree += 1
+            elif mine < theirs and _has_qka(hand):
+                differ_qka += 1
+            else:
+                other += 1
+        task["agreement"] = {"same": agree, "rami_lower_by_qka_run": differ_qka, "other": other}
+    out["rlcard_task"] = task
+    _say(f"  10-card, ours {task['ours']}\n  10-card, rlcard {task['rlcard']}")
+    out["ours_14"] = {}
     for jokers in (0, 1, 2):
-        times = time_solver(corpus(jokers, size))
-        out[f"{jokers}_jokers"] = {mode: summary(ms) for mode, ms in times.items()}
+        ms = engine.time_per_hand(
+            engine.corpus(jokers, args.hands), engine.OUR_14, before=engine.clear_caches
+        )
+        out["ours_14"][f"{jokers}_jokers"] = engine.summary(ms)
+        _say(f"  14-card, {jokers} jokers: {out['ours_14'][f'{jokers}_jokers']}")
     return out
 
 
-# -- self-play --------------------------------------------------------------------------------
+def _has_qka(hand: Sequence[int]) -> bool:
+    held = set(hand)
+    return any({s * 13, s * 13 + 11, s * 13 + 12} <= held for s in range(4))
 
 
-def play_one(variant: str, policy: str, seed: int) -> tuple[int, int]:
-    """One complete game between 4 ``policy`` players: (actions, rounds)."""
-    game, _ = Game.new(variant, Options(players=4), seed=seed)
-    rng = random.Random(seed)
-    bot = POLICIES[policy]
-    actions = 0
-    while game.phase != Phase.GAME_OVER:
-        if game.phase == Phase.ROUND_OVER:
-            game.apply(None, NextRound())
-            continue
-        seat = game.turn
-        game.apply(seat, bot(view(game, seat), rng))
-        actions += 1
-    return actions, game.round
-
-
-def bench_games(variant: str, policy: str, games: int, seconds: float) -> dict[str, Any]:
-    played = actions = rounds = 0
-    start = time.perf_counter()
-    while played < games and (played == 0 or time.perf_counter() - start < seconds):
-        a, r = play_one(variant, policy, seed=played)
-        played, actions, rounds = played + 1, actions + a, rounds + r
-    elapsed = time.perf_counter() - start
-    return {
-        "games": played,
-        "seconds": round(elapsed, 3),
-        "games_per_s": round(played / elapsed, 4),
-        "actions_per_s": round(actions / elapsed, 1),
-        "rounds_per_game": round(rounds / played, 2),
-        "actions_per_game": round(actions / played, 1),
-    }
-
-
-# -- reporting --------------------------------------------------------------------------------
-
-
-def _mark(ok: bool) -> str:
-    return "ok" if ok else "MISS"
-
-
-def print_solver(results: dict[str, Any], size: int) -> None:
-    print(f"\nSolver: ms per 14-card hand ({size} hands each), timed:")
-    print("  deadwood(hand, MOROCCAN_VALUES, need_run=False) + best_opening(hand)")
-    print(f"  targets (cold): median < {TARGET_MEDIAN_MS} ms, p99 < {TARGET_P99_MS} ms\n")
-    print(f"  {'jokers':<7}{'memo':<11}{'median':>9}{'p99':>9}{'mean':>9}{'max':>9}  target")
-    for key, modes in results.items():
-        for mode, s in modes.items():
-            target = ""
-            if mode == "cold":
-                med_ok = s["median_ms"] < TARGET_MEDIAN_MS
-                p99_ok = s["p99_ms"] < TARGET_P99_MS
-                target = f"median {_mark(med_ok)}, p99 {_mark(p99_ok)}"
-            print(
-                f"  {key[0]:<7}{mode:<11}{s['median_ms']:>9.3f}{s['p99_ms']:>9.3f}"
-                f"{s['mean_ms']:>9.3f}{s['max_ms']:>9.2f}  {target}"
-            )
-
-
-def print_games(results: dict[str, Any]) -> None:
-    print("\nSelf-play: complete games, 4 players, default options, one core\n")
-    print(
-        f"  {'variant':<12}{'players':<9}{'games':>6}{'seconds':>9}{'games/s':>10}"
-        f"{'actions/s':>11}{'rounds/game':>13}"
+def run_commands(args: argparse.Namespace) -> dict[str, Any]:
+    _say(f"commands: echo x{args.concurrency} vs {args.tables}x4 remote bots")
+    out = server.bench_commands(
+        concurrency=args.concurrency, tables=args.tables, seats=4, warmup=args.warmup,
+        seconds=args.seconds, stream=args.stream,
     )
-    for key, r in results.items():
-        variant, policy = key.split("/")
-        print(
-            f"  {variant:<12}{policy:<9}{r['games']:>6}{r['seconds']:>9.1f}"
-            f"{r['games_per_s']:>10.3f}{r['actions_per_s']:>11.0f}{r['rounds_per_game']:>13.1f}"
-        )
+    for k, v in out.items():
+        _say(f"  {k:<12}{v['calls_per_s']:>9,.0f} calls/s  {v['server_cpu_per_call_us']:>7} us "
+             f"CPU/call  p50 {v['latency_ms']['p50']} ms  p99 {v['latency_ms']['p99']} ms")
+    return out
 
 
-def save(figures: dict[str, Any]) -> None:
-    """Merge the figures into ``bench/results.json`` under ``engine``."""
-    data: dict[str, Any] = {}
-    if RESULTS.exists():
-        data = json.loads(RESULTS.read_text())
-    engine = data.setdefault("engine", {})
-    engine.update(figures)
-    RESULTS.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+def run_delivery(args: argparse.Namespace) -> dict[str, Any]:
+    _say("delivery: 100 tables x 4 watchers vs a broadcast to 400 subscribers")
+    out = server.bench_delivery(
+        tables=100, seats=4, warmup=args.warmup, seconds=args.seconds, stream=args.stream
+    )
+    for k, v in out.items():
+        _say(f"  {k:<12}{v['delivered_per_s']:>9,.0f} updates/s  "
+             f"{v['server_cpu_per_delivery_us']} us CPU/update")
+    return out
 
 
-def _one_core() -> str:
-    """Pin the process to one CPU where the OS allows it; say which."""
-    if hasattr(os, "sched_setaffinity"):
-        cpu = min(os.sched_getaffinity(0))
-        os.sched_setaffinity(0, {cpu})
-        return f"pinned to cpu {cpu}"
-    return "single-threaded (no affinity call on this OS)"
+def run_memory(args: argparse.Namespace) -> dict[str, Any]:
+    _say("memory: 1,000 idle tables, 1,000 watchers")
+    out = server.bench_memory(tables=1000, seats=4, watchers=1000)
+    _say(f"  {out}")
+    return out
+
+
+def run_scaling(args: argparse.Namespace) -> list[dict[str, Any]]:
+    counts = [1, 10, 100, 1000]
+    _say(f"scaling: {counts} tables of 4, at most 64 connections")
+    rows = server.bench_scaling(
+        counts, seats=4, connections=64, warmup=args.warmup, seconds=args.scale_seconds,
+        stream=args.stream,
+    )
+    for row in rows:
+        for mode in ("unary", "stream"):
+            f = row.get(mode)
+            if f:
+                _say(f"  {row['tables']:>5} tables {mode:<7}{f['calls_per_s']:>9,.0f} calls/s "
+                     f"{f['server_cpu_per_call_us']:>7} us CPU/call  p99 {f['latency_ms']['p99']}"
+                     f" ms  RSS {f['server_rss_mb']} MB")
+    return rows
+
+
+RUNNERS = {
+    "commands": run_commands,
+    "delivery": run_delivery,
+    "engine": run_engine,
+    "solver": run_solver,
+    "memory": run_memory,
+    "scaling": run_scaling,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
-    parser.add_argument("--hands", type=int, default=3000, help="hands per joker count")
+    parser.add_argument("--only", nargs="+", choices=SECTIONS, help="run these sections only")
+    parser.add_argument("--seconds", type=float, default=10.0, help="measured window per load")
+    parser.add_argument("--warmup", type=float, default=3.0, help="warm-up before each window")
+    parser.add_argument("--scale-seconds", type=float, default=6.0, help="window per scaling row")
+    parser.add_argument("--concurrency", type=int, default=64, help="echo callers")
+    parser.add_argument("--tables", type=int, default=16, help="tables of 4 bots in (1)")
+    parser.add_argument("--no-stream", dest="stream", action="store_false",
+                        help="leave out the Play stream loads")
     parser.add_argument("--games", type=int, default=50, help="most games per self-play case")
-    parser.add_argument(
-        "--seconds", type=float, default=20.0, help="most seconds per self-play case"
-    )
-    parser.add_argument("--no-save", action="store_true", help="don't write results.json")
+    parser.add_argument("--engine-seconds", type=float, default=10.0,
+                        help="most seconds per self-play case")
+    parser.add_argument("--hands", type=int, default=1000, help="hands per solver corpus")
+    parser.add_argument("--no-save", action="store_true",
+                        help="print only: leave results.json and docs/performance.md alone")
+    parser.add_argument("--json", type=Path, help="also write this run's figures here")
     args = parser.parse_args(argv)
 
-    core = _one_core()
+    sections = args.only or list(SECTIONS)
     started = time.perf_counter()
-    print(f"rami engine bench: python {platform.python_version()}, {core}")
-    solver_figures = bench_solver(args.hands)
-    print_solver(solver_figures, args.hands)
-    game_figures = {
-        f"{variant}/{policy}": bench_games(variant, policy, args.games, args.seconds)
-        for variant in VARIANTS
-        for policy in ("greedy", "random")
-    }
-    print_games(game_figures)
+    _say(f"rami bench: python {platform.python_version()}, {os.cpu_count()} CPUs, "
+         f"sections {', '.join(sections)}")
+    results: dict[str, Any] = {}
+    if RESULTS.exists() and args.only:
+        # A partial run keeps the other sections' last figures.
+        results = {k: v for k, v in json.loads(RESULTS.read_text()).items() if k in SECTIONS}
+    for name in sections:
+        t0 = time.perf_counter()
+        results[name] = RUNNERS[name](args)
+        _say(f"  ({name}: {time.perf_counter() - t0:.0f} s)")
     elapsed = time.perf_counter() - started
-    print(f"\nbench took {elapsed:.0f} s")
-    figures = {
-        "solver": {
-            "timed": "deadwood(hand, MOROCCAN_VALUES, need_run=False) + best_opening(hand)",
-            "hands_per_joker_count": args.hands,
-            "corpus_seed": CORPUS_SEED,
-            "targets_ms": {"median": TARGET_MEDIAN_MS, "p99": TARGET_P99_MS},
-            "cold": "memo cleared before each hand",
-            "warm": "memo kept between hands, corpus order from a cleared memo",
-            "next_turn": "memo holding only the previous hand; this hand is it, one card swapped",
-            "repeats": f"each hand's time is the best of {REPEATS} runs from the same memo state",
-            "per_hand": solver_figures,
-        },
-        "self_play": {
-            "players": 4,
-            "options": "defaults",
-            "bound": {"games": args.games, "seconds": args.seconds},
-            "cases": game_figures,
-        },
-        "meta": {
-            "python": platform.python_version(),
-            "machine": platform.machine(),
-            "platform": platform.platform(),
-            "core": core,
-            "when": datetime.now(UTC).isoformat(timespec="seconds"),
-            "seconds": round(elapsed, 1),
-        },
+    results["meta"] = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "seconds": round(elapsed, 1),
+        "sections": sections,
+        "argv": list(argv if argv is not None else sys.argv[1:]),
     }
+    rows = report.comparisons(results)
+    report.print_rows(rows)
+    _say(f"\nbench took {elapsed:.0f} s")
+    if args.json:
+        report.dump(results, rows, args.json)
     if not args.no_save:
-        save(figures)
-        print(f"figures merged into {RESULTS} under 'engine'")
+        report.dump(results, rows, RESULTS)
+        command = " ".join(["make bench" if not sys.argv[1:] else "python -m bench", *sys.argv[1:]])
+        report.write_doc(rows, results, command)
+        _say(f"figures written to {RESULTS} and {report.DOC}")
     return 0
 
 

@@ -20,15 +20,12 @@ by its own task, so a bot busy acting does not delay what it reads).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
-
 from rami.v1 import (
     game_pb2,
     lobby_service_pb2,
@@ -67,7 +64,7 @@ class LoadResult:
     delivered: int = 0
     #: Call latencies (echo: call to response; Rami: call to the last watcher), in ms.
     latencies_ms: list[float] = field(default_factory=list)
-    server_cpu: CpuTimes = CpuTimes(0.0, 0.0)
+    server_cpu: CpuTimes = field(default_factory=lambda: CpuTimes(0.0, 0.0))
     client_cpu: float = 0.0
     errors: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
@@ -271,16 +268,28 @@ class _Bot:
             self.stats.called[(self.table_id, response.number)] = t0
 
 
+class _StreamBot(_Bot):
+    """A remote seat on the Play stream: commands in, updates out, on one stream."""
+
+    async def play(self) -> None:
+        raise NotImplementedError("the Play stream is not in the contract yet")
+
+
 async def rami_load(
     target: str, pid: int, *, tables: int, seats: int, warmup: float, seconds: float,
+    connections: int | None = None, stream: bool = False,
     variant: int = game_pb2.VARIANT_TALLAGE,
 ) -> LoadResult:
-    """``tables`` tables of ``seats`` remote bots (one connection each) playing flat out."""
+    """``tables`` tables of ``seats`` remote bots playing flat out, each bot on a connection of
+    its own (or the bots spread over ``connections`` connections); with ``stream``, the bots
+    play on the Play stream instead of Watch and unary Act."""
     result, window = LoadResult(), _Window()
     stats = _RamiStats(window, seats, result)
     setup = _channel(target)
     lobby = lobby_service_pb2_grpc.LobbyServiceStub(setup)
-    channels = [_channel(target) for _ in range(tables * seats)]
+    pool = [_channel(target) for _ in range(connections or tables * seats)]
+    channels = [pool[i % len(pool)] for i in range(tables * seats)]
+    bot_class = _StreamBot if stream else _Bot
 
     async def table_group(bots: list[_Bot]) -> None:
         while True:
@@ -296,9 +305,9 @@ async def rami_load(
             stats.games += 1
 
     try:
-        await asyncio.gather(setup.channel_ready(), *(ch.channel_ready() for ch in channels))
+        await asyncio.gather(setup.channel_ready(), *(ch.channel_ready() for ch in pool))
         groups = [
-            [_Bot(ch, stats) for ch in channels[i * seats : (i + 1) * seats]]
+            [bot_class(ch, stats) for ch in channels[i * seats : (i + 1) * seats]]
             for i in range(tables)
         ]
         tasks = [asyncio.create_task(table_group(g)) for g in groups]
@@ -308,42 +317,9 @@ async def rami_load(
                 for t in list(bot.acts):
                     t.cancel()
     finally:
-        await asyncio.gather(setup.close(), *(ch.close() for ch in channels))
+        await asyncio.gather(setup.close(), *(ch.close() for ch in pool))
     result.latencies_ms = stats.latencies()
     result.extra["games_finished"] = stats.games
     if stats.sizes:
         result.extra["mean_update_bytes"] = round(sum(stats.sizes) / len(stats.sizes))
     return result
-
-
-async def open_watchers(
-    target: str, table_ids: list[str], per_table: int
-) -> tuple[list[grpc.aio.Channel], list[asyncio.Task[None]], Callable[[], Awaitable[None]]]:
-    """Spectator streams on every table (one connection each), open once their snapshot is
-    read; returns the channels, the reading tasks, and how to close them all."""
-    channels = [_channel(target) for _ in range(len(table_ids) * per_table)]
-    opened = asyncio.Semaphore(0)
-
-    async def watch(ch: grpc.aio.Channel, table_id: str) -> None:
-        stub = table_service_pb2_grpc.TableServiceStub(ch)
-        stream = stub.Watch(table_service_pb2.WatchRequest(table_id=table_id))
-        first = True
-        async for _ in stream:
-            if first:
-                opened.release()
-                first = False
-
-    tasks = [
-        asyncio.create_task(watch(ch, table_ids[i // per_table])) for i, ch in enumerate(channels)
-    ]
-    for _ in channels:
-        await asyncio.wait_for(opened.acquire(), 60)
-
-    async def close() -> None:
-        for t in tasks:
-            t.cancel()
-        with contextlib.suppress(Exception):
-            await asyncio.gather(*tasks, return_exceptions=True)
-        await asyncio.gather(*(ch.close() for ch in channels))
-
-    return channels, tasks, close

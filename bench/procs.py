@@ -28,13 +28,17 @@ class Child:
 
 
 @contextlib.contextmanager
-def child(module: str, *args: str, timeout: float = 60.0) -> Iterator[Child]:
-    """``python -m module args`` in a process of its own until the block ends."""
+def child(
+    module: str, *args: str, timeout: float = 60.0, env: dict[str, str] | None = None
+) -> Iterator[Child]:
+    """``python -m module args`` in a process of its own until the block ends (``env``: the
+    whole environment of the process, when given)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", module, *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        env=env,
     )
     try:
         assert proc.stdout is not None

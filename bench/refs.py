@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import AsyncIterator
 
 import grpc
 
@@ -41,7 +42,7 @@ class Broadcast:
         self.ready = asyncio.Event()
         self.produced = 0
 
-    async def subscribe(self, request: bytes, context: grpc.aio.ServicerContext):  # noqa: ANN201
+    async def subscribe(self, request: bytes, context: grpc.aio.ServicerContext):
         group = self.groups[int(request.decode()) % len(self.groups)]
         q: asyncio.Queue[bytes] = asyncio.Queue(self.queue)
         group.append(q)

@@ -459,3 +459,88 @@ def test_every_answer_matches_the_reference(case: tuple[list[int], int]) -> None
     got = None if opening is None else (opening.score, sum(len(m.cards) for m in opening.melds))
     assert got == want.opening
     assert set(finishes(hand, jokers_per_meld=jpm)) == want.finishes
+
+
+# -- the solver's shortcuts against its own full search ----------------------------------------
+
+
+def test_the_no_option_shortcut_agrees_with_building_the_options() -> None:
+    """``_any_option`` (bit tests) says a lowest card has melds exactly when the full option
+    builder finds some, on every face, jokers 0-2, and many random sub-hands around it."""
+    rng = random.Random(CORPUS_SEED)
+    checked = 0
+    for face in range(52):
+        pos = solver._POS[face]
+        for jokers in (0, 1, 2):
+            for _ in range(150):
+                # The face is the lowest card: only faces above it in the walk may be held.
+                above = [f for f in range(52) if solver._POS[f] > pos]
+                held = rng.sample(above, rng.randint(0, min(10, len(above))))
+                key = solver._pack([face, *held, *([JOKER] * jokers)])
+                faces = key & solver._FACE_MASK
+                present = (faces | faces >> 1) & solver._PRESENT & solver._RELEVANT[pos]
+                want = bool(solver._build_options(key, pos, jokers))
+                assert solver._any_option(present, pos, jokers) == want, (face, held, jokers)
+                checked += 1
+    assert checked == 52 * 3 * 150
+
+
+def test_cards_no_meld_can_hold_are_set_aside_exactly() -> None:
+    """``_prepare`` sets a card aside exactly when no meld of the hand can hold it (brute
+    force over every set and every run window)."""
+    rng = random.Random(CORPUS_SEED + 1)
+    for _ in range(3000):
+        jokers = rng.choice([0, 0, 1, 2])
+        jpm = rng.choice([1, 2])
+        faces = band_hand(rng) if rng.random() < 0.5 else rng.sample(range(52), 10)
+        hand = [c for c in faces if c != JOKER] + [JOKER] * jokers
+        key, alone = solver._prepare(hand, jpm)
+        assert key == solver._pack([c for c in hand if c not in alone])
+        for card in {c for c in hand if c != JOKER}:
+            others = [c for c in hand if c not in (card, JOKER)]
+            meldable = _a_meld_holds(card, others, min(jokers, jpm))
+            assert (card in alone) == (not meldable), (format_cards(hand), card, jpm)
+
+
+def _a_meld_holds(card: int, others: list[int], jokers: int) -> bool:
+    """Brute force: a set or a run of 3+ cards (up to ``jokers`` jokers) holding ``card``."""
+    rank, suit = card % 13 + 1, card // 13
+    suits = {c // 13 for c in others if c % 13 + 1 == rank and c // 13 != suit}
+    if len(suits) + 1 + jokers >= 3:
+        return True
+    ranks = {c % 13 + 1 for c in others if c // 13 == suit} | {rank}
+    ranks |= {14} if 1 in ranks else set()
+    mine = {rank, 14} if rank == 1 else {rank}
+    for lo in range(1, 13):
+        for hi in range(lo + 2, min(lo + 12, 14) + 1):
+            window = set(range(lo, hi + 1))
+            if window & mine and len(window - ranks) <= jokers:
+                return True
+    return False
+
+
+def test_the_clean_option_builder_matches_the_general_one() -> None:
+    """Without jokers, the direct builder gives the general builder's options, in its order
+    (the order decides which of equal splits is returned)."""
+    rng = random.Random(CORPUS_SEED + 2)
+    for face in range(52):
+        pos = solver._POS[face]
+        above = [f for f in range(52) if solver._POS[f] > pos]
+        for _ in range(200):
+            held = rng.sample(above, rng.randint(0, min(14, len(above))))
+            if rng.random() < 0.5:  # runs are rare among random cards: make some
+                run = [face // 13 * 13 + (face % 13 + i) % 13 for i in range(1, rng.randint(2, 13))]
+                held += [f for f in run if solver._POS[f] > pos]
+            key = solver._pack([face, *held])
+            assert solver._build_clean_options(key, pos) == solver._build_options(key, pos, 0)
+
+
+def test_the_opening_bound_bounds_every_opening(corpus: list[Case]) -> None:
+    """No opening the solver finds is worth more than ``opening_bound`` says."""
+    def check(c: Case) -> object:
+        found = best_opening(c.hand, jokers_per_meld=c.jpm)
+        if found is not None and found.score > solver.opening_bound(c.hand):
+            return (found.score, solver.opening_bound(c.hand))
+        return None
+
+    _check_all(corpus, check)

@@ -6,9 +6,17 @@ Everything here talks to a real server over 127.0.0.1 and bounds every call in t
 from __future__ import annotations
 
 import asyncio
+import os
 import random
-from collections.abc import Callable
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -28,6 +36,7 @@ __all__ = [
     "cards",
     "error_of",
     "md",
+    "rami_server",
     "stacked_deck",
     "without_presence",
 ]
@@ -41,6 +50,8 @@ VARIANTS = {
     "simple": game_pb2.VARIANT_SIMPLE,
 }
 _PLAYING = (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
+SERVER = Path(sys.executable).with_name("rami-server")
+LISTENING = "rami-server listening on "
 
 
 def md(token: str | None) -> tuple[tuple[str, str], ...]:
@@ -275,3 +286,59 @@ class Driver:
                 if max_actions is not None and done >= max_actions:
                     break
         return view
+
+
+# -- the real rami-server, as a process ---------------------------------------------------
+
+
+@contextmanager
+def rami_server(
+    db: Path,
+    log: Path,
+    *,
+    port: int = 0,
+    args: Sequence[str] = (),
+    log_level: str = "warning",
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``rami-server`` on 127.0.0.1 (``port`` 0: a free one), its log appended to ``log``;
+    always killed on the way out. Yields the process and its ``host:port``."""
+    with log.open("a") as err:
+        proc = subprocess.Popen(
+            [
+                str(SERVER),
+                "--port",
+                str(port),
+                "--db",
+                str(db),
+                "--allow-stacked-decks",
+                "--log-level",
+                log_level,
+                *args,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            start_new_session=True,
+        )
+    try:
+        assert proc.stdout is not None
+        line = ""
+        deadline = time.monotonic() + 20
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            while LISTENING not in line:
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    raise AssertionError(f"rami-server did not start: {log.read_text()}")
+                line = proc.stdout.readline()
+                if not line and proc.poll() is not None:
+                    raise AssertionError(f"rami-server exited: {log.read_text()}")
+        address = line.split(LISTENING, 1)[1].split()[0]
+        assert address.startswith("127.0.0.1:")
+        yield proc, address
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()

@@ -6,13 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import selectors
 import signal
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,57 +26,12 @@ from server_support import (
     SeatStream,
     error_of,
     md,
+    rami_server,
     stacked_deck,
     without_presence,
 )
 
 T = RPC_TIMEOUT
-SERVER = Path(sys.executable).with_name("rami-server")
-LISTENING = "rami-server listening on "
-
-
-@contextmanager
-def rami_server(db: Path, log: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """``rami-server`` on a free port of 127.0.0.1; always killed on the way out."""
-    with log.open("a") as err:
-        proc = subprocess.Popen(
-            [
-                str(SERVER),
-                "--port",
-                "0",
-                "--db",
-                str(db),
-                "--allow-stacked-decks",
-                "--log-level",
-                "warning",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-            start_new_session=True,
-        )
-    try:
-        assert proc.stdout is not None
-        line = ""
-        deadline = time.monotonic() + 20
-        with selectors.DefaultSelector() as sel:
-            sel.register(proc.stdout, selectors.EVENT_READ)
-            while LISTENING not in line:
-                left = deadline - time.monotonic()
-                if left <= 0 or not sel.select(left):
-                    raise AssertionError(f"rami-server did not start: {log.read_text()}")
-                line = proc.stdout.readline()
-                if not line and proc.poll() is not None:
-                    raise AssertionError(f"rami-server exited: {log.read_text()}")
-        address = line.split(LISTENING, 1)[1].split()[0]
-        assert address.startswith("127.0.0.1:")
-        yield proc, address
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-        if proc.stdout is not None:
-            proc.stdout.close()
 
 
 class Remote:

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import sys
 import time
+from pathlib import Path
 from typing import Annotated
 
 import grpc
@@ -77,17 +78,31 @@ def connect(
     timeout: Annotated[
         float | None, typer.Option(help="Give up after this many seconds.")
     ] = None,
+    tls: Annotated[bool, typer.Option("--tls", help="Speak TLS to the server.")] = False,
+    ca: Annotated[
+        Path | None,
+        typer.Option("--ca", help="PEM file of the CA to trust (implies --tls)."),
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every refusal.")] = False,
 ) -> None:
     """Play one seat of a table with an engine policy until the game is over."""
     if policy not in POLICIES:
         raise typer.BadParameter(f"choose one of {', '.join(POLICIES)}", param_hint="--policy")
+    credentials = None
+    if tls or ca is not None:
+        try:
+            root = ca.read_bytes() if ca is not None else None
+        except OSError as e:
+            typer.echo(f"rami-bot: can't read {ca}: {e.strerror}", err=True)
+            raise typer.Exit(2) from None
+        credentials = grpc.ssl_channel_credentials(root)
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
                         format="rami-bot: %(message)s")
     decide = policy_decider(policy, seed if seed is not None else f"{table}:{policy}")
     coro = play(
         normalise_target(target), table, decide,
         name=name or f"{policy.capitalize()} bot", seat=seat, token=token,
+        credentials=credentials,
     )
     try:
         result = asyncio.run(asyncio.wait_for(coro, timeout) if timeout else coro)

@@ -28,12 +28,18 @@ from rami.v1 import (
 
 from .convert import action_to_request, view_from_proto
 
-__all__ = ["BotResult", "Decide", "play", "policy_decider"]
+__all__ = ["CHANNEL_OPTIONS", "BotResult", "Decide", "play", "policy_decider"]
 
 log = logging.getLogger("rami.client.bot")
 
 Decide = Callable[[View], Action]
 TOKEN_METADATA = "rami-token"
+#: Come back quickly after a server restart: gRPC's default backoff grows to two minutes.
+CHANNEL_OPTIONS = [
+    ("grpc.initial_reconnect_backoff_ms", 250),
+    ("grpc.min_reconnect_backoff_ms", 250),
+    ("grpc.max_reconnect_backoff_ms", 2000),
+]
 _RETRY = {
     grpc.StatusCode.UNAVAILABLE,
     grpc.StatusCode.RESOURCE_EXHAUSTED,
@@ -87,10 +93,19 @@ async def play(
     token: str | None = None,
     channel: grpc.aio.Channel | None = None,
     max_reconnects: int = 20,
+    credentials: grpc.ChannelCredentials | None = None,
 ) -> BotResult:
-    """Play one game at ``table_id`` on the server at ``target`` until it is over."""
+    """Play one game at ``table_id`` on the server at ``target`` until it is over.
+
+    ``credentials`` (``grpc.ssl_channel_credentials(...)``) speak TLS to the server; without
+    them the channel is plaintext. A ``channel`` given is used as it is."""
     own = channel is None
-    ch = channel or grpc.aio.insecure_channel(target)
+    if channel is not None:
+        ch = channel
+    elif credentials is not None:
+        ch = grpc.aio.secure_channel(target, credentials, options=CHANNEL_OPTIONS)
+    else:
+        ch = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
     try:
         return await _play(ch, table_id, decide, name, seat, token, max_reconnects)
     finally:

@@ -131,7 +131,10 @@ def connect(
     name: Annotated[str, typer.Option(help="Your name at the tables.")] = "",
     tls: Annotated[bool, typer.Option(help="Speak TLS to the server.")] = False,
     ca_cert: Annotated[
-        Path | None, typer.Option(help="PEM file of the certificate authority to trust (TLS).")
+        Path | None,
+        typer.Option(
+            "--ca", "--ca-cert", help="PEM file of the CA to trust (implies --tls)."
+        ),
     ] = None,
     ascii_only: Annotated[
         bool, typer.Option("--ascii", help="Write cards as 10h, Qs (no suit symbols).")

@@ -25,6 +25,8 @@ from .solver import (
     best_opening,
     best_split,
     finishes,
+    last_cards,
+    opening_bound,
     portuguese_declaration,
 )
 from .views import View
@@ -55,6 +57,8 @@ def _lay_of(split: Split) -> Lay:
 
 def opening(v: View, hand: list[Card], must: Card | None = None) -> Lay | None:
     """The best tallage opening from ``hand`` that beats the bar (and lays ``must``)."""
+    if opening_bound(hand) < max(int(v.options["opening"]), v.bar + 1):
+        return None  # no split of this hand is worth enough
     if must is None:
         split = best_opening(hand, jokers_per_meld=_jpm(v))
     else:
@@ -199,7 +203,7 @@ def declarations(v: View) -> list[Declare]:
     if v.hand is None:
         return []
     out = []
-    for card in sorted(set(v.hand)):
+    for card in last_cards(v.hand, FLAG_RUN, jokers_per_meld=_jpm(v)):
         rest = list(v.hand)
         rest.remove(card)
         if portuguese_declaration(rest, jokers_per_meld=_jpm(v)) is not None:

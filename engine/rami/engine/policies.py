@@ -32,6 +32,7 @@ from .solver import (
     best_split,
     deadwood,
     deadwood_split,
+    last_cards,
     portuguese_declaration,
 )
 from .views import View
@@ -72,7 +73,7 @@ def _deadwood(v: View, hand: list[Card]) -> int:
 def _best_declare(v: View) -> Declare | None:
     assert v.hand is not None
     best: tuple[int, Declare] | None = None
-    for card in sorted(set(v.hand)):
+    for card in last_cards(v.hand, FLAG_RUN, jokers_per_meld=int(v.options["jokers_per_meld"])):
         rest = list(v.hand)
         rest.remove(card)
         found = portuguese_declaration(rest, jokers_per_meld=int(v.options["jokers_per_meld"]))

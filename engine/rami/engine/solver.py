@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import reduce
+from operator import or_
 
 from .cards import CARDS, JOKER, Card
 from .melds import RUN, SET, Meld, card_value, rank_value
@@ -39,6 +41,8 @@ __all__ = [
     "clear_caches",
     "deadwood",
     "finishes",
+    "last_cards",
+    "opening_bound",
     "portuguese_declaration",
     "runs_only_multiplier",
 ]
@@ -100,20 +104,122 @@ _Opt = tuple[int, int, int, int, str, int, tuple[int, ...]]
 _OPTIONS: dict[int, tuple[_Opt, ...]] = {}
 _OPTIONS_CAP = 200_000
 _FACE_BIT: tuple[int, ...] = tuple(1 << (2 * _POS[f]) for f in range(52))
+# The low bit of every position: ``(faces | faces >> 1) & _PRESENT`` marks the faces held.
+_PRESENT = sum(1 << (2 * p) for p in range(52))
+
+
+def _relevant(pos: int) -> int:
+    """The positions whose presence decides the options of the card at ``pos`` when it is the
+    lowest of a hand: itself and the rest of its suit above it (the ace included, walked
+    last), and its rank in the suits above."""
+    face = _ORDER[pos]
+    suit, rank0 = divmod(face, 13)
+    mask = sum(1 << (2 * p) for p in range(pos, 13 * suit + 13))
+    return mask | sum(_FACE_BIT[t * 13 + rank0] for t in range(suit + 1, 4))
+
+
+_RELEVANT: tuple[int, ...] = tuple(_relevant(p) for p in range(52))
+#: The positions of the same rank in the suits above, per position.
+_SAME_ABOVE: tuple[int, ...] = tuple(
+    sum(_FACE_BIT[t * 13 + _ORDER[p] % 13] for t in range(_ORDER[p] // 13 + 1, 4))
+    for p in range(52)
+)
+
+
+def _any_option(present: int, pos: int, jokers: int) -> bool:
+    """Whether any meld can hold the lowest card (at ``pos``), from which faces are
+    ``present``: most sub-hands met once a joker is spent have none, and this says so with a
+    few bit tests instead of building the (empty) list."""
+    if (present & _SAME_ABOVE[pos]).bit_count() + jokers >= 2:
+        return True  # a set
+    rank = _ORDER[pos] % 13 + 1
+    if rank == 1:
+        return jokers >= 2  # an ace walked last runs only with two jokers
+    if jokers >= 2:
+        return True  # the card and two jokers
+    # The next two ranks up (the king's next is the ace), and the ace for A-2-3.
+    up1 = present >> (2 * pos + 2) & 1
+    up2 = present >> (2 * pos + 4) & 1 if rank <= 12 else 0
+    ace = present >> (2 * (pos - rank + 14)) & 1
+    if jokers == 0:
+        return bool(up1 and up2) or (rank == 2 and bool(ace and up1))
+    return bool(up1 or up2) or (rank <= 3 and bool(ace))
 
 
 def _options(key: int, jokers_per_meld: int) -> tuple[_Opt, ...]:
     """Every meld (up to which cards it takes) that holds the lowest card of ``key``."""
-    cache_key = key << 2 | jokers_per_meld
+    faces = key & _FACE_MASK
+    pos = ((faces & -faces).bit_length() - 1) >> 1
+    jokers = min(key >> _JOKER_SHIFT, jokers_per_meld)
+    # The options depend only on which of the relevant faces are held (not how many, nor
+    # anything else of the hand) and on the jokers one meld may use: sub-hands that differ
+    # elsewhere share them.
+    present = (faces | faces >> 1) & _PRESENT & _RELEVANT[pos]
+    cache_key = present << 2 | jokers
     hit = _OPTIONS.get(cache_key)
     if hit is not None:
         return hit
     if len(_OPTIONS) > _OPTIONS_CAP:
         _OPTIONS.clear()
-    faces = key & _FACE_MASK
-    pos = ((faces & -faces).bit_length() - 1) >> 1
+    if not _any_option(present, pos, jokers):
+        _OPTIONS[cache_key] = ()
+        return ()
+    build = _build_options if jokers else _build_clean_options
+    _OPTIONS[cache_key] = result = build(key, pos, jokers)
+    return result
+
+
+#: The opening value of the clean run ``lo..hi`` is ``_RUN_VALUE[hi] - _RUN_VALUE[lo - 1]``
+#: (the ace low counts 1, high 10).
+_RUN_VALUE: tuple[int, ...] = tuple(
+    sum(1 if p == 1 else rank_value(p, 10) for p in range(1, hi + 1)) for hi in range(15)
+)
+
+
+def _build_clean_options(key: int, pos: int, jokers: int = 0) -> tuple[_Opt, ...]:
+    """:func:`_build_options` without jokers, the same options in the same order, found
+    directly: the sets of the rank in the suits above, then the runs up from the card (and
+    from a low ace) as far as the suit holds every next rank."""
     face = _ORDER[pos]
-    jokers = min(key >> _JOKER_SHIFT, jokers_per_meld)
+    suit, rank0 = divmod(face, 13)
+    rank = rank0 + 1
+    out: list[_Opt] = []
+    others = [t * 13 + rank0 for t in range(suit + 1, 4) if key >> (2 * _POS[t * 13 + rank0]) & 3]
+    if len(others) >= 2:
+        unit = rank_value(rank, 10)
+        n = len(others)
+        for mask in range(3, 1 << n):
+            chosen = [others[i] for i in range(n) if mask >> i & 1]
+            if len(chosen) >= 2:
+                delta = _FACE_BIT[face] + sum(_FACE_BIT[f] for f in chosen)
+                size = 1 + len(chosen)
+                out.append((delta, FLAG_SET, unit * size, size, SET, rank, (face, *chosen)))
+    if rank == 1:
+        return tuple(out)
+    base = suit * 13
+    ace_here = bool(key >> (2 * _POS[base]) & 3)
+    # The ranks held above this card, in a row: rank + 1, rank + 2, ... (14: the ace high).
+    top = rank
+    while top < 14 and (
+        ace_here if top == 13 else bool(key >> (2 * _POS[base + top]) & 3)
+    ):
+        top += 1
+    for lo in (rank, 1) if rank == 2 and ace_here else (rank,):
+        delta = _FACE_BIT[base] if lo == 1 else 0
+        for p in range(rank, min(top, lo + 12) + 1):
+            delta += _FACE_BIT[base + (p - 1) % 13]
+            # A..K holds the same cards as 2..A, found first.
+            if p - lo >= 2 and not (lo == 1 and p == 13 and top == 14):
+                out.append((
+                    delta, FLAG_RUN, _RUN_VALUE[p] - _RUN_VALUE[lo - 1], p - lo + 1, RUN, lo,
+                    tuple(base + (q - 1) % 13 for q in range(lo, p + 1)),
+                ))
+    return tuple(out)
+
+
+def _build_options(key: int, pos: int, jokers: int) -> tuple[_Opt, ...]:
+    """The options of the card at ``pos``, the lowest of ``key``, with ``jokers`` usable."""
+    face = _ORDER[pos]
     out: list[_Opt] = []
     seen: set[int] = set()
     suit, rank0 = divmod(face, 13)
@@ -143,8 +249,7 @@ def _options(key: int, jokers_per_meld: int) -> tuple[_Opt, ...]:
         # Nothing else of this suit is left: an ace runs only with jokers.
         if jokers >= 2:
             out.append((_FACE_BIT[face] + (2 << _JOKER_SHIFT), 0, 0, 3, RUN, 1, (face, 52, 52)))
-        _OPTIONS[cache_key] = result = tuple(out)
-        return result
+        return tuple(out)
     # Runs in which this card is the lowest natural, but for a low ace (walked last).
     held = [key >> (2 * _POS[base + r]) & 3 for r in range(13)]  # this suit, by rank - 1
     ace_here = held[0] > 0
@@ -171,8 +276,7 @@ def _options(key: int, jokers_per_meld: int) -> tuple[_Opt, ...]:
         lo -= 1
         if lo >= 1 and not (lo == 1 and ace_here):
             forced_low += 1
-    _OPTIONS[cache_key] = result = tuple(out)
-    return result
+    return tuple(out)
 
 
 def _run_options(
@@ -321,6 +425,49 @@ def _pack(cards: Iterable[int]) -> int:
     return key
 
 
+# For ``_prepare``: each card's bit in the packed key (the joker's counts jokers), and in a
+# mask of 14 bits per suit (bit 0 the ace, 1..12 the 2..K, 13 the ace again above the king).
+_KEY_BIT: tuple[int, ...] = (*_FACE_BIT, 1 << _JOKER_SHIFT)
+_BIT14: tuple[int, ...] = (*(1 << (14 * (f // 13) + f % 13) for f in range(52)), 0)
+_ACE_LOW = sum(1 << (14 * s) for s in range(4))
+_RUN_STARTS = sum(1 << (14 * s + r) for s in range(4) for r in range(12))
+_EVERY_SUIT = sum(1 << (14 * s) for s in range(4))
+
+
+def _prepare(cards: Sequence[int], jokers_per_meld: int) -> tuple[int, list[int]]:
+    """The packed key of the cards that some meld of this hand could hold, and the cards that
+    no meld can hold (left over in every split, so the search need not walk them).
+
+    A card can be in a meld when three cards of its meld could be there: with ``j`` jokers
+    usable in one meld, a run needs ``3 - j`` of the 3 ranks of a window holding the card (any
+    run holding it has such a window), a set ``3 - j`` suits of its rank. Both are bit tests
+    on the mask of 14 bits per suit, all suits at once (this runs before every search, so it
+    avoids a loop per card or per suit).
+    """
+    held = reduce(or_, map(_BIT14.__getitem__, cards), 0)
+    jokers = cards.count(52)
+    j = min(jokers, jokers_per_meld)
+    if j >= 2:  # a card and two jokers make a meld
+        return sum(map(_KEY_BIT.__getitem__, cards)), []
+    a, b, c, d = held & 0x1FFF, held >> 14 & 0x1FFF, held >> 28 & 0x1FFF, held >> 42
+    if j == 0:
+        sets = (a & b & c) | (a & b & d) | (a & c & d) | (b & c & d)
+    else:
+        sets = (a & b) | (a & c) | (a & d) | (b & c) | (b & d) | (c & d)
+    x = held | (held & _ACE_LOW) << 13
+    y, z = x >> 1, x >> 2
+    w = (x & y & z if j == 0 else (x & y) | (x & z) | (y & z)) & _RUN_STARTS  # 3-rank windows
+    run = (w | w << 1 | w << 2) & x
+    meldable = (run | (run >> 13) & _ACE_LOW | sets * _EVERY_SUIT) & held
+    if not meldable and not jokers:
+        return 0, list(cards)
+    key = sum(map(_KEY_BIT.__getitem__, cards))
+    if meldable == held:
+        return key, []
+    alone = [card for card in cards if not meldable & _BIT14[card] and card != 52]
+    return key - sum(map(_KEY_BIT.__getitem__, alone)), alone
+
+
 # Searches are pure functions of (objective, jokers per meld, cards): the memo of each pair is
 # kept between calls, since a player's successive hands share most of their sub-hands. It is
 # dropped whole when it grows past the cap, which keeps memory bounded and results unchanged.
@@ -349,7 +496,18 @@ def _search(objective: Objective, jokers_per_meld: int) -> _Search:
 
 
 def _scores(cards: Sequence[int], objective: Objective, jokers_per_meld: int) -> dict[int, int]:
-    return _search(objective, jokers_per_meld).solve(_pack(cards))
+    key, alone = _prepare(cards, jokers_per_meld)
+    scores = _search(objective, jokers_per_meld).solve(key)
+    if not alone:
+        return scores
+    lv = sum(objective.leftover[c] for c in alone)
+    out: dict[int, int] = {}
+    for fl, v in scores.items():
+        fl |= FLAG_LEFT
+        v += lv
+        if v > out.get(fl, _NEG):
+            out[fl] = v
+    return out
 
 
 def best_split(
@@ -357,15 +515,29 @@ def best_split(
     jokers_per_meld: int = 1,
 ) -> Split | None:
     """The best-scoring split whose flags include ``need`` and exclude ``forbid``."""
-    key = _pack(cards)
+    key, alone = _prepare(cards, jokers_per_meld)
+    # The cards no meld can hold are left over in every split: they add their value and
+    # FLAG_LEFT to what the search finds for the others.
+    extra = FLAG_LEFT if alone else 0
+    lv = sum(objective.leftover[c] for c in alone) if alone else 0
+    if not key:  # nothing to search: every card is left over
+        if extra & need != need or extra & forbid:
+            return None
+        return Split([], sorted(CARDS[c] for c in alone), lv, extra)
     search = _search(objective, jokers_per_meld)
     best_flags, best = -1, _NEG
     for fl, v in search.solve(key).items():
-        if fl & need == need and not fl & forbid and v > best:
-            best_flags, best = fl, v
+        total = fl | extra
+        if total & need == need and not total & forbid and v + lv > best:
+            best_flags, best = fl, v + lv
     if best_flags < 0:
         return None
-    return search.reconstruct(key, best_flags)
+    split = search.reconstruct(key, best_flags)
+    if alone:
+        split.left = sorted([*split.left, *(CARDS[c] for c in alone)])
+        split.score += lv
+        split.flags |= FLAG_LEFT
+    return split
 
 
 _DEADWOOD = {v: Objective(tuple(-x for x in v)) for v in (PORTUGUESE_VALUES, MOROCCAN_VALUES)}
@@ -467,6 +639,19 @@ def portuguese_declaration(
 
 
 _OPENING = Objective(tuple([0] * 53), opening_weight=64, card_weight=1)
+#: The most a card adds to an opening's value (an ace: 10 high, 1 low; a joker: nothing).
+_OPENING_MOST: tuple[int, ...] = (*(rank_value(f % 13 + 1, 10) for f in range(52)), 0)
+
+
+def opening_bound(cards: Sequence[int]) -> int:
+    """An upper bound of the opening value of any split of ``cards``: what the cards that some
+    clean meld could hold are worth (melds with a joker count nothing), found without a
+    search. Below the bar, no opening needs looking for."""
+    faces = [c for c in cards if c != JOKER]
+    _, alone = _prepare(faces, 0)
+    return sum(map(_OPENING_MOST.__getitem__, faces)) - sum(
+        map(_OPENING_MOST.__getitem__, alone)
+    )
 
 
 def best_opening(cards: Sequence[int], *, jokers_per_meld: int = 1) -> Split | None:
@@ -487,8 +672,7 @@ def finishes(
     """Every whole-hand finish: for each card that can be the last discard, a split that lays
     all the others in melds holding the flags in ``need`` (a clean set and a clean run)."""
     out: dict[Card, Split] = {}
-    distinct = sorted(set(cards))
-    for c in distinct:
+    for c in last_cards(cards, need, jokers_per_meld=jokers_per_meld):
         rest = list(cards)
         rest.remove(c)
         if not rest:
@@ -497,3 +681,27 @@ def finishes(
         if split is not None:
             out[CARDS[c]] = split
     return out
+
+
+_COUNT = Objective(tuple([-1] * 53))
+
+
+def last_cards(cards: Sequence[int], need: int, *, jokers_per_meld: int = 1) -> list[int]:
+    """The distinct cards that may be the one left when all the others are laid in melds whose
+    flags include ``need`` (a whole-hand finish, a portuguese declaration): every card that is,
+    and maybe a few that are not; none when no split leaves a single card.
+
+    A card no meld can hold must be that one card, so two of them rule out every finish; and
+    one search for the fewest cards left (with ``need``) rules out the rest of most hands.
+    """
+    _, alone = _prepare(cards, jokers_per_meld)
+    if len(alone) > 1:
+        return []
+    if alone:
+        return alone
+    fewest = max(
+        (v for fl, v in _scores(cards, _COUNT, jokers_per_meld).items()
+         if fl & (need | FLAG_LEFT) == need | FLAG_LEFT),
+        default=_NEG,
+    )
+    return sorted(set(cards)) if fewest == -1 else []

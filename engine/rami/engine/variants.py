@@ -7,7 +7,7 @@ written once and reads these fields.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from .errors import MalformedAction
@@ -165,7 +165,8 @@ class Options:
 
     def to_dict(self) -> dict[str, Any]:
         """Every option by name."""
-        return asdict(self)
+        # Every value is an int, bool or str: a flat copy is what asdict's deep one would be.
+        return {name: getattr(self, name) for name in _OPTION_NAMES}
 
     def with_(self, **changes: Any) -> Options:
         """A copy with some options changed (and checked)."""
@@ -176,3 +177,6 @@ class Options:
         if variant.game_end == "target":
             return (*variant.values[:52], self.joker_penalty)
         return variant.values
+
+
+_OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Options))

@@ -20,6 +20,7 @@ from rami.v1 import (
     table_service_pb2_grpc,
 )
 
+from .errors import DecodeGuard
 from .lobby import Lobby, LobbyConfig
 from .services import LobbyService, RulesService, TableService
 from .storage import SqliteStorage
@@ -83,6 +84,7 @@ async def serve(
     lobby = Lobby(storage, lobby_config or LobbyConfig(), table_config or TableConfig())
     restored = lobby.restore()
     server = grpc.aio.server(
+        interceptors=[DecodeGuard()],
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE),
             ("grpc.keepalive_time_ms", 30_000),

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import logging
+import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
 from google.protobuf import any_pb2
+from google.protobuf.message import DecodeError
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
@@ -22,6 +25,7 @@ from rami.engine import IllegalAction, MalformedAction, RuleError
 
 __all__ = [
     "Aborted",
+    "DecodeGuard",
     "Exhausted",
     "Invalid",
     "NotFound",
@@ -29,12 +33,15 @@ __all__ = [
     "Precondition",
     "ServiceError",
     "Unauthenticated",
+    "log_unexpected",
     "status_of",
-    "unary",
     "streaming",
+    "unary",
 ]
 
 DOMAIN = "rami.v1"
+#: The longest message of a refusal, in characters.
+MAX_ERROR_MESSAGE = 300
 log = logging.getLogger("rami.server")
 
 
@@ -112,12 +119,23 @@ def status_of(error: Exception) -> grpc.Status:
         )
     else:
         code, reason, message, metadata = grpc.StatusCode.INTERNAL, "INTERNAL", "internal error", {}
+    if len(message) > MAX_ERROR_MESSAGE:
+        # A message may quote what the client sent (a table id, a policy): never at length, or
+        # the trailers outgrow what a client accepts (8 KiB) and the refusal is lost.
+        message = message[: MAX_ERROR_MESSAGE - 1] + "…"
     info = error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN, metadata=metadata)
     detail = any_pb2.Any()
     detail.Pack(info)
     status = status_pb2.Status(code=code.value[0], message=message, details=[detail])
     assert status.code != code_pb2.OK
     return rpc_status.to_status(status)
+
+
+def log_unexpected(logger: logging.Logger, what: str, error: BaseException) -> None:
+    """Log an unexpected error by its type and where it happened, without its message: a
+    message may quote values (a hand, a card) that no log line may carry."""
+    frames = "".join(traceback.format_tb(error.__traceback__)).rstrip()
+    logger.error("%s: %s (message withheld)\n%s", what, type(error).__name__, frames)
 
 
 Req = TypeVar("Req")
@@ -135,8 +153,8 @@ def unary(
             return await method(self, request, context)
         except (ServiceError, RuleError) as e:
             await context.abort_with_status(status_of(e))
-        except Exception:
-            log.exception("unexpected error in %s", method.__name__)
+        except Exception as e:
+            log_unexpected(log, f"unexpected error in {method.__name__}", e)
             await context.abort_with_status(status_of(RuntimeError()))
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -160,8 +178,75 @@ def streaming(
                     yield item
         except (ServiceError, RuleError) as e:
             await context.abort_with_status(status_of(e))
-        except Exception:
-            log.exception("unexpected error in %s", method.__name__)
+        except Exception as e:
+            log_unexpected(log, f"unexpected error in {method.__name__}", e)
             await context.abort_with_status(status_of(RuntimeError()))
 
     return wrapper
+
+
+_UNDECODABLE = object()
+
+
+def _undecodable() -> grpc.Status:
+    return status_of(
+        Invalid("BAD_MESSAGE", "the request's bytes are not a valid message of this method")
+    )
+
+
+class DecodeGuard(grpc.aio.ServerInterceptor):
+    """A request whose bytes do not parse as the method's message is malformed input like any
+    other: INVALID_ARGUMENT (``BAD_MESSAGE``), instead of gRPC's UNKNOWN and a logged
+    traceback per request."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[str, grpc.RpcMethodHandler] = {}
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        method = handler_call_details.method  # type: ignore[attr-defined]
+        guarded = self._handlers.get(method)
+        if guarded is None:
+            handler = await continuation(handler_call_details)
+            guarded = _guard(handler)
+            if handler is not None and len(self._handlers) < 1000:
+                self._handlers[method] = guarded
+        return guarded
+
+
+def _guard(handler: Any) -> Any:
+    if handler is None or handler.request_streaming or handler.request_deserializer is None:
+        return handler
+    parse = handler.request_deserializer
+
+    def tolerant(data: bytes) -> Any:
+        try:
+            return parse(data)
+        except DecodeError:
+            return _UNDECODABLE
+
+    if handler.unary_unary is not None:
+        call = handler.unary_unary
+
+        async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            if request is _UNDECODABLE:
+                await context.abort_with_status(_undecodable())
+            return await call(request, context)
+
+        return handler._replace(request_deserializer=tolerant, unary_unary=unary_unary)
+    stream = handler.unary_stream
+    if stream is None or not inspect.isasyncgenfunction(stream):
+        return handler  # e.g. the health service's Watch, which writes rather than yields
+
+    async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        if request is _UNDECODABLE:
+            await context.abort_with_status(_undecodable())
+            return
+        async with contextlib.aclosing(stream(request, context)) as items:
+            async for item in items:
+                yield item
+
+    return handler._replace(request_deserializer=tolerant, unary_stream=unary_stream)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from rami.engine import Card, Options, get_variant
 from rami.engine.cards import full_deck
 
-from .errors import Exhausted, Invalid, NotFound, PermissionDenied
+from .errors import Exhausted, Invalid, NotFound, PermissionDenied, log_unexpected
 from .sanitize import MAX_TABLE_NAME, clean_text
 from .storage import Storage
 from .table import Table, TableConfig
@@ -63,8 +63,8 @@ class Lobby:
         for stored in self.storage.load():
             try:
                 state = load_state(stored.table_id, stored.spec, stored.entries)
-            except Exception:
-                log.exception("table %s could not be rebuilt; left out", stored.table_id)
+            except Exception as e:
+                log_unexpected(log, f"table {stored.table_id} could not be rebuilt; left out", e)
                 continue
             table = Table(state, self.storage, self.table_config, entries=stored.entries)
             self.tables[stored.table_id] = table

@@ -296,8 +296,12 @@ class Table:
             else:
                 action = safe_move(seat_view)
             self.act(seat, self.state.number, action, None if kind == "bot" else kind)
-        except RuleError:
-            log.exception("table %s: automatic %s move refused", self.table_id, kind)
+        except RuleError as e:
+            # The reason only: the message may name the seat's concealed cards.
+            log.warning(
+                "table %s: automatic %s move refused (%s); playing the safe move",
+                self.table_id, kind, e.reason,
+            )
             self._fallback()
         except Unavailable:
             pass

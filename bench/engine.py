@@ -1,0 +1,145 @@
+"""The engine's figures: random-policy self-play and the solver, timed in this process.
+
+Self-play: complete seeded games of each variant between 2 ``random`` players (gin rummy, the
+peers' game, is a 2-player game), each case run until ``games`` games or ``seconds`` seconds,
+whichever comes first (at least one game). A *decision* is one action chosen by a player: the
+policy reads the seat's view, lists the legal plays, picks one, and the game applies it.
+
+Solver: per hand, cold (every cache of the solver cleared before the hand, so nothing is
+remembered from the hands before it), the best of ``REPEATS`` runs to drop the scheduler's
+noise. Garbage collection is off while timing (as in ``timeit``).
+"""
+
+from __future__ import annotations
+
+import gc
+import random
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rami.engine import POLICIES, Game, NextRound, Options, Phase, solver, view
+from rami.engine.cards import JOKER
+from rami.engine.melds import card_value
+from rami.engine.solver import MOROCCAN_VALUES, deadwood_split
+
+__all__ = [
+    "CORPUS_SEED",
+    "GIN_VALUES",
+    "VARIANTS",
+    "bench_self_play",
+    "corpus",
+    "gin_corpus",
+    "summary",
+    "time_per_hand",
+]
+
+CORPUS_SEED = 1_000_003
+#: Every time is the best of this many runs of the same hand from the same (cleared) caches.
+REPEATS = 3
+VARIANTS = ("portuguese", "tallage", "simple")
+FACES = [c for c in range(52) for _ in range(2)]
+#: Gin rummy's deadwood values (A 1, pips face value, J Q K 10), as RLCard counts them.
+GIN_VALUES: tuple[int, ...] = tuple(card_value(c, 1, 0) for c in range(53))
+
+
+# -- self-play --------------------------------------------------------------------------------
+
+
+def play_one(variant: str, players: int, policy: str, seed: int) -> tuple[int, int]:
+    """One complete game: (decisions, rounds)."""
+    game, _ = Game.new(variant, Options(players=players), seed=seed)
+    rng = random.Random(seed)
+    bot = POLICIES[policy]
+    decisions = 0
+    while game.phase != Phase.GAME_OVER:
+        if game.phase == Phase.ROUND_OVER:
+            game.apply(None, NextRound())
+            continue
+        seat = game.turn
+        game.apply(seat, bot(view(game, seat), rng))
+        decisions += 1
+    return decisions, game.round
+
+
+def bench_self_play(
+    variant: str, *, players: int = 2, policy: str = "random", games: int, seconds: float
+) -> dict[str, Any]:
+    """Decisions per second over complete games."""
+    played = decisions = rounds = 0
+    start = time.perf_counter()
+    while played < games and (played == 0 or time.perf_counter() - start < seconds):
+        d, r = play_one(variant, players, policy, seed=played)
+        played, decisions, rounds = played + 1, decisions + d, rounds + r
+    elapsed = time.perf_counter() - start
+    return {
+        "games": played,
+        "seconds": round(elapsed, 3),
+        "decisions": decisions,
+        "decisions_per_s": round(decisions / elapsed, 1),
+        "rounds_per_game": round(rounds / played, 2),
+    }
+
+
+# -- the solver -------------------------------------------------------------------------------
+
+
+def corpus(jokers: int, size: int) -> list[list[int]]:
+    """``size`` seeded 14-card hands: 14 - ``jokers`` faces of the two decks, and the jokers."""
+    rng = random.Random(f"{CORPUS_SEED}/{jokers}")
+    return [sorted(rng.sample(FACES, 14 - jokers)) + [JOKER] * jokers for _ in range(size)]
+
+
+def gin_corpus(size: int) -> list[list[int]]:
+    """``size`` seeded 10-card hands of one 52-card deck, no jokers (RLCard's task)."""
+    rng = random.Random(f"{CORPUS_SEED}/gin")
+    return [sorted(rng.sample(range(52), 10)) for _ in range(size)]
+
+
+def clear_caches() -> None:
+    """Forget everything the solver remembers between calls."""
+    solver._SEARCHES.clear()
+    solver._OPTIONS.clear()
+
+
+def time_per_hand(
+    hands: Sequence[Any], work: Callable[[Any], object], *, before: Callable[[], None] | None
+) -> list[float]:
+    """Milliseconds per hand, the best of ``REPEATS`` runs, ``before`` called before each."""
+    out = []
+    gc.collect()
+    gc.disable()
+    try:
+        for hand in hands:
+            best = float("inf")
+            for _ in range(REPEATS):
+                if before is not None:
+                    before()
+                start = time.perf_counter_ns()
+                work(hand)
+                best = min(best, (time.perf_counter_ns() - start) / 1e6)
+            out.append(best)
+    finally:
+        gc.enable()
+    return out
+
+
+def our_split(values: tuple[int, ...]) -> Callable[[Sequence[int]], object]:
+    """The timed unit of our solver: the least-deadwood split of a hand, melds and all."""
+    return lambda hand: deadwood_split(hand, values, need_run=False)
+
+
+OUR_14 = our_split(MOROCCAN_VALUES)
+
+
+def summary(ms: list[float]) -> dict[str, float]:
+    """Median, 99th percentile, mean and maximum, in milliseconds."""
+    ordered = sorted(ms)
+    p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+    return {
+        "median_ms": round(statistics.median(ordered), 5),
+        "p99_ms": round(p99, 5),
+        "mean_ms": round(statistics.fmean(ordered), 5),
+        "max_ms": round(ordered[-1], 4),
+    }

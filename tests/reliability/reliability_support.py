@@ -1,0 +1,185 @@
+"""Helpers of the reliability tests: channels that come back fast after a restart, a client
+interceptor that times and keeps every acknowledged command, a watcher that resumes by number,
+card mentions in text, and the checks every finished game's record must pass."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+from rami.client.botkit import CHANNEL_OPTIONS
+from rami.engine import Card, Game, get_variant
+from rami.engine.cards import full_deck
+from rami.engine.record import replay_record
+from rami.v1 import game_pb2, table_service_pb2, table_service_pb2_grpc
+from server_support import md
+
+__all__ = [
+    "ACT",
+    "Acks",
+    "Resuming",
+    "actions_of",
+    "card_mentions",
+    "channel",
+    "check_cards_conserved",
+    "free_port",
+    "percentile",
+]
+
+ACT = "/rami.v1.TableService/Act"
+
+# A card as the server and the engine write it: 10h, Qs, 7♥, JK (never inside a longer word).
+_CARD = re.compile(r"(?<![A-Za-z0-9])(?:(10|[2-9AJQK])([cdhs♣♦♥♠])|JK)(?![A-Za-z0-9])")
+
+
+def card_mentions(text: str) -> list[Card]:
+    """Every card written in ``text``."""
+    return [Card.parse(m.group(0)) for m in _CARD.finditer(text)]
+
+
+def free_port() -> int:
+    """A port of 127.0.0.1 free right now (for a server restarted on the same port)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def channel(
+    target: str,
+    *,
+    credentials: grpc.ChannelCredentials | None = None,
+    interceptors: list[Any] | None = None,
+) -> grpc.aio.Channel:
+    """An aio channel that reconnects within a quarter second after a restart."""
+    if credentials is not None:
+        return grpc.aio.secure_channel(
+            target, credentials, options=CHANNEL_OPTIONS, interceptors=interceptors
+        )
+    return grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS, interceptors=interceptors)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile (0 to 1) of ``values``, nearest rank."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+@dataclass(frozen=True)
+class Ack:
+    """One acknowledged command, as its client saw it."""
+
+    table_id: str
+    token: str
+    number: int
+    seconds: float
+
+
+@dataclass
+class Acks(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    """Times every Act call of a channel and keeps every acknowledged one (number and token),
+    whatever the code that made it (here, the bot kit)."""
+
+    acks: list[Ack] = field(default_factory=list)
+    refusals: Counter[str] = field(default_factory=Counter)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def intercept_unary_unary(
+        self,
+        continuation: Callable[[Any, Any], Awaitable[Any]],
+        client_call_details: Any,
+        request: Any,
+    ) -> Any:
+        method = client_call_details.method
+        if isinstance(method, bytes):
+            method = method.decode()
+        if method != ACT:
+            return await continuation(client_call_details, request)
+        token = dict(client_call_details.metadata or ()).get("rami-token", "")
+        start = time.perf_counter()
+        call = await continuation(client_call_details, request)
+        try:
+            response = await call
+        except grpc.aio.AioRpcError as e:
+            self.refusals[e.code().name] += 1
+            raise
+        self.acks.append(
+            Ack(request.table_id, token, int(response.number), time.perf_counter() - start)
+        )
+        self.changed.set()
+        return call
+
+
+@dataclass
+class Resuming:
+    """A spectator that watches a table to its end and, whenever its stream drops (a server
+    killed, a cut), watches again after the last number it saw."""
+
+    stub: table_service_pb2_grpc.TableServiceStub
+    table_id: str
+    token: str | None = None
+    numbers: list[int] = field(default_factory=list)
+    snapshots: int = 0
+    resumes: int = 0
+    final: game_pb2.View | None = None
+    arrived: list[float] = field(default_factory=list)
+
+    async def run(self) -> None:
+        """Watch until the game is over."""
+        after: int | None = None
+        while True:
+            request = table_service_pb2.WatchRequest(table_id=self.table_id, after=after)
+            call = self.stub.Watch(request, metadata=md(self.token), wait_for_ready=True)
+            try:
+                async for msg in call:
+                    if not msg.HasField("update"):
+                        continue
+                    u = msg.update
+                    assert u.view.number == u.number
+                    if u.snapshot:
+                        self.snapshots += 1
+                    self.numbers.append(u.number)
+                    self.arrived.append(time.perf_counter())
+                    after = u.number
+                    if u.view.phase == game_pb2.PHASE_GAME_OVER:
+                        self.final = u.view
+                        return
+            except grpc.aio.AioRpcError as e:
+                if e.code() not in (
+                    grpc.StatusCode.UNAVAILABLE,
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    grpc.StatusCode.CANCELLED,
+                    grpc.StatusCode.UNKNOWN,
+                    grpc.StatusCode.INTERNAL,
+                ):
+                    raise
+                self.resumes += 1
+                await asyncio.sleep(0.05)
+            finally:
+                call.cancel()
+
+
+def actions_of(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every action of a record, in order, each with its number and seat."""
+    return [a for r in record["rounds"] for a in r["actions"]]
+
+
+def check_cards_conserved(record: dict[str, Any]) -> Game:
+    """Replay a complete record (its deals against their seeds, every action against the rules,
+    every result) and check that the last deal's cards are all still somewhere: hands, melds,
+    stock and discard pile hold the whole deck, once."""
+    game = replay_record(record)
+    v = get_variant(record["variant"])
+    held = [c for h in game.hands for c in h]
+    held += [c for m in game.melds for c in m.meld.cards]
+    held += list(game.stock) + list(game.discard)
+    assert sorted(held) == sorted(full_deck(v.decks, v.jokers)), "cards lost or made up"
+    return game
