@@ -3,9 +3,12 @@
 Six comparisons, each printed as (ours, reference, ratio) with its target, saved in
 ``bench/results.json`` and written into ``docs/performance.md``:
 
-1. commands through the whole server (64 remote bots at 16 tables of 4, unary Act; and the
-   Play stream) against a bare grpc.aio unary echo of the same concurrency: calls/s, and the
-   server process's CPU time per command against per echo call;
+1. commands through the whole server against a bare grpc.aio unary echo of the same
+   concurrency (64 callers): 64 tables of 4 remote bots, one connection each, so that at any
+   moment 64 bots (the one whose turn it is at each table) have a command in flight, sent as a
+   unary Act (and, beside it, on the Play stream); each command is stored and fanned out to
+   the table's 4 watchers. Calls/s, and the server process's CPU time per command against
+   per echo call;
 2. updates delivered to 400 watchers (100 tables of 4) against a bare grpc.aio server-stream
    broadcast to 400 subscribers;
 3. latency at the load of (1), a command's call to its table's last watcher, against the
@@ -118,14 +121,20 @@ def _has_qka(hand: Sequence[int]) -> bool:
 
 
 def run_commands(args: argparse.Namespace) -> dict[str, Any]:
-    _say(f"commands: echo x{args.concurrency} vs {args.tables}x4 remote bots")
+    _say(f"commands: echo x{args.concurrency} vs {args.tables} tables x 4 remote bots")
     out = server.bench_commands(
-        concurrency=args.concurrency, tables=args.tables, seats=4, warmup=args.warmup,
-        seconds=args.seconds, stream=args.stream,
+        concurrency=args.concurrency,
+        tables=args.tables,
+        seats=4,
+        warmup=args.warmup,
+        seconds=args.seconds,
+        stream=args.stream,
     )
     for k, v in out.items():
-        _say(f"  {k:<12}{v['calls_per_s']:>9,.0f} calls/s  {v['server_cpu_per_call_us']:>7} us "
-             f"CPU/call  p50 {v['latency_ms']['p50']} ms  p99 {v['latency_ms']['p99']} ms")
+        _say(
+            f"  {k:<12}{v['calls_per_s']:>9,.0f} calls/s  {v['server_cpu_per_call_us']:>7} us "
+            f"CPU/call  p50 {v['latency_ms']['p50']} ms  p99 {v['latency_ms']['p99']} ms"
+        )
     return out
 
 
@@ -135,8 +144,10 @@ def run_delivery(args: argparse.Namespace) -> dict[str, Any]:
         tables=100, seats=4, warmup=args.warmup, seconds=args.seconds, stream=args.stream
     )
     for k, v in out.items():
-        _say(f"  {k:<12}{v['delivered_per_s']:>9,.0f} updates/s  "
-             f"{v['server_cpu_per_delivery_us']} us CPU/update")
+        _say(
+            f"  {k:<12}{v['delivered_per_s']:>9,.0f} updates/s  "
+            f"{v['server_cpu_per_delivery_us']} us CPU/update"
+        )
     return out
 
 
@@ -151,16 +162,22 @@ def run_scaling(args: argparse.Namespace) -> list[dict[str, Any]]:
     counts = [1, 10, 100, 1000]
     _say(f"scaling: {counts} tables of 4, at most 64 connections")
     rows = server.bench_scaling(
-        counts, seats=4, connections=64, warmup=args.warmup, seconds=args.scale_seconds,
+        counts,
+        seats=4,
+        connections=64,
+        warmup=args.warmup,
+        seconds=args.scale_seconds,
         stream=args.stream,
     )
     for row in rows:
         for mode in ("unary", "stream"):
             f = row.get(mode)
             if f:
-                _say(f"  {row['tables']:>5} tables {mode:<7}{f['calls_per_s']:>9,.0f} calls/s "
-                     f"{f['server_cpu_per_call_us']:>7} us CPU/call  p99 {f['latency_ms']['p99']}"
-                     f" ms  RSS {f['server_rss_mb']} MB")
+                _say(
+                    f"  {row['tables']:>5} tables {mode:<7}{f['calls_per_s']:>9,.0f} calls/s "
+                    f"{f['server_cpu_per_call_us']:>7} us CPU/call  p99 {f['latency_ms']['p99']}"
+                    f" ms  RSS {f['server_rss_mb']} MB"
+                )
     return rows
 
 
@@ -181,22 +198,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=3.0, help="warm-up before each window")
     parser.add_argument("--scale-seconds", type=float, default=6.0, help="window per scaling row")
     parser.add_argument("--concurrency", type=int, default=64, help="echo callers")
-    parser.add_argument("--tables", type=int, default=16, help="tables of 4 bots in (1)")
-    parser.add_argument("--no-stream", dest="stream", action="store_false",
-                        help="leave out the Play stream loads")
+    parser.add_argument("--tables", type=int, default=64, help="tables of 4 bots in (1)")
+    parser.add_argument(
+        "--no-stream", dest="stream", action="store_false", help="leave out the Play stream loads"
+    )
     parser.add_argument("--games", type=int, default=50, help="most games per self-play case")
-    parser.add_argument("--engine-seconds", type=float, default=10.0,
-                        help="most seconds per self-play case")
+    parser.add_argument(
+        "--engine-seconds", type=float, default=10.0, help="most seconds per self-play case"
+    )
     parser.add_argument("--hands", type=int, default=1000, help="hands per solver corpus")
-    parser.add_argument("--no-save", action="store_true",
-                        help="print only: leave results.json and docs/performance.md alone")
+    parser.add_argument(
+        "--no-save",
+        action="store_true",
+        help="print only: leave results.json and docs/performance.md alone",
+    )
     parser.add_argument("--json", type=Path, help="also write this run's figures here")
     args = parser.parse_args(argv)
 
     sections = args.only or list(SECTIONS)
     started = time.perf_counter()
-    _say(f"rami bench: python {platform.python_version()}, {os.cpu_count()} CPUs, "
-         f"sections {', '.join(sections)}")
+    _say(
+        f"rami bench: python {platform.python_version()}, {os.cpu_count()} CPUs, "
+        f"sections {', '.join(sections)}"
+    )
     results: dict[str, Any] = {}
     if RESULTS.exists() and args.only:
         # A partial run keeps the other sections' last figures.

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
+
 from rami.v1 import (
     game_pb2,
     lobby_service_pb2,
@@ -42,6 +43,10 @@ __all__ = ["LoadResult", "broadcast_load", "echo_load", "rami_load"]
 #: One TCP connection per client: without this, channels to one target share a connection.
 CHANNEL_OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
 _PLAYING = (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
+#: The load bots' games: draws and discards alone never go out, so every round ends when the
+#: stock runs out; no rebuild and three rounds keep a game (and its views, which carry every
+#: finished round) the size of a real tallage game (2-3 rounds of some 100 turns).
+GAME_OPTIONS = {"stock_rebuilds": 0, "round_cap": 3}
 
 
 def _channel(target: str) -> grpc.aio.Channel:
@@ -90,7 +95,11 @@ class _Window:
 
 
 async def _measure(
-    pid: int, window: _Window, warmup: float, seconds: float, result: LoadResult,
+    pid: int,
+    window: _Window,
+    warmup: float,
+    seconds: float,
+    result: LoadResult,
     tasks: list[asyncio.Task[Any]],
 ) -> None:
     """Warm up, open the window, measure, close it; then stop every task of the load."""
@@ -269,15 +278,65 @@ class _Bot:
 
 
 class _StreamBot(_Bot):
-    """A remote seat on the Play stream: commands in, updates out, on one stream."""
+    """A remote seat on the Play stream: commands in, updates and acknowledgements out, on one
+    stream (the acknowledgement is the update the command became, marked ``accepted``)."""
 
     async def play(self) -> None:
-        raise NotImplementedError("the Play stream is not in the contract yet")
+        stats, table_id = self.stats, self.table_id
+        out: asyncio.Queue[table_service_pb2.PlayRequest] = asyncio.Queue()
+        out.put_nowait(
+            table_service_pb2.PlayRequest(open=table_service_pb2.WatchRequest(table_id=table_id))
+        )
+        sent: dict[int, float] = {}
+
+        async def requests() -> Any:
+            while True:
+                yield await out.get()
+
+        stream = self.table.Play(requests(), metadata=self.metadata)
+        try:
+            async for msg in stream:
+                if msg.HasField("refused"):
+                    stats.result.errors += 1
+                    continue
+                if not msg.HasField("update"):
+                    continue
+                update = msg.update
+                view = update.view
+                now = time.perf_counter()
+                if not update.snapshot:
+                    stats.on_read(table_id, update.number, now, msg.ByteSize())
+                if msg.HasField("accepted"):
+                    t0 = sent.pop(msg.accepted)
+                    if stats.window.holds(t0):
+                        stats.result.calls += 1
+                        stats.called[(table_id, update.number)] = t0
+                if view.phase == game_pb2.PHASE_GAME_OVER:
+                    return
+                if view.turn == view.seat and view.phase in _PLAYING and view.number > self.decided:
+                    self.decided = view.number
+                    request = table_service_pb2.PlayRequest(command_id=view.number)
+                    request.act.number = view.number
+                    if view.phase == game_pb2.PHASE_DRAW:
+                        request.act.draw.source = game_pb2.DRAW_SOURCE_STOCK
+                    else:
+                        request.act.discard.card = view.drawn or view.hand[-1]
+                    sent[view.number] = time.perf_counter()
+                    out.put_nowait(request)
+        finally:
+            stream.cancel()
 
 
 async def rami_load(
-    target: str, pid: int, *, tables: int, seats: int, warmup: float, seconds: float,
-    connections: int | None = None, stream: bool = False,
+    target: str,
+    pid: int,
+    *,
+    tables: int,
+    seats: int,
+    warmup: float,
+    seconds: float,
+    connections: int | None = None,
+    stream: bool = False,
     variant: int = game_pb2.VARIANT_TALLAGE,
 ) -> LoadResult:
     """``tables`` tables of ``seats`` remote bots playing flat out, each bot on a connection of
@@ -295,7 +354,7 @@ async def rami_load(
         while True:
             created = await lobby.CreateTable(
                 lobby_service_pb2.CreateTableRequest(
-                    variant=variant, options=game_pb2.Options(players=seats)
+                    variant=variant, options=game_pb2.Options(players=seats, **GAME_OPTIONS)
                 ),
                 timeout=30,
             )
@@ -322,4 +381,92 @@ async def rami_load(
     result.extra["games_finished"] = stats.games
     if stats.sizes:
         result.extra["mean_update_bytes"] = round(sum(stats.sizes) / len(stats.sizes))
+    return result
+
+
+async def spectator_load(
+    target: str, pid: int, *, tables: int, watchers: int, policy: str, warmup: float,
+    seconds: float, variant: int = game_pb2.VARIANT_TALLAGE,
+) -> LoadResult:
+    """``tables`` tables of 4 built-in ``policy`` bots, each table watched by ``watchers``
+    spectators (one connection each) from the start of its game; a finished game is replaced
+    by a new table, watched the same way.
+
+    The spectators read raw bytes, as the broadcast's subscribers do (no parsing on either
+    side), and learn that a game is over from GetTable, asked twice a second. A spectator cut
+    off for falling behind (``TOO_SLOW``) is counted and watches again from a snapshot.
+    """
+    result, window = LoadResult(), _Window()
+    setup = _channel(target)
+    lobby = lobby_service_pb2_grpc.LobbyServiceStub(setup)
+    pool = [_channel(target) for _ in range(tables * watchers)]
+    sizes: list[int] = []
+    counts = {"games": 0, "cut": 0}
+    watch_method = "/rami.v1.TableService/Watch"
+
+    async def spectate(ch: grpc.aio.Channel, table_id: str, ready: asyncio.Event) -> None:
+        request = table_service_pb2.WatchRequest(table_id=table_id).SerializeToString()
+        first = True
+        while True:
+            stream = ch.unary_stream(watch_method)(request)
+            try:
+                async for raw in stream:
+                    if first:  # the snapshot
+                        first = False
+                        ready.set()
+                    elif window.holds(time.perf_counter()):
+                        result.delivered += 1
+                        if len(sizes) < 5000:
+                            sizes.append(len(raw))
+            except grpc.aio.AioRpcError as e:
+                if e.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    raise
+                counts["cut"] += 1
+            finally:
+                stream.cancel()
+
+    async def table_group(chs: list[grpc.aio.Channel]) -> None:
+        while True:
+            created = await lobby.CreateTable(
+                lobby_service_pb2.CreateTableRequest(
+                    variant=variant, options=game_pb2.Options(players=4)
+                ),
+                timeout=30,
+            )
+            table_id = created.table.table_id
+            readies = [asyncio.Event() for _ in chs]
+            reading = [
+                asyncio.create_task(spectate(ch, table_id, r))
+                for ch, r in zip(chs, readies, strict=True)
+            ]
+            await asyncio.gather(*(r.wait() for r in readies))
+            owner = (("rami-token", created.owner_token),)
+            for _ in range(4):  # the game starts with the fourth bot
+                await lobby.AddBot(
+                    lobby_service_pb2.AddBotRequest(table_id=table_id, policy=policy),
+                    metadata=owner, timeout=30,
+                )
+            get = lobby_service_pb2.GetTableRequest(table_id=table_id)
+            while (await lobby.GetTable(get, timeout=30)).table.status != (
+                lobby_service_pb2.TABLE_STATUS_FINISHED
+            ):
+                await asyncio.sleep(0.5)
+            for t in reading:
+                t.cancel()
+            await asyncio.gather(*reading, return_exceptions=True)
+            counts["games"] += 1
+
+    try:
+        await asyncio.gather(setup.channel_ready(), *(ch.channel_ready() for ch in pool))
+        tasks = [
+            asyncio.create_task(table_group(pool[i * watchers : (i + 1) * watchers]))
+            for i in range(tables)
+        ]
+        await _measure(pid, window, warmup, seconds, result, tasks)
+    finally:
+        await asyncio.gather(setup.close(), *(ch.close() for ch in pool))
+    result.extra["games_finished"] = counts["games"]
+    result.extra["watchers_cut_off"] = counts["cut"]
+    if sizes:
+        result.extra["mean_update_bytes"] = round(sum(sizes) / len(sizes))
     return result

@@ -42,7 +42,9 @@ class Broadcast:
         self.ready = asyncio.Event()
         self.produced = 0
 
-    async def subscribe(self, request: bytes, context: grpc.aio.ServicerContext):
+    async def subscribe(
+        self, request: bytes, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[bytes]:
         group = self.groups[int(request.decode()) % len(self.groups)]
         q: asyncio.Queue[bytes] = asyncio.Queue(self.queue)
         group.append(q)

@@ -71,15 +71,43 @@ def comparisons(results: dict[str, Any]) -> list[Row]:
         tag = "" if mode == "rami_unary" else "s"
         shape = f"{ours['tables']}x{ours['seats']}"
         rows += [
-            Row(f"1a{tag}", f"commands/s, {label}, {shape} bots", ours["calls_per_s"],
-                echo["calls_per_s"], "calls/s", ">= 0.5", "grpc.aio unary echo"),
-            Row(f"1b{tag}", f"server CPU per command, {label}", ours["server_cpu_per_call_us"],
-                echo["server_cpu_per_call_us"], "us", "<= 2", "per echo call"),
-            Row(f"3a{tag}", f"latency p50 to the last watcher, {label}",
-                ours["latency_ms"]["p50"], echo["latency_ms"]["p50"], "ms", "< 3",
-                "echo p50", "p50: no target; shown beside p99"),
-            Row(f"3b{tag}", f"latency p99 to the last watcher, {label}",
-                ours["latency_ms"]["p99"], echo["latency_ms"]["p99"], "ms", "< 3", "echo p99"),
+            Row(
+                f"1a{tag}",
+                f"commands/s, {label}, {shape} bots",
+                ours["calls_per_s"],
+                echo["calls_per_s"],
+                "calls/s",
+                ">= 0.5",
+                "grpc.aio unary echo",
+            ),
+            Row(
+                f"1b{tag}",
+                f"server CPU per command, {label}",
+                ours["server_cpu_per_call_us"],
+                echo["server_cpu_per_call_us"],
+                "us",
+                "<= 2",
+                "per echo call",
+            ),
+            Row(
+                f"3a{tag}",
+                f"latency p50 to the last watcher, {label}",
+                ours["latency_ms"]["p50"],
+                echo["latency_ms"]["p50"],
+                "ms",
+                "< 3",
+                "echo p50",
+                "p50: no target; shown beside p99",
+            ),
+            Row(
+                f"3b{tag}",
+                f"latency p99 to the last watcher, {label}",
+                ours["latency_ms"]["p99"],
+                echo["latency_ms"]["p99"],
+                "ms",
+                "< 3",
+                "echo p99",
+            ),
         ]
     dl = results.get("delivery") or {}
     bc = dl.get("broadcast")
@@ -90,12 +118,25 @@ def comparisons(results: dict[str, Any]) -> list[Row]:
         tag = "" if mode == "rami_unary" else "s"
         n = ours["tables"] * ours["seats"]
         rows += [
-            Row(f"2{tag}", f"updates/s delivered to {n} watchers, {label}",
-                ours["delivered_per_s"], bc["delivered_per_s"], "updates/s", ">= 0.5",
-                f"grpc.aio stream broadcast to {n}"),
-            Row(f"2c{tag}", f"server CPU per delivered update, {label}",
-                ours["server_cpu_per_delivery_us"], bc["server_cpu_per_delivery_us"], "us",
-                "<= 2", "per broadcast message", "no target in the issue: shown for the cause"),
+            Row(
+                f"2{tag}",
+                f"updates/s delivered to {n} watchers, {label}",
+                ours["delivered_per_s"],
+                bc["delivered_per_s"],
+                "updates/s",
+                ">= 0.5",
+                f"grpc.aio stream broadcast to {n}",
+            ),
+            Row(
+                f"2c{tag}",
+                f"server CPU per delivered update, {label}",
+                ours["server_cpu_per_delivery_us"],
+                bc["server_cpu_per_delivery_us"],
+                "us",
+                "<= 2",
+                "per broadcast message",
+                "no target in the issue: shown for the cause",
+            ),
         ]
     eng = results.get("engine") or {}
     ours_sp = eng.get("self_play") or {}
@@ -107,32 +148,91 @@ def comparisons(results: dict[str, Any]) -> list[Row]:
             if not isinstance(fig, dict) or "decisions_per_s" not in fig:
                 continue  # figures of an older bench
             rows.append(
-                Row(f"4-{key}-{variant}", f"decisions/s random self-play, {variant}",
-                    fig["decisions_per_s"], ref_v, "decisions/s", target,
-                    f"{peer} gin rummy{why}"))
+                Row(
+                    f"4-{key}-{variant}",
+                    f"decisions/s random self-play, {variant}",
+                    fig["decisions_per_s"],
+                    ref_v,
+                    "decisions/s",
+                    target,
+                    f"{peer} gin rummy{why}",
+                )
+            )
     sol = results.get("solver") or {}
     gin = sol.get("rlcard_task")
     if gin:
         ref_mean = _get(gin, "rlcard", "mean_ms")
-        rows.append(Row("5a", "10-card best split, mean per hand (RLCard's task)",
-                        gin["ours"]["mean_ms"], ref_mean, "ms", "<= 1",
-                        "RLCard get_best_meld_clusters"))
-        rows.append(Row("5a-med", "10-card best split, median per hand",
-                        gin["ours"]["median_ms"], _get(gin, "rlcard", "median_ms"), "ms", "<= 1",
-                        "RLCard median"))
+        rows.append(
+            Row(
+                "5a",
+                "10-card best split, mean per hand (RLCard's task)",
+                gin["ours"]["mean_ms"],
+                ref_mean,
+                "ms",
+                "<= 1",
+                "RLCard get_best_meld_clusters",
+            )
+        )
+        rows.append(
+            Row(
+                "5a-med",
+                "10-card best split, median per hand",
+                gin["ours"]["median_ms"],
+                _get(gin, "rlcard", "median_ms"),
+                "ms",
+                "<= 1",
+                "RLCard median",
+            )
+        )
     for jokers in (0, 1, 2):
         s = _get(sol, "ours_14", f"{jokers}_jokers")
         if s:
-            rows.append(Row(f"5b-{jokers}-med", f"14-card best split, {jokers} jokers, median",
-                            s["median_ms"], 0.2, "ms", "< 1", "target 0.2 ms"))
-            rows.append(Row(f"5b-{jokers}-p99", f"14-card best split, {jokers} jokers, p99",
-                            s["p99_ms"], 2.0, "ms", "< 1", "target 2 ms"))
+            rows.append(
+                Row(
+                    f"5b-{jokers}-med",
+                    f"14-card best split, {jokers} jokers, median",
+                    s["median_ms"],
+                    0.2,
+                    "ms",
+                    "< 1",
+                    "target 0.2 ms",
+                )
+            )
+            rows.append(
+                Row(
+                    f"5b-{jokers}-p99",
+                    f"14-card best split, {jokers} jokers, p99",
+                    s["p99_ms"],
+                    2.0,
+                    "ms",
+                    "< 1",
+                    "target 2 ms",
+                )
+            )
     mem = results.get("memory")
     if mem:
-        rows.append(Row("6a", f"server RSS with {mem['tables']} idle tables",
-                        mem["with_tables_mb"], 100.0, "MB", "< 1", "target 100 MB"))
-        rows.append(Row("6b", "server memory per connected watcher", mem["per_watcher_kb"],
-                        30.0, "KB", "< 1", "target 30 KB"))
+        rows.append(
+            Row(
+                "6a",
+                f"server RSS with {mem['tables']} idle tables",
+                mem["with_tables_mb"],
+                100.0,
+                "MB",
+                "< 1",
+                "target 100 MB",
+            )
+        )
+        rows.append(
+            Row(
+                "6b",
+                "server memory per connected watcher",
+                mem["per_watcher_kb"],
+                30.0,
+                "KB",
+                "< 1",
+                "target 30 KB",
+            )
+        )
     return rows
 
 
@@ -153,12 +253,16 @@ def _met(row: Row) -> str:
 
 
 def print_rows(rows: list[Row]) -> None:
-    print(f"\n{'#':<14}{'comparison':<52}{'ours':>12}{'reference':>12}{'ratio':>8}"
-          f"{'target':>9}{'met':>5}  unit; reference")
+    print(
+        f"\n{'#':<14}{'comparison':<52}{'ours':>12}{'reference':>12}{'ratio':>8}"
+        f"{'target':>9}{'met':>5}  unit; reference"
+    )
     for r in rows:
         ratio = "n/a" if r.ratio is None else f"{r.ratio:.2f}"
-        print(f"{r.key:<14}{r.what:<52}{_fmt(r.ours):>12}{_fmt(r.reference):>12}{ratio:>8}"
-              f"{r.target:>9}{_met(r):>5}  {r.unit}; {r.ref_name}")
+        print(
+            f"{r.key:<14}{r.what:<52}{_fmt(r.ours):>12}{_fmt(r.reference):>12}{ratio:>8}"
+            f"{r.target:>9}{_met(r):>5}  {r.unit}; {r.ref_name}"
+        )
 
 
 def markdown(rows: list[Row], results: dict[str, Any], command: str) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+
 from rami.v1 import (
     game_pb2,
     lobby_service_pb2,
@@ -23,7 +24,14 @@ from rami.v1 import (
     table_service_pb2_grpc,
 )
 
-from .load import CHANNEL_OPTIONS, LoadResult, broadcast_load, echo_load, rami_load
+from .load import (
+    CHANNEL_OPTIONS,
+    LoadResult,
+    broadcast_load,
+    echo_load,
+    rami_load,
+    spectator_load,
+)
 from .procs import child
 from .procstat import rss_bytes
 
@@ -79,7 +87,11 @@ def run_echo(concurrency: int, warmup: float, seconds: float) -> dict[str, Any]:
     with child("bench.refs", "echo") as c:
         r = asyncio.run(
             echo_load(
-                c.target, c.pid, concurrency=concurrency, warmup=warmup, seconds=seconds,
+                c.target,
+                c.pid,
+                concurrency=concurrency,
+                warmup=warmup,
+                seconds=seconds,
                 payload=ECHO_PAYLOAD,
             )
         )
@@ -87,17 +99,30 @@ def run_echo(concurrency: int, warmup: float, seconds: float) -> dict[str, Any]:
 
 
 def run_rami(
-    tables: int, seats: int, warmup: float, seconds: float, *, connections: int | None = None,
-    stream: bool = False, env: dict[str, str] | None = None,
+    tables: int,
+    seats: int,
+    warmup: float,
+    seconds: float,
+    *,
+    connections: int | None = None,
+    stream: bool = False,
+    env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Rami tables of remote load bots, on a fresh server and database."""
-    with tempfile.TemporaryDirectory() as tmp, child(
-        "bench.rami_server", "--db", _db(tmp, "load"), env=env
-    ) as c:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        child("bench.rami_server", "--db", _db(tmp, "load"), env=env) as c,
+    ):
         r = asyncio.run(
             rami_load(
-                c.target, c.pid, tables=tables, seats=seats, warmup=warmup, seconds=seconds,
-                connections=connections, stream=stream,
+                c.target,
+                c.pid,
+                tables=tables,
+                seats=seats,
+                warmup=warmup,
+                seconds=seconds,
+                connections=connections,
+                stream=stream,
             )
         )
         out = _figures(r)
@@ -107,7 +132,12 @@ def run_rami(
 
 
 def bench_commands(
-    *, concurrency: int, tables: int, seats: int, warmup: float, seconds: float,
+    *,
+    concurrency: int,
+    tables: int,
+    seats: int,
+    warmup: float,
+    seconds: float,
     stream: bool = True,
 ) -> dict[str, Any]:
     """(1) and (3): commands through the whole server against the bare unary echo."""
@@ -125,12 +155,22 @@ def run_broadcast(
 ) -> dict[str, Any]:
     """The bare server-stream broadcast to ``groups`` × ``per_group`` subscribers."""
     with child(
-        "bench.refs", "broadcast", "--size", str(size), "--groups", str(groups),
-        "--per-group", str(per_group),
+        "bench.refs",
+        "broadcast",
+        "--size",
+        str(size),
+        "--groups",
+        str(groups),
+        "--per-group",
+        str(per_group),
     ) as c:
         r = asyncio.run(
             broadcast_load(
-                c.target, c.pid, groups=groups, per_group=per_group, warmup=warmup,
+                c.target,
+                c.pid,
+                groups=groups,
+                per_group=per_group,
+                warmup=warmup,
                 seconds=seconds,
             )
         )
@@ -139,21 +179,46 @@ def run_broadcast(
     return out
 
 
-def bench_delivery(
-    *, tables: int, seats: int, warmup: float, seconds: float, stream: bool = True
+def run_spectators(
+    tables: int, watchers: int, policy: str, warmup: float, seconds: float,
+    bot_delay: float = 0.0, env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """(2): updates delivered to ``tables`` × ``seats`` watchers against the bare broadcast of
-    messages of the same mean size to as many subscribers."""
-    out: dict[str, Any] = {"rami_unary": run_rami(tables, seats, warmup, seconds)}
-    if stream:
-        out["rami_stream"] = run_rami(tables, seats, warmup, seconds, stream=True)
-    size = int(out["rami_unary"].get("mean_update_bytes") or 200)
-    out["broadcast"] = run_broadcast(tables, seats, size, warmup, seconds)
+    """Tables of built-in bots, each watched by ``watchers`` spectators."""
+    with tempfile.TemporaryDirectory() as tmp, child(
+        "bench.rami_server", "--db", _db(tmp, "spectators"), "--bot-delay", str(bot_delay),
+        env=env,
+    ) as c:
+        r = asyncio.run(
+            spectator_load(
+                c.target, c.pid, tables=tables, watchers=watchers, policy=policy,
+                warmup=warmup, seconds=seconds,
+            )
+        )
+        out = _figures(r)
+        out["server_rss_mb"] = round(rss_bytes(c.pid) / 2**20, 1)
+    out.update(tables=tables, seats=watchers, policy=policy, bot_delay=bot_delay)
+    return out
+
+
+def bench_delivery(
+    *, tables: int, watchers: int, policy: str, warmup: float, seconds: float
+) -> dict[str, Any]:
+    """(2): updates delivered to ``tables`` × ``watchers`` watchers of tables whose built-in
+    bots play flat out, against the bare broadcast of messages of the same mean size to as
+    many subscribers. The updates are made in the server, as the broadcast's messages are."""
+    out: dict[str, Any] = {"rami": run_spectators(tables, watchers, policy, warmup, seconds)}
+    size = int(out["rami"].get("mean_update_bytes") or 200)
+    out["broadcast"] = run_broadcast(tables, watchers, size, warmup, seconds)
     return out
 
 
 def bench_scaling(
-    table_counts: list[int], *, seats: int, connections: int, warmup: float, seconds: float,
+    table_counts: list[int],
+    *,
+    seats: int,
+    connections: int,
+    warmup: float,
+    seconds: float,
     stream: bool = True,
 ) -> list[dict[str, Any]]:
     """The command figures at 1, 10, 100, 1,000 tables (at most ``connections`` connections,
@@ -166,9 +231,7 @@ def bench_scaling(
             "unary": run_rami(tables, seats, warmup, seconds, connections=conns),
         }
         if stream:
-            row["stream"] = run_rami(
-                tables, seats, warmup, seconds, connections=conns, stream=True
-            )
+            row["stream"] = run_rami(tables, seats, warmup, seconds, connections=conns, stream=True)
         rows.append(row)
     return rows
 
@@ -221,7 +284,8 @@ async def _open_watchers(target: str, seats: list[tuple[str, str]]) -> Any:
                 ready.release()
                 first = False
 
-    tasks = [asyncio.create_task(watch(ch, t, k)) for ch, (t, k) in zip(channels, seats, strict=True)]
+    pairs = zip(channels, seats, strict=True)
+    tasks = [asyncio.create_task(watch(ch, t, k)) for ch, (t, k) in pairs]
     for _ in seats:
         await asyncio.wait_for(ready.acquire(), 60)
 
@@ -258,9 +322,10 @@ def bench_memory(*, tables: int, seats: int, watchers: int) -> dict[str, Any]:
             "per_watcher_kb": round((with_watchers - with_tables) / watchers / 1024, 1),
         }
 
-    with tempfile.TemporaryDirectory() as tmp, child(
-        "bench.rami_server", "--db", _db(tmp, "memory")
-    ) as c:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        child("bench.rami_server", "--db", _db(tmp, "memory")) as c,
+    ):
         started = time.perf_counter()
         out = asyncio.run(run(c.target, c.pid))
         out["seconds"] = round(time.perf_counter() - started, 1)

@@ -5,7 +5,6 @@ card mentions in text, and the checks every finished game's record must pass."""
 from __future__ import annotations
 
 import asyncio
-import re
 import socket
 import time
 from collections import Counter
@@ -14,12 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
+from server_support import card_mentions, md
+
 from rami.client.botkit import CHANNEL_OPTIONS
-from rami.engine import Card, Game, get_variant
+from rami.engine import Game, get_variant
 from rami.engine.cards import full_deck
 from rami.engine.record import replay_record
 from rami.v1 import game_pb2, table_service_pb2, table_service_pb2_grpc
-from server_support import md
 
 __all__ = [
     "ACT",
@@ -34,14 +34,6 @@ __all__ = [
 ]
 
 ACT = "/rami.v1.TableService/Act"
-
-# A card as the server and the engine write it: 10h, Qs, 7♥, JK (never inside a longer word).
-_CARD = re.compile(r"(?<![A-Za-z0-9])(?:(10|[2-9AJQK])([cdhs♣♦♥♠])|JK)(?![A-Za-z0-9])")
-
-
-def card_mentions(text: str) -> list[Card]:
-    """Every card written in ``text``."""
-    return [Card.parse(m.group(0)) for m in _CARD.finditer(text)]
 
 
 def free_port() -> int:

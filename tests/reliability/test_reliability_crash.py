@@ -25,15 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from rami.client.botkit import BotResult, play, policy_decider
-from rami.engine import Action, View
-from rami.v1 import (
-    game_pb2,
-    lobby_service_pb2,
-    lobby_service_pb2_grpc,
-    table_service_pb2,
-    table_service_pb2_grpc,
-)
 from reliability_support import (
     Acks,
     Resuming,
@@ -44,6 +35,16 @@ from reliability_support import (
     free_port,
 )
 from server_support import RPC_TIMEOUT, VARIANTS, rami_server
+
+from rami.client.botkit import BotResult, play, policy_decider
+from rami.engine import Action, View
+from rami.v1 import (
+    game_pb2,
+    lobby_service_pb2,
+    lobby_service_pb2_grpc,
+    table_service_pb2,
+    table_service_pb2_grpc,
+)
 
 T = RPC_TIMEOUT
 SEED = 20261129

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -33,13 +34,15 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
-from rami.engine import Card
+from reliability_support import card_mentions
+from server_support import RPC_TIMEOUT, VARIANTS, md, stacked_deck, without_presence
+
+from rami.client.convert import action_to_request, view_from_proto
+from rami.engine import POLICIES, Card
 from rami.server.app import MAX_MESSAGE
 from rami.server.table import TableConfig
 from rami.server.testing import ServerThread, Stubs
 from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2
-from reliability_support import card_mentions
-from server_support import RPC_TIMEOUT, VARIANTS, md, stacked_deck, without_presence
 
 T = RPC_TIMEOUT
 EXAMPLES = int(os.environ.get("RAMI_FUZZ_EXAMPLES", "500"))
@@ -214,9 +217,21 @@ def look(arena: Arena, target: Target) -> Look:
         game = None
         if g is not None:
             game = (
-                g.round, g.dealer, g.turn, g.phase, g.turn_index, g.drawn, g.bar, g.rebuilds,
-                tuple(map(tuple, g.hands)), tuple(g.stock), tuple(g.discard), repr(g.melds),
-                tuple(g.totals), tuple(g.opened_turn), len(g.log),
+                g.round,
+                g.dealer,
+                g.turn,
+                g.phase,
+                g.turn_index,
+                g.drawn,
+                g.bar,
+                g.rebuilds,
+                tuple(map(tuple, g.hands)),
+                tuple(g.stock),
+                tuple(g.discard),
+                repr(g.melds),
+                tuple(g.totals),
+                tuple(g.opened_turn),
+                len(g.log),
             )
         seated = tuple(astuple(x) for x in s.seats)
         return views, (s.number, s.game_number, s.status, len(table.entries), seated, game)
@@ -290,15 +305,39 @@ TOKEN = st.one_of(
     st.sampled_from([("turn",)] * 4 + [("not turn",)] * 2 + STRANGERS),
     st.tuples(st.just("seat"), st.integers(0, 3)),
 )
+PLAYING = ["tallage", "portuguese", "simple"]
 TABLE = st.sampled_from(
-    [*TABLES, "tallage", "tallage", "portuguese", "simple", "missing", "long id", "empty id",
-     "quoted"]
+    [*TABLES, *TABLES, *PLAYING, *PLAYING, "missing", "long id", "empty id", "quoted"]
+)
+OWN = st.tuples(st.just("own"), st.integers(0, 20))
+#: A sensible move of the seat to play, on the latest number: often legal, so games go on.
+MOVE = st.tuples(
+    st.just("act"),
+    st.sampled_from(PLAYING),
+    st.just(("turn",)),
+    st.just("current"),
+    st.one_of(
+        st.tuples(st.just("draw"), st.sampled_from([1, 2]), st.none()),
+        st.tuples(st.just("discard"), OWN),
+        st.tuples(st.just("declare"), OWN),
+        st.tuples(
+            st.just("lay"),
+            st.lists(
+                st.tuples(st.just("new"), st.lists(OWN, min_size=3, max_size=4), st.just([])),
+                min_size=1,
+                max_size=3,
+            ),
+        ),
+    ),
 )
 NAMES = st.one_of(
     st.sampled_from(["", "   ", "\x1b[31m\x07", "\u202e\u200b", "\x1b]0;x\x07", "Ana", "x" * 500]),
     st.text(max_size=40),
 )
 COMMAND = st.one_of(
+    st.tuples(st.just("policy"), st.sampled_from(PLAYING), st.integers(0, 2**32)),
+    MOVE,
+    MOVE,
     st.tuples(st.just("act"), TABLE, TOKEN, NUMBER, ACTION),
     st.tuples(st.just("act"), TABLE, TOKEN, NUMBER, ACTION),
     st.tuples(st.just("act"), TABLE, TOKEN, NUMBER, ACTION),
@@ -310,8 +349,11 @@ COMMAND = st.one_of(
     st.tuples(st.just("leave"), TABLE, TOKEN),
     st.tuples(st.just("bot"), TABLE, TOKEN, st.sampled_from(["cheater", "GREEDY", "x" * 99])),
     st.tuples(st.just("start"), TABLE, TOKEN),
-    st.tuples(st.just("bytes"), st.sampled_from(["Act", "Chat", "Watch", "JoinTable"]),
-              st.binary(min_size=1, max_size=64)),
+    st.tuples(
+        st.just("bytes"),
+        st.sampled_from(["Act", "Chat", "Watch", "JoinTable"]),
+        st.binary(min_size=1, max_size=64),
+    ),
     st.tuples(st.just("oversize"), st.sampled_from(["act", "chat", "join", "create"])),
 )
 
@@ -460,6 +502,24 @@ class Builder:
                     request.declare.card = self.card(action[1], seat)
                     request.declare.SetInParent()
                 return Sent(self.key, token, request, stubs.table.Act)
+            case "policy":  # the greedy bot's move for the seat to play: legal, accepted
+                table_id = self.table_id(cmd[1])
+                assert self.look is not None and self.target is not None
+                turn = self.look.views[-1].turn
+                view = self.look.views[turn]
+                if view.phase not in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY):
+                    view = self.look.views[-1]  # nothing to play: sent by a spectator, refused
+                    return Sent(
+                        self.key,
+                        None,
+                        table_service_pb2.ActRequest(
+                            table_id=table_id, number=view.number, discard={"card": 1}
+                        ),
+                        stubs.table.Act,
+                    )
+                action = POLICIES["greedy"](view_from_proto(view), random.Random(cmd[2]))
+                request = action_to_request(table_id, view.number, action)
+                return Sent(self.key, self.target.tokens[turn], request, stubs.table.Act)
             case "replay":
                 token, request = self.arena.accepted[cmd[1] % len(self.arena.accepted)]
                 for key, t in self.arena.tables.items():
@@ -582,16 +642,18 @@ def run(arena: Arena, cmd: tuple[Any, ...]) -> None:
     try:
         send(sent)
     except grpc.RpcError as e:
-        arena.outcomes[judge(arena, sent, before, e)] += 1
+        outcome = judge(arena, sent, before, e)
+        assert cmd[0] != "policy" or sent.token is None, f"a legal move refused: {outcome}"
+        arena.outcomes[outcome] += 1
     else:
         arena.outcomes["OK " + cmd[0]] += 1
-        assert cmd[0] not in ("replay", "join", "leave", "bot", "oversize"), cmd
+        assert cmd[0] not in ("replay", "join", "leave", "bot", "oversize", "bytes"), cmd
         if cmd[0] == "act" and sent.token is not None:
             arena.accepted.append((sent.token, sent.request))
         if sent.key is not None and sent.key != "finished":
             now = look(arena, arena.tables[sent.key])
-            if now.hidden[2] == "finished":
-                arena.new(sent.key)  # a game the fuzz played to its end: a fresh one
+            if now.views[-1].phase in (game_pb2.PHASE_ROUND_OVER, game_pb2.PHASE_GAME_OVER):
+                arena.new(sent.key)  # a round the fuzz played to its end: a fresh table
 
 
 def test_hostile_commands_are_refused_documented_and_change_nothing(arena: Arena) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import re
 import selectors
 import signal
 import subprocess
@@ -22,6 +23,7 @@ from typing import Any
 import grpc
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
+
 from rami.client.convert import action_to_request, view_from_proto
 from rami.engine import POLICIES, Action, Card, get_variant, parse_cards
 from rami.engine.cards import full_deck
@@ -33,6 +35,7 @@ __all__ = [
     "VARIANTS",
     "Driver",
     "SeatStream",
+    "card_mentions",
     "cards",
     "error_of",
     "md",
@@ -57,6 +60,15 @@ LISTENING = "rami-server listening on "
 def md(token: str | None) -> tuple[tuple[str, str], ...]:
     """Call metadata proving a seat (or nothing)."""
     return () if token is None else (("rami-token", token),)
+
+
+# A card as the server and the engine write it: 10h, Qs, 7♥, JK (never inside a longer word).
+_CARD_TEXT = re.compile(r"(?<![A-Za-z0-9])(?:(10|[2-9AJQK])([cdhs♣♦♥♠])|JK)(?![A-Za-z0-9])")
+
+
+def card_mentions(text: str) -> list[Card]:
+    """Every card written in ``text`` (a log, an error message)."""
+    return [Card.parse(m.group(0)) for m in _CARD_TEXT.finditer(text)]
 
 
 def cards(text: str) -> list[int]:

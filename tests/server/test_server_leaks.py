@@ -1,4 +1,5 @@
-"""No watcher ever sees a card concealed from it, on any update of whole games of each variant.
+"""No watcher ever sees a card concealed from it, on any update of whole games of each variant,
+and no line the server logs at info level names a card.
 
 Every seat played over the wire is watched with its token, and a spectator without one, from
 before the deal to the end; the record is exported again and again while the game runs. After
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +21,18 @@ import grpc
 import pytest
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
+from server_support import (
+    RPC_TIMEOUT,
+    VARIANTS,
+    SeatStream,
+    card_mentions,
+    cards,
+    error_of,
+    md,
+    stacked_deck,
+    without_presence,
+)
+
 from rami.client.botkit import play, policy_decider
 from rami.engine import Phase
 from rami.server.tablestate import TableSpec, TableState
@@ -29,16 +43,6 @@ from rami.v1 import (
     lobby_service_pb2_grpc,
     table_service_pb2,
     table_service_pb2_grpc,
-)
-from server_support import (
-    RPC_TIMEOUT,
-    VARIANTS,
-    SeatStream,
-    cards,
-    error_of,
-    md,
-    stacked_deck,
-    without_presence,
 )
 
 T = RPC_TIMEOUT
@@ -220,8 +224,18 @@ async def play_watched(server: ServerThread, variant: str) -> Played:
 
 
 @pytest.mark.parametrize("variant", ["portuguese", "tallage", "simple"])
-def test_no_watcher_ever_sees_a_concealed_card(server: ServerThread, variant: str) -> None:
+def test_no_watcher_ever_sees_a_concealed_card(
+    server: ServerThread, variant: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
     game = asyncio.run(asyncio.wait_for(play_watched(server, variant), 90))
+    # Nor does the server's log, at info level (the bots' own log, in this process, is theirs).
+    server_log = [
+        caplog.handler.format(r)
+        for r in caplog.records
+        if r.name.startswith(("rami.server", "grpc"))
+    ]
+    assert not [line for line in server_log if card_mentions(line)], server_log
     truths = replay(game.table_id, game.spec, game.entries)
     final = len(game.entries)
     assert truths[final].phase == Phase.GAME_OVER

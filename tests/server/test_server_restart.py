@@ -11,13 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from rami.v1 import (
-    game_pb2,
-    lobby_service_pb2,
-    lobby_service_pb2_grpc,
-    table_service_pb2,
-    table_service_pb2_grpc,
-)
 from server_support import (
     DOMAIN,
     RPC_TIMEOUT,
@@ -29,6 +22,14 @@ from server_support import (
     rami_server,
     stacked_deck,
     without_presence,
+)
+
+from rami.v1 import (
+    game_pb2,
+    lobby_service_pb2,
+    lobby_service_pb2_grpc,
+    table_service_pb2,
+    table_service_pb2_grpc,
 )
 
 T = RPC_TIMEOUT

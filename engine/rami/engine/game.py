@@ -40,7 +40,7 @@ from .events import (
     RoundStarted,
     StockRebuilt,
 )
-from .melds import RUN, SET, Meld, MeldError, TableMeld
+from .melds import RUN, SET, End, Meld, MeldError, TableMeld
 from .rng import derive_seed, seed_commitment, shuffle
 from .solver import deadwood, portuguese_declaration
 from .variants import Options, Variant, get_variant
@@ -465,9 +465,9 @@ class Game:
             raise IllegalAction("keep one card to discard: no lay may empty the hand", "MUST_KEEP_CARD")
         opens, value, finish = False, 0, False
         if not free:
-            new = [m.meld for m in melds[len(self.melds) :]]
-            clean_set = any(m.is_clean and m.kind == SET for m in new)
-            clean_run = any(m.is_clean and m.kind == RUN for m in new)
+            laid = [m.meld for m in melds[len(self.melds) :]]
+            clean_set = any(m.is_clean and m.kind == SET for m in laid)
+            clean_run = any(m.is_clean and m.kind == RUN for m in laid)
             finish = len(work) == 1 and clean_set and clean_run
             if v.laying == "finish":
                 if not finish:
@@ -477,7 +477,7 @@ class Game:
                         "NOT_A_FINISH",
                     )
             else:
-                value = sum(m.opening_value() for m in new)
+                value = sum(m.opening_value() for m in laid)
                 refusal = self._opening_refusal(clean_set, clean_run, value)
                 if refusal is None:
                     opens = True
@@ -669,7 +669,7 @@ def _add_cards(meld: Meld, cards: Sequence[Card], end: str | None, jpm: int) -> 
     pending = [CARDS[c] for c in cards]
     if not pending:
         raise MeldError("name the cards to add")
-    side = "low" if end == "low" else "high" if end == "high" else None
+    side: End | None = "low" if end == "low" else "high" if end == "high" else None
     while pending:
         for c in pending:
             if c == JOKER:

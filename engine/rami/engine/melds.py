@@ -85,11 +85,11 @@ class Meld:
         joker stands in ``cards`` (before every natural card: the low end), unless ``jokers_as``
         names the card each joker stands for, in order.
         """
-        cards = [CARDS[c] for c in cards]
-        if len(cards) < 3:
-            raise MeldError(f"a meld needs at least 3 cards, not {len(cards)}")
-        naturals = [c for c in cards if c != JOKER]
-        jokers = len(cards) - len(naturals)
+        given = [CARDS[c] for c in cards]
+        if len(given) < 3:
+            raise MeldError(f"a meld needs at least 3 cards, not {len(given)}")
+        naturals = [c for c in given if c != JOKER]
+        jokers = len(given) - len(naturals)
         if jokers > jokers_per_meld:
             raise MeldError(
                 f"a meld may hold at most {jokers_per_meld} joker"
@@ -103,7 +103,7 @@ class Meld:
         if len(ranks) == 1 and (len(naturals) > 1 or not wants_run):
             return cls._set(naturals, jokers, jokers_as)
         if len(suits) == 1:
-            return cls._run(cards, naturals, jokers, jokers_as)
+            return cls._run(given, naturals, jokers, jokers_as)
         raise MeldError(
             f"{format_cards(cards)} is neither a run (one suit, ranks in a row) "
             "nor a set (one rank, different suits)"

@@ -686,7 +686,7 @@ def finishes(
 _COUNT = Objective(tuple([-1] * 53))
 
 
-def last_cards(cards: Sequence[int], need: int, *, jokers_per_meld: int = 1) -> list[int]:
+def last_cards(cards: Sequence[int], need: int, *, jokers_per_meld: int = 1) -> list[Card]:
     """The distinct cards that may be the one left when all the others are laid in melds whose
     flags include ``need`` (a whole-hand finish, a portuguese declaration): every card that is,
     and maybe a few that are not; none when no split leaves a single card.
@@ -698,10 +698,10 @@ def last_cards(cards: Sequence[int], need: int, *, jokers_per_meld: int = 1) -> 
     if len(alone) > 1:
         return []
     if alone:
-        return alone
+        return [CARDS[alone[0]]]
     fewest = max(
         (v for fl, v in _scores(cards, _COUNT, jokers_per_meld).items()
          if fl & (need | FLAG_LEFT) == need | FLAG_LEFT),
         default=_NEG,
     )
-    return sorted(set(cards)) if fewest == -1 else []
+    return sorted({CARDS[c] for c in cards}) if fewest == -1 else []

@@ -2,8 +2,9 @@
 
 :func:`view` makes what one seat (or a spectator, ``seat=None``) may see. The seat's own hand
 is the only concealed card in it: other hands appear as their sizes, the stock as its size, the
-discard pile as its top card and size. Nothing else reads the game's hidden state, so a hidden
-card can't leave by another door.
+discard pile as its top card and size. :func:`seat_part` is the part of a seat's view that a
+spectator's lacks (the view is built from it). Nothing else reads the game's hidden state, so
+a hidden card can't leave by another door.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from .cards import Card
 from .events import RoundResult
 from .game import Game, Phase, TableMeld
 
-__all__ = ["View", "view"]
+__all__ = ["SeatPart", "View", "seat_part", "view"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,22 +64,52 @@ class View:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class SeatPart:
+    """What only one seat sees of a game: the part of its :class:`View` that a spectator's
+    view lacks (with it, the seat's whole view)."""
+
+    seat: int
+    #: The seat's hand (sorted as held).
+    hand: tuple[Card, ...]
+    #: The card it drew this turn, if it is its turn and it drew.
+    drawn: Card | None
+    #: Where it may draw from now.
+    draw_sources: tuple[str, ...]
+    #: True when the rules let it lay now.
+    can_lay: bool
+
+
+def seat_part(game: Game, seat: int | None) -> SeatPart | None:
+    """The part of ``view(game, seat)`` that only ``seat`` sees (None for no seat). A server
+    that shows every seat builds the spectator's view once and adds each seat's part."""
+    if seat is None or not 0 <= seat < game.players:
+        return None
+    mine = seat == game.turn and game.phase == Phase.PLAY
+    return SeatPart(
+        seat=seat,
+        hand=tuple(game.hands[seat]),
+        drawn=game.drawn if mine else None,
+        draw_sources=tuple(game.draw_sources(seat)),
+        can_lay=game.can_lay(seat),
+    )
+
+
 def view(game: Game, seat: int | None) -> View:
     """What ``seat`` (None: a spectator) may see of ``game`` now."""
-    own = seat is not None and 0 <= seat < game.players
-    mine = own and seat == game.turn and game.phase == Phase.PLAY
+    own = seat_part(game, seat)
     return View(
         variant=game.variant.id,
         options=game.options.to_dict(),
-        seat=seat if own else None,
+        seat=own.seat if own else None,
         players=game.players,
         number=game.number,
         round=game.round,
         dealer=game.dealer,
         turn=game.turn,
         phase=game.phase,
-        hand=tuple(game.hands[seat]) if own and seat is not None else None,
-        drawn=game.drawn if mine else None,
+        hand=own.hand if own else None,
+        drawn=own.drawn if own else None,
         hand_sizes=tuple(len(h) for h in game.hands),
         stock_size=len(game.stock),
         discard_top=game.discard[-1] if game.discard else None,
@@ -91,6 +122,6 @@ def view(game: Game, seat: int | None) -> View:
         totals=tuple(game.totals),
         results=tuple(game.results),
         winners=game.winners,
-        draw_sources=tuple(game.draw_sources(seat)) if own and seat is not None else (),
-        can_lay=game.can_lay(seat) if own and seat is not None else False,
+        draw_sources=own.draw_sources if own else (),
+        can_lay=own.can_lay if own else False,
     )

@@ -93,7 +93,7 @@ async def serve(
             ("grpc.keepalive_permit_without_calls", 1),
         ]
     )
-    rules_service_pb2_grpc.add_RulesServiceServicer_to_server(RulesService(), server)
+    rules_service_pb2_grpc.add_RulesServiceServicer_to_server(RulesService(lobby.work), server)
     lobby_service_pb2_grpc.add_LobbyServiceServicer_to_server(LobbyService(lobby), server)
     table_service_pb2_grpc.add_TableServiceServicer_to_server(TableService(lobby), server)
     health_servicer = health.aio.HealthServicer()

@@ -27,10 +27,12 @@ from rami.engine import (
 )
 from rami.engine import events as ev
 from rami.engine.melds import RUN
+from rami.engine.views import SeatPart
 from rami.v1 import events_pb2, game_pb2, rules_service_pb2, table_service_pb2
 
 __all__ = [
     "action_from_proto",
+    "add_own_view",
     "card_from_proto",
     "card_to_proto",
     "cards_from_proto",
@@ -38,6 +40,7 @@ __all__ = [
     "meld_to_proto",
     "options_from_proto",
     "options_to_proto",
+    "shared_view_to_proto",
     "variant_from_proto",
     "variant_to_proto",
     "view_to_proto",
@@ -293,20 +296,36 @@ def view_to_proto(
     number: int,
     players: Sequence[game_pb2.PlayerState],
     deadline: float | None,
+    options: game_pb2.Options | None = None,
 ) -> game_pb2.View:
-    """A watcher's view; ``players`` carries the table's seats with the game's per-seat facts."""
+    """A watcher's view; ``players`` carries the table's seats with the game's per-seat facts
+    (``options``: the options message of ``v.options``, when the caller has it already)."""
+    msg = shared_view_to_proto(v, table_id, number, players, deadline, options)
+    add_own_view(msg, v, v)
+    return msg
+
+
+def shared_view_to_proto(
+    v: View,
+    table_id: str,
+    number: int,
+    players: Sequence[game_pb2.PlayerState],
+    deadline: float | None,
+    options: game_pb2.Options | None = None,
+    results: Sequence[game_pb2.RoundResult] | None = None,
+) -> game_pb2.View:
+    """The part of a view that is the same for every watcher of the table: a spectator's
+    view, to which :func:`add_own_view` adds what only a seat sees (``options``, ``results``:
+    the messages of ``v.options`` and ``v.results``, when the caller has them already)."""
     msg = game_pb2.View(
         table_id=table_id,
         number=number,
         variant=variant_to_proto(v.variant),
-        options=options_to_proto(Options.from_dict(v.options)),
-        seat=v.seat,
+        options=options if options is not None else options_to_proto(Options.from_dict(v.options)),
         phase=_PHASE_TO_PROTO[v.phase],
         round=v.round,
         dealer=v.dealer,
         turn=v.turn,
-        hand=cards_to_proto(v.hand or ()),
-        drawn=card_to_proto(v.drawn),
         players=players,
         stock_size=v.stock_size,
         discard_top=card_to_proto(v.discard_top),
@@ -315,15 +334,25 @@ def view_to_proto(
         bar=v.bar,
         first_circuit=v.first_circuit,
         rebuilds=v.rebuilds,
-        results=[result_to_proto(r) for r in v.results],
+        results=results if results is not None else [result_to_proto(r) for r in v.results],
         winners=v.winners,
-        draw_sources=[_SOURCE_TO_PROTO[s] for s in v.draw_sources],
-        can_lay=v.can_lay,
-        can_declare=(
-            v.variant == "portuguese" and v.phase == Phase.PLAY and v.seat is not None
-            and v.seat == v.turn
-        ),
     )
     if deadline is not None:
         msg.turn_deadline.FromNanoseconds(int(deadline * 1e9))
     return msg
+
+
+def add_own_view(msg: game_pb2.View, own: View | SeatPart | None, public: View) -> None:
+    """Add to a shared view what ``own``'s seat alone sees: its seat, its hand, the card it
+    drew, where it may draw from, whether it may lay or declare (nothing for no seat);
+    ``public`` is the view the shared part was made from."""
+    if own is None or own.seat is None:
+        return
+    msg.seat = own.seat
+    msg.hand.extend(cards_to_proto(own.hand or ()))
+    msg.drawn = card_to_proto(own.drawn)
+    msg.draw_sources.extend(_SOURCE_TO_PROTO[s] for s in own.draw_sources)
+    msg.can_lay = own.can_lay
+    msg.can_declare = (
+        public.variant == "portuguese" and public.phase == Phase.PLAY and own.seat == public.turn
+    )

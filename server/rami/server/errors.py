@@ -34,6 +34,7 @@ __all__ = [
     "ServiceError",
     "Unauthenticated",
     "log_unexpected",
+    "refusal_of",
     "status_of",
     "streaming",
     "unary",
@@ -107,6 +108,18 @@ class Unavailable(ServiceError):
 
 def status_of(error: Exception) -> grpc.Status:
     """The gRPC status, with its ErrorInfo detail, for a refusal."""
+    code, reason, message, metadata = refusal_of(error)
+    info = error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN, metadata=metadata)
+    detail = any_pb2.Any()
+    detail.Pack(info)
+    status = status_pb2.Status(code=code.value[0], message=message, details=[detail])
+    assert status.code != code_pb2.OK
+    return rpc_status.to_status(status)
+
+
+def refusal_of(error: Exception) -> tuple[grpc.StatusCode, str, str, dict[str, str]]:
+    """A refusal's status code, reason, message and metadata (as a status or, on a Play
+    stream, as a CommandRefused message)."""
     if isinstance(error, ServiceError):
         code, reason, message, metadata = error.code, error.reason, error.message, error.metadata
     elif isinstance(error, MalformedAction):
@@ -123,12 +136,7 @@ def status_of(error: Exception) -> grpc.Status:
         # A message may quote what the client sent (a table id, a policy): never at length, or
         # the trailers outgrow what a client accepts (8 KiB) and the refusal is lost.
         message = message[: MAX_ERROR_MESSAGE - 1] + "…"
-    info = error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN, metadata=metadata)
-    detail = any_pb2.Any()
-    detail.Pack(info)
-    status = status_pb2.Status(code=code.value[0], message=message, details=[detail])
-    assert status.code != code_pb2.OK
-    return rpc_status.to_status(status)
+    return code, reason, message, metadata
 
 
 def log_unexpected(logger: logging.Logger, what: str, error: BaseException) -> None:

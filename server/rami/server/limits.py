@@ -1,13 +1,15 @@
-"""Limits on what one client may do: commands per second, open streams."""
+"""Limits on what one client may do: commands per second, open streams, server time."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .errors import Exhausted
 
-__all__ = ["RateLimiter", "StreamCounter"]
+__all__ = ["RateLimiter", "StreamCounter", "TimeBudget"]
 
 
 @dataclass
@@ -71,3 +73,40 @@ class StreamCounter:
             self._open.pop(key, None)
         else:
             self._open[key] = n
+
+
+@dataclass
+class TimeBudget:
+    """Server time per key, for calls whose cost depends on what the client sends (the solver
+    on any hand, a long game's record): ``share`` of every second, saved up to ``burst``
+    seconds. A call is refused while the key's budget is spent; what it takes is measured and
+    charged when it ends. The event loop serves every table: no client may keep it busy."""
+
+    share: float
+    burst: float
+    what: str = "solver and record time"
+    _buckets: dict[str, _Bucket] = field(default_factory=dict)
+
+    @contextmanager
+    def spend(self, key: str) -> Iterator[None]:
+        """Run the block on ``key``'s budget, or refuse with RESOURCE_EXHAUSTED."""
+        now = time.monotonic()
+        b = self._buckets.get(key)
+        if b is None:
+            if len(self._buckets) > 100_000:
+                full = [k for k, x in self._buckets.items() if x.tokens >= self.burst]
+                for k in full:
+                    del self._buckets[k]
+            b = self._buckets[key] = _Bucket(self.burst, now)
+        b.tokens = min(self.burst, b.tokens + (now - b.stamp) * self.share)
+        b.stamp = now
+        if b.tokens <= 0:
+            raise Exhausted(
+                "RATE_LIMITED",
+                f"too much {self.what}: at most {self.share:.0%} of the server's time; slow down",
+            )
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            b.tokens -= time.perf_counter() - start

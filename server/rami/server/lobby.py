@@ -13,6 +13,7 @@ from rami.engine import Card, Options, get_variant
 from rami.engine.cards import full_deck
 
 from .errors import Exhausted, Invalid, NotFound, PermissionDenied, log_unexpected
+from .limits import TimeBudget
 from .sanitize import MAX_TABLE_NAME, clean_text
 from .storage import Storage
 from .table import Table, TableConfig
@@ -40,6 +41,10 @@ class LobbyConfig:
     #: Open watch streams per seat, and spectator streams per client address.
     streams_per_seat: int = 4
     spectator_streams_per_client: int = 64
+    #: Server time one client address may spend in hand analyses and game records: this share
+    #: of every second, and the seconds it may save up.
+    work_share: float = 0.2
+    work_burst: float = 1.0
 
 
 def new_table_id() -> str:
@@ -56,6 +61,8 @@ class Lobby:
         self.table_config = table_config
         self.tables: dict[str, Table] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
+        #: Server time spent on each client's analyses and records (shared by every service).
+        self.work = TimeBudget(config.work_share, config.work_burst)
 
     def restore(self) -> int:
         """Rebuild every unfinished table from its stored log; returns how many."""

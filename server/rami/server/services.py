@@ -6,12 +6,15 @@ Refusals are raised as exceptions and turned into status codes by the decorators
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import secrets
 from collections.abc import AsyncIterator
 
 import grpc
 
-from rami.engine import Meld, MeldError, get_variant
+from rami.engine import Meld, MeldError, RuleError, get_variant
 from rami.v1 import (
     lobby_service_pb2,
     lobby_service_pb2_grpc,
@@ -23,18 +26,30 @@ from rami.v1 import (
 
 from . import convert
 from .analysis import analyse
-from .errors import Invalid, PermissionDenied, Precondition, Unauthenticated, streaming, unary
-from .limits import RateLimiter, StreamCounter
+from .errors import (
+    Invalid,
+    PermissionDenied,
+    Precondition,
+    ServiceError,
+    Unauthenticated,
+    log_unexpected,
+    refusal_of,
+    streaming,
+    unary,
+)
+from .limits import RateLimiter, StreamCounter, TimeBudget
 from .lobby import Lobby
 from .records import record_json
 from .sanitize import MAX_CHAT, MAX_NAME, clean_text
-from .table import Table, new_seed
+from .table import Table, Watcher, new_seed
 from .tablestate import FINISHED, PLAYING, WAITING, hash_token
 
 __all__ = ["LobbyService", "RulesService", "TableService", "TOKEN_METADATA"]
 
 #: The call metadata key that carries a seat's (or a table owner's) secret token.
 TOKEN_METADATA = "rami-token"
+
+log = logging.getLogger("rami.server")
 
 _STATUS = {
     WAITING: lobby_service_pb2.TABLE_STATUS_WAITING,
@@ -98,6 +113,10 @@ def table_info(table: Table) -> lobby_service_pb2.TableInfo:
 class RulesService(rules_service_pb2_grpc.RulesServiceServicer):
     """The rules, stateless."""
 
+    def __init__(self, work: TimeBudget | None = None) -> None:
+        #: Solver time per client address (None: unlimited).
+        self.work = work
+
     @unary
     async def ListVariants(
         self, request: rules_service_pb2.ListVariantsRequest, context: grpc.aio.ServicerContext
@@ -128,9 +147,9 @@ class RulesService(rules_service_pb2_grpc.RulesServiceServicer):
         variant = convert.variant_from_proto(request.variant)
         options = convert.options_from_proto(request.options)
         hand = convert.cards_from_proto(request.hand)
-        return rules_service_pb2.AnalyseHandResponse(
-            analysis=analyse(get_variant(variant), options, hand, request.bar)
-        )
+        with self.work.spend(_client(context)) if self.work else contextlib.nullcontext():
+            analysis = analyse(get_variant(variant), options, hand, request.bar)
+        return rules_service_pb2.AnalyseHandResponse(analysis=analysis)
 
 
 class LobbyService(lobby_service_pb2_grpc.LobbyServiceServicer):
@@ -259,6 +278,12 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
     ) -> table_service_pb2.ActResponse:
         table = self.lobby.get(request.table_id)
         seat = _seat(table, context, self.lobby)
+        number = self._act(table, seat, request)
+        return table_service_pb2.ActResponse(number=number, view=table.view(seat))
+
+    def _act(self, table: Table, seat: int, request: table_service_pb2.ActRequest) -> int:
+        """One command of a seat, from Act or from a Play stream: the same checks, the same
+        table; returns the update number it became."""
         self.commands.take(f"{table.table_id}:{seat}")
         action = convert.action_from_proto(request)
         if table.state.game is None:
@@ -266,7 +291,7 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
         number = table.act(seat, request.number, action)
         _returns(table, seat)  # only once accepted: a refused command changes nothing
         self.lobby.finished(table)
-        return table_service_pb2.ActResponse(number=number, view=table.view(seat))
+        return number
 
     @unary
     async def Chat(
@@ -292,7 +317,8 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
             raise PermissionDenied("ANALYSIS_OFF", "this table does not allow hand analysis")
         if s.game is None:
             raise Precondition("NOT_STARTED", "the game has not started")
-        analysis = analyse(s.game.variant, s.options, s.game.hands[seat], s.game.bar)
+        with self.lobby.work.spend(_client(context)):
+            analysis = analyse(s.game.variant, s.options, s.game.hands[seat], s.game.bar)
         return table_service_pb2.AnalyseMyHandResponse(analysis=analysis)
 
     @unary
@@ -300,7 +326,8 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
         self, request: table_service_pb2.ExportRecordRequest, context: grpc.aio.ServicerContext
     ) -> table_service_pb2.ExportRecordResponse:
         table = self.lobby.get(request.table_id)
-        text, complete = record_json(table.state, table.entries)
+        with self.lobby.work.spend(_client(context)):
+            text, complete = record_json(table.state, table.entries)
         return table_service_pb2.ExportRecordResponse(record_json=text, complete=complete)
 
     @streaming
@@ -324,6 +351,75 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
         finally:
             counter.close(key)
 
+
+    @streaming
+    async def Play(
+        self,
+        requests: AsyncIterator[table_service_pb2.PlayRequest],
+        context: grpc.aio.ServicerContext,
+    ) -> AsyncIterator[table_service_pb2.PlayResponse]:
+        first = await anext(requests, None)
+        if first is None or first.WhichOneof("kind") != "open":
+            raise Invalid("OPEN_FIRST", "a Play stream opens with `open`: the table to play at")
+        table = self.lobby.get(first.open.table_id)
+        seat = _seat(table, context, self.lobby)
+        after = first.open.after if first.open.HasField("after") else None
+        table.check_after(after)
+        key = f"{table.table_id}:{seat}"
+        self.seat_streams.open(key)
+        watcher = table.watcher(seat)
+        commands: asyncio.Task[None] | None = None
+        try:
+            _returns(table, seat)
+            async for msg in table.watch(seat, after, watcher):
+                if commands is None:
+                    # Commands are taken once the stream watches (it has its first message):
+                    # the update of each then reaches this stream, as its acknowledgement.
+                    commands = asyncio.create_task(self._commands(requests, table, seat, watcher))
+                if isinstance(msg, table_service_pb2.PlayResponse):
+                    yield msg  # a refusal
+                elif msg.HasField("update"):
+                    out = table_service_pb2.PlayResponse(update=msg.update)
+                    command = watcher.acks.pop(msg.update.number, None)
+                    if command is not None:
+                        out.accepted = command
+                    yield out
+                else:
+                    yield table_service_pb2.PlayResponse(heartbeat=msg.heartbeat)
+        finally:
+            if commands is not None:
+                commands.cancel()
+            self.seat_streams.close(key)
+
+    async def _commands(
+        self,
+        requests: AsyncIterator[table_service_pb2.PlayRequest],
+        table: Table,
+        seat: int,
+        watcher: Watcher,
+    ) -> None:
+        """The commands of a Play stream, each applied like an Act; a refusal goes out on the
+        stream (and the stream goes on)."""
+        async for request in requests:
+            try:
+                if request.WhichOneof("kind") != "act":
+                    raise Invalid("NOT_A_COMMAND", "after `open`, a Play stream sends commands")
+                act = request.act
+                if act.table_id and act.table_id != table.table_id:
+                    raise Invalid("OTHER_TABLE", "a Play stream plays at the table it opened")
+                watcher.acks[self._act(table, seat, act)] = request.command_id
+            except Exception as e:
+                if not isinstance(e, ServiceError | RuleError):
+                    log_unexpected(log, "unexpected error in a Play command", e)
+                code, reason, message, metadata = refusal_of(e)
+                refused = table_service_pb2.CommandRefused(
+                    command_id=request.command_id, code=code.value[0], reason=reason,
+                    message=message, metadata=metadata,
+                )
+                try:
+                    watcher.queue.put_nowait(table_service_pb2.PlayResponse(refused=refused))
+                except asyncio.QueueFull:
+                    watcher.cut = True  # its stream ends, TOO_SLOW, at its next message
 
 def _returns(table: Table, seat: int) -> None:
     """A seat whose player left comes back when it acts or watches with its token."""

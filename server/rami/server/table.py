@@ -45,14 +45,21 @@ class TableConfig:
     watcher_queue: int = 256
 
 
+#: What a watcher's queue carries: updates and heartbeats; on a Play stream, refusals of its
+#: commands too; None when the server shuts down.
+Outgoing = table_service_pb2.WatchResponse | table_service_pb2.PlayResponse | None
+
+
 @dataclass(eq=False)
 class Watcher:
-    """One open Watch stream."""
+    """One open Watch (or Play) stream."""
 
     seat: int | None
-    queue: asyncio.Queue[table_service_pb2.WatchResponse | None]
+    queue: asyncio.Queue[Outgoing]
     cut: bool = False
     last: int = 0
+    #: Play streams: the update number each accepted command became -> the command's id.
+    acks: dict[int, int] = field(default_factory=dict)
 
 
 def safe_move(game_view: Any) -> Action:
@@ -80,6 +87,8 @@ class Table:
     _auto: asyncio.TimerHandle | None = None
     _rngs: dict[int, random.Random] = field(default_factory=dict)
     closed: bool = False
+    #: The views the last fan-out sent, by seat, and what they were built from.
+    _sent: tuple[tuple[int, float | None, dict[int, int]], dict[int | None, Any]] | None = None
 
     @property
     def table_id(self) -> str:
@@ -95,8 +104,17 @@ class Table:
         return out
 
     def view(self, seat: int | None) -> Any:
-        """The proto View of a seat now."""
-        return self.state.view_proto(seat, self.connected(), self.deadline)
+        """The proto View of a seat now (the one the last fan-out sent it, if nothing changed
+        since: an Act answers with the view its update has just sent)."""
+        connected = self.connected()
+        sent = self._sent
+        if (
+            sent is not None
+            and sent[0] == (self.state.number, self.deadline, connected)
+            and seat in sent[1]
+        ):
+            return sent[1][seat]
+        return self.state.view_proto(seat, connected, self.deadline)
 
     # -- the one path of every change -------------------------------------------------------
 
@@ -147,21 +165,24 @@ class Table:
     # -- watchers ---------------------------------------------------------------------------
 
     def _fan_out(self, number: int, events: list[events_pb2.Event]) -> None:
+        self._sent = None
         if not self.watchers:
             return
         connected = self.connected()
+        # One message per seat watched (the watchers of a seat share it), its view filled in
+        # place: the part of the views every seat shares is built once for them all.
         by_seat: dict[int | None, table_service_pb2.WatchResponse] = {}
+        for w in self.watchers:
+            if w.seat not in by_seat:
+                msg = by_seat[w.seat] = table_service_pb2.WatchResponse()
+                msg.update.number = number
+                msg.update.events.extend(events)
+        views = {seat: msg.update.view for seat, msg in by_seat.items()}
+        self.state.fill_views(views, connected, self.deadline)
+        self._sent = ((number, self.deadline, connected), views)
         for w in list(self.watchers):
-            msg = by_seat.get(w.seat)
-            if msg is None:
-                update = table_service_pb2.Update(
-                    number=number,
-                    events=events,
-                    view=self.state.view_proto(w.seat, connected, self.deadline),
-                )
-                msg = by_seat[w.seat] = table_service_pb2.WatchResponse(update=update)
             try:
-                w.queue.put_nowait(msg)
+                w.queue.put_nowait(by_seat[w.seat])
             except asyncio.QueueFull:
                 w.cut = True
                 self.watchers.discard(w)
@@ -190,10 +211,15 @@ class Table:
                 "BAD_NUMBER", f"update {after} has not happened: the table is at {self.state.number}"
             )
 
+    def watcher(self, seat: int | None) -> Watcher:
+        """A new watcher of ``seat``, not yet watching (see :meth:`watch`)."""
+        return Watcher(seat, asyncio.Queue(self.config.watcher_queue))
+
     async def watch(
-        self, seat: int | None, after: int | None
-    ) -> AsyncIterator[table_service_pb2.WatchResponse]:
-        """The stream of one watcher: a snapshot (or what it missed), then every update."""
+        self, seat: int | None, after: int | None, watcher: Watcher | None = None
+    ) -> AsyncIterator[table_service_pb2.WatchResponse | table_service_pb2.PlayResponse]:
+        """The stream of one watcher: a snapshot (or what it missed), then every update (and
+        whatever else is put on ``watcher``'s queue)."""
         self.check_after(after)
         if after is None:
             first = [
@@ -211,18 +237,25 @@ class Table:
                     heartbeat=table_service_pb2.Heartbeat(number=self.state.number)
                 )
             ]
-        watcher = Watcher(seat, asyncio.Queue(self.config.watcher_queue))
+        if watcher is None:
+            watcher = self.watcher(seat)
         self.watchers.add(watcher)
         try:
             for msg in first:
                 yield msg
+            queue = watcher.queue
             while True:
-                try:
-                    msg = await asyncio.wait_for(watcher.queue.get(), self.config.heartbeat)
-                except TimeoutError:
-                    msg = table_service_pb2.WatchResponse(
-                        heartbeat=table_service_pb2.Heartbeat(number=self.state.number)
-                    )
+                if queue.empty():
+                    try:
+                        # (asyncio.timeout: wait_for would start a task per message.)
+                        async with asyncio.timeout(self.config.heartbeat):
+                            msg = await queue.get()
+                    except TimeoutError:
+                        msg = table_service_pb2.WatchResponse(
+                            heartbeat=table_service_pb2.Heartbeat(number=self.state.number)
+                        )
+                else:
+                    msg = queue.get_nowait()
                 if watcher.cut:
                     raise _cut_off(watcher, self)
                 if msg is None:

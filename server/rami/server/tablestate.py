@@ -15,7 +15,9 @@ from typing import Any
 
 from rami.engine import POLICIES, Game, NextRound, Options, Phase, get_variant, view
 from rami.engine.cards import Card
+from rami.engine.events import RoundResult
 from rami.engine.serial import action_from_dict
+from rami.engine.views import seat_part
 from rami.v1 import events_pb2, game_pb2
 
 from . import convert
@@ -101,6 +103,8 @@ class TableState:
 
     def __post_init__(self) -> None:
         self.options = Options.from_dict(self.spec.options)
+        self._options_msg: tuple[Options, game_pb2.Options] | None = None
+        self._result_msgs: list[tuple[RoundResult, game_pb2.RoundResult]] = []
         get_variant(self.spec.variant)
         if not self.seats:
             self.seats = [Seat() for _ in range(self.options.players)]
@@ -161,24 +165,63 @@ class TableState:
             )
         return out
 
+    def options_proto(self) -> game_pb2.Options:
+        """The table's options as a message (built once per change of the options)."""
+        if self._options_msg is None or self._options_msg[0] is not self.options:
+            self._options_msg = (self.options, convert.options_to_proto(self.options))
+        return self._options_msg[1]
+
+    def _results_proto(self, results: tuple[RoundResult, ...]) -> list[game_pb2.RoundResult]:
+        """The messages of the game's finished rounds: a round's result never changes, so each
+        is built once (every view of the game carries them all)."""
+        done = self._result_msgs
+        if len(done) > len(results) or (done and done[-1][0] is not results[len(done) - 1]):
+            done.clear()  # another game
+        done.extend((r, convert.result_to_proto(r)) for r in results[len(done) :])
+        return [msg for _, msg in done]
+
     def view_proto(
         self, seat: int | None, connected: dict[int, int], deadline: float | None = None
     ) -> game_pb2.View:
         """What ``seat`` (None: a spectator) sees now."""
+        msg = game_pb2.View()
+        self.fill_views({seat: msg}, connected, deadline)
+        return msg
+
+    def fill_views(
+        self,
+        views: dict[int | None, game_pb2.View],
+        connected: dict[int, int],
+        deadline: float | None = None,
+    ) -> None:
+        """Fill each empty message of ``views`` with what its seat (None: a spectator) sees
+        now. The part that every watcher sees alike (the table, the players, the melds, the
+        results) is built once and copied into each, then each seat's own part is added."""
         players = self.players_proto(connected)
-        if self.game is None:
-            return game_pb2.View(
+        game = self.game
+        if game is None:
+            shared = game_pb2.View(
                 table_id=self.table_id,
                 number=self.number,
                 variant=convert.variant_to_proto(self.spec.variant),
-                options=convert.options_to_proto(self.options),
-                seat=seat,
+                options=self.options_proto(),
                 phase=game_pb2.PHASE_WAITING,
                 players=players,
             )
-        return convert.view_to_proto(
-            view(self.game, seat), self.table_id, self.number, players, deadline
-        )
+        else:
+            public = view(game, None)
+            shared = convert.shared_view_to_proto(
+                public, self.table_id, self.number, players, deadline, self.options_proto(),
+                self._results_proto(public.results),
+            )
+        for seat, msg in views.items():
+            msg.CopyFrom(shared)
+            if seat is None:
+                continue
+            if game is None:
+                msg.seat = seat
+            else:
+                convert.add_own_view(msg, seat_part(game, seat), public)
 
     # -- applying entries -------------------------------------------------------------------
 

@@ -42,6 +42,8 @@ class ServerThread:
             "max_tables_per_client": 1000,
             "commands_per_second": 1000.0,
             "command_burst": 1000.0,
+            "work_share": 1000.0,
+            "work_burst": 1000.0,
         }
         settings.update(lobby)
         self.lobby_config = LobbyConfig(**settings)

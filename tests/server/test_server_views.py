@@ -1,0 +1,69 @@
+"""Views built together (the shared part once, each seat's part added) are the views built one
+by one from the engine's view of each seat: at every update of whole random games, for every
+seat and a spectator, with and without a turn clock and connected seats."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from rami.engine import POLICIES, Options, Phase, view
+from rami.engine.serial import action_to_dict
+from rami.server import convert
+from rami.server.tablestate import TableSpec, TableState
+from rami.v1 import game_pb2
+
+
+def _one_by_one(
+    state: TableState, seat: int | None, connected: dict[int, int], deadline: float | None
+) -> game_pb2.View:
+    """A view the plain way: the engine's view of that seat, converted whole."""
+    players = state.players_proto(connected)
+    if state.game is None:
+        return game_pb2.View(
+            table_id=state.table_id,
+            number=state.number,
+            variant=convert.variant_to_proto(state.spec.variant),
+            options=convert.options_to_proto(state.options),
+            seat=seat,
+            phase=game_pb2.PHASE_WAITING,
+            players=players,
+        )
+    return convert.view_to_proto(
+        view(state.game, seat), state.table_id, state.number, players, deadline
+    )
+
+
+def _check(state: TableState, rng: random.Random) -> None:
+    seats: list[int | None] = [*range(len(state.seats)), None]
+    connected = {s: 1 for s in range(len(state.seats)) if rng.random() < 0.5}
+    deadline = rng.choice([None, 1_800_000_000.25])
+    together = {s: game_pb2.View() for s in seats}
+    state.fill_views(together, connected, deadline)
+    for s in seats:
+        assert together[s] == _one_by_one(state, s, connected, deadline), (s, state.number)
+        assert state.view_proto(s, connected, deadline) == together[s]
+
+
+@pytest.mark.parametrize("variant", ["portuguese", "tallage", "simple"])
+def test_views_built_together_are_the_views_built_one_by_one(variant: str) -> None:
+    rng = random.Random(f"views/{variant}")
+    spec = TableSpec("t", variant, Options(players=3).to_dict())
+    state = TableState("views", spec)
+    for seat in range(3):
+        state.apply({"type": "join", "seat": seat, "name": f"p{seat}", "token": f"h{seat}"})
+        _check(state, rng)
+    state.apply({"type": "start", "seed": "00" * 32})
+    policy = POLICIES["random"]
+    for _ in range(600):
+        game = state.game
+        assert game is not None
+        _check(state, rng)
+        if game.phase == Phase.GAME_OVER:
+            break
+        if game.phase == Phase.ROUND_OVER:
+            state.apply({"type": "next"})
+            continue
+        action = policy(view(game, game.turn), rng)
+        state.apply({"type": "act", "seat": game.turn, "action": action_to_dict(action)})
