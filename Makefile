@@ -7,7 +7,7 @@ PROTOS := $(wildcard proto/rami/v1/*.proto)
 GEN    := proto/rami/v1/.generated
 BUF    := tools/node_modules/.bin/buf
 
-.PHONY: install test lint buf serve bench load clean
+.PHONY: install test lint buf serve bench load fuzz clean
 
 install: $(STAMP) $(GEN)
 
@@ -45,8 +45,28 @@ lint: install buf
 serve: install
 	$(VENV)/bin/rami-server --port 50051
 
-bench: install
+# The peers `make bench` compares the engine with: bench-only extras, never runtime
+# dependencies. One that cannot be installed here (no wheel for this Python) is left out, and
+# the bench says why in its figures.
+BENCH_PEERS := $(VENV)/.bench-peers
+$(BENCH_PEERS): $(STAMP)
+	-$(PY) -m pip install --quiet open-spiel
+	-$(PY) -m pip install --quiet rlcard
+	touch $(BENCH_PEERS)
+
+# Every figure against what bounds it, in one run (bench/results.json, docs/performance.md).
+bench: install $(BENCH_PEERS)
 	$(PY) -m bench
+
+# Reliability under load and hostile input (docs/operations.md); neither is part of `make test`.
+# load: 200 tables of 4 remote bots on one rami-server process, every game to its end.
+load: install
+	$(PY) tests/load/run_load.py --tables 200 --clients 2
+
+# fuzz: 10,000 hostile commands through the real API (CI runs a fixed-seed 500).
+fuzz: install
+	RAMI_FUZZ_EXAMPLES=$${RAMI_FUZZ_EXAMPLES:-10000} $(PY) -m pytest -q -s \
+		tests/reliability/test_reliability_fuzz.py
 
 clean:
 	rm -rf $(VENV) $(GEN) .pytest_cache .mypy_cache .ruff_cache .hypothesis tools/node_modules

@@ -27,7 +27,9 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -181,6 +183,153 @@ def run_scaling(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
+def baseline_tree(where: str, tmp: Path) -> Path:
+    """The tree to measure as the baseline: a directory holding ``engine/ server/ client/
+    proto/`` as this repository does, or a git revision of this repository, exported into
+    ``tmp`` with its contract's Python code generated."""
+    if Path(where).is_dir():
+        return Path(where)
+    root = Path(__file__).resolve().parent.parent
+    archive = subprocess.run(
+        ["git", "-C", str(root), "archive", where, "engine", "server", "client", "proto"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
+    protos = sorted(str(p.relative_to(tmp / "proto")) for p in (tmp / "proto").rglob("*.proto"))
+    protos = [p for p in protos if not p.startswith("released")]
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grpc_tools.protoc",
+            "-I.",
+            "--python_out=.",
+            "--grpc_python_out=.",
+            *protos,
+        ],
+        cwd=tmp / "proto",
+        check=True,
+    )
+    return tmp
+
+
+def run_baseline(args: argparse.Namespace, sections: list[str]) -> dict[str, Any]:
+    """This bench, run on the baseline's code (its server, engine and solver) in a process of
+    its own: the figures before, measured in the same run as the figures after."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = baseline_tree(args.baseline, Path(tmp))
+        env = dict(os.environ)
+        paths = [str(tree / part) for part in ("engine", "server", "client", "proto")]
+        env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        out = Path(tmp) / "baseline.json"
+        argv = [
+            sys.executable,
+            "-m",
+            "bench",
+            "--no-save",
+            "--no-stream",
+            "--json",
+            str(out),
+            "--only",
+            *sections,
+            "--seconds",
+            str(args.seconds),
+            "--warmup",
+            str(args.warmup),
+            "--scale-seconds",
+            str(args.scale_seconds),
+            "--tables",
+            str(args.tables),
+            "--games",
+            str(args.games),
+            "--engine-seconds",
+            str(args.engine_seconds),
+            "--hands",
+            str(args.hands),
+        ]
+        _say(f"baseline: {args.baseline} ({tree})")
+        subprocess.run(argv, env=env, check=True, cwd=Path(__file__).resolve().parent.parent)
+        figures = json.loads(out.read_text())
+    figures.pop("comparisons", None)
+    return {"tree": args.baseline, "results": figures}
+
+
+def before_after(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+    """The headline figures of the baseline and of this code, side by side."""
+    rows = []
+    for name, path, unit in HEADLINES:
+        b, a = _dig(before, path), _dig(after, path)
+        if b is None and a is None:
+            continue
+        change = round(a / b, 3) if isinstance(a, int | float) and b else None
+        rows.append({"figure": name, "unit": unit, "before": b, "after": a, "after/before": change})
+    return rows
+
+
+#: (name, path in the results, unit) of the figures compared before and after.
+HEADLINES: list[tuple[str, tuple[str, ...], str]] = [
+    ("commands/s, unary Act", ("commands", "rami_unary", "calls_per_s"), "calls/s"),
+    (
+        "server CPU per command, unary Act",
+        ("commands", "rami_unary", "server_cpu_per_call_us"),
+        "us",
+    ),
+    ("latency p99, unary Act", ("commands", "rami_unary", "latency_ms", "p99"), "ms"),
+    ("echo calls/s (reference)", ("commands", "echo", "calls_per_s"), "calls/s"),
+    (
+        "updates/s to 400 watchers, unary Act",
+        ("delivery", "rami_unary", "delivered_per_s"),
+        "updates/s",
+    ),
+    (
+        "server CPU per update delivered, unary",
+        ("delivery", "rami_unary", "server_cpu_per_delivery_us"),
+        "us",
+    ),
+    *(
+        (f"decisions/s, {v}", ("engine", "self_play", v, "decisions_per_s"), "decisions/s")
+        for v in engine.VARIANTS
+    ),
+    ("10-card split, mean", ("solver", "rlcard_task", "ours", "mean_ms"), "ms"),
+    *(
+        (
+            f"14-card split, {j} jokers, median",
+            ("solver", "ours_14", f"{j}_jokers", "median_ms"),
+            "ms",
+        )
+        for j in (0, 1, 2)
+    ),
+    *(
+        (f"14-card split, {j} jokers, p99", ("solver", "ours_14", f"{j}_jokers", "p99_ms"), "ms")
+        for j in (0, 1, 2)
+    ),
+    ("RSS, 1,000 idle tables", ("memory", "with_tables_mb"), "MB"),
+    ("memory per watcher", ("memory", "per_watcher_kb"), "KB"),
+]
+
+
+def _dig(data: Any, path: tuple[str, ...]) -> Any:
+    for p in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(p)
+    return data
+
+
+def print_before_after(rows: list[dict[str, Any]]) -> None:
+    print(f"\n{'before / after (same run)':<42}{'before':>12}{'after':>12}{'after/before':>14}")
+    for r in rows:
+        b, a, c = r["before"], r["after"], r["after/before"]
+        print(f"{r['figure']:<42}{_num(b):>12}{_num(a):>12}{_num(c):>14}  {r['unit']}")
+
+
+def _num(x: Any) -> str:
+    if not isinstance(x, int | float):
+        return "n/a"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
 RUNNERS = {
     "commands": run_commands,
     "delivery": run_delivery,
@@ -213,6 +362,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="print only: leave results.json and docs/performance.md alone",
     )
     parser.add_argument("--json", type=Path, help="also write this run's figures here")
+    parser.add_argument(
+        "--baseline",
+        help="also measure this code as it was (a git revision, or a tree with engine/ "
+        "server/ client/ proto/), first, in the same run: before/after figures",
+    )
     args = parser.parse_args(argv)
 
     sections = args.only or list(SECTIONS)
@@ -225,6 +379,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if RESULTS.exists() and args.only:
         # A partial run keeps the other sections' last figures.
         results = {k: v for k, v in json.loads(RESULTS.read_text()).items() if k in SECTIONS}
+    baseline = run_baseline(args, sections) if args.baseline else None
     for name in sections:
         t0 = time.perf_counter()
         results[name] = RUNNERS[name](args)
@@ -240,8 +395,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sections": sections,
         "argv": list(argv if argv is not None else sys.argv[1:]),
     }
+    if baseline is not None:
+        baseline["before_after"] = before_after(baseline["results"], results)
+        results["baseline"] = baseline
     rows = report.comparisons(results)
     report.print_rows(rows)
+    if baseline is not None:
+        print_before_after(baseline["before_after"])
     _say(f"\nbench took {elapsed:.0f} s")
     if args.json:
         report.dump(results, rows, args.json)

@@ -358,10 +358,20 @@ async def rami_load(
                 ),
                 timeout=30,
             )
-            for bot in bots:  # the table starts when the last seat is taken
-                await bot.join(created.table.table_id)
-            await asyncio.gather(*(bot.play() for bot in bots))
-            stats.games += 1
+            plays: list[asyncio.Task[None]] = []
+            try:
+                for bot in bots:  # the table starts when the last seat is taken
+                    await bot.join(created.table.table_id)
+                plays = [asyncio.create_task(bot.play()) for bot in bots]
+                await asyncio.gather(*plays)
+                stats.games += 1
+            except grpc.aio.AioRpcError as e:
+                # Counted and shown with the figures; the group goes on at a new table.
+                result.errors += 1
+                result.extra.setdefault("first_error", f"{e.code().name}: {e.details()}")
+            finally:
+                for t in plays:
+                    t.cancel()
 
     try:
         await asyncio.gather(setup.channel_ready(), *(ch.channel_ready() for ch in pool))
@@ -381,92 +391,4 @@ async def rami_load(
     result.extra["games_finished"] = stats.games
     if stats.sizes:
         result.extra["mean_update_bytes"] = round(sum(stats.sizes) / len(stats.sizes))
-    return result
-
-
-async def spectator_load(
-    target: str, pid: int, *, tables: int, watchers: int, policy: str, warmup: float,
-    seconds: float, variant: int = game_pb2.VARIANT_TALLAGE,
-) -> LoadResult:
-    """``tables`` tables of 4 built-in ``policy`` bots, each table watched by ``watchers``
-    spectators (one connection each) from the start of its game; a finished game is replaced
-    by a new table, watched the same way.
-
-    The spectators read raw bytes, as the broadcast's subscribers do (no parsing on either
-    side), and learn that a game is over from GetTable, asked twice a second. A spectator cut
-    off for falling behind (``TOO_SLOW``) is counted and watches again from a snapshot.
-    """
-    result, window = LoadResult(), _Window()
-    setup = _channel(target)
-    lobby = lobby_service_pb2_grpc.LobbyServiceStub(setup)
-    pool = [_channel(target) for _ in range(tables * watchers)]
-    sizes: list[int] = []
-    counts = {"games": 0, "cut": 0}
-    watch_method = "/rami.v1.TableService/Watch"
-
-    async def spectate(ch: grpc.aio.Channel, table_id: str, ready: asyncio.Event) -> None:
-        request = table_service_pb2.WatchRequest(table_id=table_id).SerializeToString()
-        first = True
-        while True:
-            stream = ch.unary_stream(watch_method)(request)
-            try:
-                async for raw in stream:
-                    if first:  # the snapshot
-                        first = False
-                        ready.set()
-                    elif window.holds(time.perf_counter()):
-                        result.delivered += 1
-                        if len(sizes) < 5000:
-                            sizes.append(len(raw))
-            except grpc.aio.AioRpcError as e:
-                if e.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
-                    raise
-                counts["cut"] += 1
-            finally:
-                stream.cancel()
-
-    async def table_group(chs: list[grpc.aio.Channel]) -> None:
-        while True:
-            created = await lobby.CreateTable(
-                lobby_service_pb2.CreateTableRequest(
-                    variant=variant, options=game_pb2.Options(players=4)
-                ),
-                timeout=30,
-            )
-            table_id = created.table.table_id
-            readies = [asyncio.Event() for _ in chs]
-            reading = [
-                asyncio.create_task(spectate(ch, table_id, r))
-                for ch, r in zip(chs, readies, strict=True)
-            ]
-            await asyncio.gather(*(r.wait() for r in readies))
-            owner = (("rami-token", created.owner_token),)
-            for _ in range(4):  # the game starts with the fourth bot
-                await lobby.AddBot(
-                    lobby_service_pb2.AddBotRequest(table_id=table_id, policy=policy),
-                    metadata=owner, timeout=30,
-                )
-            get = lobby_service_pb2.GetTableRequest(table_id=table_id)
-            while (await lobby.GetTable(get, timeout=30)).table.status != (
-                lobby_service_pb2.TABLE_STATUS_FINISHED
-            ):
-                await asyncio.sleep(0.5)
-            for t in reading:
-                t.cancel()
-            await asyncio.gather(*reading, return_exceptions=True)
-            counts["games"] += 1
-
-    try:
-        await asyncio.gather(setup.channel_ready(), *(ch.channel_ready() for ch in pool))
-        tasks = [
-            asyncio.create_task(table_group(pool[i * watchers : (i + 1) * watchers]))
-            for i in range(tables)
-        ]
-        await _measure(pid, window, warmup, seconds, result, tasks)
-    finally:
-        await asyncio.gather(setup.close(), *(ch.close() for ch in pool))
-    result.extra["games_finished"] = counts["games"]
-    result.extra["watchers_cut_off"] = counts["cut"]
-    if sizes:
-        result.extra["mean_update_bytes"] = round(sum(sizes) / len(sizes))
     return result

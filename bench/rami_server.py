@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from dataclasses import replace
 
 from rami.server.app import serve
 from rami.server.lobby import LobbyConfig
@@ -35,9 +34,8 @@ BENCH_LOBBY = LobbyConfig(
 
 
 async def main_async(args: argparse.Namespace) -> None:
-    tables = replace(BENCH_TABLES, bot_delay=args.bot_delay)
     server = await serve(
-        "127.0.0.1", args.port, args.db, lobby_config=BENCH_LOBBY, table_config=tables
+        "127.0.0.1", args.port, args.db, lobby_config=BENCH_LOBBY, table_config=BENCH_TABLES
     )
     print(f"port {server.port}", flush=True)
     loop = asyncio.get_running_loop()
@@ -49,9 +47,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.rami_server")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--db", default=":memory:")
-    parser.add_argument(
-        "--bot-delay", type=float, default=0.0, help="seconds a built-in bot waits to move"
-    )
     parser.add_argument("--profile", help="write a cProfile of the whole run to this file")
     args = parser.parse_args()
     if args.profile:

@@ -237,7 +237,7 @@ def comparisons(results: dict[str, Any]) -> list[Row]:
 
 
 def _fmt(x: float | None) -> str:
-    if x is None:
+    if not isinstance(x, int | float):
         return "n/a"
     if abs(x) >= 1000:
         return f"{x:,.0f}"
@@ -254,13 +254,13 @@ def _met(row: Row) -> str:
 
 def print_rows(rows: list[Row]) -> None:
     print(
-        f"\n{'#':<14}{'comparison':<52}{'ours':>12}{'reference':>12}{'ratio':>8}"
+        f"\n{'#':<24}{'comparison':<52}{'ours':>12}{'reference':>12}{'ratio':>8}"
         f"{'target':>9}{'met':>5}  unit; reference"
     )
     for r in rows:
         ratio = "n/a" if r.ratio is None else f"{r.ratio:.2f}"
         print(
-            f"{r.key:<14}{r.what:<52}{_fmt(r.ours):>12}{_fmt(r.reference):>12}{ratio:>8}"
+            f"{r.key:<24}{r.what:<52}{_fmt(r.ours):>12}{_fmt(r.reference):>12}{ratio:>8}"
             f"{r.target:>9}{_met(r):>5}  {r.unit}; {r.ref_name}"
         )
 
@@ -286,11 +286,11 @@ def markdown(rows: list[Row], results: dict[str, Any], command: str) -> str:
         )
     scaling = results.get("scaling")
     if scaling:
+        most = max(row["unary"]["connections"] for row in scaling)
         lines += [
             "",
-            "Scaling (the bots spread over at most "
-            f"{scaling[0]['unary']['connections'] if scaling else '?'}... connections; "
-            "each row a fresh server):",
+            f"Scaling: tables of 4 remote bots, spread over at most {most} connections, each "
+            "row on a fresh server:",
             "",
             "| tables | mode | commands/s | server CPU/command | p50 | p99 | server RSS |",
             "|---:|---|---:|---:|---:|---:|---:|",
@@ -305,6 +305,20 @@ def markdown(rows: list[Row], results: dict[str, Any], command: str) -> str:
                     f"{_fmt(f['server_cpu_per_call_us'])} us | {_fmt(f['latency_ms']['p50'])} ms | "
                     f"{_fmt(f['latency_ms']['p99'])} ms | {_fmt(f['server_rss_mb'])} MB |"
                 )
+    baseline = results.get("baseline")
+    if baseline:
+        lines += [
+            "",
+            f"Before and after, measured in this same run (before: `{baseline['tree']}`):",
+            "",
+            "| figure | before | after | after/before |",
+            "|---|---:|---:|---:|",
+        ]
+        for r in baseline["before_after"]:
+            lines.append(
+                f"| {r['figure']} | {_fmt(r['before'])} {r['unit']} | {_fmt(r['after'])} "
+                f"{r['unit']} | {_fmt(r['after/before'])} |"
+            )
     lines += ["", END]
     return "\n".join(lines)
 

@@ -30,7 +30,6 @@ from .load import (
     broadcast_load,
     echo_load,
     rami_load,
-    spectator_load,
 )
 from .procs import child
 from .procstat import rss_bytes
@@ -179,36 +178,18 @@ def run_broadcast(
     return out
 
 
-def run_spectators(
-    tables: int, watchers: int, policy: str, warmup: float, seconds: float,
-    bot_delay: float = 0.0, env: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """Tables of built-in bots, each watched by ``watchers`` spectators."""
-    with tempfile.TemporaryDirectory() as tmp, child(
-        "bench.rami_server", "--db", _db(tmp, "spectators"), "--bot-delay", str(bot_delay),
-        env=env,
-    ) as c:
-        r = asyncio.run(
-            spectator_load(
-                c.target, c.pid, tables=tables, watchers=watchers, policy=policy,
-                warmup=warmup, seconds=seconds,
-            )
-        )
-        out = _figures(r)
-        out["server_rss_mb"] = round(rss_bytes(c.pid) / 2**20, 1)
-    out.update(tables=tables, seats=watchers, policy=policy, bot_delay=bot_delay)
-    return out
-
-
 def bench_delivery(
-    *, tables: int, watchers: int, policy: str, warmup: float, seconds: float
+    *, tables: int, seats: int, warmup: float, seconds: float, stream: bool = True
 ) -> dict[str, Any]:
-    """(2): updates delivered to ``tables`` × ``watchers`` watchers of tables whose built-in
-    bots play flat out, against the bare broadcast of messages of the same mean size to as
-    many subscribers. The updates are made in the server, as the broadcast's messages are."""
-    out: dict[str, Any] = {"rami": run_spectators(tables, watchers, policy, warmup, seconds)}
-    size = int(out["rami"].get("mean_update_bytes") or 200)
-    out["broadcast"] = run_broadcast(tables, watchers, size, warmup, seconds)
+    """(2): updates delivered to the ``tables`` × ``seats`` watchers of tables whose seats are
+    remote bots playing flat out (each bot watches its own seat), against the bare broadcast
+    of messages of the same mean size to as many subscribers."""
+    out: dict[str, Any] = {"rami_unary": run_rami(tables, seats, warmup, seconds)}
+    if stream:
+        out["rami_stream"] = run_rami(tables, seats, warmup, seconds, stream=True)
+    sizes = [out[k].get("mean_update_bytes") for k in ("rami_unary", "rami_stream") if k in out]
+    size = round(sum(x for x in sizes if x) / max(1, len([x for x in sizes if x]))) or 200
+    out["broadcast"] = run_broadcast(tables, seats, size, warmup, seconds)
     return out
 
 

@@ -58,8 +58,8 @@ def documented() -> dict[str, set[str]]:
     catalog: dict[str, set[str]] = {}
     in_table = False
     for line in DOCS.read_text().splitlines():
-        if line.startswith("## "):
-            in_table = line.strip() == "## Status codes and reasons"
+        if line.startswith("#"):
+            in_table = line.lstrip("#").strip() == "Status codes and reasons"
             continue
         m = re.match(r"^\| `([A-Z_]+)` \|.*\|(.*)\|\s*$", line)
         if in_table and m:

@@ -14,6 +14,7 @@ server's log. (Updates, snapshots and record exports are proven in
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ DEALS = {
     # Seat 0 deals itself 15 cards and plays first, without drawing.
     "tallage": ({0: "2h 3h 4h 5c 5d 5s Kc Kd Ks 10s Js Qs Qc Qd Qh"}, "7h", "8c 6h"),
     "simple": ({0: "2h 3h 4h 5c 5d 5s 9c 10c Jc Qc Kd Kh Ks 8d"}, "7h", "8c 6h"),
-    # Seat 1 plays first and draws.
+    # Seat 1 plays first: it draws the 6♠ (then it may discard or declare).
     "portuguese": ({1: "2c 5d 8h Js 3c 6d 9h Qs 4c 7d 10h Ks Ah"}, "Kc", "6s"),
 }
 
@@ -140,6 +141,16 @@ def test_no_refusal_names_a_card_its_sender_may_not_see(server: ServerThread, va
     stubs = Stubs(server.target)
     try:
         table_id, tokens = seated(stubs, variant)
+        if variant == "portuguese":
+            stubs.table.Act(
+                table_service_pb2.ActRequest(
+                    table_id=table_id,
+                    number=snapshot(stubs, table_id, None).number,
+                    draw=table_service_pb2.DrawAction(source=game_pb2.DRAW_SOURCE_STOCK),
+                ),
+                metadata=md(tokens[1]),
+                timeout=T,
+            )
         views = [snapshot(stubs, table_id, t) for t in (*tokens, None)]
         number = views[-1].number
         named = 0
@@ -194,13 +205,13 @@ def test_a_refused_automatic_move_is_logged_by_its_reason_not_its_cards(
                 metadata=md(created.owner_token),
                 timeout=T,
             )
-        call = stubs.table.Watch(table_service_pb2.WatchRequest(table_id=table_id), timeout=60)
-        try:
-            for msg in call:
-                if msg.update.view.phase == game_pb2.PHASE_GAME_OVER:
-                    break
-        finally:
-            call.cancel()
+        deadline = time.monotonic() + 60
+        request = lobby_service_pb2.GetTableRequest(table_id=table_id)
+        while stubs.lobby.GetTable(request, timeout=T).table.status != (
+            lobby_service_pb2.TABLE_STATUS_FINISHED
+        ):
+            assert time.monotonic() < deadline, "the bots' game did not end"
+            time.sleep(0.05)
     finally:
         stubs.channel.close()
     lines = [caplog.handler.format(r) for r in caplog.records if r.name.startswith("rami.server")]

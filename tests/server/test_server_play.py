@@ -241,6 +241,7 @@ def test_a_seat_on_a_play_stream_and_a_seat_with_act_share_the_table(
                         lambda r, n=response.number: r.HasField("update") and r.update.number == n
                     )
                     assert not got.HasField("accepted")  # not this stream's command
+                    await watch.wait_number(response.number)
                 else:
                     own = await play.wait(
                         lambda r, n=latest.number: r.HasField("update") and r.update.number >= n

@@ -18,6 +18,7 @@ from typing import Annotated
 
 import grpc
 import typer
+
 from rami.engine import POLICIES, VARIANTS
 
 from .arena import ArenaConfig, ArenaResult, Estimate, pair_difference, parse_options, run_arena
@@ -75,9 +76,7 @@ def connect(
         str | None, typer.Option(help="A seat's token: take the seat back instead of joining.")
     ] = None,
     seed: Annotated[str | None, typer.Option(help="Seed of the policy's random choices.")] = None,
-    timeout: Annotated[
-        float | None, typer.Option(help="Give up after this many seconds.")
-    ] = None,
+    timeout: Annotated[float | None, typer.Option(help="Give up after this many seconds.")] = None,
     tls: Annotated[bool, typer.Option("--tls", help="Speak TLS to the server.")] = False,
     ca: Annotated[
         Path | None,
@@ -96,12 +95,19 @@ def connect(
             typer.echo(f"rami-bot: can't read {ca}: {e.strerror}", err=True)
             raise typer.Exit(2) from None
         credentials = grpc.ssl_channel_credentials(root)
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
-                        format="rami-bot: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="rami-bot: %(message)s",
+    )
     decide = policy_decider(policy, seed if seed is not None else f"{table}:{policy}")
     coro = play(
-        normalise_target(target), table, decide,
-        name=name or f"{policy.capitalize()} bot", seat=seat, token=token,
+        normalise_target(target),
+        table,
+        decide,
+        name=name or f"{policy.capitalize()} bot",
+        seat=seat,
+        token=token,
         credentials=credentials,
     )
     try:
@@ -127,8 +133,11 @@ def format_arena(result: ArenaResult) -> list[str]:
     c = result.config
     stats = summarise_arena(result)
     seatings = result.games // len(result.deals)
-    how = f"{len(result.deals)} deals × {seatings} seatings" if c.duplicate else (
-        f"{len(result.deals)} deals")
+    how = (
+        f"{len(result.deals)} deals × {seatings} seatings"
+        if c.duplicate
+        else (f"{len(result.deals)} deals")
+    )
     options = "".join(f", {k}={v}" for k, v in c.options)
     lines = [
         f"arena: {c.variant}, {c.players} players{options}; {how} = {result.games} games; "
@@ -163,8 +172,12 @@ def arena(
         str, typer.Option(help="Comma-separated policies, given to the seats round-robin.")
     ] = "strong,greedy",
     games: Annotated[
-        int, typer.Option(min=1, help="Deals (seeded games); with --duplicate each deal is "
-                          "played once per rotation of the seats.")
+        int,
+        typer.Option(
+            min=1,
+            help="Deals (seeded games); with --duplicate each deal is "
+            "played once per rotation of the seats.",
+        ),
     ] = 100,
     seed: Annotated[str, typer.Option(help="The arena's seed: same seed, same games.")] = "0",
     duplicate: Annotated[

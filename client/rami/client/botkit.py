@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import grpc
+
 from rami.engine import POLICIES, Action, Discard, Draw, Phase, View
 from rami.v1 import (
     game_pb2,

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from .actions import Action, AddToMeld, Declare, Discard, Draw, Lay, LayStep, NewMeld, TakeJoker
 from .cards import JOKER, Card
 from .game import Phase
-from .melds import Meld, MeldError
+from .melds import End, Meld, MeldError
 from .solver import (
     FLAG_LEFT,
     FLAG_RUN,
@@ -104,10 +104,9 @@ def new_melds(v: View, hand: list[Card], must: Card | None = None) -> Lay | None
     return _lay_of(split)
 
 
-def _fits(meld: Meld, card: Card, end: str | None, jpm: int) -> Meld | None:
+def _fits(meld: Meld, card: Card, end: End | None, jpm: int) -> Meld | None:
     try:
-        return meld.with_added(card, end="low" if end == "low" else "high" if end else None,
-                               jokers_per_meld=jpm)
+        return meld.with_added(card, end=end, jokers_per_meld=jpm)
     except MeldError:
         return None
 
@@ -117,13 +116,12 @@ def additions(v: View, hand: list[Card]) -> Iterator[AddToMeld]:
     jpm = _jpm(v)
     for number, tm in enumerate(v.melds, 1):
         for card in sorted(set(hand)):
-            ends: tuple[str | None, ...] = (None,)
+            ends: tuple[End | None, ...] = (None,)
             if card == JOKER and tm.meld.kind == "run":
                 ends = ("low", "high")
             for end in ends:
                 if _fits(tm.meld, card, end, jpm) is not None:
-                    yield AddToMeld(number, (card,), "low" if end == "low" else
-                                    "high" if end == "high" else None)
+                    yield AddToMeld(number, (card,), end)
 
 
 def joker_swaps(v: View, hand: list[Card]) -> Iterator[tuple[TakeJoker, LayStep]]:
@@ -144,10 +142,10 @@ def joker_swaps(v: View, hand: list[Card]) -> Iterator[tuple[TakeJoker, LayStep]
             for other, m in enumerate(melds, 1):
                 if m.jokers >= jpm:
                     continue
-                for end in ("high", "low") if m.kind == "run" else (None,):
+                sides: tuple[End | None, ...] = ("high", "low") if m.kind == "run" else (None,)
+                for end in sides:
                     if _fits(m, JOKER, end, jpm) is not None:
-                        e = "low" if end == "low" else "high" if end == "high" else None
-                        yield TakeJoker(number, card), AddToMeld(other, (JOKER,), e)
+                        yield TakeJoker(number, card), AddToMeld(other, (JOKER,), end)
                         break
                 else:
                     continue

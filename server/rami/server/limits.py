@@ -46,7 +46,11 @@ class RateLimiter:
 
     def _forget(self, now: float) -> None:
         # Full buckets carry no information: drop them.
-        full = [k for k, b in self._buckets.items() if b.tokens + (now - b.stamp) * self.rate >= self.burst]
+        full = [
+            k
+            for k, b in self._buckets.items()
+            if b.tokens + (now - b.stamp) * self.rate >= self.burst
+        ]
         for k in full:
             del self._buckets[k]
 

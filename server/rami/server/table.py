@@ -17,6 +17,7 @@ import logging
 import random
 import secrets
 import time
+from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,12 +51,65 @@ class TableConfig:
 Outgoing = table_service_pb2.WatchResponse | table_service_pb2.PlayResponse | None
 
 
+class Mailbox:
+    """A watcher's bounded queue: ``asyncio.Queue``'s ``put_nowait``, ``get``, ``get_nowait``
+    and ``empty`` for one reader, without the three more deques and the event that a Queue
+    holds (some 2.5 KB per watcher, and a server keeps thousands of watchers)."""
+
+    __slots__ = ("_items", "_limit", "_waiter")
+
+    def __init__(self, limit: int) -> None:
+        self._items: deque[Outgoing] = deque()
+        self._limit = limit
+        self._waiter: asyncio.Future[bool] | None = None
+
+    def put_nowait(self, item: Outgoing) -> None:
+        """Add ``item``, or raise ``asyncio.QueueFull`` when ``limit`` items wait already."""
+        if len(self._items) >= self._limit:
+            raise asyncio.QueueFull
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(True)
+
+    def empty(self) -> bool:
+        """True when no item waits."""
+        return not self._items
+
+    def get_nowait(self) -> Outgoing:
+        """The oldest item, or ``asyncio.QueueEmpty``."""
+        if not self._items:
+            raise asyncio.QueueEmpty
+        return self._items.popleft()
+
+    async def get(self, timeout: float) -> Outgoing:
+        """The oldest item, waiting for one at most ``timeout`` seconds (then TimeoutError).
+        (One timer on the waiter: ``asyncio.timeout`` or ``wait_for`` cost more per message.)"""
+        while not self._items:
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            timer = loop.call_later(timeout, _expire, waiter)
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+                timer.cancel()
+            if not waiter.result():
+                raise TimeoutError
+        return self._items.popleft()
+
+
+def _expire(waiter: asyncio.Future[bool]) -> None:
+    if not waiter.done():
+        waiter.set_result(False)
+
+
 @dataclass(eq=False)
 class Watcher:
     """One open Watch (or Play) stream."""
 
     seat: int | None
-    queue: asyncio.Queue[Outgoing]
+    queue: Mailbox
     cut: bool = False
     last: int = 0
     #: Play streams: the update number each accepted command became -> the command's id.
@@ -213,7 +267,7 @@ class Table:
 
     def watcher(self, seat: int | None) -> Watcher:
         """A new watcher of ``seat``, not yet watching (see :meth:`watch`)."""
-        return Watcher(seat, asyncio.Queue(self.config.watcher_queue))
+        return Watcher(seat, Mailbox(self.config.watcher_queue))
 
     async def watch(
         self, seat: int | None, after: int | None, watcher: Watcher | None = None
@@ -241,15 +295,13 @@ class Table:
             watcher = self.watcher(seat)
         self.watchers.add(watcher)
         try:
-            for msg in first:
-                yield msg
+            while first:  # popped: a snapshot is not kept for the life of the stream
+                yield first.pop(0)
             queue = watcher.queue
             while True:
                 if queue.empty():
                     try:
-                        # (asyncio.timeout: wait_for would start a task per message.)
-                        async with asyncio.timeout(self.config.heartbeat):
-                            msg = await queue.get()
+                        msg = await queue.get(self.config.heartbeat)
                     except TimeoutError:
                         msg = table_service_pb2.WatchResponse(
                             heartbeat=table_service_pb2.Heartbeat(number=self.state.number)
