@@ -1,7 +1,7 @@
-"""Benchmarks of the engine: the solver's cost per hand and self-play games per second.
+"""``make bench``: how fast Rami is, against what bounds it on the same machine, in one run.
 
-Run with ``make bench`` (``.venv/bin/python -m bench``); ``--help`` lists the knobs. Figures
-are printed as a table and merged into ``bench/results.json`` under the ``engine`` key.
+The server against bare grpc.aio references (``refs``), the engine against OpenSpiel's and
+RLCard's gin rummy (``peers``), the solver against RLCard's meld search, memory; printed as
+(ours, reference, ratio), saved in ``bench/results.json`` and written into
+``docs/performance.md``. ``python -m bench --help`` lists the knobs.
 """
-
-from __future__ import annotations

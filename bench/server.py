@@ -11,8 +11,9 @@ import asyncio
 import statistics
 import tempfile
 import time
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 
@@ -36,8 +37,22 @@ from .procstat import rss_bytes
 
 __all__ = ["bench_commands", "bench_delivery", "bench_memory", "bench_scaling", "percentile"]
 
+T = TypeVar("T")
+
 #: An ActRequest of a discard is about this size; the echo sends as much.
 ECHO_PAYLOAD = b"x" * 24
+
+
+_LOOP: asyncio.AbstractEventLoop | None = None
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a load on the bench's one event loop. (gRPC's poller stays bound to the loop it
+    first served: a loop per load, closed after it, gets callbacks from the poller later.)"""
+    global _LOOP
+    if _LOOP is None:
+        _LOOP = asyncio.new_event_loop()
+    return _LOOP.run_until_complete(coro)
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -84,7 +99,7 @@ def _db(tmp: str, name: str) -> str:
 def run_echo(concurrency: int, warmup: float, seconds: float) -> dict[str, Any]:
     """The bare unary echo: ``concurrency`` callers on their own connections."""
     with child("bench.refs", "echo") as c:
-        r = asyncio.run(
+        r = _run(
             echo_load(
                 c.target,
                 c.pid,
@@ -112,7 +127,7 @@ def run_rami(
         tempfile.TemporaryDirectory() as tmp,
         child("bench.rami_server", "--db", _db(tmp, "load"), env=env) as c,
     ):
-        r = asyncio.run(
+        r = _run(
             rami_load(
                 c.target,
                 c.pid,
@@ -163,7 +178,7 @@ def run_broadcast(
         "--per-group",
         str(per_group),
     ) as c:
-        r = asyncio.run(
+        r = _run(
             broadcast_load(
                 c.target,
                 c.pid,
@@ -308,6 +323,6 @@ def bench_memory(*, tables: int, seats: int, watchers: int) -> dict[str, Any]:
         child("bench.rami_server", "--db", _db(tmp, "memory")) as c,
     ):
         started = time.perf_counter()
-        out = asyncio.run(run(c.target, c.pid))
+        out = _run(run(c.target, c.pid))
         out["seconds"] = round(time.perf_counter() - started, 1)
     return out

@@ -28,6 +28,7 @@ import asyncio
 import sys
 
 import grpc
+
 from rami.client.botkit import BotResult, play
 from rami.engine import JOKER, Action, AddToMeld, Card, Discard, Draw, Lay, NewMeld, Phase, View
 from rami.engine.plays import declarations, discard_completions, hand_deadwood_values, lays
@@ -48,7 +49,9 @@ def _split(v: View, hand: list[Card]) -> tuple[list[Card], tuple[int, ...]]:
     """The cards the best split of ``hand`` leaves over, and what each card costs."""
     values = hand_deadwood_values(v)
     split = deadwood_split(
-        hand, values, need_run=v.variant == "portuguese",
+        hand,
+        values,
+        need_run=v.variant == "portuguese",
         jokers_per_meld=int(v.options["jokers_per_meld"]),
     )
     return list(split.left), values
@@ -110,7 +113,8 @@ def create_table(target: str, variant: str, bots: list[str]) -> str:
         lobby = lobby_service_pb2_grpc.LobbyServiceStub(channel)
         created = lobby.CreateTable(
             lobby_service_pb2.CreateTableRequest(
-                name="Tidy's table", variant=VARIANTS[variant],
+                name="Tidy's table",
+                variant=VARIANTS[variant],
                 options=game_pb2.Options(players=len(bots) + 1),
             ),
             timeout=10,
@@ -119,7 +123,8 @@ def create_table(target: str, variant: str, bots: list[str]) -> str:
         for policy in bots:
             lobby.AddBot(
                 lobby_service_pb2.AddBotRequest(table_id=created.table.table_id, policy=policy),
-                metadata=owner, timeout=10,
+                metadata=owner,
+                timeout=10,
             )
         return created.table.table_id
 
@@ -134,8 +139,10 @@ def summary(result: BotResult) -> str:
         return line + "; the game did not finish"
     totals = "/".join(str(p.total) for p in result.final.players)
     winners = ",".join(str(w) for w in result.final.winners)
-    return f"{line}; game over after {len(result.final.results)} rounds: totals {totals}, " \
-           f"winners {winners}"
+    return (
+        f"{line}; game over after {len(result.final.results)} rounds: totals {totals}, "
+        f"winners {winners}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,8 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default="Tidy")
     parser.add_argument("--seat", type=int, default=None)
     parser.add_argument("--create", choices=sorted(VARIANTS), help="create a table first")
-    parser.add_argument("--bots", default="strong,greedy,random",
-                        help="built-in bots for --create (comma-separated policies)")
+    parser.add_argument(
+        "--bots",
+        default="strong,greedy,random",
+        help="built-in bots for --create (comma-separated policies)",
+    )
     parser.add_argument("--timeout", type=float, default=None, help="give up after seconds")
     args = parser.parse_args(argv)
     table = args.table

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
+
 from rami.v1 import game_pb2, lobby_service_pb2, lobby_service_pb2_grpc, table_service_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,6 +11,7 @@ from pathlib import Path
 import grpc
 import pytest
 from bots_support import ROOT, Tables
+
 from rami.server.testing import ServerThread
 
 

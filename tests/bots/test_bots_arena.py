@@ -7,6 +7,8 @@ import random
 import time
 
 import pytest
+from typer.testing import CliRunner
+
 from rami.client.arena import (
     ArenaConfig,
     ArenaResult,
@@ -22,7 +24,6 @@ from rami.client.arena import (
 )
 from rami.client.bot_cli import app
 from rami.engine import POLICIES, Game, NextRound, Options, Phase, view
-from typer.testing import CliRunner
 
 SHORT = {"portuguese": ("rounds=1",), "tallage": ("round_cap=1",), "simple": ("round_cap=1",)}
 
@@ -38,9 +39,20 @@ def _arena_text(*args: str) -> list[str]:
 @pytest.mark.parametrize("variant", ["portuguese", "tallage", "simple"])
 def test_the_same_seed_prints_the_same_report(variant: str) -> None:
     def args(seed: str) -> list[str]:
-        return ["--variant", variant, "--players", "2", "--policies", "strong,greedy",
-                "--games", "3", "--seed", seed, "--duplicate",
-                *(f"--option={o}" for o in SHORT[variant])]
+        return [
+            "--variant",
+            variant,
+            "--players",
+            "2",
+            "--policies",
+            "strong,greedy",
+            "--games",
+            "3",
+            "--seed",
+            seed,
+            "--duplicate",
+            *(f"--option={o}" for o in SHORT[variant]),
+        ]
 
     first = _arena_text(*args("7"))
     assert first == _arena_text(*args("7"))
@@ -59,7 +71,8 @@ def test_processes_do_not_change_the_result() -> None:
 def test_duplicate_rotates_every_assignment_over_the_seats() -> None:
     assert assignments(["strong", "greedy"], 2, False) == [("strong", "greedy")]
     assert assignments(["strong", "greedy"], 2, True) == [
-        ("strong", "greedy"), ("greedy", "strong")
+        ("strong", "greedy"),
+        ("greedy", "strong"),
     ]
     assert assignments(["a", "b"], 4, True) == [("a", "b", "a", "b"), ("b", "a", "b", "a")]
     three = assignments(["a", "b", "c"], 3, True)
@@ -82,10 +95,14 @@ def _result(games: list[list[GameResult]], policies: tuple[str, ...]) -> ArenaRe
 def test_a_shared_win_counts_as_a_fraction_and_points_are_per_round() -> None:
     result = _result(
         [
-            [GameResult(("a", "b"), (10, 10), (0, 1), 2, 0, 50),
-             GameResult(("b", "a"), (0, 30), (0,), 3, 1, 60)],
-            [GameResult(("a", "b"), (0, 40), (0,), 1, 0, 20),
-             GameResult(("b", "a"), (20, 0), (1,), 1, 0, 20)],
+            [
+                GameResult(("a", "b"), (10, 10), (0, 1), 2, 0, 50),
+                GameResult(("b", "a"), (0, 30), (0,), 3, 1, 60),
+            ],
+            [
+                GameResult(("a", "b"), (0, 40), (0,), 1, 0, 20),
+                GameResult(("b", "a"), (20, 0), (1,), 1, 0, 20),
+            ],
         ],
         ("a", "b"),
     )
@@ -116,7 +133,10 @@ def test_configurations_are_checked() -> None:
     with pytest.raises(Exception, match="players"):
         ArenaConfig("simple", 9, ("a",), 1)
     assert parse_options(["rounds=2", "false_declaration=reject", "simple_rami_sec=true"]) == (
-        ("rounds", 2), ("false_declaration", "reject"), ("simple_rami_sec", True))
+        ("rounds", 2),
+        ("false_declaration", "reject"),
+        ("simple_rami_sec", True),
+    )
     with pytest.raises(ValueError):
         parse_options(["rounds"])
     result = CliRunner().invoke(app, ["arena", "--policies", "strong,clever"])

@@ -13,10 +13,11 @@ import time
 from pathlib import Path
 
 from bots_support import ROOT, Tables
+from typer.testing import CliRunner
+
 from rami.client.bot_cli import app, normalise_target
 from rami.server.testing import ServerThread
 from rami.v1 import lobby_service_pb2
-from typer.testing import CliRunner
 
 BUILT_IN = ("strong", "greedy", "random")
 GAME_SECONDS = 60
@@ -25,8 +26,9 @@ GAME_SECONDS = 60
 def _run_all(commands: dict[str, list[str]], cwd: Path) -> dict[str, subprocess.CompletedProcess]:
     """Run the commands at once; wait for each, at most GAME_SECONDS more than the others."""
     procs = {
-        key: subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
+        key: subprocess.Popen(
+            cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for key, cmd in commands.items()
     }
     done: dict[str, subprocess.CompletedProcess] = {}
@@ -54,8 +56,15 @@ def test_js_bot_plays_a_whole_game_of_every_variant(
     ids = {v: tables.create(v, 4, BUILT_IN) for v in ("portuguese", "tallage", "simple")}
     runs = _run_all(
         {
-            v: ["node", str(js_bot), server.target, table_id, f"JS {v}",
-                "--timeout", str(GAME_SECONDS)]
+            v: [
+                "node",
+                str(js_bot),
+                server.target,
+                table_id,
+                f"JS {v}",
+                "--timeout",
+                str(GAME_SECONDS),
+            ]
             for v, table_id in ids.items()
         },
         cwd=js_bot.parent,
@@ -76,8 +85,16 @@ def test_python_example_bot_plays_a_whole_game_of_every_variant(
     script = ROOT / "examples" / "python" / "bot.py"
     runs = _run_all(
         {
-            v: [sys.executable, str(script), server.target, table_id, "--name", f"Tidy {v}",
-                "--timeout", str(GAME_SECONDS)]
+            v: [
+                sys.executable,
+                str(script),
+                server.target,
+                table_id,
+                "--name",
+                f"Tidy {v}",
+                "--timeout",
+                str(GAME_SECONDS),
+            ]
             for v, table_id in ids.items()
         },
         cwd=ROOT,
@@ -94,8 +111,18 @@ def test_rami_bot_connect_plays_a_seat_to_the_end(tables: Tables) -> None:
     table_id = tables.create("simple", 2, ("greedy",))
     result = CliRunner().invoke(
         app,
-        ["connect", tables.target, "--table", table_id, "--policy", "strong", "--name", "Cli",
-         "--timeout", str(GAME_SECONDS)],
+        [
+            "connect",
+            tables.target,
+            "--table",
+            table_id,
+            "--policy",
+            "strong",
+            "--name",
+            "Cli",
+            "--timeout",
+            str(GAME_SECONDS),
+        ],
     )
     assert result.exit_code == 0, result.output
     line = result.stdout.strip().splitlines()[-1]

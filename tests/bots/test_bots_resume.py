@@ -10,6 +10,7 @@ from pathlib import Path
 
 import grpc
 from bots_support import ROOT, Tables
+
 from rami.server.table import TableConfig
 from rami.server.testing import ServerThread
 from rami.v1 import lobby_service_pb2
@@ -35,8 +36,13 @@ class FixedPortServer(ServerThread):
 
         self.thread.start()
         self.server = self.call(
-            serve("127.0.0.1", self.port, self.db, lobby_config=self.lobby_config,
-                  table_config=self.table_config)
+            serve(
+                "127.0.0.1",
+                self.port,
+                self.db,
+                lobby_config=self.lobby_config,
+                table_config=self.table_config,
+            )
         )
         return self
 
@@ -53,9 +59,23 @@ def test_connect_resumes_after_a_server_restart(tmp_path: Path) -> None:
     try:
         table_id = tables.create("portuguese", 2, ("greedy",), rounds=2)
         bot = subprocess.Popen(
-            [sys.executable, "-m", "rami.client.bot_cli", "connect", target, "--table", table_id,
-             "--policy", "greedy", "--timeout", "60"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "rami.client.bot_cli",
+                "connect",
+                target,
+                "--table",
+                table_id,
+                "--policy",
+                "greedy",
+                "--timeout",
+                "60",
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         deadline = time.monotonic() + 30
         while tables.info(table_id).number < 12:  # a few turns into the game

@@ -68,7 +68,7 @@ def stacked_deck(
     for k in range(v.hand_size):
         for i in range(1, n + 1):
             deck.append(dealt[i % n][k])
-    deck.extend(dealt[0][v.hand_size:])
+    deck.extend(dealt[0][v.hand_size :])
     deck.extend(top)
     deck.extend(c for c in sorted(pool) for _ in range(pool[c]))
     return deck

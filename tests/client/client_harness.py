@@ -75,8 +75,11 @@ class Driver:
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        output = Vt100_Output(self.screen, lambda: Size(rows=50, columns=self.columns),  # type: ignore[arg-type]
-                              term="xterm-256color")
+        output = Vt100_Output(
+            self.screen,
+            lambda: Size(rows=50, columns=self.columns),  # type: ignore[arg-type]
+            term="xterm-256color",
+        )
 
         async def go() -> None:
             with create_app_session(input=self.input, output=output):
@@ -111,11 +114,15 @@ class Driver:
                 self.cursor = found.end()
                 return found
             if self.error is not None or not self.thread.is_alive():
-                raise AssertionError(f"the client stopped ({self.error!r}) before {pattern!r}:\n"
-                                     f"{text[self.cursor:][-3000:]}")
+                raise AssertionError(
+                    f"the client stopped ({self.error!r}) before {pattern!r}:\n"
+                    f"{text[self.cursor :][-3000:]}"
+                )
             if time.monotonic() > deadline:
-                raise AssertionError(f"{pattern!r} did not appear within {timeout}s; after the "
-                                     f"last match the screen shows:\n{text[self.cursor:][-3000:]}")
+                raise AssertionError(
+                    f"{pattern!r} did not appear within {timeout}s; after the "
+                    f"last match the screen shows:\n{text[self.cursor :][-3000:]}"
+                )
             time.sleep(0.02)
 
     def close(self, timeout: float = 10.0) -> None:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import socket
 
 import pytest
-from rami.client.cli import app
 from typer.testing import CliRunner
+
+from rami.client.cli import app
 
 RUNNER = CliRunner()
 
 
-@pytest.mark.parametrize("args", [[], ["--help"], ["connect", "--help"], ["play", "--help"],
-                                  ["replay", "--help"]])
+@pytest.mark.parametrize(
+    "args", [[], ["--help"], ["connect", "--help"], ["play", "--help"], ["replay", "--help"]]
+)
 def test_every_command_has_help(args: list[str]) -> None:
     result = RUNNER.invoke(app, args)
     assert result.exit_code in (0, 2)  # no arguments at all shows the help too
@@ -31,13 +33,16 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.mark.parametrize(("args", "code", "says"), [
-    (["connect", f"127.0.0.1:{_free_port()}"], 1, "no Rami server answers at 127.0.0.1:"),
-    (["connect", "host:port"], 2, "'port' is not a port number"),
-    (["play", "-o", "target=300"], 2, "target must be one of 201, 500, 1000"),
-    (["play", "--variant", "poker"], 2, "poker"),
-    (["replay", "/no/such/record.json"], 1, "can't read /no/such/record.json"),
-])
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (["connect", f"127.0.0.1:{_free_port()}"], 1, "no Rami server answers at 127.0.0.1:"),
+        (["connect", "host:port"], 2, "'port' is not a port number"),
+        (["play", "-o", "target=300"], 2, "target must be one of 201, 500, 1000"),
+        (["play", "--variant", "poker"], 2, "poker"),
+        (["replay", "/no/such/record.json"], 1, "can't read /no/such/record.json"),
+    ],
+)
 def test_mistakes_are_said_in_plain_words(args: list[str], code: int, says: str) -> None:
     result = RUNNER.invoke(app, args)
     assert result.exit_code == code, result.output

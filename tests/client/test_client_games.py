@@ -15,6 +15,7 @@ import pytest
 from client_decks import stacked_deck
 from client_harness import Driver
 from client_server import ServerThread, Stubs, running_server, server_stubs
+
 from rami.client import cli
 from rami.client.convert import VARIANT_IDS
 from rami.client.look import Look
@@ -80,8 +81,10 @@ def test_a_round_of_tallage_opening_adding_and_taking_a_joker_back(
         d.type("discard 3c")
         d.expect(r"You don't hold 3♣\. Nothing was played\.")
         d.type("lay qs ks as, 8C 8D 8H, 7♥ 8♥ 9♥, 4c JK 6c")
-        d.expect(r"You laid \[1\] Q♠ K♠ A♠, \[2\] 8♣ 8♦ 8♥, \[3\] 7♥ 8♥ 9♥ and "
-                 r"\[4\] 4♣ JK\(5♣\) 6♣ and opened with 78; the bar is now 78\.")
+        d.expect(
+            r"You laid \[1\] Q♠ K♠ A♠, \[2\] 8♣ 8♦ 8♥, \[3\] 7♥ 8♥ 9♥ and "
+            r"\[4\] 4♣ JK\(5♣\) 6♣ and opened with 78; the bar is now 78\."
+        )
         d.type("discard 2d")
         d.expect(r"You discarded 2♦\.")
         d.expect(r"Greedy bot 2 drew from the stock\.")
@@ -94,11 +97,15 @@ def test_a_round_of_tallage_opening_adding_and_taking_a_joker_back(
         d.type("take 4 5c")
         d.expect(r"Now say where the joker goes")
         d.type("add 3 jk")
-        d.expect(r"You took back the joker from \[4\] with 5♣ and added JK to \[3\] "
-                 r"\(now 7♥ 8♥ 9♥ JK\(10♥\)\)\.")
+        d.expect(
+            r"You took back the joker from \[4\] with 5♣ and added JK to \[3\] "
+            r"\(now 7♥ 8♥ 9♥ JK\(10♥\)\)\."
+        )
         d.type("add 3 jh")
-        d.expect(r"You added J♥ to \[3\] \(now 7♥ 8♥ 9♥ JK\(10♥\) J♥\), leaving one card to "
-                 r"discard\.")
+        d.expect(
+            r"You added J♥ to \[3\] \(now 7♥ 8♥ 9♥ JK\(10♥\) J♥\), leaving one card to "
+            r"discard\."
+        )
         d.type("discard 5s")
         d.expect(r"Round 1: You went out \(Rami\)\.")
         d.expect(r"player\s+paid\s+total\s+left in hand")

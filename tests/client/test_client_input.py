@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
+
 from rami.client.commands import (
     LOBBY,
     PLAYING,
@@ -70,8 +71,11 @@ def test_help_and_completion_leave_out_moves_the_game_does_not_have() -> None:
     assert "declare" in portuguese and not {"lay", "add", "take"} & portuguese
     assert "lay" in simple and not {"add", "take", "declare"} & simple
     assert {"lay", "add", "take"} <= tallage and "declare" not in tallage
-    assert _complete(Situation(PLAYING, variant="portuguese"), "d") == ["draw", "discard",
-                                                                        "declare"]
+    assert _complete(Situation(PLAYING, variant="portuguese"), "d") == [
+        "draw",
+        "discard",
+        "declare",
+    ]
     assert _complete(Situation(PLAYING, variant="tallage"), "d") == ["draw", "discard"]
 
 
@@ -89,22 +93,31 @@ def test_moves_read_as_the_engine_actions() -> None:
     assert parse_move("draw", "Discard; lay 9c 10c jc") == Draw(
         "discard", Lay((NewMeld(tuple(parse_cards("9c 10c Jc"))),))
     )
-    assert parse_move("lay", "7h 8h 9h | KS KD KC") == Lay((
-        NewMeld(tuple(parse_cards("7h 8h 9h"))), NewMeld(tuple(parse_cards("Ks Kd Kc"))),
-    ))
+    assert parse_move("lay", "7h 8h 9h | KS KD KC") == Lay(
+        (
+            NewMeld(tuple(parse_cards("7h 8h 9h"))),
+            NewMeld(tuple(parse_cards("Ks Kd Kc"))),
+        )
+    )
     assert parse_move("add", "3 JK HIGH") == Lay((AddToMeld(3, (JOKER,), "high"),))
-    assert parse_move("take", "2 5s; add 4 jk") == Lay((
-        TakeJoker(2, C("5s")), AddToMeld(4, (JOKER,), None),
-    ))
+    assert parse_move("take", "2 5s; add 4 jk") == Lay(
+        (
+            TakeJoker(2, C("5s")),
+            AddToMeld(4, (JOKER,), None),
+        )
+    )
     assert parse_move("declare", "9♣") == Declare(C("9c"))
 
 
-@pytest.mark.parametrize(("name", "args", "says"), [
-    ("discard", "9x", "not a card: '9x'"),
-    ("discard", "9c 9d", "name exactly one card"),
-    ("draw", "sideways", "not 'sideways'"),
-    ("add", "x 9c", "a meld is named by its number"),
-])
+@pytest.mark.parametrize(
+    ("name", "args", "says"),
+    [
+        ("discard", "9x", "not a card: '9x'"),
+        ("discard", "9c 9d", "name exactly one card"),
+        ("draw", "sideways", "not 'sideways'"),
+        ("add", "x 9c", "a meld is named by its number"),
+    ],
+)
 def test_a_move_that_cant_be_read_says_why(name: str, args: str, says: str) -> None:
     with pytest.raises(MoveError, match=says):
         parse_move(name, args)
@@ -147,8 +160,12 @@ def test_a_joker_taken_back_waits_for_where_it_goes() -> None:
     second = plan(parse_move("add", "3 JK"), first.stage, variant="tallage", discard_top=None)
     assert second.send == Lay((TakeJoker(4, C("5c")), AddToMeld(3, (JOKER,), None)))
     # Said in one line, it goes at once.
-    assert plan(parse_move("take", "4 5c; add 3 jk"), Stage(), variant="tallage",
-                discard_top=None).send == second.send
+    assert (
+        plan(
+            parse_move("take", "4 5c; add 3 jk"), Stage(), variant="tallage", discard_top=None
+        ).send
+        == second.send
+    )
 
 
 def test_the_discard_and_a_joker_swap_can_wait_together() -> None:
@@ -156,17 +173,24 @@ def test_the_discard_and_a_joker_swap_can_wait_together() -> None:
     stage = plan(parse_move("take", "4 5c"), stage, variant="tallage", discard_top=C("5c")).stage
     assert stage.describe() == "draw discard (5c); take 4 5c"
     done = plan(parse_move("lay", "10c Jc JK"), stage, variant="tallage", discard_top=C("5c"))
-    assert done.send == Draw("discard", Lay((
-        TakeJoker(4, C("5c")), NewMeld(tuple(parse_cards("10c Jc JK"))),
-    )))
+    assert done.send == Draw(
+        "discard",
+        Lay(
+            (
+                TakeJoker(4, C("5c")),
+                NewMeld(tuple(parse_cards("10c Jc JK"))),
+            )
+        ),
+    )
 
 
 # -- completion --------------------------------------------------------------------------------
 
 
 def _complete(s: Situation, text: str) -> list[str]:
-    return [c.text for c in TableCompleter(lambda: s).get_completions(Document(text),
-                                                                    CompleteEvent())]
+    return [
+        c.text for c in TableCompleter(lambda: s).get_completions(Document(text), CompleteEvent())
+    ]
 
 
 SITUATION = Situation(
@@ -178,8 +202,15 @@ SITUATION = Situation(
 
 def test_completion_offers_the_commands_of_the_place() -> None:
     assert _complete(SITUATION, "d") == ["draw", "discard", "declare"]
-    assert _complete(Situation(LOBBY), "") == ["tables", "create", "join", "watch", "name",
-                                               "help", "quit"]
+    assert _complete(Situation(LOBBY), "") == [
+        "tables",
+        "create",
+        "join",
+        "watch",
+        "name",
+        "help",
+        "quit",
+    ]
 
 
 def test_completion_offers_only_the_cards_still_in_the_hand() -> None:
@@ -204,19 +235,26 @@ def test_completion_offers_meld_numbers_and_the_cards_a_joker_stands_for() -> No
 def test_create_reads_a_variant_options_and_bots() -> None:
     spec = parse_create('portuguese players=3 bots=2 policy=greedy rounds=2 name="Friday game"')
     assert (spec.variant, spec.options, spec.bots, spec.policy, spec.name) == (
-        "portuguese", {"players": 3, "rounds": 2}, 2, "greedy", "Friday game"
+        "portuguese",
+        {"players": 3, "rounds": 2},
+        2,
+        "greedy",
+        "Friday game",
     )
     assert parse_create("").variant == "tallage"
     assert parse_create("simple_rami_sec=on").options == {"simple_rami_sec": True}
 
 
-@pytest.mark.parametrize(("args", "says"), [
-    ("players=2 bots=2", "leave you no seat"),
-    ("colour=red", "unknown option 'colour'"),
-    ("target=300", "target must be one of 201, 500, 1000"),
-    ("policy=clever", "policy is one of"),
-    ("players=many", "takes a whole number"),
-])
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ("players=2 bots=2", "leave you no seat"),
+        ("colour=red", "unknown option 'colour'"),
+        ("target=300", "target must be one of 201, 500, 1000"),
+        ("policy=clever", "policy is one of"),
+        ("players=many", "takes a whole number"),
+    ],
+)
 def test_create_says_what_is_wrong(args: str, says: str) -> None:
     with pytest.raises(ValueError, match=says):
         parse_create(args)
@@ -232,8 +270,11 @@ def test_an_address_takes_the_default_port() -> None:
 
 
 def test_stream_events_become_engine_events() -> None:
-    msg = events_pb2.Event(card_drawn=events_pb2.CardDrawn(
-        seat=1, source=game_pb2.DRAW_SOURCE_DISCARD, card=C("9c") + 1))
+    msg = events_pb2.Event(
+        card_drawn=events_pb2.CardDrawn(
+            seat=1, source=game_pb2.DRAW_SOURCE_DISCARD, card=C("9c") + 1
+        )
+    )
     assert event_from_proto(msg) == ev.Drew(1, "discard", C("9c"))
     msg = events_pb2.Event(chat_posted=events_pb2.ChatPosted(seat=2, text="hi"))
     assert event_from_proto(msg) is not None

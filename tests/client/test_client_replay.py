@@ -11,11 +11,12 @@ import pytest
 from client_harness import Driver
 from client_server import ServerThread, Stubs, running_server, server_stubs
 from prompt_toolkit.formatted_text import fragment_list_to_text
+from typer.testing import CliRunner
+
 from rami.client.cli import app
 from rami.client.look import Look
 from rami.client.replay import ReplayError, Viewer, frame_fragments, load_frames
 from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2
-from typer.testing import CliRunner
 
 
 @pytest.fixture
@@ -32,14 +33,19 @@ def stubs(server: ServerThread) -> Iterator[Stubs]:
 
 def _finished_record(stubs: Stubs, path: Path) -> Path:
     """A whole game between two bots, exported to ``path``."""
-    created = stubs.lobby.CreateTable(lobby_service_pb2.CreateTableRequest(
-        name="Bots only", variant=game_pb2.VARIANT_PORTUGUESE,
-        options=game_pb2.Options(players=2, rounds=2)))
+    created = stubs.lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            name="Bots only",
+            variant=game_pb2.VARIANT_PORTUGUESE,
+            options=game_pb2.Options(players=2, rounds=2),
+        )
+    )
     table_id = created.table.table_id
     md = (("rami-token", created.owner_token),)
     for policy in ("greedy", "strong"):
-        stubs.lobby.AddBot(lobby_service_pb2.AddBotRequest(table_id=table_id, policy=policy),
-                           metadata=md)
+        stubs.lobby.AddBot(
+            lobby_service_pb2.AddBotRequest(table_id=table_id, policy=policy), metadata=md
+        )
     deadline = time.monotonic() + 20
     while True:
         table = stubs.lobby.GetTable(lobby_service_pb2.GetTableRequest(table_id=table_id)).table
@@ -64,7 +70,7 @@ def test_every_action_of_the_record_is_a_frame(record: Path) -> None:
     rounds = len(doc["rounds"])
     # The first deal, every action, and the deal of each later round.
     assert len(replay.frames) == 1 + actions + (rounds - 1)
-    assert replay.round_starts()[: rounds] == sorted(replay.round_starts())[:rounds]
+    assert replay.round_starts()[:rounds] == sorted(replay.round_starts())[:rounds]
     first = fragment_list_to_text(frame_fragments(replay, 0, Look(ascii=True)))
     assert "Round 1: Greedy bot 1 deals; Strong bot 2 plays first" in first
     last = fragment_list_to_text(frame_fragments(replay, len(replay.frames) - 1, Look()))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 
 from prompt_toolkit.formatted_text import fragment_list_to_text
+
 from rami.client import tableevents as te
 from rami.client.cardtext import hand_fragments, meld_fragments, meld_text
 from rami.client.look import Look
@@ -89,21 +90,57 @@ def test_the_look_follows_no_color_dumb_terminals_and_the_encoding() -> None:
 
 def _view(**fields: object) -> game_pb2.View:
     players = [
-        game_pb2.PlayerState(seat=0, name="Ana", kind=game_pb2.SEAT_KIND_PLAYER, hand_size=14,
-                             total=12, connected=True),
-        game_pb2.PlayerState(seat=1, name="Sara\x1b[2J", kind=game_pb2.SEAT_KIND_PLAYER,
-                             hand_size=11, total=34, opened=True, connected=True),
-        game_pb2.PlayerState(seat=2, name="Strong bot 3", kind=game_pb2.SEAT_KIND_BOT,
-                             policy="strong", hand_size=14, connected=True),
+        game_pb2.PlayerState(
+            seat=0,
+            name="Ana",
+            kind=game_pb2.SEAT_KIND_PLAYER,
+            hand_size=14,
+            total=12,
+            connected=True,
+        ),
+        game_pb2.PlayerState(
+            seat=1,
+            name="Sara\x1b[2J",
+            kind=game_pb2.SEAT_KIND_PLAYER,
+            hand_size=11,
+            total=34,
+            opened=True,
+            connected=True,
+        ),
+        game_pb2.PlayerState(
+            seat=2,
+            name="Strong bot 3",
+            kind=game_pb2.SEAT_KIND_BOT,
+            policy="strong",
+            hand_size=14,
+            connected=True,
+        ),
     ]
     base: dict[str, object] = dict(
-        table_id="t1", number=40, variant=game_pb2.VARIANT_TALLAGE,
-        options=game_pb2.Options(players=3, opening=71, target=201), seat=0,
-        phase=game_pb2.PHASE_DRAW, round=2, dealer=2, turn=0, players=players,
+        table_id="t1",
+        number=40,
+        variant=game_pb2.VARIANT_TALLAGE,
+        options=game_pb2.Options(players=3, opening=71, target=201),
+        seat=0,
+        phase=game_pb2.PHASE_DRAW,
+        round=2,
+        dealer=2,
+        turn=0,
+        players=players,
         hand=[c + 1 for c in parse_cards("9c 2h Ks JK 10d 10h 3c 4c 5c Qd Qh Qs 7s 8s")],
-        stock_size=41, discard_top=C("9c") + 1, discard_size=9, bar=79,
-        melds=[game_pb2.TableMeld(number=1, owner=1, meld=game_pb2.Meld(
-            kind=game_pb2.MELD_KIND_RUN, cards=[c + 1 for c in parse_cards("Qc Kc Ac")]))],
+        stock_size=41,
+        discard_top=C("9c") + 1,
+        discard_size=9,
+        bar=79,
+        melds=[
+            game_pb2.TableMeld(
+                number=1,
+                owner=1,
+                meld=game_pb2.Meld(
+                    kind=game_pb2.MELD_KIND_RUN, cards=[c + 1 for c in parse_cards("Qc Kc Ac")]
+                ),
+            )
+        ],
         draw_sources=[game_pb2.DRAW_SOURCE_STOCK, game_pb2.DRAW_SOURCE_DISCARD],
     )
     base.update(fields)
@@ -116,10 +153,12 @@ def test_the_toolbar_says_whose_turn_the_clock_the_table_and_the_players() -> No
     bar = text(toolbar_fragments(view, LOOK, now=958.0, width=120))
     turn, facts, players = bar.split("\n")
     assert turn.strip() == "Your turn: draw stock or draw discard (9♣) to lay it at once   ⏱ 0:42"
-    assert facts.strip() == ("Tallage · round 2 · bar 79 (opening 71+) · game ends at 201 · "
-                             "stock 41 · discard 9♣")
-    assert players == ("▶You 14 cards, 12 pts │  Sara 11 cards, 34 pts, opened │  "
-                       "Strong bot 3 14 cards, 0 pts")
+    assert facts.strip() == (
+        "Tallage · round 2 · bar 79 (opening 71+) · game ends at 201 · stock 41 · discard 9♣"
+    )
+    assert players == (
+        "▶You 14 cards, 12 pts │  Sara 11 cards, 34 pts, opened │  Strong bot 3 14 cards, 0 pts"
+    )
 
 
 def test_the_toolbar_breaks_its_lines_to_fit_the_terminal() -> None:
@@ -147,8 +186,7 @@ def test_the_panel_shows_the_melds_with_owners_and_the_sorted_hand() -> None:
     panel = text(panel_fragments(view, LOOK, staged="draw discard (9c)"))
     assert panel.split("\n")[:3] == [
         "Table    [1] Sara: Q♣ K♣ A♣",
-        "Hand     3♣ 4♣ 5♣ 9♣  10♦ Q♦  2♥ 10♥ Q♥  7♠ 8♠ Q♠ K♠  JK   (14 cards, by suit; "
-        "F2 sorts)",
+        "Hand     3♣ 4♣ 5♣ 9♣  10♦ Q♦  2♥ 10♥ Q♥  7♠ 8♠ Q♠ K♠  JK   (14 cards, by suit; F2 sorts)",
         "Staged   draw discard (9c)",
     ]
     assert text(prompt_fragments(view, LOOK)) == "your turn> "
@@ -179,8 +217,16 @@ def _scene(**fields: object) -> Scene:
 
 def test_an_opening_is_told_with_its_value_and_the_new_bar() -> None:
     melds = ((1, TableMeld(1, Meld.parse("Qc Kc Ac"))), (2, TableMeld(1, Meld.parse("8c 8d 8h"))))
-    laid = ev.Laid(1, (1, 2), (), melds, tuple(parse_cards("Qc Kc Ac 8c 8d 8h")), opened=True,
-                   opening_value=79, bar=79)
+    laid = ev.Laid(
+        1,
+        (1, 2),
+        (),
+        melds,
+        tuple(parse_cards("Qc Kc Ac 8c 8d 8h")),
+        opened=True,
+        opening_value=79,
+        bar=79,
+    )
     assert lines(narrate(laid, _scene(me=0))) == [
         "Sara laid [1] Q♣ K♣ A♣ and [2] 8♣ 8♦ 8♥ and opened with 79; the bar is now 79."
     ]
@@ -189,7 +235,8 @@ def test_an_opening_is_told_with_its_value_and_the_new_bar() -> None:
 def test_additions_and_jokers_taken_back_are_told_per_meld() -> None:
     before = {3: Meld.parse("7h 8h 9h"), 4: Meld.parse("4c JK 6c")}
     after = (
-        (3, TableMeld(0, Meld.parse("7h 8h 9h JK"))), (4, TableMeld(1, Meld.parse("4c 5c 6c")))
+        (3, TableMeld(0, Meld.parse("7h 8h 9h JK"))),
+        (4, TableMeld(1, Meld.parse("4c 5c 6c"))),
     )
     laid = ev.Laid(0, (), (4, 3), after, (C("5c"),), jokers_taken=1)
     assert lines(narrate(laid, _scene(me=0, melds_before=before))) == [
@@ -227,8 +274,15 @@ def test_chat_and_names_from_others_reach_the_screen_clean() -> None:
 
 
 def test_the_end_of_a_round_prints_what_everyone_paid() -> None:
-    result = ev.RoundResult(1, "rami", 1, (47, 0, 6), (47, 0, 6), 1,
-                            (tuple(parse_cards("7c Kd As JK")), (), tuple(parse_cards("3h 3s"))))
+    result = ev.RoundResult(
+        1,
+        "rami",
+        1,
+        (47, 0, 6),
+        (47, 0, 6),
+        1,
+        (tuple(parse_cards("7c Kd As JK")), (), tuple(parse_cards("3h 3s"))),
+    )
     out = lines(narrate(ev.RoundEnded(result), _scene(me=0)))
     assert out[0] == "Round 1: Sara went out (Rami)."
     assert out[1].split() == ["player", "paid", "total", "left", "in", "hand"]

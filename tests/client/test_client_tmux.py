@@ -29,14 +29,36 @@ class Pane:
 
     def tmux(self, *args: str) -> str:
         assert TMUX is not None
-        done = subprocess.run([TMUX, "-L", self.socket, *args], capture_output=True, text=True,
-                              timeout=10, check=False)
+        done = subprocess.run(
+            [TMUX, "-L", self.socket, *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
         return done.stdout
 
     def start(self, command: str, env: dict[str, str]) -> None:
         assert TMUX is not None
-        subprocess.run([TMUX, "-L", self.socket, "new-session", "-d", "-s", "rami", "-x", "120",
-                        "-y", "40", command], env=env, check=True, timeout=10)
+        subprocess.run(
+            [
+                TMUX,
+                "-L",
+                self.socket,
+                "new-session",
+                "-d",
+                "-s",
+                "rami",
+                "-x",
+                "120",
+                "-y",
+                "40",
+                command,
+            ],
+            env=env,
+            check=True,
+            timeout=10,
+        )
 
     def screen(self, colours: bool = False) -> str:
         return self.tmux("capture-pane", "-p", *(["-e"] if colours else []), "-t", "rami")
@@ -56,8 +78,15 @@ class Pane:
 
     def alive(self) -> bool:
         assert TMUX is not None
-        return subprocess.run([TMUX, "-L", self.socket, "has-session", "-t", "rami"],
-                              capture_output=True, timeout=10, check=False).returncode == 0
+        return (
+            subprocess.run(
+                [TMUX, "-L", self.socket, "has-session", "-t", "rami"],
+                capture_output=True,
+                timeout=10,
+                check=False,
+            ).returncode
+            == 0
+        )
 
 
 @pytest.fixture
@@ -78,8 +107,10 @@ def _env(**extra: str) -> dict[str, str]:
 def test_play_shows_the_hand_and_the_toolbar_and_takes_commands(pane: Pane) -> None:
     pane.start(f"{CLIENT} play --variant portuguese --players 2 --name Ana", _env())
     # Wait for the whole picture: the sentence, the panel, then the toolbar below it.
-    screen = pane.wait_for(r"(?s)It's your turn: take a card.*Hand .*\(13 cards, by suit.*"
-                           r"Your turn: draw stock.*▶You 13 cards")
+    screen = pane.wait_for(
+        r"(?s)It's your turn: take a card.*Hand .*\(13 cards, by suit.*"
+        r"Your turn: draw stock.*▶You 13 cards"
+    )
     hand = re.search(r"Hand\s+(.*?)\s+\(13 cards, by suit", screen)
     assert hand is not None, screen
     assert len(hand.group(1).split()) == 13

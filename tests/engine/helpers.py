@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+
 from rami.engine import (
     Action,
     Card,

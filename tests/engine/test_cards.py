@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from rami.engine import (
     CARDS,
     JOKER,

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from helpers import deal, play, refused, stacked_deck
+
 from rami.engine import (
     JOKER,
     Card,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from helpers import C, cards
+
 from rami.engine import JOKER, Meld, MeldError
 from rami.engine.melds import card_value
 

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 
 import pytest
 import reference as ref
+
 from rami.engine import (
     POLICIES,
     AddToMeld,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from helpers import C, cards, deal, play, refused
+
 from rami.engine import Declare, Draw, Game, Phase, RoundResult
 from rami.engine.events import Declared, RoundEnded
 from rami.engine.solver import PORTUGUESE_VALUES, deadwood, portuguese_declaration

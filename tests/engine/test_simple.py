@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from helpers import C, cards, deal, play, refused
+
 from rami.engine import Game, Phase
 from rami.engine.events import Laid, RoundEnded
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from rami.engine import POLICIES, Game, NextRound, Options, Phase, view
 
 

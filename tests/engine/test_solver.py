@@ -19,6 +19,7 @@ import pytest
 import reference as ref
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rami.engine import solver
 from rami.engine.cards import JOKER, format_cards, parse_cards
 from rami.engine.melds import RUN, SET, Meld, MeldError
@@ -537,6 +538,7 @@ def test_the_clean_option_builder_matches_the_general_one() -> None:
 
 def test_the_opening_bound_bounds_every_opening(corpus: list[Case]) -> None:
     """No opening the solver finds is worth more than ``opening_bound`` says."""
+
     def check(c: Case) -> object:
         found = best_opening(c.hand, jokers_per_meld=c.jpm)
         if found is not None and found.score > solver.opening_bound(c.hand):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 from helpers import C, cards, deal, play, refused
+
 from rami.engine import JOKER, Game, NextRound, Phase
 from rami.engine.events import Laid, RoundEnded
 

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from rami.server.testing import ServerThread, Stubs
 
 

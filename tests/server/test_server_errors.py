@@ -16,9 +16,6 @@ from typing import Any
 
 import grpc
 import pytest
-from rami.server.table import TableConfig
-from rami.server.testing import ServerThread, Stubs
-from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2
 from server_support import (
     DOMAIN,
     RPC_TIMEOUT,
@@ -30,6 +27,10 @@ from server_support import (
     stacked_deck,
     without_presence,
 )
+
+from rami.server.table import TableConfig
+from rami.server.testing import ServerThread, Stubs
+from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2
 
 Code = grpc.StatusCode
 T = RPC_TIMEOUT

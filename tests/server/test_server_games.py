@@ -6,6 +6,7 @@ import asyncio
 import json
 
 import pytest
+
 from rami.client.botkit import play, policy_decider
 from rami.engine.record import replay_record
 from rami.server.testing import ServerThread, Stubs
@@ -36,10 +37,12 @@ def test_remote_bots_and_built_in_bots_play_a_whole_game(
     options = {"rounds": 2} if variant == "portuguese" else {"target": 201}
     table_id, owner = _create(stubs, variant, 4, **options)
     md = (("rami-token", owner),)
-    stubs.lobby.AddBot(lobby_service_pb2.AddBotRequest(table_id=table_id, policy="greedy"),
-                       metadata=md)
-    stubs.lobby.AddBot(lobby_service_pb2.AddBotRequest(table_id=table_id, policy="strong"),
-                       metadata=md)
+    stubs.lobby.AddBot(
+        lobby_service_pb2.AddBotRequest(table_id=table_id, policy="greedy"), metadata=md
+    )
+    stubs.lobby.AddBot(
+        lobby_service_pb2.AddBotRequest(table_id=table_id, policy="strong"), metadata=md
+    )
 
     async def both() -> list:
         return await asyncio.gather(

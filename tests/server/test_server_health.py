@@ -12,9 +12,10 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
+from server_support import DOMAIN, RPC_TIMEOUT, VARIANTS, cards, error_of
+
 from rami.server.testing import ServerThread, Stubs
 from rami.v1 import game_pb2, rules_service_pb2
-from server_support import DOMAIN, RPC_TIMEOUT, VARIANTS, cards, error_of
 
 T = RPC_TIMEOUT
 SERVICES = ("rami.v1.RulesService", "rami.v1.LobbyService", "rami.v1.TableService")

@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import grpc
 import pytest
+from server_support import RPC_TIMEOUT, SeatStream, error_of, md
+
 from rami.client.convert import action_to_request, view_from_proto
 from rami.engine import POLICIES
 from rami.server.testing import ServerThread
@@ -25,7 +27,6 @@ from rami.v1 import (
     table_service_pb2,
     table_service_pb2_grpc,
 )
-from server_support import RPC_TIMEOUT, SeatStream, error_of, md
 
 _PLAYING = (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
 
@@ -41,9 +42,7 @@ class PlayStream:
     responses: list[table_service_pb2.PlayResponse] = field(default_factory=list)
     error: grpc.RpcError | None = None
     done: bool = False
-    _out: asyncio.Queue[table_service_pb2.PlayRequest | None] = field(
-        default_factory=asyncio.Queue
-    )
+    _out: asyncio.Queue[table_service_pb2.PlayRequest | None] = field(default_factory=asyncio.Queue)
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     _task: asyncio.Task[None] | None = None
     _call: object = None
@@ -93,7 +92,9 @@ class PlayStream:
         """Send a command; its id."""
         return self.send(table_service_pb2.PlayRequest(act=act))
 
-    async def wait(self, pred, timeout: float = 20.0) -> table_service_pb2.PlayResponse:  # noqa: ANN001
+    async def wait(
+        self, pred: Callable[[table_service_pb2.PlayResponse], bool], timeout: float = 20.0
+    ) -> table_service_pb2.PlayResponse:
         """The first response that satisfies ``pred``, waiting for it if need be."""
 
         async def first() -> table_service_pb2.PlayResponse:
@@ -113,8 +114,10 @@ class PlayStream:
     async def answer(self, command_id: int) -> table_service_pb2.PlayResponse:
         """The acknowledgement or the refusal of a command."""
         return await self.wait(
-            lambda r: (r.HasField("accepted") and r.accepted == command_id)
-            or (r.HasField("refused") and r.refused.command_id == command_id)
+            lambda r: (
+                (r.HasField("accepted") and r.accepted == command_id)
+                or (r.HasField("refused") and r.refused.command_id == command_id)
+            )
         )
 
     async def close(self) -> None:
@@ -157,7 +160,7 @@ async def _play_out(
     while sent < limit:
         # The latest update any stream has, then its seat to move, on that seat's own stream.
         latest = await streams[0].wait(
-            lambda r: r.HasField("update") and r.update.number >= number
+            lambda r, n=number: r.HasField("update") and r.update.number >= n
         )
         view = latest.update.view
         if view.phase == game_pb2.PHASE_GAME_OVER:
@@ -235,7 +238,8 @@ def test_a_seat_on_a_play_stream_and_a_seat_with_act_share_the_table(
                     action = POLICIES["greedy"](view_from_proto(latest.view), rng)
                     response = await stub.Act(
                         action_to_request(tid, latest.view.number, action),
-                        metadata=md(tokens[1]), timeout=RPC_TIMEOUT,
+                        metadata=md(tokens[1]),
+                        timeout=RPC_TIMEOUT,
                     )
                     got = await play.wait(
                         lambda r, n=response.number: r.HasField("update") and r.update.number == n
@@ -272,8 +276,8 @@ def test_refused_commands_are_answered_on_the_stream_which_goes_on(
     async def run() -> None:
         ch, tid, tokens = await _table(server.target, game_pb2.VARIANT_TALLAGE)
         stub = table_service_pb2_grpc.TableServiceStub(ch)
-        first = await SeatStream(stub, tid, tokens[0]).start().wait(
-            lambda u: u.view.phase in _PLAYING
+        first = (
+            await SeatStream(stub, tid, tokens[0]).start().wait(lambda u: u.view.phase in _PLAYING)
         )
         mover = first.view.turn
         other = 1 - mover
@@ -337,8 +341,12 @@ def test_a_play_stream_needs_open_first_a_table_and_a_seat_token(server: ServerT
         ch, tid, tokens = await _table(server.target, game_pb2.VARIANT_TALLAGE)
         stub = table_service_pb2_grpc.TableServiceStub(ch)
         cases = [
-            (tokens[0], table_service_pb2.PlayRequest(act=table_service_pb2.ActRequest()),
-             grpc.StatusCode.INVALID_ARGUMENT, "OPEN_FIRST"),
+            (
+                tokens[0],
+                table_service_pb2.PlayRequest(act=table_service_pb2.ActRequest()),
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "OPEN_FIRST",
+            ),
             (None, None, grpc.StatusCode.UNAUTHENTICATED, "NO_TOKEN"),
             ("not-a-token", None, grpc.StatusCode.UNAUTHENTICATED, "BAD_TOKEN"),
         ]

@@ -8,15 +8,6 @@ import time
 from pathlib import Path
 
 import grpc
-from rami.server.table import TableConfig
-from rami.server.testing import ServerThread
-from rami.v1 import (
-    game_pb2,
-    lobby_service_pb2,
-    lobby_service_pb2_grpc,
-    table_service_pb2,
-    table_service_pb2_grpc,
-)
 from server_support import (
     DOMAIN,
     RPC_TIMEOUT,
@@ -26,6 +17,16 @@ from server_support import (
     error_of,
     md,
     without_presence,
+)
+
+from rami.server.table import TableConfig
+from rami.server.testing import ServerThread
+from rami.v1 import (
+    game_pb2,
+    lobby_service_pb2,
+    lobby_service_pb2_grpc,
+    table_service_pb2,
+    table_service_pb2_grpc,
 )
 
 T = RPC_TIMEOUT

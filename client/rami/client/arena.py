@@ -296,8 +296,13 @@ def summarise(result: ArenaResult) -> list[PolicyStats]:
             point_samples.append(p / r if r else 0.0)
         out.append(
             PolicyStats(
-                policy, seat_games, wins, estimate(win_samples), estimate(point_samples),
-                tuple(win_samples), tuple(point_samples),
+                policy,
+                seat_games,
+                wins,
+                estimate(win_samples),
+                estimate(point_samples),
+                tuple(win_samples),
+                tuple(point_samples),
             )
         )
     return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
+
 from rami.engine import JOKER, Card, Meld, sort_cards
 
 from .look import Look

@@ -77,8 +77,9 @@ def _greeting(name: str) -> list[str]:
     ]
 
 
-async def _connect(target: str, name: str, look: Look, credentials: grpc.ChannelCredentials | None
-                   ) -> None:
+async def _connect(
+    target: str, name: str, look: Look, credentials: grpc.ChannelCredentials | None
+) -> None:
     link = Link(target, credentials)
     try:
         await link.check()
@@ -132,9 +133,7 @@ def connect(
     tls: Annotated[bool, typer.Option(help="Speak TLS to the server.")] = False,
     ca_cert: Annotated[
         Path | None,
-        typer.Option(
-            "--ca", "--ca-cert", help="PEM file of the CA to trust (implies --tls)."
-        ),
+        typer.Option("--ca", "--ca-cert", help="PEM file of the CA to trust (implies --tls)."),
     ] = None,
     ascii_only: Annotated[
         bool, typer.Option("--ascii", help="Write cards as 10h, Qs (no suit symbols).")
@@ -168,8 +167,12 @@ def play(
     name: Annotated[str, typer.Option(help="Your name at the table.")] = "",
     option: Annotated[
         list[str] | None,
-        typer.Option("--option", "-o", metavar="KEY=VALUE",
-                     help="A table option, e.g. -o target=500 -o turn_seconds=60 (repeatable)."),
+        typer.Option(
+            "--option",
+            "-o",
+            metavar="KEY=VALUE",
+            help="A table option, e.g. -o target=500 -o turn_seconds=60 (repeatable).",
+        ),
     ] = None,
     ascii_only: Annotated[
         bool, typer.Option("--ascii", help="Write cards as 10h, Qs (no suit symbols).")
@@ -179,8 +182,13 @@ def play(
     ] = False,
 ) -> None:
     """Play at once against bots, on a server started in this process."""
-    words = [variant.value, f"players={players}", f"bots={players - 1}",
-             f"policy={policy.value}", *(option or [])]
+    words = [
+        variant.value,
+        f"players={players}",
+        f"bots={players - 1}",
+        f"policy={policy.value}",
+        *(option or []),
+    ]
     try:
         spec = parse_create(" ".join(words))
     except ValueError as e:

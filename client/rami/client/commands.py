@@ -48,7 +48,9 @@ class Command:
 
 COMMANDS: tuple[Command, ...] = (
     Command(
-        "draw", "draw stock|discard", "take the top card of the stock or of the discard pile",
+        "draw",
+        "draw stock|discard",
+        "take the top card of the stock or of the discard pile",
         "draw stock (or just draw) takes the stock's top card; draw discard takes the face-up "
         "card. In tallage a discard taken must be laid at once: type draw discard, then the "
         "lay that uses it (lay, add or take), and the client sends both together. Or in one "
@@ -56,7 +58,9 @@ COMMANDS: tuple[Command, ...] = (
         frozenset({PLAYING}),
     ),
     Command(
-        "lay", "lay CARDS[, CARDS...]", "lay new melds from your hand (commas between melds)",
+        "lay",
+        "lay CARDS[, CARDS...]",
+        "lay new melds from your hand (commas between melds)",
         "lay 7h 8h 9h, Ks Kd Kc lays two melds at once (your tallage opening, or a whole-hand "
         "finish). A joker stands for the gap it fills, or for the end it is written at: "
         "lay JK 8h 9h puts it below. Cards: 10h, th, 10♥, qs, JK, in any case. "
@@ -64,86 +68,118 @@ COMMANDS: tuple[Command, ...] = (
         frozenset({PLAYING}),
     ),
     Command(
-        "add", "add MELD CARDS [low|high]", "add cards from your hand to meld number MELD",
+        "add",
+        "add MELD CARDS [low|high]",
+        "add cards from your hand to meld number MELD",
         "add 3 10h puts 10♥ on meld 3 (the numbers are shown beside the melds). A joker added "
         "to a run goes to its high end unless you say low: add 3 JK low",
         frozenset({PLAYING}),
     ),
     Command(
-        "take", "take MELD CARD", "take a joker back from a meld, putting CARD in its place",
+        "take",
+        "take MELD CARD",
+        "take a joker back from a meld, putting CARD in its place",
         "take 2 5s puts your 5♠ in meld 2 in place of the joker that stands for it; the joker "
         "must be laid again in the same lay, so the client then asks where it goes: answer "
         "with add 3 JK or lay 10c Jc JK. Or in one line: take 2 5s; add 3 JK",
         frozenset({PLAYING}),
     ),
     Command(
-        "discard", "discard CARD", "discard a card, ending your turn",
+        "discard",
+        "discard CARD",
+        "discard a card, ending your turn",
         "discard 9c puts 9♣ face up on the discard pile; your turn is over. Discarding your "
         "last card ends the round (Rami).",
         frozenset({PLAYING}),
     ),
     Command(
-        "declare", "declare CARD", "portuguese: put CARD face down and show the other 13",
+        "declare",
+        "declare CARD",
+        "portuguese: put CARD face down and show the other 13",
         "declare 9c puts 9♣ face down and shows your other 13 cards: they must all be in "
         "melds, with at least one clean run. hint tells you which cards can go face down.",
         frozenset({PLAYING}),
     ),
     Command(
-        "cancel", "cancel", "drop a staged draw or joker take",
+        "cancel",
+        "cancel",
+        "drop a staged draw or joker take",
         "cancel forgets a draw discard or take that is waiting for its lay.",
         frozenset({PLAYING}),
     ),
     Command(
-        "hint", "hint", "the best arrangement of your hand and what it allows now",
+        "hint",
+        "hint",
+        "the best arrangement of your hand and what it allows now",
         "hint asks the solver for the best split of your hand into melds, what is left over, "
         "and lists the plays open to you now as commands you can type.",
         frozenset({PLAYING}),
     ),
     Command(
-        "sort", "sort [suit|rank]", "sort your hand by suit or by rank (F2 toggles)",
+        "sort",
+        "sort [suit|rank]",
+        "sort your hand by suit or by rank (F2 toggles)",
         "sort rank groups your cards by rank; sort suit by suit then rank. F2 toggles.",
         frozenset({WAITING, PLAYING, WATCHING}),
     ),
     Command(
-        "table", "table", "show the table in full: every meld, player and score",
+        "table",
+        "table",
+        "show the table in full: every meld, player and score",
         "table prints the melds with what each joker stands for, and every player's hand "
         "size, score and opening.",
         _AT_TABLE,
     ),
     Command(
-        "say", "say TEXT", "write in the table's chat", "say good game! writes to everyone.",
-        frozenset({WAITING, PLAYING}), ("chat",),
+        "say",
+        "say TEXT",
+        "write in the table's chat",
+        "say good game! writes to everyone.",
+        frozenset({WAITING, PLAYING}),
+        ("chat",),
     ),
     Command(
-        "save", "save FILE", "save the game record (JSON) to FILE",
+        "save",
+        "save FILE",
+        "save the game record (JSON) to FILE",
         "save game.json writes the game record; rami-client replay game.json steps through it. "
         "The record is whole once the game is over.",
         _AT_TABLE,
     ),
     Command(
-        "bot", "bot [random|greedy|strong]", "seat a built-in bot at this table",
+        "bot",
+        "bot [random|greedy|strong]",
+        "seat a built-in bot at this table",
         "bot strong seats a strong bot in the first free seat; the game starts by itself when "
         "every seat is taken.",
         frozenset({WAITING}),
     ),
     Command(
-        "start", "start", "start the game with the players seated now",
+        "start",
+        "start",
+        "start the game with the players seated now",
         "start begins the game with whoever is seated (at least two).",
         frozenset({WAITING}),
     ),
     Command(
-        "leave", "leave", "leave this table and go back to the lobby",
+        "leave",
+        "leave",
+        "leave this table and go back to the lobby",
         "leave gives up your seat (during a game the server plays it from then on) or stops "
         "watching.",
         _AT_TABLE,
     ),
     Command(
-        "tables", "tables", "list the tables on the server",
+        "tables",
+        "tables",
+        "list the tables on the server",
         "tables lists every public table: its number in the list, id, game, status and seats.",
-        frozenset({LOBBY}), ("list", "ls"),
+        frozenset({LOBBY}),
+        ("list", "ls"),
     ),
     Command(
-        "create", "create [VARIANT] [players=N] [bots=N] [policy=P] [name=TEXT] [OPTION=VALUE]",
+        "create",
+        "create [VARIANT] [players=N] [bots=N] [policy=P] [name=TEXT] [OPTION=VALUE]",
         "create a table and sit at it",
         "create tallage players=4 bots=3 seats you with three strong bots and starts at once. "
         "VARIANT is tallage (default), simple or portuguese. Other options: rounds=N "
@@ -152,31 +188,43 @@ COMMANDS: tuple[Command, ...] = (
         frozenset({LOBBY}),
     ),
     Command(
-        "join", "join [TABLE]", "sit at a table (its number in the list, or its id)",
+        "join",
+        "join [TABLE]",
+        "sit at a table (its number in the list, or its id)",
         "join 2 sits at the second table of the last list; join with no table takes the "
         "newest table with a free seat.",
         frozenset({LOBBY}),
     ),
     Command(
-        "watch", "watch TABLE", "watch a table as a spectator",
+        "watch",
+        "watch TABLE",
+        "watch a table as a spectator",
         "watch 2 follows the second table of the last list without taking a seat.",
         frozenset({LOBBY}),
     ),
     Command(
-        "name", "name NAME", "change the name you join tables with",
+        "name",
+        "name NAME",
+        "change the name you join tables with",
         "name Sara: the name others see when you join a table next.",
         frozenset({LOBBY}),
     ),
     Command(
-        "help", "help [COMMAND]", "the commands you can use now, or one in detail",
+        "help",
+        "help [COMMAND]",
+        "the commands you can use now, or one in detail",
         "help lists what you can type now; help lay explains lay.",
-        _ANY, ("?",),
+        _ANY,
+        ("?",),
     ),
     Command(
-        "quit", "quit", "leave the client (Ctrl-D too)",
+        "quit",
+        "quit",
+        "leave the client (Ctrl-D too)",
         "quit closes the client. A game you are seated at goes on: the server plays for you "
         "if the table has a clock.",
-        _ANY, ("exit", "q"),
+        _ANY,
+        ("exit", "q"),
     ),
 )
 

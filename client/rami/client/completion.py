@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
+
 from rami.engine import JOKER, OPTION_SPECS, POLICIES, VARIANTS, Card, CardError, Meld
 
 from .cardtext import meld_fragments
@@ -118,8 +119,9 @@ class TableCompleter(Completer):
         # A joker taken back earlier in the chain is in the hand to be laid again.
         left[JOKER] += sum(1 for step in earlier.split(";") if step.strip().startswith("take"))
         if name == "draw" and not done:
-            yield from _words((("stock", "the face-down pile"), ("discard", "the face-up card")),
-                              word)
+            yield from _words(
+                (("stock", "the face-down pile"), ("discard", "the face-up card")), word
+            )
         elif name in ("lay", "discard", "declare"):
             if name != "lay" and done:
                 return
@@ -128,8 +130,7 @@ class TableCompleter(Completer):
             if not done:
                 yield from self._melds(s, word, lambda m: True)
             else:
-                yield from _card_completions((left - _typed_cards(done[1:])).elements(), word,
-                                             look)
+                yield from _card_completions((left - _typed_cards(done[1:])).elements(), word, look)
                 if len(done) >= 2:
                     yield from _words((("high", "joker at the top"), ("low", "joker below")), word)
         elif name == "take":
@@ -140,9 +141,7 @@ class TableCompleter(Completer):
         else:
             yield from self._lobby(s, name, done, word)
 
-    def _melds(
-        self, s: Situation, word: str, keep: Callable[[Meld], bool]
-    ) -> Iterator[Completion]:
+    def _melds(self, s: Situation, word: str, keep: Callable[[Meld], bool]) -> Iterator[Completion]:
         for number, meld, owner in s.melds:
             if keep(meld) and str(number).startswith(word):
                 shown = "".join(t for _, t, *_ in meld_fragments(meld, s.look))
@@ -174,8 +173,12 @@ class TableCompleter(Completer):
         elif name == "create":
             if not done:
                 yield from _words(((v, VARIANTS[v].title) for v in VARIANTS), word)
-            extra = [("bots=", "bots to seat with you"), ("policy=", "the bots' policy"),
-                     ("name=", "the table's name"), ("private", "leave it out of the list")]
+            extra = [
+                ("bots=", "bots to seat with you"),
+                ("policy=", "the bots' policy"),
+                ("name=", "the table's name"),
+                ("private", "leave it out of the list"),
+            ]
             given = {d.split("=")[0] for d in done}
             options = [(f"{o.name}=", o.help) for o in OPTION_SPECS] + extra
             yield from _words(((t, m) for t, m in options if t.rstrip("=") not in given), word)

@@ -102,8 +102,13 @@ def options_dict(msg: game_pb2.Options) -> dict[str, object]:
 def result_from_proto(r: game_pb2.RoundResult) -> RoundResult:
     """A round's result."""
     return RoundResult(
-        r.round, _ENDINGS.get(r.ending, "void"), r.winner if r.HasField("winner") else None,
-        tuple(r.points), tuple(r.totals), r.multiplier, tuple(cards(h.cards) for h in r.hands),
+        r.round,
+        _ENDINGS.get(r.ending, "void"),
+        r.winner if r.HasField("winner") else None,
+        tuple(r.points),
+        tuple(r.totals),
+        r.multiplier,
+        tuple(cards(h.cards) for h in r.hands),
         r.seed,
     )
 
@@ -143,16 +148,26 @@ def _lay_to_proto(lay: Lay) -> game_pb2.Lay:
     steps = []
     for s in lay.steps:
         if isinstance(s, NewMeld):
-            steps.append(game_pb2.LayStep(new_meld=game_pb2.NewMeld(
-                cards=[c + 1 for c in s.cards], jokers_as=[c + 1 for c in s.jokers_as])))
+            steps.append(
+                game_pb2.LayStep(
+                    new_meld=game_pb2.NewMeld(
+                        cards=[c + 1 for c in s.cards], jokers_as=[c + 1 for c in s.jokers_as]
+                    )
+                )
+            )
         elif isinstance(s, AddToMeld):
             end = {"low": game_pb2.RUN_END_LOW, "high": game_pb2.RUN_END_HIGH}.get(
-                s.end or "", game_pb2.RUN_END_UNSPECIFIED)
-            steps.append(game_pb2.LayStep(add=game_pb2.AddToMeld(
-                meld=s.meld, cards=[c + 1 for c in s.cards], end=end)))
+                s.end or "", game_pb2.RUN_END_UNSPECIFIED
+            )
+            steps.append(
+                game_pb2.LayStep(
+                    add=game_pb2.AddToMeld(meld=s.meld, cards=[c + 1 for c in s.cards], end=end)
+                )
+            )
         elif isinstance(s, TakeJoker):
-            steps.append(game_pb2.LayStep(take_joker=game_pb2.TakeJoker(
-                meld=s.meld, card=s.card + 1)))
+            steps.append(
+                game_pb2.LayStep(take_joker=game_pb2.TakeJoker(meld=s.meld, card=s.card + 1))
+            )
     return game_pb2.Lay(steps=steps)
 
 
@@ -186,7 +201,8 @@ def options_to_proto(options: dict[str, object]) -> game_pb2.Options:
     for name, value in options.items():
         if name == "false_declaration":
             msg.false_declaration = (
-                game_pb2.FALSE_DECLARATION_REJECT if value == "reject"
+                game_pb2.FALSE_DECLARATION_REJECT
+                if value == "reject"
                 else game_pb2.FALSE_DECLARATION_REVEAL
             )
         else:
@@ -209,9 +225,16 @@ def _game_event(which: str, e: object) -> ev.Event | None:
     if which == "cards_laid":
         assert isinstance(e, events_pb2.CardsLaid)
         return ev.Laid(
-            e.seat, tuple(e.new_melds), tuple(e.changed_melds),
-            tuple(_table_meld(m) for m in e.melds), cards(e.cards), e.jokers_taken, e.opened,
-            e.opening_value, e.bar, e.finish,
+            e.seat,
+            tuple(e.new_melds),
+            tuple(e.changed_melds),
+            tuple(_table_meld(m) for m in e.melds),
+            cards(e.cards),
+            e.jokers_taken,
+            e.opened,
+            e.opening_value,
+            e.bar,
+            e.finish,
         )
     if which == "card_discarded":
         assert isinstance(e, events_pb2.CardDiscarded)
@@ -220,7 +243,11 @@ def _game_event(which: str, e: object) -> ev.Event | None:
     if which == "hand_declared":
         assert isinstance(e, events_pb2.HandDeclared)
         return ev.Declared(
-            e.seat, cards(e.cards), e.complete, card(e.card), e.multiplier,
+            e.seat,
+            cards(e.cards),
+            e.complete,
+            card(e.card),
+            e.multiplier,
             tuple(meld_from_proto(m) for m in e.melds),
         )
     if which == "stock_rebuilt":

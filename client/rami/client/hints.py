@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
+
 from rami.engine import (
     POLICIES,
     Action,
@@ -83,8 +84,11 @@ def _arrangement(analysis: game_pb2.Analysis, look: Look) -> StyleAndTextTuples:
         out.append(("class:dim", "no melds"))
     left = cards(analysis.left)
     if left:
-        out += [("", "; left over: "), *cards_fragments(left, look),
-                ("", f" ({analysis.points_left} points)")]
+        out += [
+            ("", "; left over: "),
+            *cards_fragments(left, look),
+            ("", f" ({analysis.points_left} points)"),
+        ]
     else:
         out.append(("class:good", "; nothing left over"))
     return out
@@ -128,4 +132,3 @@ def hint_lines(analysis: game_pb2.Analysis, view: View, look: Look) -> list[Styl
     else:
         lines.append([("class:dim", "It is not your turn: hints for plays come on your turn.")])
     return lines
-

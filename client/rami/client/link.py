@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import grpc
 from google.protobuf.message import Message
+
 from rami.v1 import (
     lobby_service_pb2,
     lobby_service_pb2_grpc,
@@ -46,8 +47,13 @@ _CHANNEL_OPTIONS = [
     ("grpc.keepalive_time_ms", 20_000),
     ("grpc.keepalive_timeout_ms", 10_000),
 ]
-_LOST = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN,
-         grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.INTERNAL}
+_LOST = {
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.CANCELLED,
+    grpc.StatusCode.UNKNOWN,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.INTERNAL,
+}
 
 R = TypeVar("R", bound=Message)
 

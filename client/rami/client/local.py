@@ -29,7 +29,10 @@ async def local_server(
     # The server's own log would print over the game; its errors still show.
     logging.getLogger("rami.server").setLevel(logging.ERROR)
     server = await serve(
-        "127.0.0.1", 0, ":memory:", lobby_config=lobby_config or LobbyConfig(),
+        "127.0.0.1",
+        0,
+        ":memory:",
+        lobby_config=lobby_config or LobbyConfig(),
         table_config=table_config,
     )
     try:

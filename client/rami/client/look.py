@@ -19,6 +19,7 @@ from typing import TextIO
 
 from prompt_toolkit.output import ColorDepth
 from prompt_toolkit.styles import Style
+
 from rami.engine import Card
 from rami.engine.cards import is_red
 

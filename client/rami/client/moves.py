@@ -34,8 +34,15 @@ __all__ = ["MOVES", "MoveError", "cards_given", "missing_cards", "parse_move"]
 #: The commands that are moves at the table.
 MOVES = ("draw", "lay", "add", "take", "discard", "declare")
 
-_SOURCES = {"stock": "stock", "s": "stock", "deck": "stock", "discard": "discard",
-            "d": "discard", "pile": "discard", "top": "discard"}
+_SOURCES = {
+    "stock": "stock",
+    "s": "stock",
+    "deck": "stock",
+    "discard": "discard",
+    "d": "discard",
+    "pile": "discard",
+    "top": "discard",
+}
 
 
 class MoveError(ValueError):

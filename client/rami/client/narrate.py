@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
+
 from rami.engine import JOKER, Card, Meld
 from rami.engine import events as ev
 
@@ -83,8 +84,11 @@ def _change(number: int, after: Meld, before: Meld | None, look: Look) -> Line:
             cards_fragments(naturals, look),
         )
     return _line(
-        "added ", cards_fragments(sorted(added.elements()), look), f" to [{number}] (now ",
-        meld_fragments(after, look), ")",
+        "added ",
+        cards_fragments(sorted(added.elements()), look),
+        f" to [{number}] (now ",
+        meld_fragments(after, look),
+        ")",
     )
 
 
@@ -132,8 +136,9 @@ def _declared(e: ev.Declared, scene: Scene) -> list[Line]:
         return [_line(f"{who} declared a complete hand{times}:"), melds]
     turned: Line = card_fragments(e.card, look) if e.card is not None else [("", "the card")]
     return [
-        _line(f"{who} declared, but the hand is not complete: ", turned,
-              " is turned up as a discard."),
+        _line(
+            f"{who} declared, but the hand is not complete: ", turned, " is turned up as a discard."
+        ),
         _line("  ", cards_fragments(e.cards, look)),
     ]
 
@@ -156,8 +161,9 @@ def _table_event(e: te.TableEvent, scene: Scene) -> list[Line]:
         return [[(style, f"{scene.name(e.seat)}: "), ("", safe(e.text))]]
     if isinstance(e, te.TimedOut):
         whom = "you" if e.seat == scene.me else "them"
-        return [[("class:warn", f"{scene.name(e.seat)} ran out of time; "
-                                f"the server played for {whom}.")]]
+        return [
+            [("class:warn", f"{scene.name(e.seat)} ran out of time; the server played for {whom}.")]
+        ]
     return []
 
 
@@ -186,13 +192,21 @@ def narrate(event: ev.Event | te.TableEvent, scene: Scene) -> list[Line]:
     if isinstance(event, ev.Laid):
         return [_laid(event, scene)]
     if isinstance(event, ev.Discarded):
-        return [_line(f"{scene.name(event.seat)} discarded ",
-                      card_fragments(event.card, look), ".")]
+        return [
+            _line(f"{scene.name(event.seat)} discarded ", card_fragments(event.card, look), ".")
+        ]
     if isinstance(event, ev.Declared):
         return _declared(event, scene)
     if isinstance(event, ev.StockRebuilt):
-        return [[("class:warn", f"The stock ran out and was rebuilt from the discard pile "
-                                f"({event.stock_size} cards; rebuild {event.rebuilds}).")]]
+        return [
+            [
+                (
+                    "class:warn",
+                    f"The stock ran out and was rebuilt from the discard pile "
+                    f"({event.stock_size} cards; rebuild {event.rebuilds}).",
+                )
+            ]
+        ]
     if isinstance(event, ev.RoundEnded):
         return [
             [("class:heading", ending_text(event.result, names))],

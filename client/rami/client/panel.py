@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
+
 from rami.v1 import game_pb2
 
 from .cardtext import card_fragments, hand_groups, meld_fragments
@@ -63,7 +64,8 @@ def _is_my_turn(view: game_pb2.View) -> bool:
 def clock_text(view: game_pb2.View, now: float, look: Look) -> str:
     """Time left for the player to move (``⏱ 0:42``), or "" without a clock."""
     if not view.HasField("turn_deadline") or view.phase not in (
-        game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY
+        game_pb2.PHASE_DRAW,
+        game_pb2.PHASE_PLAY,
     ):
         return ""
     left = max(0, int(view.turn_deadline.ToNanoseconds() / 1e9 - now + 0.999))
@@ -156,7 +158,8 @@ def _players(view: game_pb2.View, look: Look) -> list[StyleAndTextTuples]:
         turn = moving and p.seat == view.turn
         style = "class:bottom-toolbar.mine" if p.seat == my_seat(view) else ""
         item: StyleAndTextTuples = [
-            ("class:bottom-toolbar.turn", look.arrow if turn else " "), (style, name)
+            ("class:bottom-toolbar.turn", look.arrow if turn else " "),
+            (style, name),
         ]
         if view.phase != game_pb2.PHASE_WAITING:
             facts = f" {p.hand_size} cards, {p.total} pts"
@@ -225,8 +228,13 @@ def _melds(view: game_pb2.View, look: Look) -> list[StyleAndTextTuples]:
     items: list[StyleAndTextTuples] = []
     for m in view.melds:
         owner = names[m.owner] if m.owner < len(names) else f"Seat {m.owner}"
-        items.append([("class:label", f"[{m.number}] "), ("class:dim", f"{owner}: "),
-                      *meld_fragments(meld_from_proto(m.meld), look)])
+        items.append(
+            [
+                ("class:label", f"[{m.number}] "),
+                ("class:dim", f"{owner}: "),
+                *meld_fragments(meld_from_proto(m.meld), look),
+            ]
+        )
     return items or [[("class:dim", "no melds yet")]]
 
 
@@ -286,12 +294,18 @@ def table_lines(view: game_pb2.View, look: Look, name: str = "") -> list[StyleAn
     table_id = safe(view.table_id, 32)
     title = f'Table "{safe(name, 40)}" ({table_id})' if name else f"Table {table_id}"
     lines: list[StyleAndTextTuples] = [
-        [("class:heading", title)], _flow(_facts(view, look), look.bullet, 999, "  ")
+        [("class:heading", title)],
+        _flow(_facts(view, look), look.bullet, 999, "  "),
     ]
     for m in view.melds:
         owner = names[m.owner] if m.owner < len(names) else f"Seat {m.owner}"
-        lines.append([("class:label", f"  [{m.number}] "), ("class:dim", f"{owner}: "),
-                      *meld_fragments(meld_from_proto(m.meld), look)])
+        lines.append(
+            [
+                ("class:label", f"  [{m.number}] "),
+                ("class:dim", f"{owner}: "),
+                *meld_fragments(meld_from_proto(m.meld), look),
+            ]
+        )
     for p, who in zip(view.players, names, strict=True):
         turn = view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY) and p.seat == view.turn
         facts = f"seat {p.seat}{b}{p.hand_size} cards{b}{p.total} points"
@@ -301,6 +315,11 @@ def table_lines(view: game_pb2.View, look: Look, name: str = "") -> list[StyleAn
             facts += f"{b}{p.policy} bot"
         if view.phase == game_pb2.PHASE_WAITING:
             facts = f"seat {p.seat}" + (f"{b}{p.policy} bot" if p.policy else "")
-        lines.append([("class:turn", f"  {look.arrow if turn else ' '} "), ("", who.ljust(24)),
-                      ("class:dim", facts)])
+        lines.append(
+            [
+                ("class:turn", f"  {look.arrow if turn else ' '} "),
+                ("", who.ljust(24)),
+                ("class:dim", facts),
+            ]
+        )
     return lines

@@ -19,6 +19,7 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.layout import HSplit, Layout, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
+
 from rami.engine import Card, Game, Phase, View, view
 from rami.engine.record import RecordError, replay_record
 
@@ -27,8 +28,16 @@ from .look import STYLE, Look
 from .narrate import Scene, narrate
 from .safetext import safe
 
-__all__ = ["Frame", "Replay", "ReplayError", "Viewer", "frame_fragments", "load_frames",
-           "replay_frames", "run_viewer"]
+__all__ = [
+    "Frame",
+    "Replay",
+    "ReplayError",
+    "Viewer",
+    "frame_fragments",
+    "load_frames",
+    "replay_frames",
+    "run_viewer",
+]
 
 
 class ReplayError(ValueError):
@@ -63,8 +72,13 @@ class Replay:
         return out
 
 
-def _frame(game: Game, events: Sequence[Any], names: tuple[str, ...], look: Look,
-           melds_before: dict[int, Any]) -> Frame:
+def _frame(
+    game: Game,
+    events: Sequence[Any],
+    names: tuple[str, ...],
+    look: Look,
+    melds_before: dict[int, Any],
+) -> Frame:
     scene = Scene(names, look, None, melds_before, game.drawn, len(game.results), True)
     caption = tuple(line for e in events for line in narrate(e, scene))
     return Frame(caption, view(game, None), tuple(tuple(h) for h in game.hands))
@@ -74,12 +88,14 @@ def replay_frames(doc: dict[str, Any], look: Look) -> Replay:
     """Every frame of a record's game; raises :class:`ReplayError` for a bad record."""
     try:
         final = replay_record(doc)
-        names = tuple(safe(str(p.get("name", "")), 24) or f"Seat {p.get('seat')}"
-                      for p in doc["players"])
+        names = tuple(
+            safe(str(p.get("name", "")), 24) or f"Seat {p.get('seat')}" for p in doc["players"]
+        )
     except (RecordError, KeyError, TypeError, ValueError) as e:
         raise ReplayError(f"this record can't be replayed: {e}") from None
-    game, events = Game.new(final.variant, final.options, final.seed, decks=final.decks,
-                            round_seeds=final.round_seeds)
+    game, events = Game.new(
+        final.variant, final.options, final.seed, decks=final.decks, round_seeds=final.round_seeds
+    )
     frames = [_frame(game, events, names, look, {})]
     for seat, action in final.log:
         before = {i: tm.meld for i, tm in enumerate(game.melds, 1)}
@@ -112,16 +128,22 @@ def frame_fragments(replay: Replay, index: int, look: Look) -> StyleAndTextTuple
     v = frame.view
     b = look.bullet
     out: StyleAndTextTuples = [
-        ("class:heading", f"{replay.title}{b}round {v.round}{b}step {index} of "
-                          f"{len(replay.frames) - 1}"),
+        (
+            "class:heading",
+            f"{replay.title}{b}round {v.round}{b}step {index} of {len(replay.frames) - 1}",
+        ),
         ("", "\n"),
     ]
     for line in frame.caption:
         out += [("", "  "), *line, ("", "\n")]
     out.append(("", "\n"))
     for number, tm in enumerate(v.melds, 1):
-        out += [("class:label", f"  [{number}] "), ("class:dim", f"{replay.names[tm.owner]}: "),
-                *meld_fragments(tm.meld, look), ("", "\n")]
+        out += [
+            ("class:label", f"  [{number}] "),
+            ("class:dim", f"{replay.names[tm.owner]}: "),
+            *meld_fragments(tm.meld, look),
+            ("", "\n"),
+        ]
     top = look.card_text(v.discard_top) if v.discard_top is not None else "none"
     out.append(("class:dim", f"  discard {top}{b}stock {v.stock_size}"))
     if v.variant == "tallage":
@@ -131,13 +153,17 @@ def frame_fragments(replay: Replay, index: int, look: Look) -> StyleAndTextTuple
     moving = v.phase in (Phase.DRAW, Phase.PLAY)
     for seat, name in enumerate(replay.names):
         arrow = look.arrow if moving and seat == v.turn else " "
-        out += [("class:turn", f"  {arrow} "), ("", f"{name.ljust(width)}  "),
-                ("class:dim", f"{v.totals[seat]:>4} pts  "),
-                *hand_fragments(frame.hands[seat], look), ("", "\n")]
+        out += [
+            ("class:turn", f"  {arrow} "),
+            ("", f"{name.ljust(width)}  "),
+            ("class:dim", f"{v.totals[seat]:>4} pts  "),
+            *hand_fragments(frame.hands[seat], look),
+            ("", "\n"),
+        ]
     return out
 
 
-_FOOTER = ("left/right: step   PgUp/PgDn: round   Home/End: first/last   q: quit")
+_FOOTER = "left/right: step   PgUp/PgDn: round   Home/End: first/last   q: quit"
 
 
 class Viewer:
@@ -164,10 +190,15 @@ class Viewer:
 
     def application(self) -> Application[None]:
         """The prompt-toolkit application that shows the frames."""
-        body = Window(FormattedTextControl(lambda: frame_fragments(self.replay, self.index,
-                                                                   self.look)), wrap_lines=True)
-        footer = Window(FormattedTextControl([("class:bottom-toolbar", _FOOTER)]), height=1,
-                        style="class:bottom-toolbar")
+        body = Window(
+            FormattedTextControl(lambda: frame_fragments(self.replay, self.index, self.look)),
+            wrap_lines=True,
+        )
+        footer = Window(
+            FormattedTextControl([("class:bottom-toolbar", _FOOTER)]),
+            height=1,
+            style="class:bottom-toolbar",
+        )
         return Application(
             layout=Layout(HSplit([body, footer])),
             key_bindings=self._keys(),

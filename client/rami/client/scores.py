@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
+
 from rami.engine.events import RoundResult
 
 from .cardtext import cards_fragments
@@ -25,8 +26,10 @@ def ending_text(result: RoundResult, names: Sequence[str]) -> str:
     if result.ending == "void":
         return f"Round {result.round} is void: the stock ran out. Nobody pays."
     if result.ending == "rami_sec":
-        return (f"Round {result.round}: {who} laid the whole hand at once: Rami sec! "
-                "Everyone else pays 200.")
+        return (
+            f"Round {result.round}: {who} laid the whole hand at once: Rami sec! "
+            "Everyone else pays 200."
+        )
     if result.ending == "declare":
         times = f" (x{result.multiplier})" if result.multiplier > 1 else ""
         return f"Round {result.round}: {who} declared a complete hand{times}."

@@ -21,6 +21,7 @@ from prompt_toolkit.application import get_app_or_none
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.shortcuts import CompleteStyle
+
 from rami.engine import Card, Draw, Meld
 from rami.v1 import (
     game_pb2,
@@ -130,8 +131,7 @@ class ClientSession:
                 for m in view.melds
             )
         listed = tuple((str(i), table_summary(t)) for i, t in enumerate(self.tables, 1))
-        return Situation(self.where, self.look, tuple(self._hand()), melds, listed,
-                         self._variant())
+        return Situation(self.where, self.look, tuple(self._hand()), melds, listed, self._variant())
 
     def _variant(self) -> str:
         return variant_id(self.view.variant) if self.view is not None else ""
@@ -145,8 +145,9 @@ class ClientSession:
 
     def _message(self) -> StyleAndTextTuples:
         staged = "" if self.stage.empty else self.stage.describe()
-        panel = panel_fragments(self.view, self.look, by_rank=self.by_rank, staged=staged,
-                                width=self._width())
+        panel = panel_fragments(
+            self.view, self.look, by_rank=self.by_rank, staged=staged, width=self._width()
+        )
         return [*panel, *prompt_fragments(self.view, self.look)]
 
     def _toolbar(self) -> StyleAndTextTuples:
@@ -298,8 +299,10 @@ class ClientSession:
             raise
         except LinkError as e:
             if isinstance(e, Refused) and e.code == grpc.StatusCode.NOT_FOUND:
-                self.out.error("The server no longer has this table (it restarted without "
-                               "keeping its tables). You are back in the lobby.")
+                self.out.error(
+                    "The server no longer has this table (it restarted without "
+                    "keeping its tables). You are back in the lobby."
+                )
             else:
                 self.out.error(f"The table can't be followed any more: {_sentence(str(e))}")
             self._left_table()
@@ -363,16 +366,22 @@ class ClientSession:
 
     def _announce_turn(self, view: game_pb2.View) -> None:
         if view.phase == game_pb2.PHASE_DRAW:
-            text: StyleAndTextTuples = [("class:turn", "It's your turn: "),
-                                        ("", "take a card with draw stock")]
+            text: StyleAndTextTuples = [
+                ("class:turn", "It's your turn: "),
+                ("", "take a card with draw stock"),
+            ]
             top = card(view.discard_top)
             if game_pb2.DRAW_SOURCE_DISCARD in view.draw_sources and top is not None:
                 text += [("", ", or draw discard to take "), *cards_fragments([top], self.look)]
             self.out.line([*text, ("", ".")])
         else:
             hand = len(view.hand)
-            self.out.line([("class:turn", "It's your turn: "),
-                           ("", f"you play first with {hand} cards, without drawing.")])
+            self.out.line(
+                [
+                    ("class:turn", "It's your turn: "),
+                    ("", f"you play first with {hand} cards, without drawing."),
+                ]
+            )
 
     # -- at the table ------------------------------------------------------------------------
 
@@ -517,8 +526,9 @@ class ClientSession:
         """Take a seat at ``table`` and follow it."""
         request = lobby_service_pb2.JoinTableRequest(table_id=table.table_id, name=self.name)
         joined = await self.link.call(self.link.lobby.JoinTable, request)
-        self.out.line([("class:good", f"You sit at seat {joined.seat}: "),
-                       ("", table_summary(joined.table))])
+        self.out.line(
+            [("class:good", f"You sit at seat {joined.seat}: "), ("", table_summary(joined.table))]
+        )
         await self._watch_table(table.table_id, joined.token, table.name)
 
     async def _do_watch(self, args: str) -> None:
@@ -542,8 +552,9 @@ class ClientSession:
         created = await self.link.call(self.link.lobby.CreateTable, request)
         await self.join(created.table)
         for _ in range(spec.bots):
-            bot = lobby_service_pb2.AddBotRequest(table_id=created.table.table_id,
-                                                  policy=spec.policy)
+            bot = lobby_service_pb2.AddBotRequest(
+                table_id=created.table.table_id, policy=spec.policy
+            )
             await self.link.call(self.link.lobby.AddBot, bot, token=self.token)
 
     # -- help and quit -----------------------------------------------------------------------
@@ -560,8 +571,10 @@ class ClientSession:
         self.out.line([("class:heading", "Commands you can use now")])
         for command in available(self.where, self._variant()):
             self.out.line([("class:me", f"  {command.usage:<34} "), ("", command.summary)])
-        self.out.info("Tab completes commands and cards; F1 help, F2 sorts the hand, "
-                      "F3 shows the table. help COMMAND explains one.")
+        self.out.info(
+            "Tab completes commands and cards; F1 help, F2 sorts the hand, "
+            "F3 shows the table. help COMMAND explains one."
+        )
 
     async def _do_help(self, args: str) -> None:
         self._print_help(args)
@@ -595,4 +608,3 @@ def _refusal(error: Refused) -> str:
     if error.reason == "STALE":
         return "The table moved on before your move arrived; nothing was played. Look again."
     return f"Refused: {_sentence(str(error))} Nothing was played."
-

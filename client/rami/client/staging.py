@@ -66,9 +66,7 @@ class Plan:
 
 def _unplaced_jokers(steps: tuple[LayStep, ...]) -> int:
     taken = sum(1 for s in steps if isinstance(s, TakeJoker))
-    laid = sum(
-        s.cards.count(JOKER) for s in steps if isinstance(s, NewMeld | AddToMeld)
-    )
+    laid = sum(s.cards.count(JOKER) for s in steps if isinstance(s, NewMeld | AddToMeld))
     return max(0, taken - laid)
 
 
@@ -82,8 +80,10 @@ def plan(action: Action, stage: Stage, *, variant: str, discard_top: Card | None
             if action.lay is None:
                 if discard_top is None:
                     return Plan(action, Stage())
-                note = (f"you take {discard_top.code()} when you lay it: now type the lay that "
-                        "uses it (lay, add or take; cancel drops it)")
+                note = (
+                    f"you take {discard_top.code()} when you lay it: now type the lay that "
+                    "uses it (lay, add or take; cancel drops it)"
+                )
                 return Plan(None, Stage(draw=discard_top), note)
             if _unplaced_jokers(action.lay.steps):
                 return Plan(None, Stage(discard_top, action.lay.steps), _WHERE_JOKER)

@@ -38,7 +38,10 @@ SUIT_SYMBOLS = "♣♦♥♠"
 RANK_NAMES = ("", "A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K")
 _RANK_ALIASES = {"T": 10, "1": 1, "11": 11, "12": 12, "13": 13}
 _JOKER_NAMES = {"JK", "JOKER", "*", "🃏", "JO", "X"}
-_SUIT_BY_CHAR = {**{c: i for i, c in enumerate(SUIT_LETTERS)}, **{c: i for i, c in enumerate(SUIT_SYMBOLS)}}
+_SUIT_BY_CHAR = {
+    **{c: i for i, c in enumerate(SUIT_LETTERS)},
+    **{c: i for i, c in enumerate(SUIT_SYMBOLS)},
+}
 _SUIT_BY_CHAR.update({"♤": 3, "♡": 2, "♢": 1, "♧": 0})
 
 

@@ -128,6 +128,4 @@ class GameEnded:
     winners: tuple[int, ...] = field(default_factory=tuple)
 
 
-Event = (
-    RoundStarted | Drew | Laid | Discarded | Declared | StockRebuilt | RoundEnded | GameEnded
-)
+Event = RoundStarted | Drew | Laid | Discarded | Declared | StockRebuilt | RoundEnded | GameEnded

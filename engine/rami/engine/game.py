@@ -190,10 +190,24 @@ class Game:
     def state_key(self) -> tuple[object, ...]:
         """Everything that makes the state, for comparing two states."""
         return (
-            self.round, self.dealer, self.turn, self.phase, self.turn_index,
-            tuple(tuple(h) for h in self.hands), tuple(self.stock), tuple(self.discard),
-            tuple(self.melds), tuple(self.opened_turn), self.bar, self.rebuilds, self.drawn,
-            self.rami_sec, tuple(self.totals), tuple(self.results), self.winners, self.number,
+            self.round,
+            self.dealer,
+            self.turn,
+            self.phase,
+            self.turn_index,
+            tuple(tuple(h) for h in self.hands),
+            tuple(self.stock),
+            tuple(self.discard),
+            tuple(self.melds),
+            tuple(self.opened_turn),
+            self.bar,
+            self.rebuilds,
+            self.drawn,
+            self.rami_sec,
+            tuple(self.totals),
+            tuple(self.results),
+            self.winners,
+            self.number,
         )
 
     def seed_hash(self) -> str:
@@ -290,7 +304,9 @@ class Game:
             self.turn, self.phase = self.dealer, Phase.PLAY  # the dealer plays without drawing
         else:
             self.turn, self.phase = (self.dealer + 1) % n, Phase.DRAW
-        return [RoundStarted(self.round, self.dealer, self.seed_hash(), self.discard[-1], self.turn)]
+        return [
+            RoundStarted(self.round, self.dealer, self.seed_hash(), self.discard[-1], self.turn)
+        ]
 
     def _next_turn(self) -> list[Event]:
         self.turn = (self.turn + 1) % self.players
@@ -328,9 +344,7 @@ class Game:
                     "FIRST_CIRCUIT",
                 )
             if len(self.hands[seat]) == 1:
-                return IllegalAction(
-                    "a player holding one card takes from the stock", "ONE_CARD"
-                )
+                return IllegalAction("a player holding one card takes from the stock", "ONE_CARD")
         return None
 
     def _draw(self, seat: int, action: Draw) -> list[Event]:
@@ -342,7 +356,9 @@ class Game:
                 )
             raise IllegalAction("you have already drawn this turn", "ALREADY_DREW")
         if action.source not in ("stock", "discard"):
-            raise MalformedAction(f"draw from stock or discard, not {action.source!r}", "BAD_SOURCE")
+            raise MalformedAction(
+                f"draw from stock or discard, not {action.source!r}", "BAD_SOURCE"
+            )
         if action.lay is not None and self.variant.laying == "declare":
             raise IllegalAction("nothing is laid in portuguese: hands stay closed", "NO_LAYING")
         if action.source == "stock":
@@ -433,7 +449,9 @@ class Game:
                         )
                     raise IllegalAction(f"open first: only then may you {what}", "NOT_OPENED")
                 if not (1 <= step.meld <= len(melds)):
-                    raise IllegalAction(f"there is no meld {step.meld} on the table", "NO_SUCH_MELD")
+                    raise IllegalAction(
+                        f"there is no meld {step.meld} on the table", "NO_SUCH_MELD"
+                    )
                 target = melds[step.meld - 1]
                 try:
                     if isinstance(step, AddToMeld):
@@ -462,7 +480,9 @@ class Game:
                 f"the discard taken ({taken}) must be laid in this same move", "MUST_LAY_DISCARD"
             )
         if not work:
-            raise IllegalAction("keep one card to discard: no lay may empty the hand", "MUST_KEEP_CARD")
+            raise IllegalAction(
+                "keep one card to discard: no lay may empty the hand", "MUST_KEEP_CARD"
+            )
         opens, value, finish = False, 0, False
         if not free:
             laid = [m.meld for m in melds[len(self.melds) :]]
@@ -487,7 +507,9 @@ class Game:
             finish = len(work) == 1
         return _LayPlan(work, melds, new_ids, changed, cards, jokers_taken, opens, value, finish)
 
-    def _opening_refusal(self, clean_set: bool, clean_run: bool, value: int) -> IllegalAction | None:
+    def _opening_refusal(
+        self, clean_set: bool, clean_run: bool, value: int
+    ) -> IllegalAction | None:
         """Why new melds are not an opening (RULES.md §3), or None when they are."""
         if not (clean_set and clean_run):
             missing = "a clean set" if not clean_set else "a clean run"
@@ -605,7 +627,9 @@ class Game:
             values = self.variant.values
             jpm = self.options.jokers_per_meld
             return [
-                0 if s == winner else deadwood(self.hands[s], values, jokers_per_meld=jpm) * multiplier
+                0
+                if s == winner
+                else deadwood(self.hands[s], values, jokers_per_meld=jpm) * multiplier
                 for s in range(n)
             ]
         values = self.options.hand_values(self.variant)

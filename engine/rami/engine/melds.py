@@ -114,9 +114,7 @@ class Meld:
         rank = naturals[0].rank
         suits = [c.suit for c in naturals]
         if len(set(suits)) != len(suits):
-            raise MeldError(
-                f"a set holds each suit once: {format_cards(naturals)} repeats a suit"
-            )
+            raise MeldError(f"a set holds each suit once: {format_cards(naturals)} repeats a suit")
         if len(naturals) + jokers > 4:
             raise MeldError("a set has at most 4 cards")
         for j in jokers_as:
@@ -232,9 +230,7 @@ class Meld:
             return 0
         if self.kind == SET:
             return rank_value(self.rank, 10) * len(self.cards)
-        return sum(
-            1 if r == 1 else rank_value(r, 10) for r in range(self.lo, self.hi + 1)
-        )
+        return sum(1 if r == 1 else rank_value(r, 10) for r in range(self.lo, self.hi + 1))
 
     def describe(self) -> str:
         """The cards, with what each joker stands for: ``7♥ 8♥ JK(9♥)``."""

@@ -33,10 +33,10 @@ from .views import View
 
 __all__ = [
     "additions",
-    "finish_lays",
-    "hand_deadwood_values",
     "declarations",
     "discard_completions",
+    "finish_lays",
+    "hand_deadwood_values",
     "joker_swaps",
     "lays",
     "legal_plays",

@@ -65,7 +65,9 @@ def _need_run(v: View) -> bool:
 
 def _deadwood(v: View, hand: list[Card]) -> int:
     return deadwood(
-        hand, hand_deadwood_values(v), need_run=_need_run(v),
+        hand,
+        hand_deadwood_values(v),
+        need_run=_need_run(v),
         jokers_per_meld=int(v.options["jokers_per_meld"]),
     )
 
@@ -94,8 +96,9 @@ def _cards_laid(lay: Lay) -> int:
 
 def _greedy_discard(v: View, hand: list[Card]) -> Discard:
     values = hand_deadwood_values(v)
-    split = deadwood_split(hand, values, need_run=_need_run(v),
-                           jokers_per_meld=int(v.options["jokers_per_meld"]))
+    split = deadwood_split(
+        hand, values, need_run=_need_run(v), jokers_per_meld=int(v.options["jokers_per_meld"])
+    )
     loose = split.left or hand
     # The costliest loose card; never a joker while another card can go.
     choices = [c for c in loose if c != JOKER] or list(loose)
@@ -113,8 +116,9 @@ def greedy(v: View, rng: random.Random) -> Action:
                 if found:
                     return Draw("discard", found[0])
             else:
-                split = deadwood_split([*hand, v.discard_top], hand_deadwood_values(v),
-                                       need_run=_need_run(v))
+                split = deadwood_split(
+                    [*hand, v.discard_top], hand_deadwood_values(v), need_run=_need_run(v)
+                )
                 if v.discard_top not in split.left:
                     return Draw("discard")
         return Draw("stock")
@@ -310,8 +314,10 @@ class _Judge:
         v = self.v
         assert v.seat is not None
         nxt = (v.seat + 1) % v.players
-        return v.variant == "tallage" and v.opened[nxt] and _fits(
-            [tm.meld for tm in v.melds], card, self.jpm
+        return (
+            v.variant == "tallage"
+            and v.opened[nxt]
+            and _fits([tm.meld for tm in v.melds], card, self.jpm)
         )
 
     def discard(self, hand: list[Card], keep: Card | None = None) -> tuple[float, Card] | None:
@@ -347,8 +353,9 @@ def strong(v: View, rng: random.Random) -> Action:
                 if found:
                     return Draw("discard", max(found, key=_cards_laid))
             elif judge.w.meld_draw:
-                split = deadwood_split([*hand, top], judge.values, need_run=_need_run(v),
-                                       jokers_per_meld=judge.jpm)
+                split = deadwood_split(
+                    [*hand, top], judge.values, need_run=_need_run(v), jokers_per_meld=judge.jpm
+                )
                 if top not in split.left:
                     return Draw("discard")
             else:

@@ -434,6 +434,18 @@ _RUN_STARTS = sum(1 << (14 * s + r) for s in range(4) for r in range(12))
 _EVERY_SUIT = sum(1 << (14 * s) for s in range(4))
 
 
+def _clean_melds(cards: Sequence[int]) -> tuple[bool, bool]:
+    """Whether the natural cards can make a clean set, and a clean run (bit tests as in
+    :func:`_prepare`)."""
+    held = reduce(or_, map(_BIT14.__getitem__, cards), 0)
+    a, b, c, d = held & 0x1FFF, held >> 14 & 0x1FFF, held >> 28 & 0x1FFF, held >> 42
+    x = held | (held & _ACE_LOW) << 13
+    return (
+        bool((a & b & c) | (a & b & d) | (a & c & d) | (b & c & d)),
+        bool(x & x >> 1 & x >> 2 & _RUN_STARTS),
+    )
+
+
 def _prepare(cards: Sequence[int], jokers_per_meld: int) -> tuple[int, list[int]]:
     """The packed key of the cards that some meld of this hand could hold, and the cards that
     no meld can hold (left over in every split, so the search need not walk them).
@@ -644,9 +656,12 @@ _OPENING_MOST: tuple[int, ...] = (*(rank_value(f % 13 + 1, 10) for f in range(52
 
 
 def opening_bound(cards: Sequence[int]) -> int:
-    """An upper bound of the opening value of any split of ``cards``: what the cards that some
-    clean meld could hold are worth (melds with a joker count nothing), found without a
-    search. Below the bar, no opening needs looking for."""
+    """An upper bound of the value of any opening of ``cards`` (a split holding a clean set
+    and a clean run): 0 when the cards can make no clean set or no clean run, else what the
+    cards that some clean meld could hold are worth (melds with a joker count nothing), found
+    without a search. Below the bar, no opening needs looking for."""
+    if not all(_clean_melds(cards)):
+        return 0
     faces = [c for c in cards if c != JOKER]
     _, alone = _prepare(faces, 0)
     return sum(map(_OPENING_MOST.__getitem__, faces)) - sum(
@@ -691,11 +706,15 @@ def last_cards(cards: Sequence[int], need: int, *, jokers_per_meld: int = 1) -> 
     flags include ``need`` (a whole-hand finish, a portuguese declaration): every card that is,
     and maybe a few that are not; none when no split leaves a single card.
 
-    A card no meld can hold must be that one card, so two of them rule out every finish; and
-    one search for the fewest cards left (with ``need``) rules out the rest of most hands.
+    A card no meld can hold must be that one card, so two of them rule out every finish, as
+    does a clean set or run that ``need`` asks for and the cards cannot make; one search for
+    the fewest cards left (with ``need``) rules out the rest of most hands.
     """
     _, alone = _prepare(cards, jokers_per_meld)
     if len(alone) > 1:
+        return []
+    clean_set, clean_run = _clean_melds(cards)
+    if (need & FLAG_SET and not clean_set) or (need & FLAG_RUN and not clean_run):
         return []
     if alone:
         return [CARDS[alone[0]]]

@@ -90,28 +90,57 @@ MOROCCAN = ("tallage", "simple")
 
 OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("players", "Number of seats at the table.", ALL, low=2, high=6),
-    OptionSpec("rounds", "Rounds in a game; the lowest total then wins.", ("portuguese",), low=1,
-               high=100),
-    OptionSpec("target", "The game ends after the round in which a total reaches this.",
-               MOROCCAN, choices=(201, 500, 1000)),
-    OptionSpec("opening", "Least value of the clean melds of an opening.", ("tallage",),
-               choices=(71, 51)),
-    OptionSpec("joker_penalty", "What a joker left in hand costs at the end of a round.",
-               MOROCCAN, low=0, high=200),
+    OptionSpec(
+        "rounds", "Rounds in a game; the lowest total then wins.", ("portuguese",), low=1, high=100
+    ),
+    OptionSpec(
+        "target",
+        "The game ends after the round in which a total reaches this.",
+        MOROCCAN,
+        choices=(201, 500, 1000),
+    ),
+    OptionSpec(
+        "opening", "Least value of the clean melds of an opening.", ("tallage",), choices=(71, 51)
+    ),
+    OptionSpec(
+        "joker_penalty",
+        "What a joker left in hand costs at the end of a round.",
+        MOROCCAN,
+        low=0,
+        high=200,
+    ),
     OptionSpec("jokers_per_meld", "Most jokers one meld may hold.", ALL, choices=(1, 2)),
-    OptionSpec("false_declaration",
-               "An incomplete declaration is shown and play goes on (reveal) or refused (reject).",
-               ("portuguese",), choices=("reveal", "reject")),
-    OptionSpec("stock_rebuilds",
-               "Times the stock is rebuilt from the discard pile in a round; the round is void "
-               "when it runs out once more.", ALL, low=0, high=20),
-    OptionSpec("simple_rami_sec", "Every simple finish is a Rami sec: the others pay 200.",
-               ("simple",), choices=(False, True)),
-    OptionSpec("turn_seconds", "Seconds a player has for a turn; 0 for no clock.", ALL, low=0,
-               high=3600),
-    OptionSpec("round_cap",
-               "Safety cap: a moroccan game also ends after this many rounds, so that a table "
-               "whose rounds keep ending void still finishes.", MOROCCAN, low=1, high=1000),
+    OptionSpec(
+        "false_declaration",
+        "An incomplete declaration is shown and play goes on (reveal) or refused (reject).",
+        ("portuguese",),
+        choices=("reveal", "reject"),
+    ),
+    OptionSpec(
+        "stock_rebuilds",
+        "Times the stock is rebuilt from the discard pile in a round; the round is void "
+        "when it runs out once more.",
+        ALL,
+        low=0,
+        high=20,
+    ),
+    OptionSpec(
+        "simple_rami_sec",
+        "Every simple finish is a Rami sec: the others pay 200.",
+        ("simple",),
+        choices=(False, True),
+    ),
+    OptionSpec(
+        "turn_seconds", "Seconds a player has for a turn; 0 for no clock.", ALL, low=0, high=3600
+    ),
+    OptionSpec(
+        "round_cap",
+        "Safety cap: a moroccan game also ends after this many rounds, so that a table "
+        "whose rounds keep ending void still finishes.",
+        MOROCCAN,
+        low=1,
+        high=1000,
+    ),
 )
 _SPECS = {s.name: s for s in OPTION_SPECS}
 

@@ -110,7 +110,7 @@ def view(game: Game, seat: int | None) -> View:
         phase=game.phase,
         hand=own.hand if own else None,
         drawn=own.drawn if own else None,
-        hand_sizes=tuple(len(h) for h in game.hands),
+        hand_sizes=tuple(map(len, game.hands)),
         stock_size=len(game.stock),
         discard_top=game.discard[-1] if game.discard else None,
         discard_size=len(game.discard),

@@ -33,7 +33,9 @@ def _check_hand(variant: Variant, hand: Sequence[Card]) -> None:
         raise Invalid("BAD_HAND", f"a {variant.id} deck holds {variant.jokers} jokers")
 
 
-def analyse(variant: Variant, options: Options, hand: Sequence[Card], bar: int) -> game_pb2.Analysis:
+def analyse(
+    variant: Variant, options: Options, hand: Sequence[Card], bar: int
+) -> game_pb2.Analysis:
     """What the solver says of ``hand`` under ``variant`` and ``options``."""
     _check_hand(variant, hand)
     jpm = options.jokers_per_meld

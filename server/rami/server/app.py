@@ -91,7 +91,7 @@ async def serve(
             ("grpc.keepalive_timeout_ms", 10_000),
             ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
             ("grpc.keepalive_permit_without_calls", 1),
-        ]
+        ],
     )
     rules_service_pb2_grpc.add_RulesServiceServicer_to_server(RulesService(lobby.work), server)
     lobby_service_pb2_grpc.add_LobbyServiceServicer_to_server(LobbyService(lobby), server)

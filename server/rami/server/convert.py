@@ -70,8 +70,15 @@ _FALSE_DECL = {
     "reject": game_pb2.FALSE_DECLARATION_REJECT,
 }
 _INT_OPTIONS = (
-    "players", "rounds", "target", "opening", "joker_penalty", "jokers_per_meld",
-    "stock_rebuilds", "turn_seconds", "round_cap",
+    "players",
+    "rounds",
+    "target",
+    "opening",
+    "joker_penalty",
+    "jokers_per_meld",
+    "stock_rebuilds",
+    "turn_seconds",
+    "round_cap",
 )
 
 
@@ -106,7 +113,9 @@ def meld_to_proto(meld: Meld) -> game_pb2.Meld:
         stands = meld.joker_cards()
         kind = game_pb2.MELD_KIND_RUN
     else:
-        stands = [] if meld.is_clean else [CARDS[s * 13 + meld.rank - 1] for s in meld.missing_suits()]
+        stands = (
+            [] if meld.is_clean else [CARDS[s * 13 + meld.rank - 1] for s in meld.missing_suits()]
+        )
         kind = game_pb2.MELD_KIND_SET
     return game_pb2.Meld(
         kind=kind,
@@ -184,8 +193,14 @@ def variants_to_proto() -> list[rules_service_pb2.VariantInfo]:
         ]
         out.append(
             rules_service_pb2.VariantInfo(
-                variant=variant_to_proto(vid), id=vid, title=v.title, deck_size=v.deck_size,
-                jokers=v.jokers, hand_size=v.hand_size, dealer_extra=v.dealer_extra, options=opts,
+                variant=variant_to_proto(vid),
+                id=vid,
+                title=v.title,
+                deck_size=v.deck_size,
+                jokers=v.jokers,
+                hand_size=v.hand_size,
+                dealer_extra=v.dealer_extra,
+                options=opts,
             )
         )
     return out
@@ -203,7 +218,9 @@ def _option_text(value: Any) -> str:
 def _step_from_proto(step: game_pb2.LayStep) -> NewMeld | AddToMeld | TakeJoker:
     which = step.WhichOneof("step")
     if which == "new_meld":
-        return NewMeld(cards_from_proto(step.new_meld.cards), cards_from_proto(step.new_meld.jokers_as))
+        return NewMeld(
+            cards_from_proto(step.new_meld.cards), cards_from_proto(step.new_meld.jokers_as)
+        )
     if which == "add":
         end = {game_pb2.RUN_END_LOW: "low", game_pb2.RUN_END_HIGH: "high"}.get(step.add.end)
         return AddToMeld(step.add.meld, cards_from_proto(step.add.cards), end)  # type: ignore[arg-type]
@@ -229,7 +246,9 @@ def action_from_proto(request: table_service_pb2.ActRequest) -> Action:
             request.draw.source
         )
         if source is None:
-            raise MalformedAction("draw from DRAW_SOURCE_STOCK or DRAW_SOURCE_DISCARD", "BAD_SOURCE")
+            raise MalformedAction(
+                "draw from DRAW_SOURCE_STOCK or DRAW_SOURCE_DISCARD", "BAD_SOURCE"
+            )
         lay = lay_from_proto(request.draw.lay) if request.draw.HasField("lay") else None
         return Draw(source, lay)  # type: ignore[arg-type]
     if which == "lay":
@@ -262,25 +281,49 @@ def event_to_proto(e: ev.Event) -> events_pb2.Event:
     """A public engine event as a proto Event."""
     E = events_pb2
     if isinstance(e, ev.RoundStarted):
-        return E.Event(round_started=E.RoundStarted(
-            round=e.round, dealer=e.dealer, seed_hash=e.seed_hash,
-            discard_top=card_to_proto(e.discard_top), first_player=e.first_player))
+        return E.Event(
+            round_started=E.RoundStarted(
+                round=e.round,
+                dealer=e.dealer,
+                seed_hash=e.seed_hash,
+                discard_top=card_to_proto(e.discard_top),
+                first_player=e.first_player,
+            )
+        )
     if isinstance(e, ev.Drew):
-        return E.Event(card_drawn=E.CardDrawn(
-            seat=e.seat, source=_SOURCE_TO_PROTO[e.source], card=card_to_proto(e.card)))
+        return E.Event(
+            card_drawn=E.CardDrawn(
+                seat=e.seat, source=_SOURCE_TO_PROTO[e.source], card=card_to_proto(e.card)
+            )
+        )
     if isinstance(e, ev.Laid):
-        return E.Event(cards_laid=E.CardsLaid(
-            seat=e.seat, new_melds=e.new_melds, changed_melds=e.changed_melds,
-            melds=[table_meld_to_proto(n, tm) for n, tm in e.melds],
-            cards=cards_to_proto(e.cards), jokers_taken=e.jokers_taken, opened=e.opened,
-            opening_value=e.opening_value, bar=e.bar, finish=e.finish))
+        return E.Event(
+            cards_laid=E.CardsLaid(
+                seat=e.seat,
+                new_melds=e.new_melds,
+                changed_melds=e.changed_melds,
+                melds=[table_meld_to_proto(n, tm) for n, tm in e.melds],
+                cards=cards_to_proto(e.cards),
+                jokers_taken=e.jokers_taken,
+                opened=e.opened,
+                opening_value=e.opening_value,
+                bar=e.bar,
+                finish=e.finish,
+            )
+        )
     if isinstance(e, ev.Discarded):
         return E.Event(card_discarded=E.CardDiscarded(seat=e.seat, card=card_to_proto(e.card)))
     if isinstance(e, ev.Declared):
-        return E.Event(hand_declared=E.HandDeclared(
-            seat=e.seat, cards=cards_to_proto(e.cards), complete=e.complete,
-            card=card_to_proto(e.card), multiplier=e.multiplier,
-            melds=[meld_to_proto(m) for m in e.melds]))
+        return E.Event(
+            hand_declared=E.HandDeclared(
+                seat=e.seat,
+                cards=cards_to_proto(e.cards),
+                complete=e.complete,
+                card=card_to_proto(e.card),
+                multiplier=e.multiplier,
+                melds=[meld_to_proto(m) for m in e.melds],
+            )
+        )
     if isinstance(e, ev.StockRebuilt):
         return E.Event(stock_rebuilt=E.StockRebuilt(rebuilds=e.rebuilds, stock_size=e.stock_size))
     if isinstance(e, ev.RoundEnded):

@@ -124,11 +124,17 @@ def refusal_of(error: Exception) -> tuple[grpc.StatusCode, str, str, dict[str, s
         code, reason, message, metadata = error.code, error.reason, error.message, error.metadata
     elif isinstance(error, MalformedAction):
         code, reason, message, metadata = (
-            grpc.StatusCode.INVALID_ARGUMENT, error.reason, str(error), {}
+            grpc.StatusCode.INVALID_ARGUMENT,
+            error.reason,
+            str(error),
+            {},
         )
     elif isinstance(error, IllegalAction | RuleError):
         code, reason, message, metadata = (
-            grpc.StatusCode.FAILED_PRECONDITION, error.reason, str(error), {}
+            grpc.StatusCode.FAILED_PRECONDITION,
+            error.reason,
+            str(error),
+            {},
         )
     else:
         code, reason, message, metadata = grpc.StatusCode.INTERNAL, "INTERNAL", "internal error", {}

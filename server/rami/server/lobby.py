@@ -94,7 +94,8 @@ class Lobby:
         """A new table and its owner's token."""
         get_variant(variant)
         active = sum(
-            1 for t in self.tables.values()
+            1
+            for t in self.tables.values()
             if t.state.spec.client == client and t.state.status != FINISHED
         )
         if active >= self.config.max_tables_per_client:
@@ -103,21 +104,27 @@ class Lobby:
                 f"a client may have at most {self.config.max_tables_per_client} unfinished tables",
             )
         if decks and not self.config.allow_stacked_decks:
-            raise PermissionDenied(
-                "STACKED_DECKS_OFF", "this server does not allow stacked decks"
-            )
+            raise PermissionDenied("STACKED_DECKS_OFF", "this server does not allow stacked decks")
         v = get_variant(variant)
         for d in decks:
             if sorted(d) != sorted(full_deck(v.decks, v.jokers)):
-                raise Invalid("BAD_DECK", f"a stacked deck must hold exactly the {v.deck_size} "
-                              f"cards of {variant}")
+                raise Invalid(
+                    "BAD_DECK",
+                    f"a stacked deck must hold exactly the {v.deck_size} cards of {variant}",
+                )
         if options.turn_seconds == 0 and self.config.turn_seconds:
             options = options.with_(turn_seconds=self.config.turn_seconds)
         table_name = clean_text(name, MAX_TABLE_NAME) or f"{variant} table"
         owner = secrets.token_urlsafe(24)
         spec = TableSpec(
-            table_name, variant, options.to_dict(), private, hand_analysis, hash_token(owner),
-            tuple(tuple(c.code() for c in d) for d in decks), client,
+            table_name,
+            variant,
+            options.to_dict(),
+            private,
+            hand_analysis,
+            hash_token(owner),
+            tuple(tuple(c.code() for c in d) for d in decks),
+            client,
         )
         table_id = new_table_id()
         self.storage.create_table(table_id, spec.to_dict())

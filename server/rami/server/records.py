@@ -48,20 +48,22 @@ def record(state: TableState, entries: list[dict[str, Any]]) -> dict[str, Any]:
             continue
         if game.round != seen_round and game.phase in (Phase.DRAW, Phase.PLAY):
             seen_round = game.round
-            rounds.append({
-                "round": game.round,
-                "dealer": game.dealer,
-                "first_player": game.turn,
-                "seed_hash": game.seed_hash(),
-                "seed": None,
-                "deal": {
-                    "hands": [_codes(h) for h in game.hands],
-                    "discard": Card(game.discard[-1]).code(),
-                    "stock": _codes(reversed(game.stock)),
-                },
-                "actions": [],
-                "result": None,
-            })
+            rounds.append(
+                {
+                    "round": game.round,
+                    "dealer": game.dealer,
+                    "first_player": game.turn,
+                    "seed_hash": game.seed_hash(),
+                    "seed": None,
+                    "deal": {
+                        "hands": [_codes(h) for h in game.hands],
+                        "discard": Card(game.discard[-1]).code(),
+                        "stock": _codes(reversed(game.stock)),
+                    },
+                    "actions": [],
+                    "result": None,
+                }
+            )
         if entry["type"] == "act" and rounds:
             item = {"number": number, "seat": entry["seat"], "action": entry["action"]}
             if "auto" in entry:

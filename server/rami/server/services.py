@@ -44,7 +44,7 @@ from .sanitize import MAX_CHAT, MAX_NAME, clean_text
 from .table import Table, Watcher, new_seed
 from .tablestate import FINISHED, PLAYING, WAITING, hash_token
 
-__all__ = ["LobbyService", "RulesService", "TableService", "TOKEN_METADATA"]
+__all__ = ["TOKEN_METADATA", "LobbyService", "RulesService", "TableService"]
 
 #: The call metadata key that carries a seat's (or a table owner's) secret token.
 TOKEN_METADATA = "rami-token"
@@ -69,7 +69,9 @@ def _seat(table: Table, context: grpc.aio.ServicerContext, lobby: Lobby) -> int:
     """The seat the call's token proves at this table, or UNAUTHENTICATED/PERMISSION_DENIED."""
     token = _token(context)
     if not token:
-        raise Unauthenticated("NO_TOKEN", f"send your seat's token as the {TOKEN_METADATA!r} metadata")
+        raise Unauthenticated(
+            "NO_TOKEN", f"send your seat's token as the {TOKEN_METADATA!r} metadata"
+        )
     seat = table.state.seat_of(token)
     if seat is None:
         if table.state.is_owner(token):
@@ -198,7 +200,9 @@ class LobbyService(lobby_service_pb2_grpc.LobbyServiceServicer):
     async def GetTable(
         self, request: lobby_service_pb2.GetTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_service_pb2.GetTableResponse:
-        return lobby_service_pb2.GetTableResponse(table=table_info(self.lobby.get(request.table_id)))
+        return lobby_service_pb2.GetTableResponse(
+            table=table_info(self.lobby.get(request.table_id))
+        )
 
     @unary
     async def JoinTable(
@@ -339,7 +343,8 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
         after = request.after if request.HasField("after") else None
         table.check_after(after)  # before the seat comes back: a refused call changes nothing
         counter, key = (
-            (self.spectators, _client(context)) if seat is None
+            (self.spectators, _client(context))
+            if seat is None
             else (self.seat_streams, f"{table.table_id}:{seat}")
         )
         counter.open(key)
@@ -350,7 +355,6 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
                 yield msg
         finally:
             counter.close(key)
-
 
     @streaming
     async def Play(
@@ -413,16 +417,19 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
                     log_unexpected(log, "unexpected error in a Play command", e)
                 code, reason, message, metadata = refusal_of(e)
                 refused = table_service_pb2.CommandRefused(
-                    command_id=request.command_id, code=code.value[0], reason=reason,
-                    message=message, metadata=metadata,
+                    command_id=request.command_id,
+                    code=code.value[0],
+                    reason=reason,
+                    message=message,
+                    metadata=metadata,
                 )
                 try:
                     watcher.queue.put_nowait(table_service_pb2.PlayResponse(refused=refused))
                 except asyncio.QueueFull:
                     watcher.cut = True  # its stream ends, TOO_SLOW, at its next message
 
+
 def _returns(table: Table, seat: int) -> None:
     """A seat whose player left comes back when it acts or watches with its token."""
     if table.state.seats[seat].away:
         table.submit({"type": "return", "seat": seat})
-

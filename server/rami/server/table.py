@@ -116,6 +116,13 @@ class Watcher:
     acks: dict[int, int] = field(default_factory=dict)
 
 
+#: The least wait before an automatic move, even when the configured delay is 0. Back-to-back
+#: moves would keep the event loop from ever waiting: gRPC's poller thread, which completes
+#: every message sent, would get the GIL only at each switch interval, and watchers would fall
+#: behind a fast table of bots and be cut off.
+_LEAST_AUTO_DELAY = 0.001
+
+
 def safe_move(game_view: Any) -> Action:
     """The move the server makes for a seat whose clock ran out: draw from the stock, then
     throw back the card drawn (or, with nothing drawn, the costliest card)."""
@@ -352,13 +359,19 @@ class Table:
             return
         loop = asyncio.get_running_loop()
         if game.phase == Phase.ROUND_OVER:
-            self._auto = loop.call_later(self.config.round_pause, self._run, "next")
+            self._auto = loop.call_later(
+                max(self.config.round_pause, _LEAST_AUTO_DELAY), self._run, "next"
+            )
             return
         seat = self.state.seats[game.turn]
         if seat.kind == "bot":
-            self._auto = loop.call_later(self.config.bot_delay, self._run, "bot")
+            self._auto = loop.call_later(
+                max(self.config.bot_delay, _LEAST_AUTO_DELAY), self._run, "bot"
+            )
         elif seat.away:
-            self._auto = loop.call_later(self.config.away_delay, self._run, "away")
+            self._auto = loop.call_later(
+                max(self.config.away_delay, _LEAST_AUTO_DELAY), self._run, "away"
+            )
         elif self.deadline is not None:
             delay = max(0.0, self.deadline - time.time())
             self._auto = loop.call_later(delay, self._run, "timeout")

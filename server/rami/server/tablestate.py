@@ -80,8 +80,12 @@ class TableSpec:
     def from_dict(cls, d: dict[str, Any]) -> TableSpec:
         """Read back a stored spec."""
         return cls(
-            d["name"], d["variant"], d["options"], d.get("private", False),
-            d.get("hand_analysis", True), d.get("owner_hash", ""),
+            d["name"],
+            d["variant"],
+            d["options"],
+            d.get("private", False),
+            d.get("hand_analysis", True),
+            d.get("owner_hash", ""),
             tuple(tuple(x) for x in d.get("decks", ())),
             d.get("client", ""),
         )
@@ -211,7 +215,12 @@ class TableState:
         else:
             public = view(game, None)
             shared = convert.shared_view_to_proto(
-                public, self.table_id, self.number, players, deadline, self.options_proto(),
+                public,
+                self.table_id,
+                self.number,
+                players,
+                deadline,
+                self.options_proto(),
                 self._results_proto(public.results),
             )
         for seat, msg in views.items():
@@ -247,16 +256,26 @@ class TableState:
     def _apply_join(self, e: dict[str, Any]) -> list[events_pb2.Event]:
         seat = self.free_seat(e["seat"])
         self.seats[seat] = Seat(e["name"], "player", "", e["token"])
-        return [events_pb2.Event(player_joined=events_pb2.PlayerJoined(
-            seat=seat, name=e["name"], kind=game_pb2.SEAT_KIND_PLAYER))]
+        return [
+            events_pb2.Event(
+                player_joined=events_pb2.PlayerJoined(
+                    seat=seat, name=e["name"], kind=game_pb2.SEAT_KIND_PLAYER
+                )
+            )
+        ]
 
     def _apply_bot(self, e: dict[str, Any]) -> list[events_pb2.Event]:
         if e["policy"] not in POLICIES:
             raise Invalid("BAD_POLICY", f"no policy {e['policy']!r}: choose {', '.join(POLICIES)}")
         seat = self.free_seat(e["seat"])
         self.seats[seat] = Seat(e["name"], "bot", e["policy"])
-        return [events_pb2.Event(player_joined=events_pb2.PlayerJoined(
-            seat=seat, name=e["name"], kind=game_pb2.SEAT_KIND_BOT))]
+        return [
+            events_pb2.Event(
+                player_joined=events_pb2.PlayerJoined(
+                    seat=seat, name=e["name"], kind=game_pb2.SEAT_KIND_BOT
+                )
+            )
+        ]
 
     def _apply_leave(self, e: dict[str, Any]) -> list[events_pb2.Event]:
         seat = self._seat_arg(e)

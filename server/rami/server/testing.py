@@ -58,8 +58,11 @@ class ServerThread:
             self.thread.start()
         self.server = self.call(
             serve(
-                "127.0.0.1", self.port, self.db,
-                lobby_config=self.lobby_config, table_config=self.table_config,
+                "127.0.0.1",
+                self.port,
+                self.db,
+                lobby_config=self.lobby_config,
+                table_config=self.table_config,
             )
         )
         self.port = self.server.port
