@@ -124,6 +124,15 @@ def _run(main: object) -> None:
         raise _fail(f"{e.strerror or e}") from None
 
 
+#: Options every interactive command shares.
+AsciiOption = Annotated[
+    bool, typer.Option("--ascii", help="Write cards as 10h, Qs (no suit symbols).")
+]
+NoColorOption = Annotated[
+    bool, typer.Option("--no-color", help="No colour (NO_COLOR does the same).")
+]
+
+
 @app.command()
 def connect(
     address: Annotated[
@@ -135,12 +144,8 @@ def connect(
         Path | None,
         typer.Option("--ca", "--ca-cert", help="PEM file of the CA to trust (implies --tls)."),
     ] = None,
-    ascii_only: Annotated[
-        bool, typer.Option("--ascii", help="Write cards as 10h, Qs (no suit symbols).")
-    ] = False,
-    no_color: Annotated[
-        bool, typer.Option("--no-color", help="No colour (NO_COLOR does the same).")
-    ] = False,
+    ascii_only: AsciiOption = False,
+    no_color: NoColorOption = False,
 ) -> None:
     """Play on a Rami server: list tables, create one, join, watch, play."""
     try:
@@ -174,12 +179,8 @@ def play(
             help="A table option, e.g. -o target=500 -o turn_seconds=60 (repeatable).",
         ),
     ] = None,
-    ascii_only: Annotated[
-        bool, typer.Option("--ascii", help="Write cards as 10h, Qs (no suit symbols).")
-    ] = False,
-    no_color: Annotated[
-        bool, typer.Option("--no-color", help="No colour (NO_COLOR does the same).")
-    ] = False,
+    ascii_only: AsciiOption = False,
+    no_color: NoColorOption = False,
 ) -> None:
     """Play at once against bots, on a server started in this process."""
     words = [
@@ -199,12 +200,8 @@ def play(
 @app.command()
 def replay(
     file: Annotated[Path, typer.Argument(help="A game record (JSON), e.g. from the save command.")],
-    ascii_only: Annotated[
-        bool, typer.Option("--ascii", help="Write cards as 10h, Qs (no suit symbols).")
-    ] = False,
-    no_color: Annotated[
-        bool, typer.Option("--no-color", help="No colour (NO_COLOR does the same).")
-    ] = False,
+    ascii_only: AsciiOption = False,
+    no_color: NoColorOption = False,
 ) -> None:
     """Step through a saved game, forwards and backwards, every hand face up."""
     from .replay import ReplayError, load_frames, run_viewer
