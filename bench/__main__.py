@@ -36,6 +36,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+# gRPC core's informational lines (a GOAWAY per connection when a server stops) would bury
+# the figures; errors are still shown.
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
 from . import engine, peers, report, server
 
 RESULTS = Path(__file__).with_name("results.json")
@@ -55,8 +59,8 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
         )
         _say(f"  rami {variant:<11}{ours[variant]['decisions_per_s']:>10,.0f} decisions/s")
     peer_figs = {
-        "openspiel": peers.openspiel_self_play(games=10 * args.games, seconds=args.engine_seconds),
-        "rlcard": peers.rlcard_self_play(games=10 * args.games, seconds=args.engine_seconds),
+        "openspiel": peers.openspiel_self_play(games=100 * args.games, seconds=args.engine_seconds),
+        "rlcard": peers.rlcard_self_play(games=100 * args.games, seconds=args.engine_seconds),
     }
     for name, fig in peer_figs.items():
         rate = fig.get("decisions_per_s")

@@ -200,9 +200,7 @@ def _build_clean_options(key: int, pos: int, jokers: int = 0) -> tuple[_Opt, ...
     ace_here = bool(key >> (2 * _POS[base]) & 3)
     # The ranks held above this card, in a row: rank + 1, rank + 2, ... (14: the ace high).
     top = rank
-    while top < 14 and (
-        ace_here if top == 13 else bool(key >> (2 * _POS[base + top]) & 3)
-    ):
+    while top < 14 and (ace_here if top == 13 else bool(key >> (2 * _POS[base + top]) & 3)):
         top += 1
     for lo in (rank, 1) if rank == 2 and ace_here else (rank,):
         delta = _FACE_BIT[base] if lo == 1 else 0
@@ -210,10 +208,17 @@ def _build_clean_options(key: int, pos: int, jokers: int = 0) -> tuple[_Opt, ...
             delta += _FACE_BIT[base + (p - 1) % 13]
             # A..K holds the same cards as 2..A, found first.
             if p - lo >= 2 and not (lo == 1 and p == 13 and top == 14):
-                out.append((
-                    delta, FLAG_RUN, _RUN_VALUE[p] - _RUN_VALUE[lo - 1], p - lo + 1, RUN, lo,
-                    tuple(base + (q - 1) % 13 for q in range(lo, p + 1)),
-                ))
+                out.append(
+                    (
+                        delta,
+                        FLAG_RUN,
+                        _RUN_VALUE[p] - _RUN_VALUE[lo - 1],
+                        p - lo + 1,
+                        RUN,
+                        lo,
+                        tuple(base + (q - 1) % 13 for q in range(lo, p + 1)),
+                    )
+                )
     return tuple(out)
 
 
@@ -235,15 +240,17 @@ def _build_options(key: int, pos: int, jokers: int) -> tuple[_Opt, ...]:
         for j in range(jokers + 1):
             if 3 <= size + j <= 4:
                 clean = j == 0
-                out.append((
-                    base_delta + (j << _JOKER_SHIFT),
-                    FLAG_SET if clean else 0,
-                    unit * size if clean else 0,
-                    size + j,
-                    SET,
-                    rank,
-                    (face, *chosen, *([52] * j)),
-                ))
+                out.append(
+                    (
+                        base_delta + (j << _JOKER_SHIFT),
+                        FLAG_SET if clean else 0,
+                        unit * size if clean else 0,
+                        size + j,
+                        SET,
+                        rank,
+                        (face, *chosen, *([52] * j)),
+                    )
+                )
     base = suit * 13
     if rank == 1:
         # Nothing else of this suit is left: an ace runs only with jokers.
@@ -254,7 +261,9 @@ def _build_options(key: int, pos: int, jokers: int) -> tuple[_Opt, ...]:
     held = [key >> (2 * _POS[base + r]) & 3 for r in range(13)]  # this suit, by rank - 1
     ace_here = held[0] > 0
     # available[p]: rank p (1..14) can be a natural card of the run above this one.
-    available = [False, ace_here] + [p > rank and held[p - 1] > 0 for p in range(2, 14)] + [ace_here]
+    available = (
+        [False, ace_here] + [p > rank and held[p - 1] > 0 for p in range(2, 14)] + [ace_here]
+    )
     lo = rank
     forced_low = 0
     while lo >= 1 and forced_low <= jokers:
@@ -523,7 +532,11 @@ def _scores(cards: Sequence[int], objective: Objective, jokers_per_meld: int) ->
 
 
 def best_split(
-    cards: Sequence[int], objective: Objective, *, need: int = 0, forbid: int = 0,
+    cards: Sequence[int],
+    objective: Objective,
+    *,
+    need: int = 0,
+    forbid: int = 0,
     jokers_per_meld: int = 1,
 ) -> Split | None:
     """The best-scoring split whose flags include ``need`` and exclude ``forbid``."""
@@ -664,9 +677,7 @@ def opening_bound(cards: Sequence[int]) -> int:
         return 0
     faces = [c for c in cards if c != JOKER]
     _, alone = _prepare(faces, 0)
-    return sum(map(_OPENING_MOST.__getitem__, faces)) - sum(
-        map(_OPENING_MOST.__getitem__, alone)
-    )
+    return sum(map(_OPENING_MOST.__getitem__, faces)) - sum(map(_OPENING_MOST.__getitem__, alone))
 
 
 def best_opening(cards: Sequence[int], *, jokers_per_meld: int = 1) -> Split | None:
@@ -719,8 +730,11 @@ def last_cards(cards: Sequence[int], need: int, *, jokers_per_meld: int = 1) -> 
     if alone:
         return [CARDS[alone[0]]]
     fewest = max(
-        (v for fl, v in _scores(cards, _COUNT, jokers_per_meld).items()
-         if fl & (need | FLAG_LEFT) == need | FLAG_LEFT),
+        (
+            v
+            for fl, v in _scores(cards, _COUNT, jokers_per_meld).items()
+            if fl & (need | FLAG_LEFT) == need | FLAG_LEFT
+        ),
         default=_NEG,
     )
     return sorted({CARDS[c] for c in cards}) if fewest == -1 else []

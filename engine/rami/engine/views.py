@@ -58,9 +58,14 @@ class View:
     @property
     def my_turn(self) -> bool:
         """True when the watcher is the seat to move."""
-        return self.seat is not None and self.seat == self.turn and self.phase in (
-            Phase.DRAW,
-            Phase.PLAY,
+        return (
+            self.seat is not None
+            and self.seat == self.turn
+            and self.phase
+            in (
+                Phase.DRAW,
+                Phase.PLAY,
+            )
         )
 
 

@@ -269,7 +269,8 @@ class Table:
         """Refuse to resume after an update that has not happened."""
         if after is not None and after > self.state.number:
             raise Invalid(
-                "BAD_NUMBER", f"update {after} has not happened: the table is at {self.state.number}"
+                "BAD_NUMBER",
+                f"update {after} has not happened: the table is at {self.state.number}",
             )
 
     def watcher(self, seat: int | None) -> Watcher:
@@ -398,7 +399,9 @@ class Table:
             # The reason only: the message may name the seat's concealed cards.
             log.warning(
                 "table %s: automatic %s move refused (%s); playing the safe move",
-                self.table_id, kind, e.reason,
+                self.table_id,
+                kind,
+                e.reason,
             )
             self._fallback()
         except Unavailable:
