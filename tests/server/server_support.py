@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from google.rpc import error_details_pb2
@@ -161,6 +161,28 @@ def without_presence(view: game_pb2.View) -> game_pb2.View:
 # -- watching and driving seats over grpc.aio ---------------------------------------------
 
 
+T = TypeVar("T")
+
+
+async def first_match(stream: Any, items: list[T], pred: Callable[[T], bool], timeout: float) -> T:
+    """The first of ``items`` (which ``stream`` appends to, notifying ``stream._changed``)
+    that satisfies ``pred``, waiting for it if need be; fails if ``stream.done`` first."""
+
+    async def first() -> T:
+        async with stream._changed:
+            seen = 0
+            while True:
+                for item in items[seen:]:
+                    if pred(item):
+                        return item
+                seen = len(items)
+                if stream.done:
+                    raise AssertionError(f"stream ended ({stream.error!r}) before the item")
+                await stream._changed.wait()
+
+    return await asyncio.wait_for(first(), timeout)
+
+
 @dataclass
 class SeatStream:
     """One Watch stream read in the background: every message kept, waiters woken."""
@@ -204,19 +226,7 @@ class SeatStream:
     ) -> table_service_pb2.Update:
         """The first update received that satisfies ``pred``, waiting for it if need be."""
 
-        async def first() -> table_service_pb2.Update:
-            async with self._changed:
-                seen = 0
-                while True:
-                    for u in self.updates[seen:]:
-                        if pred(u):
-                            return u
-                    seen = len(self.updates)
-                    if self.done:
-                        raise AssertionError(f"stream ended ({self.error!r}) before the update")
-                    await self._changed.wait()
-
-        return await asyncio.wait_for(first(), timeout)
+        return await first_match(self, self.updates, pred, timeout)
 
     async def wait_number(self, number: int, timeout: float = 20.0) -> table_service_pb2.Update:
         """The update numbered ``number`` or later."""

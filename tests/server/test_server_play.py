@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import grpc
 import pytest
-from server_support import RPC_TIMEOUT, SeatStream, error_of, md
+from server_support import RPC_TIMEOUT, SeatStream, error_of, first_match, md
 
 from rami.client.convert import action_to_request, view_from_proto
 from rami.engine import POLICIES
@@ -97,19 +97,7 @@ class PlayStream:
     ) -> table_service_pb2.PlayResponse:
         """The first response that satisfies ``pred``, waiting for it if need be."""
 
-        async def first() -> table_service_pb2.PlayResponse:
-            async with self._changed:
-                seen = 0
-                while True:
-                    for r in self.responses[seen:]:
-                        if pred(r):
-                            return r
-                    seen = len(self.responses)
-                    if self.done:
-                        raise AssertionError(f"stream ended ({self.error!r}) first")
-                    await self._changed.wait()
-
-        return await asyncio.wait_for(first(), timeout)
+        return await first_match(self, self.responses, pred, timeout)
 
     async def answer(self, command_id: int) -> table_service_pb2.PlayResponse:
         """The acknowledgement or the refusal of a command."""
