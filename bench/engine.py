@@ -99,8 +99,7 @@ def gin_corpus(size: int) -> list[list[int]]:
 
 def clear_caches() -> None:
     """Forget everything the solver remembers between calls."""
-    solver._SEARCHES.clear()
-    solver._OPTIONS.clear()
+    solver.clear_caches()
 
 
 def time_per_hand(

@@ -396,6 +396,55 @@ def test_view_fields_are_all_audited() -> None:
     assert set(PERSONAL) <= VIEW_FIELDS
 
 
+def view_fields(game: Game, seat: int | None) -> dict[str, object]:
+    """What each field of ``view(game, seat)`` must hold, read from the game by name."""
+    mine = seat is not None and seat == game.turn
+    return {
+        "variant": game.variant.id,
+        "options": game.options.to_dict(),
+        "seat": seat,
+        "players": game.players,
+        "number": game.number,
+        "round": game.round,
+        "dealer": game.dealer,
+        "turn": game.turn,
+        "phase": game.phase,
+        "hand": None if seat is None else tuple(game.hands[seat]),
+        "drawn": game.drawn if mine and game.phase == Phase.PLAY else None,
+        "hand_sizes": tuple(len(h) for h in game.hands),
+        "stock_size": len(game.stock),
+        "discard_top": game.discard[-1] if game.discard else None,
+        "discard_size": len(game.discard),
+        "melds": tuple(game.melds),
+        "opened": tuple(game.has_opened(s) for s in range(game.players)),
+        "bar": game.bar,
+        "first_circuit": game.first_circuit(),
+        "rebuilds": game.rebuilds,
+        "totals": tuple(game.totals),
+        "results": tuple(game.results),
+        "winners": game.winners,
+        "draw_sources": () if seat is None else tuple(game.draw_sources(seat)),
+        "can_lay": seat is not None and game.can_lay(seat),
+    }
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_field_of_a_view_shows_its_part_of_the_game(variant: str) -> None:
+    """Each field holds what its name says (``view`` fills them by position)."""
+    rng = random.Random(7)
+    game, _ = Game.new(variant, table_options(variant, 3, rng), seed=7)
+    while game.round <= 2 and game.phase != Phase.GAME_OVER:
+        for seat in (*range(game.players), None):
+            v = view(game, seat)
+            assert {f.name: getattr(v, f.name) for f in dataclasses.fields(View)} == view_fields(
+                game, seat
+            )
+        if game.phase == Phase.ROUND_OVER:
+            game.apply(None, NextRound())
+            continue
+        game.apply(game.turn, POLICIES["greedy"](view(game, game.turn), rng))
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_views_never_show_another_seats_hand(variant: str) -> None:
     for players in (2, 6):

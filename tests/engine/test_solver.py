@@ -29,13 +29,18 @@ from rami.engine.solver import (
     FLAG_SET,
     MOROCCAN_VALUES,
     PORTUGUESE_VALUES,
+    Objective,
     Split,
     best_opening,
+    best_split,
     can_cover,
+    clean_opening_value,
+    clean_set_and_run,
     cover,
     deadwood,
     deadwood_split,
     finishes,
+    last_cards,
     portuguese_declaration,
 )
 
@@ -283,6 +288,22 @@ def test_finishes_match_the_reference(corpus: list[Case]) -> None:
     def check(c: Case) -> object:
         got = set(finishes(c.hand, jokers_per_meld=c.jpm))
         return None if got == c.want.finishes else (sorted(got), sorted(c.want.finishes))
+
+    _check_all(corpus, check)
+
+
+def test_last_cards_are_the_finishes_but_for_a_card_no_meld_holds(corpus: list[Case]) -> None:
+    """``last_cards`` lists every finishing card and no other, but when a single card no meld
+    can hold is its one (unchecked) answer."""
+
+    def check(c: Case) -> object:
+        got = set(last_cards(c.hand, FLAG_SET | FLAG_RUN, jokers_per_meld=c.jpm))
+        if got == c.want.finishes:
+            return None
+        _, alone = solver._prepare(c.hand, c.jpm)
+        if len(alone) == 1 and got == set(alone) and c.want.finishes <= got:
+            return None
+        return (sorted(got), sorted(c.want.finishes))
 
     _check_all(corpus, check)
 
@@ -536,13 +557,35 @@ def test_the_clean_option_builder_matches_the_general_one() -> None:
             assert solver._build_clean_options(key, pos) == solver._build_options(key, pos, 0)
 
 
-def test_the_opening_bound_bounds_every_opening(corpus: list[Case]) -> None:
-    """No opening the solver finds is worth more than ``opening_bound`` says."""
+def test_the_opening_bounds_bound_every_opening(corpus: list[Case]) -> None:
+    """No opening the solver finds is worth more than ``clean_opening_value`` says, nor that
+    more than ``opening_bound`` says; both are 0 when the hand can't make a clean set and a
+    clean run."""
 
     def check(c: Case) -> object:
         found = best_opening(c.hand, jokers_per_meld=c.jpm)
-        if found is not None and found.score > solver.opening_bound(c.hand):
-            return (found.score, solver.opening_bound(c.hand))
+        bounds = (clean_opening_value(c.hand), solver.opening_bound(c.hand))
+        if not clean_set_and_run(c.hand) and bounds != (0, 0):
+            return ("no clean set and run", bounds)
+        if bounds[0] > bounds[1] or (found is not None and found.score > bounds[0]):
+            return (None if found is None else found.score, bounds)
+        return None
+
+    _check_all(corpus, check)
+
+
+def test_covers_are_the_splits_the_full_search_rebuilds(corpus: list[Case]) -> None:
+    """``cover`` walks only the splits that lay every card, yet returns the very split of the
+    full search (every card worth 0, a card left over forbidden): the same melds, in the same
+    order; and ``can_cover`` agrees with it."""
+    zeros = Objective(tuple([0] * 53))
+
+    def check(c: Case) -> object:
+        for need in NEEDS:
+            got = cover(c.hand, need, jokers_per_meld=c.jpm)
+            want = best_split(c.hand, zeros, need=need, forbid=FLAG_LEFT, jokers_per_meld=c.jpm)
+            if repr(got) != repr(want):
+                return (need, got, want)
         return None
 
     _check_all(corpus, check)

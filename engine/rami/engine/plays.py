@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .actions import Action, AddToMeld, Declare, Discard, Draw, Lay, LayStep, NewMeld, TakeJoker
-from .cards import JOKER, Card
+from .cards import CARDS, JOKER, Card
 from .game import Phase
-from .melds import End, Meld, MeldError
+from .melds import RUN, End, Meld, MeldError
 from .solver import (
     FLAG_LEFT,
     FLAG_RUN,
@@ -24,6 +24,8 @@ from .solver import (
     Split,
     best_opening,
     best_split,
+    clean_opening_value,
+    clean_set_and_run,
     finishes,
     last_cards,
     opening_bound,
@@ -45,6 +47,10 @@ __all__ = [
 ]
 
 _BIG = 64 * 1000  # outweighs any opening value: "lay this card" comes before "lay most"
+# Actions are immutable values: the draws and discards listed for every decision are made once.
+_DRAW_STOCK = Draw("stock")
+_DRAW_DISCARD = Draw("discard")
+_DISCARDS: tuple[Discard, ...] = tuple(Discard(c) for c in CARDS)
 
 
 def _jpm(v: View) -> int:
@@ -57,8 +63,11 @@ def _lay_of(split: Split) -> Lay:
 
 def opening(v: View, hand: list[Card], must: Card | None = None) -> Lay | None:
     """The best tallage opening from ``hand`` that beats the bar (and lays ``must``)."""
-    if opening_bound(hand) < max(int(v.options["opening"]), v.bar + 1):
-        return None  # no split of this hand is worth enough
+    least = max(int(v.options["opening"]), v.bar + 1)
+    # No split of the hand is worth enough: two bounds say so for most hands, the cheaper first,
+    # before the search for the opening.
+    if opening_bound(hand) < least or clean_opening_value(hand) < least:
+        return None
     if must is None:
         split = best_opening(hand, jokers_per_meld=_jpm(v))
     else:
@@ -104,7 +113,18 @@ def new_melds(v: View, hand: list[Card], must: Card | None = None) -> Lay | None
     return _lay_of(split)
 
 
+def _foreign(meld: Meld, card: Card) -> bool:
+    """True for a natural card of another suit than a run's, or another rank than a set's: it
+    neither goes on the meld nor takes its joker back. Most cards of a hand are, and this says
+    so without the meld's refusal (an error, with a message to format)."""
+    if card == JOKER:
+        return False
+    return card // 13 != meld.suit if meld.kind == RUN else card % 13 + 1 != meld.rank
+
+
 def _fits(meld: Meld, card: Card, end: End | None, jpm: int) -> Meld | None:
+    if _foreign(meld, card):
+        return None
     try:
         return meld.with_added(card, end=end, jokers_per_meld=jpm)
     except MeldError:
@@ -114,8 +134,9 @@ def _fits(meld: Meld, card: Card, end: End | None, jpm: int) -> Meld | None:
 def additions(v: View, hand: list[Card]) -> Iterator[AddToMeld]:
     """Every single card of ``hand`` that goes on a meld of the table."""
     jpm = _jpm(v)
+    cards = sorted(set(hand))
     for number, tm in enumerate(v.melds, 1):
-        for card in sorted(set(hand)):
+        for card in cards:
             ends: tuple[End | None, ...] = (None,)
             if card == JOKER and tm.meld.kind == "run":
                 ends = ("low", "high")
@@ -127,11 +148,12 @@ def additions(v: View, hand: list[Card]) -> Iterator[AddToMeld]:
 def joker_swaps(v: View, hand: list[Card]) -> Iterator[tuple[TakeJoker, LayStep]]:
     """Every joker that a card of ``hand`` takes back, with a place to lay the joker again."""
     jpm = _jpm(v)
+    cards = sorted(set(hand))
     for number, tm in enumerate(v.melds, 1):
         if tm.meld.is_clean:
             continue
-        for card in sorted(set(hand)):
-            if card == JOKER:
+        for card in cards:
+            if card == JOKER or _foreign(tm.meld, card):
                 continue
             try:
                 after = tm.meld.with_joker_taken(card)
@@ -159,6 +181,8 @@ def lays(v: View, hand: list[Card]) -> list[Lay]:
     opened = v.seat is not None and v.opened[v.seat]
     out: list[Lay] = []
     if v.variant == "simple" or not opened:
+        if not clean_set_and_run(hand):
+            return out  # no finish and no opening, said without a search
         out.extend(finish_lays(v, hand))
         if v.variant == "tallage":
             o = opening(v, hand)
@@ -186,9 +210,10 @@ def discard_completions(v: View) -> list[Lay]:
         m = new_melds(v, hand, must=taken)
         if m is not None:
             out.append(m)
-        out.extend(Lay((a,)) for a in additions(v, hand) if a.cards == (taken,))
-        out.extend(Lay(s) for s in joker_swaps(v, hand) if s[0].card == taken)
-    else:
+        # Those of the taken card alone: what the rest of the hand could lay does not matter.
+        out.extend(Lay((a,)) for a in additions(v, [taken]))
+        out.extend(Lay(s) for s in joker_swaps(v, [taken]))
+    elif clean_set_and_run(hand):  # else no opening and no finish, said without a search
         o = opening(v, hand, must=taken)
         if o is not None:
             out.append(o)
@@ -215,14 +240,14 @@ def legal_plays(v: View) -> list[Action]:
         return []
     hand = list(v.hand)
     if v.phase == Phase.DRAW:
-        plays: list[Action] = [Draw("stock")]
+        plays: list[Action] = [_DRAW_STOCK]
         if "discard" in v.draw_sources:
             if v.variant == "tallage":
                 plays.extend(Draw("discard", lay) for lay in discard_completions(v))
             else:
-                plays.append(Draw("discard"))
+                plays.append(_DRAW_DISCARD)
         return plays
-    plays = [Discard(c) for c in sorted(set(hand))]
+    plays = [_DISCARDS[c] for c in sorted(set(hand))]
     if v.variant == "portuguese":
         plays.extend(declarations(v))
     else:

@@ -42,12 +42,6 @@ __all__ = ["POLICIES", "Policy", "greedy", "random_policy", "strong"]
 Policy = Callable[[View, random.Random], Action]
 
 
-def _kind(a: Action) -> str:
-    if isinstance(a, Draw):
-        return f"draw-{a.source}"
-    return type(a).__name__
-
-
 def random_policy(v: View, rng: random.Random) -> Action:
     """Any legal play: a random kind of play, then a random play of that kind."""
     plays = legal_plays(v)
@@ -55,7 +49,10 @@ def random_policy(v: View, rng: random.Random) -> Action:
         raise ValueError("no play: it is not this seat's turn")
     kinds: dict[str, list[Action]] = {}
     for p in plays:
-        kinds.setdefault(_kind(p), []).append(p)
+        # The kind: the class's name, with the source for a draw (inline: this runs for every
+        # play of every decision).
+        kind = f"draw-{p.source}" if isinstance(p, Draw) else type(p).__name__
+        kinds.setdefault(kind, []).append(p)
     return rng.choice(kinds[rng.choice(sorted(kinds))])
 
 

@@ -11,6 +11,10 @@ different ones: a portuguese hand counts its sets only beside a natural run, a t
 needs a clean set and a clean run and must keep a card to discard, a finish needs everything
 but one card laid.
 
+Questions about splits that lay every card (a cover) or all but one (a finish, a declaration)
+walk only those splits, in the search's order, so they find what it would find, sooner; and
+bit tests on the hand rule out most openings and finishes before any search.
+
 >>> from rami.engine.cards import parse_cards
 >>> hand = parse_cards("3d 4d 5d 4d 3d Ks Kd Kh 7c 8c 9c 10c Jc")
 >>> deadwood(hand, PORTUGUESE_VALUES)
@@ -23,6 +27,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
 from operator import or_
+from typing import TypeVar
 
 from .cards import CARDS, JOKER, Card
 from .melds import RUN, SET, Meld, card_value, rank_value
@@ -38,6 +43,8 @@ __all__ = [
     "best_opening",
     "best_split",
     "can_cover",
+    "clean_opening_value",
+    "clean_set_and_run",
     "clear_caches",
     "deadwood",
     "finishes",
@@ -51,6 +58,7 @@ FLAG_SET = 1  # the split holds a clean set
 FLAG_RUN = 2  # the split holds a clean (natural) run
 FLAG_LEFT = 4  # the split leaves at least one card over
 _NEG = -(10**9)
+_T = TypeVar("_T")
 
 #: Hand values in ``portuguese``: A 20, K Q J 10, pips face value, joker 0 (RULES.md §2).
 PORTUGUESE_VALUES: tuple[int, ...] = tuple(card_value(c, 20, 0) for c in range(53))
@@ -443,10 +451,14 @@ _RUN_STARTS = sum(1 << (14 * s + r) for s in range(4) for r in range(12))
 _EVERY_SUIT = sum(1 << (14 * s) for s in range(4))
 
 
-def _clean_melds(cards: Sequence[int]) -> tuple[bool, bool]:
-    """Whether the natural cards can make a clean set, and a clean run (bit tests as in
-    :func:`_prepare`)."""
-    held = reduce(or_, map(_BIT14.__getitem__, cards), 0)
+def _held(cards: Sequence[int]) -> int:
+    """The natural cards, as a mask of 14 bits per suit (a joker adds nothing)."""
+    return reduce(or_, map(_BIT14.__getitem__, cards), 0)
+
+
+def _clean_melds(held: int) -> tuple[bool, bool]:
+    """Whether the natural cards ``held`` can make a clean set, and a clean run (bit tests as
+    in :func:`_meldable`)."""
     a, b, c, d = held & 0x1FFF, held >> 14 & 0x1FFF, held >> 28 & 0x1FFF, held >> 42
     x = held | (held & _ACE_LOW) << 13
     return (
@@ -455,21 +467,23 @@ def _clean_melds(cards: Sequence[int]) -> tuple[bool, bool]:
     )
 
 
-def _prepare(cards: Sequence[int], jokers_per_meld: int) -> tuple[int, list[int]]:
-    """The packed key of the cards that some meld of this hand could hold, and the cards that
-    no meld can hold (left over in every split, so the search need not walk them).
+def clean_set_and_run(cards: Sequence[int]) -> bool:
+    """Whether the natural cards can make a clean set and a clean run (each on its own, maybe
+    sharing cards): what every tallage opening and every moroccan finish needs. Most hands
+    can't, and this says so with a few bit tests, before any search."""
+    clean_set, clean_run = _clean_melds(_held(cards))
+    return clean_set and clean_run
 
-    A card can be in a meld when three cards of its meld could be there: with ``j`` jokers
-    usable in one meld, a run needs ``3 - j`` of the 3 ranks of a window holding the card (any
-    run holding it has such a window), a set ``3 - j`` suits of its rank. Both are bit tests
-    on the mask of 14 bits per suit, all suits at once (this runs before every search, so it
-    avoids a loop per card or per suit).
+
+def _meldable(held: int, j: int) -> int:
+    """The natural cards ``held`` that some meld could hold, with ``j`` (0 or 1) jokers usable
+    in one meld.
+
+    A card can be in a meld when three cards of its meld could be there: a run needs ``3 - j``
+    of the 3 ranks of a window holding the card (any run holding it has such a window), a set
+    ``3 - j`` suits of its rank. Both are bit tests on the mask of 14 bits per suit, all suits
+    at once (this runs before every search, so it avoids a loop per card or per suit).
     """
-    held = reduce(or_, map(_BIT14.__getitem__, cards), 0)
-    jokers = cards.count(52)
-    j = min(jokers, jokers_per_meld)
-    if j >= 2:  # a card and two jokers make a meld
-        return sum(map(_KEY_BIT.__getitem__, cards)), []
     a, b, c, d = held & 0x1FFF, held >> 14 & 0x1FFF, held >> 28 & 0x1FFF, held >> 42
     if j == 0:
         sets = (a & b & c) | (a & b & d) | (a & c & d) | (b & c & d)
@@ -479,7 +493,22 @@ def _prepare(cards: Sequence[int], jokers_per_meld: int) -> tuple[int, list[int]
     y, z = x >> 1, x >> 2
     w = (x & y & z if j == 0 else (x & y) | (x & z) | (y & z)) & _RUN_STARTS  # 3-rank windows
     run = (w | w << 1 | w << 2) & x
-    meldable = (run | (run >> 13) & _ACE_LOW | sets * _EVERY_SUIT) & held
+    return (run | (run >> 13) & _ACE_LOW | sets * _EVERY_SUIT) & held
+
+
+def _prepare(
+    cards: Sequence[int], jokers_per_meld: int, held: int | None = None
+) -> tuple[int, list[int]]:
+    """The packed key of the cards that some meld of this hand could hold, and the cards that
+    no meld can hold (left over in every split, so the search need not walk them); ``held`` is
+    ``_held(cards)``, when the caller has it."""
+    jokers = cards.count(52)
+    j = min(jokers, jokers_per_meld)
+    if j >= 2:  # a card and two jokers make a meld
+        return sum(map(_KEY_BIT.__getitem__, cards)), []
+    if held is None:
+        held = _held(cards)
+    meldable = _meldable(held, j)
     if not meldable and not jokers:
         return 0, list(cards)
     key = sum(map(_KEY_BIT.__getitem__, cards))
@@ -501,6 +530,8 @@ def clear_caches() -> None:
     """Forget every memo and meld-option cache (results do not change; only their cost)."""
     _SEARCHES.clear()
     _OPTIONS.clear()
+    _COVERS.clear()
+    _LONE.clear()
 
 
 def _search(objective: Objective, jokers_per_meld: int) -> _Search:
@@ -608,18 +639,113 @@ def deadwood_split(
     return split
 
 
-_COVER = Objective(tuple([0] * 53))
+# -- splits that lay every card, or all but one ----------------------------------------------
+#
+# A cover (every card laid) and a finish or declaration (all but one) only ask which flags such
+# splits can have. Their own walk is far shorter than a search of every split: a card left
+# over ends it (or is the one card left), so only the sub-hands whose lower cards are all laid
+# are met. It tries the melds in the search's order and keeps the flags in the order the search
+# first finds them, so :func:`cover` picks and rebuilds the very split that the best split with
+# an objective of zeros and FLAG_LEFT forbidden would.
+
+#: Per jokers per meld: the flags of the covers of a packed hand, in the search's order.
+_COVERS: dict[int, dict[int, tuple[int, ...]]] = {}
+#: Per jokers per meld: per flags of the splits of a packed hand that leave one card, the cards
+#: they can leave.
+_LONE: dict[int, dict[int, dict[int, frozenset[int]]]] = {}
+
+
+def _memo_of(table: dict[int, dict[int, _T]], jokers_per_meld: int) -> dict[int, _T]:
+    """The memo of ``table`` for ``jokers_per_meld``, dropped whole past the memo cap."""
+    memo = table.get(jokers_per_meld)
+    if memo is None or len(memo) > _MEMO_CAP:
+        memo = table[jokers_per_meld] = {}
+    return memo
+
+
+def _covers(key: int, jokers_per_meld: int, memo: dict[int, tuple[int, ...]]) -> tuple[int, ...]:
+    """The flags of the splits of ``key`` that lay every card (as :meth:`_Search.solve` finds
+    them first, in its order; a dict keeps the first insertion's place)."""
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    found: tuple[int, ...]
+    if not key & _FACE_MASK:
+        found = () if key else (0,)  # jokers alone make no meld
+    else:
+        flags: dict[int, None] = {}
+        for delta, oflags, *_ in _options(key, jokers_per_meld):
+            for fl in _covers(key - delta, jokers_per_meld, memo):
+                flags[fl | oflags] = None
+        found = tuple(flags)
+    memo[key] = found
+    return found
+
+
+def _lone(
+    key: int,
+    jokers_per_meld: int,
+    memo: dict[int, dict[int, frozenset[int]]],
+    covers: dict[int, tuple[int, ...]],
+) -> dict[int, frozenset[int]]:
+    """Per flags of the splits of ``key`` that leave exactly one card, the cards they can
+    leave: the lowest card, all the others laid; or the lowest card in a meld, and one card
+    left by the rest (``covers``: the memo of :func:`_covers`)."""
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    found: dict[int, frozenset[int]] = {}
+    faces = key & _FACE_MASK
+    if not faces:
+        if key >> _JOKER_SHIFT == 1:
+            found[FLAG_LEFT] = frozenset((JOKER,))
+    else:
+        pos = ((faces & -faces).bit_length() - 1) >> 1
+        lowest = frozenset((_ORDER[pos],))
+        for fl in _covers(key - (1 << (2 * pos)), jokers_per_meld, covers):
+            found[fl | FLAG_LEFT] = lowest
+        for delta, oflags, *_ in _options(key, jokers_per_meld):
+            for fl, cards in _lone(key - delta, jokers_per_meld, memo, covers).items():
+                fl |= oflags
+                found[fl] = found[fl] | cards if fl in found else cards
+    memo[key] = found
+    return found
 
 
 def can_cover(cards: Sequence[int], need: int, *, jokers_per_meld: int = 1) -> bool:
     """True when every card fits in melds whose flags include ``need``."""
-    scores = _scores(cards, _COVER, jokers_per_meld)
-    return any(fl & need == need and not fl & FLAG_LEFT for fl in scores)
+    key, alone = _prepare(cards, jokers_per_meld)
+    if alone:
+        return False
+    covers = _covers(key, jokers_per_meld, _memo_of(_COVERS, jokers_per_meld))
+    return any(fl & need == need for fl in covers)
 
 
 def cover(cards: Sequence[int], need: int, *, jokers_per_meld: int = 1) -> Split | None:
     """A split that lays every card, with the flags in ``need``; None if there is none."""
-    return best_split(cards, _COVER, need=need, forbid=FLAG_LEFT, jokers_per_meld=jokers_per_meld)
+    key, alone = _prepare(cards, jokers_per_meld)
+    if alone:
+        return None
+    memo = _memo_of(_COVERS, jokers_per_meld)
+    flags = next((fl for fl in _covers(key, jokers_per_meld, memo) if fl & need == need), None)
+    if flags is None:
+        return None
+    # Rebuilt as _Search.reconstruct would: at each step the first meld after which the rest
+    # has a cover that makes the flags.
+    melds: list[Meld] = []
+    while key:
+        for delta, oflags, _v, _s, kind, lo, meld in _options(key, jokers_per_meld):
+            rest = next(
+                (fl for fl in _covers(key - delta, jokers_per_meld, memo) if fl | oflags == flags),
+                None,
+            )
+            if rest is not None:
+                melds.append(_meld_of(kind, lo, meld))
+                key, flags = key - delta, rest
+                break
+        else:  # pragma: no cover - the memo says a cover exists
+            raise AssertionError("solver: no meld leads to the cover found")
+    return Split(melds, [], 0, _flags_of(melds, []))
 
 
 def runs_only_multiplier(cards: Sequence[int]) -> int:
@@ -673,11 +799,27 @@ def opening_bound(cards: Sequence[int]) -> int:
     and a clean run): 0 when the cards can make no clean set or no clean run, else what the
     cards that some clean meld could hold are worth (melds with a joker count nothing), found
     without a search. Below the bar, no opening needs looking for."""
-    if not all(_clean_melds(cards)):
+    held = _held(cards)
+    if not all(_clean_melds(held)):
         return 0
+    meldable = _meldable(held, 0)
+    return sum(_OPENING_MOST[c] for c in cards if meldable & _BIT14[c])  # a joker's bit is 0
+
+
+_CLEAN_VALUE = Objective(tuple([0] * 53), opening_weight=1)
+
+
+def clean_opening_value(cards: Sequence[int]) -> int:
+    """The most that the clean melds of a split holding a clean set and a clean run are worth
+    (0 when none does): an upper bound of the value of any opening of ``cards``, tighter than
+    :func:`opening_bound` (which counts every card some clean meld could hold, as if all those
+    melds could be laid together) and dearer, found with a search of the natural cards alone.
+    Jokers add nothing to an opening's value; without them the search is short, and being the
+    same search for every hand, its memo serves the next hands."""
     faces = [c for c in cards if c != JOKER]
-    _, alone = _prepare(faces, 0)
-    return sum(map(_OPENING_MOST.__getitem__, faces)) - sum(map(_OPENING_MOST.__getitem__, alone))
+    both = FLAG_SET | FLAG_RUN
+    scores = _scores(faces, _CLEAN_VALUE, 0)
+    return max((v for fl, v in scores.items() if fl & both == both), default=0)
 
 
 def best_opening(cards: Sequence[int], *, jokers_per_meld: int = 1) -> Split | None:
@@ -709,32 +851,30 @@ def finishes(
     return out
 
 
-_COUNT = Objective(tuple([-1] * 53))
-
-
 def last_cards(cards: Sequence[int], need: int, *, jokers_per_meld: int = 1) -> list[Card]:
     """The distinct cards that may be the one left when all the others are laid in melds whose
     flags include ``need`` (a whole-hand finish, a portuguese declaration): every card that is,
-    and maybe a few that are not; none when no split leaves a single card.
+    and none that is not, but for a card that no meld can hold (it must be the one left, and is
+    the one answer, unchecked); none when no split leaves a single card.
 
-    A card no meld can hold must be that one card, so two of them rule out every finish, as
-    does a clean set or run that ``need`` asks for and the cards cannot make; one search for
-    the fewest cards left (with ``need``) rules out the rest of most hands.
+    A clean set or run that ``need`` asks for and the cards cannot make rules out every finish
+    (the cheapest test, first), as do two cards that no meld can hold; else the splits that
+    leave one card are walked for the cards they leave.
     """
-    _, alone = _prepare(cards, jokers_per_meld)
-    if len(alone) > 1:
-        return []
-    clean_set, clean_run = _clean_melds(cards)
+    held = _held(cards)
+    clean_set, clean_run = _clean_melds(held)
     if (need & FLAG_SET and not clean_set) or (need & FLAG_RUN and not clean_run):
+        return []
+    key, alone = _prepare(cards, jokers_per_meld, held)
+    if len(alone) > 1:
         return []
     if alone:
         return [CARDS[alone[0]]]
-    fewest = max(
-        (
-            v
-            for fl, v in _scores(cards, _COUNT, jokers_per_meld).items()
-            if fl & (need | FLAG_LEFT) == need | FLAG_LEFT
-        ),
-        default=_NEG,
+    lone = _lone(
+        key, jokers_per_meld, _memo_of(_LONE, jokers_per_meld), _memo_of(_COVERS, jokers_per_meld)
     )
-    return sorted({CARDS[c] for c in cards}) if fewest == -1 else []
+    found: set[int] = set()
+    for fl, left in lone.items():
+        if fl & need == need:
+            found |= left
+    return sorted(CARDS[c] for c in found)

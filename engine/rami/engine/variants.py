@@ -7,6 +7,7 @@ written once and reads these fields.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
@@ -185,7 +186,7 @@ class Options:
                 )
 
     @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> Options:
+    def from_dict(cls, values: Mapping[str, Any]) -> Options:
         """Options from names and values, with the defaults for those left out."""
         unknown = sorted(set(values) - set(_SPECS))
         if unknown:

@@ -3,18 +3,21 @@
 :func:`view` makes what one seat (or a spectator, ``seat=None``) may see. The seat's own hand
 is the only concealed card in it: other hands appear as their sizes, the stock as its size, the
 discard pile as its top card and size. :func:`seat_part` is the part of a seat's view that a
-spectator's lacks (the view is built from it). Nothing else reads the game's hidden state, so
-a hidden card can't leave by another door.
+spectator's lacks (the view holds the same fields, read by the same function). Nothing else
+reads the game's hidden state, so a hidden card can't leave by another door.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from .cards import Card
 from .events import RoundResult
 from .game import Game, Phase, TableMeld
+from .variants import Options
 
 __all__ = ["SeatPart", "View", "seat_part", "view"]
 
@@ -24,7 +27,8 @@ class View:
     """What one watcher sees of a game at one moment."""
 
     variant: str
-    options: dict[str, Any]
+    #: Every option by name (read-only: one mapping is shared by every view of a game).
+    options: Mapping[str, Any]
     #: The watcher's seat, or None for a spectator.
     seat: int | None
     players: int
@@ -85,48 +89,80 @@ class SeatPart:
     can_lay: bool
 
 
+def _own(game: Game, seat: int) -> tuple[tuple[Card, ...], Card | None, tuple[str, ...], bool]:
+    """What only ``seat`` sees: its hand, the card it drew, where it may draw, whether it may
+    lay (a tuple, not a SeatPart: :func:`view` runs before every decision of every bot)."""
+    if seat != game.turn:
+        return tuple(game.hands[seat]), None, (), False
+    drawn = game.drawn if game.phase == Phase.PLAY else None
+    return tuple(game.hands[seat]), drawn, tuple(game.draw_sources(seat)), game.can_lay(seat)
+
+
 def seat_part(game: Game, seat: int | None) -> SeatPart | None:
     """The part of ``view(game, seat)`` that only ``seat`` sees (None for no seat). A server
     that shows every seat builds the spectator's view once and adds each seat's part."""
     if seat is None or not 0 <= seat < game.players:
         return None
-    mine = seat == game.turn and game.phase == Phase.PLAY
-    return SeatPart(
-        seat=seat,
-        hand=tuple(game.hands[seat]),
-        drawn=game.drawn if mine else None,
-        draw_sources=tuple(game.draw_sources(seat)),
-        can_lay=game.can_lay(seat),
-    )
+    hand, drawn, draw_sources, can_lay = _own(game, seat)
+    return SeatPart(seat, hand, drawn, draw_sources, can_lay)
+
+
+# Options are immutable, and a view is made before every decision of every bot: each Options
+# gets one read-only mapping, shared by the views that show it. The cache is keyed by identity
+# (a game keeps its Options, and hashing and comparing Options would cost most of what this
+# saves); it holds the Options, so an id is not reused while cached, and is dropped whole past
+# the cap.
+_OPTION_MAPS: dict[int, tuple[Options, Mapping[str, Any]]] = {}
+_OPTION_MAPS_CAP = 1024
+
+
+def _options_map(options: Options) -> Mapping[str, Any]:
+    found = _OPTION_MAPS.get(id(options))
+    if found is not None and found[0] is options:
+        return found[1]
+    if len(_OPTION_MAPS) >= _OPTION_MAPS_CAP:
+        _OPTION_MAPS.clear()
+    mapping = MappingProxyType(options.to_dict())
+    _OPTION_MAPS[id(options)] = (options, mapping)
+    return mapping
 
 
 def view(game: Game, seat: int | None) -> View:
     """What ``seat`` (None: a spectator) may see of ``game`` now."""
-    own = seat_part(game, seat)
+    hand: tuple[Card, ...] | None = None
+    drawn: Card | None = None
+    draw_sources: tuple[str, ...] = ()
+    can_lay = False
+    if seat is not None and 0 <= seat < game.players:
+        hand, drawn, draw_sources, can_lay = _own(game, seat)
+    else:
+        seat = None
+    # Positional, in the order of View's fields (matching 25 keywords costs a fifth of a view,
+    # and a view is made before every decision of every bot); a test checks every field.
     return View(
-        variant=game.variant.id,
-        options=game.options.to_dict(),
-        seat=own.seat if own else None,
-        players=game.players,
-        number=game.number,
-        round=game.round,
-        dealer=game.dealer,
-        turn=game.turn,
-        phase=game.phase,
-        hand=own.hand if own else None,
-        drawn=own.drawn if own else None,
-        hand_sizes=tuple(map(len, game.hands)),
-        stock_size=len(game.stock),
-        discard_top=game.discard[-1] if game.discard else None,
-        discard_size=len(game.discard),
-        melds=tuple(game.melds),
-        opened=tuple(t is not None for t in game.opened_turn),
-        bar=game.bar,
-        first_circuit=game.first_circuit(),
-        rebuilds=game.rebuilds,
-        totals=tuple(game.totals),
-        results=tuple(game.results),
-        winners=game.winners,
-        draw_sources=own.draw_sources if own else (),
-        can_lay=own.can_lay if own else False,
+        game.variant.id,  # variant
+        _options_map(game.options),  # options
+        seat,  # seat
+        game.players,  # players
+        game.number,  # number
+        game.round,  # round
+        game.dealer,  # dealer
+        game.turn,  # turn
+        game.phase,  # phase
+        hand,  # hand
+        drawn,  # drawn
+        tuple(map(len, game.hands)),  # hand_sizes
+        len(game.stock),  # stock_size
+        game.discard[-1] if game.discard else None,  # discard_top
+        len(game.discard),  # discard_size
+        tuple(game.melds),  # melds
+        tuple([t is not None for t in game.opened_turn]),  # opened
+        game.bar,  # bar
+        game.first_circuit(),  # first_circuit
+        game.rebuilds,  # rebuilds
+        tuple(game.totals),  # totals
+        tuple(game.results),  # results
+        game.winners,  # winners
+        draw_sources,  # draw_sources
+        can_lay,  # can_lay
     )
