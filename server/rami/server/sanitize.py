@@ -27,4 +27,5 @@ def clean_text(text: str, limit: int) -> str:
             kept.append(" ")
         elif cat[0] != "C":
             kept.append(ch)
-    return " ".join("".join(kept).split())[:limit]
+    # Cut, then strip again: the cut may end on a space that was inside the text.
+    return " ".join("".join(kept).split())[:limit].rstrip()
