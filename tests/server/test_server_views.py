@@ -1,6 +1,7 @@
-"""Views built together (the shared part once, each seat's part added) are the views built one
-by one from the engine's view of each seat: at every update of whole random games, for every
-seat and a spectator, with and without a turn clock and connected seats."""
+"""Views built together (the shared part once, each seat's part added), as messages or encoded,
+are the views built one by one from the engine's view of each seat: at every update of whole
+random games, for every seat and a spectator, with and without a turn clock and connected
+seats."""
 
 from __future__ import annotations
 
@@ -41,9 +42,11 @@ def _check(state: TableState, rng: random.Random) -> None:
     deadline = rng.choice([None, 1_800_000_000.25])
     together = {s: game_pb2.View() for s in seats}
     state.fill_views(together, connected, deadline)
+    encoded = state.encode_views(seats, connected, deadline)
     for s in seats:
         assert together[s] == _one_by_one(state, s, connected, deadline), (s, state.number)
         assert state.view_proto(s, connected, deadline) == together[s]
+        assert game_pb2.View.FromString(encoded[s]) == together[s], (s, state.number)
 
 
 @pytest.mark.parametrize("variant", ["portuguese", "tallage", "simple"])

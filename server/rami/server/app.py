@@ -25,6 +25,7 @@ from .lobby import Lobby, LobbyConfig
 from .services import LobbyService, RulesService, TableService
 from .storage import SqliteStorage
 from .table import TableConfig
+from .wire import add_sending_bytes
 
 __all__ = ["MAX_MESSAGE", "Server", "serve"]
 
@@ -95,7 +96,10 @@ async def serve(
     )
     rules_service_pb2_grpc.add_RulesServiceServicer_to_server(RulesService(lobby.work), server)
     lobby_service_pb2_grpc.add_LobbyServiceServicer_to_server(LobbyService(lobby), server)
-    table_service_pb2_grpc.add_TableServiceServicer_to_server(TableService(lobby), server)
+    # Its streams send updates encoded once for all their watchers (see ``wire``).
+    add_sending_bytes(
+        table_service_pb2_grpc.add_TableServiceServicer_to_server, TableService(lobby), server
+    )
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(

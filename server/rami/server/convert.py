@@ -90,9 +90,13 @@ def card_to_proto(card: int | None) -> int:
     return 0 if card is None else int(card) + 1
 
 
+#: The proto Card value of each engine card (a lookup: hands are converted for every update).
+_CARD_TO_PROTO: tuple[int, ...] = tuple(range(1, 54))
+
+
 def cards_to_proto(cards: Iterable[int]) -> list[int]:
     """Proto Card values of engine cards."""
-    return [int(c) + 1 for c in cards]
+    return list(map(_CARD_TO_PROTO.__getitem__, cards))
 
 
 def card_from_proto(value: int) -> Card:

@@ -43,6 +43,7 @@ from .records import record_json
 from .sanitize import MAX_CHAT, MAX_NAME, clean_text
 from .table import Table, Watcher, new_seed
 from .tablestate import FINISHED, PLAYING, WAITING, hash_token
+from .wire import ACT_VIEW, message_field
 
 __all__ = ["TOKEN_METADATA", "LobbyService", "RulesService", "TableService"]
 
@@ -283,7 +284,9 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
         table = self.lobby.get(request.table_id)
         seat = _seat(table, context, self.lobby)
         number = self._act(table, seat, request)
-        return table_service_pb2.ActResponse(number=number, view=table.view(seat))
+        # Sent encoded: the view is the one its update has just sent (see ``wire``).
+        head = table_service_pb2.ActResponse(number=number).SerializeToString()
+        return head + message_field(ACT_VIEW, table.view_bytes(seat))  # type: ignore[return-value]
 
     def _act(self, table: Table, seat: int, request: table_service_pb2.ActRequest) -> int:
         """One command of a seat, from Act or from a Play stream: the same checks, the same
@@ -351,8 +354,8 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
         try:
             if seat is not None:
                 _returns(table, seat)
-            async for msg in table.watch(seat, after):
-                yield msg
+            async for _, data in table.watch(seat, after):
+                yield data  # type: ignore[misc]
         finally:
             counter.close(key)
 
@@ -375,21 +378,18 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
         commands: asyncio.Task[None] | None = None
         try:
             _returns(table, seat)
-            async for msg in table.watch(seat, after, watcher):
+            # The stream's items are encoded WatchResponses, which are PlayResponses as they
+            # are (the same field numbers), and refusals (see ``wire``).
+            async for number, data in table.watch(seat, after, watcher):
                 if commands is None:
                     # Commands are taken once the stream watches (it has its first message):
                     # the update of each then reaches this stream, as its acknowledgement.
                     commands = asyncio.create_task(self._commands(requests, table, seat, watcher))
-                if isinstance(msg, table_service_pb2.PlayResponse):
-                    yield msg  # a refusal
-                elif msg.HasField("update"):
-                    out = table_service_pb2.PlayResponse(update=msg.update)
-                    command = watcher.acks.pop(msg.update.number, None)
-                    if command is not None:
-                        out.accepted = command
-                    yield out
-                else:
-                    yield table_service_pb2.PlayResponse(heartbeat=msg.heartbeat)
+                command = watcher.acks.pop(number, None) if number else None
+                if command is not None:
+                    # Appended, the field is part of the same response.
+                    data += table_service_pb2.PlayResponse(accepted=command).SerializeToString()
+                yield data  # type: ignore[misc]
         finally:
             if commands is not None:
                 commands.cancel()
@@ -424,7 +424,8 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
                     metadata=metadata,
                 )
                 try:
-                    watcher.queue.put_nowait(table_service_pb2.PlayResponse(refused=refused))
+                    refusal = table_service_pb2.PlayResponse(refused=refused)
+                    watcher.queue.put_nowait((0, refusal.SerializeToString()))
                 except asyncio.QueueFull:
                     watcher.cut = True  # its stream ends, TOO_SLOW, at its next message
 

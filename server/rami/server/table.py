@@ -29,6 +29,7 @@ from rami.v1 import events_pb2, table_service_pb2
 from .errors import Aborted, Exhausted, Invalid, Unavailable
 from .storage import Storage
 from .tablestate import FINISHED, PLAYING, TableState, load_state
+from .wire import UPDATE, UPDATE_VIEW, message_field
 
 __all__ = ["Table", "TableConfig", "safe_move"]
 
@@ -46,9 +47,11 @@ class TableConfig:
     watcher_queue: int = 256
 
 
-#: What a watcher's queue carries: updates and heartbeats; on a Play stream, refusals of its
-#: commands too; None when the server shuts down.
-Outgoing = table_service_pb2.WatchResponse | table_service_pb2.PlayResponse | None
+#: What a watcher's stream sends: the number of the update it carries (0: none, a heartbeat or,
+#: on a Play stream, a refusal) and the response, encoded (see ``wire``).
+Item = tuple[int, bytes]
+#: What a watcher's queue carries: items, or None when the server shuts down.
+Outgoing = Item | None
 
 
 class Mailbox:
@@ -148,8 +151,8 @@ class Table:
     _auto: asyncio.TimerHandle | None = None
     _rngs: dict[int, random.Random] = field(default_factory=dict)
     closed: bool = False
-    #: The views the last fan-out sent, by seat, and what they were built from.
-    _sent: tuple[tuple[int, float | None, dict[int, int]], dict[int | None, Any]] | None = None
+    #: The views the last fan-out sent, encoded, by seat, and what they were built from.
+    _sent: tuple[tuple[int, float | None, dict[int, int]], dict[int | None, bytes]] | None = None
 
     @property
     def table_id(self) -> str:
@@ -164,9 +167,9 @@ class Table:
                 out[w.seat] = out.get(w.seat, 0) + 1
         return out
 
-    def view(self, seat: int | None) -> Any:
-        """The proto View of a seat now (the one the last fan-out sent it, if nothing changed
-        since: an Act answers with the view its update has just sent)."""
+    def view_bytes(self, seat: int | None) -> bytes:
+        """The encoded View of a seat now (the one the last fan-out sent it, if nothing
+        changed since: an Act answers with the view its update has just sent)."""
         connected = self.connected()
         sent = self._sent
         if (
@@ -175,7 +178,7 @@ class Table:
             and seat in sent[1]
         ):
             return sent[1][seat]
-        return self.state.view_proto(seat, connected, self.deadline)
+        return self.state.encode_views((seat,), connected, self.deadline)[seat]
 
     # -- the one path of every change -------------------------------------------------------
 
@@ -230,16 +233,11 @@ class Table:
         if not self.watchers:
             return
         connected = self.connected()
-        # One message per seat watched (the watchers of a seat share it), its view filled in
-        # place: the part of the views every seat shares is built once for them all.
-        by_seat: dict[int | None, table_service_pb2.WatchResponse] = {}
-        for w in self.watchers:
-            if w.seat not in by_seat:
-                msg = by_seat[w.seat] = table_service_pb2.WatchResponse()
-                msg.update.number = number
-                msg.update.events.extend(events)
-        views = {seat: msg.update.view for seat, msg in by_seat.items()}
-        self.state.fill_views(views, connected, self.deadline)
+        # One encoded message per seat watched, shared by the watchers of that seat: the
+        # events once, the part of the views every seat shares once (see ``wire``).
+        views = self.state.encode_views({w.seat for w in self.watchers}, connected, self.deadline)
+        head = table_service_pb2.Update(number=number, events=events).SerializeToString()
+        by_seat = {seat: (number, _update(head, v)) for seat, v in views.items()}
         self._sent = ((number, self.deadline, connected), views)
         for w in list(self.watchers):
             try:
@@ -248,7 +246,7 @@ class Table:
                 w.cut = True
                 self.watchers.discard(w)
 
-    def history(self, seat: int | None, after: int) -> list[table_service_pb2.WatchResponse]:
+    def history(self, seat: int | None, after: int) -> list[Item]:
         """The updates after ``after`` as ``seat`` saw them, by replaying the table's log."""
         replay = TableState(self.table_id, self.state.spec)
         connected = self.connected()
@@ -262,7 +260,7 @@ class Table:
                 same_turn = g is not None and self._turn_key == (g.round, g.turn_index)
                 view = replay.view_proto(seat, connected, self.deadline if same_turn else None)
                 update = table_service_pb2.Update(number=i, events=events, view=view)
-                out.append(table_service_pb2.WatchResponse(update=update))
+                out.append((i, table_service_pb2.WatchResponse(update=update).SerializeToString()))
         return out
 
     def check_after(self, after: int | None) -> None:
@@ -277,52 +275,49 @@ class Table:
         """A new watcher of ``seat``, not yet watching (see :meth:`watch`)."""
         return Watcher(seat, Mailbox(self.config.watcher_queue))
 
+    def _heartbeat(self) -> Item:
+        return 0, table_service_pb2.WatchResponse(
+            heartbeat=table_service_pb2.Heartbeat(number=self.state.number)
+        ).SerializeToString()
+
     async def watch(
         self, seat: int | None, after: int | None, watcher: Watcher | None = None
-    ) -> AsyncIterator[table_service_pb2.WatchResponse | table_service_pb2.PlayResponse]:
-        """The stream of one watcher: a snapshot (or what it missed), then every update (and
-        whatever else is put on ``watcher``'s queue)."""
+    ) -> AsyncIterator[Item]:
+        """The stream of one watcher, encoded: a snapshot (or what it missed), then every
+        update (and whatever else is put on ``watcher``'s queue)."""
         self.check_after(after)
         if after is None:
-            first = [
-                table_service_pb2.WatchResponse(
-                    update=table_service_pb2.Update(
-                        number=self.state.number, view=self.view(seat), snapshot=True
-                    )
-                )
-            ]
+            number = self.state.number
+            head = table_service_pb2.Update(number=number, snapshot=True).SerializeToString()
+            first = [(number, _update(head, self.view_bytes(seat)))]
         else:
             # A resumed stream that missed nothing opens with a heartbeat, so the watcher
             # knows at once that it is connected again.
-            first = self.history(seat, after) or [
-                table_service_pb2.WatchResponse(
-                    heartbeat=table_service_pb2.Heartbeat(number=self.state.number)
-                )
-            ]
+            first = self.history(seat, after) or [self._heartbeat()]
         if watcher is None:
             watcher = self.watcher(seat)
         self.watchers.add(watcher)
         try:
             while first:  # popped: a snapshot is not kept for the life of the stream
-                yield first.pop(0)
+                item = first.pop(0)
+                watcher.last = item[0] or watcher.last
+                yield item
             queue = watcher.queue
             while True:
                 if queue.empty():
                     try:
-                        msg = await queue.get(self.config.heartbeat)
+                        item = await queue.get(self.config.heartbeat)
                     except TimeoutError:
-                        msg = table_service_pb2.WatchResponse(
-                            heartbeat=table_service_pb2.Heartbeat(number=self.state.number)
-                        )
+                        item = self._heartbeat()
                 else:
-                    msg = queue.get_nowait()
+                    item = queue.get_nowait()
                 if watcher.cut:
                     raise _cut_off(watcher, self)
-                if msg is None:
+                if item is None:
                     raise Unavailable("SHUTTING_DOWN", "the server is shutting down; resume later")
-                if msg.HasField("update"):
-                    watcher.last = msg.update.number
-                yield msg
+                if item[0]:
+                    watcher.last = item[0]
+                yield item
         finally:
             self.watchers.discard(watcher)
 
@@ -413,6 +408,12 @@ class Table:
             return
         seat = game.turn
         self.act(seat, self.state.number, safe_move(view(game, seat)), "timeout")
+
+
+def _update(head: bytes, view: bytes) -> bytes:
+    """The encoded WatchResponse (or PlayResponse) of an update: ``head`` is the update's
+    encoding without its view, ``view`` the encoded view."""
+    return message_field(UPDATE, head + message_field(UPDATE_VIEW, view))
 
 
 def _cut_off(watcher: Watcher, table: Table) -> Exception:

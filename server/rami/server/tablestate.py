@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -201,6 +202,35 @@ class TableState:
         """Fill each empty message of ``views`` with what its seat (None: a spectator) sees
         now. The part that every watcher sees alike (the table, the players, the melds, the
         results) is built once and copied into each, then each seat's own part is added."""
+        shared, own = self._view_parts(connected, deadline)
+        for seat, msg in views.items():
+            msg.CopyFrom(shared)
+            own(msg, seat)
+
+    def encode_views(
+        self, seats: Iterable[int | None], connected: dict[int, int], deadline: float | None = None
+    ) -> dict[int | None, bytes]:
+        """What each of ``seats`` sees now, as the encoded View: the shared part is serialised
+        once and each seat's own part (a small message) appended to it. Protocol Buffers parse
+        concatenated encodings as one message merged from them, and the two parts set no field
+        in common, so the bytes are exactly the seat's whole view (``view_proto``)."""
+        shared_msg, own = self._view_parts(connected, deadline)
+        shared = shared_msg.SerializeToString()
+        out: dict[int | None, bytes] = {}
+        for seat in seats:
+            if seat is None:
+                out[seat] = shared
+            else:
+                part = game_pb2.View()
+                own(part, seat)
+                out[seat] = shared + part.SerializeToString()
+        return out
+
+    def _view_parts(
+        self, connected: dict[int, int], deadline: float | None
+    ) -> tuple[game_pb2.View, Callable[[game_pb2.View, int | None], None]]:
+        """The part of every view that all watchers share (a spectator's view), and how to
+        add to a message what one seat alone sees."""
         players = self.players_proto(connected)
         game = self.game
         if game is None:
@@ -212,25 +242,28 @@ class TableState:
                 phase=game_pb2.PHASE_WAITING,
                 players=players,
             )
-        else:
-            public = view(game, None)
-            shared = convert.shared_view_to_proto(
-                public,
-                self.table_id,
-                self.number,
-                players,
-                deadline,
-                self.options_proto(),
-                self._results_proto(public.results),
-            )
-        for seat, msg in views.items():
-            msg.CopyFrom(shared)
-            if seat is None:
-                continue
-            if game is None:
-                msg.seat = seat
-            else:
+
+            def own_seat(msg: game_pb2.View, seat: int | None) -> None:
+                if seat is not None:
+                    msg.seat = seat
+
+            return shared, own_seat
+        public = view(game, None)
+        shared = convert.shared_view_to_proto(
+            public,
+            self.table_id,
+            self.number,
+            players,
+            deadline,
+            self.options_proto(),
+            self._results_proto(public.results),
+        )
+
+        def own_part(msg: game_pb2.View, seat: int | None) -> None:
+            if seat is not None:
                 convert.add_own_view(msg, seat_part(game, seat), public)
+
+        return shared, own_part
 
     # -- applying entries -------------------------------------------------------------------
 
