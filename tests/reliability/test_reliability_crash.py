@@ -156,6 +156,7 @@ async def soak(tmp_path: Path) -> None:
                     token=token,
                     channel=ch,
                     max_reconnects=1000,
+                    stream=False,  # unary Act: the interceptor sees every acknowledgement
                 )
             )
             for t, (_, _, policy) in zip(tables, GAMES, strict=True)

@@ -126,6 +126,7 @@ async def scenario(target: str) -> None:
                     policy_decider("greedy", f"{name}:{seat}"),
                     token=token,
                     channel=good,
+                    stream=False,  # unary Act: the interceptor times every command
                 )
             )
             for name, table_id, tokens, first in (

@@ -46,8 +46,9 @@ def test_remote_bots_and_built_in_bots_play_a_whole_game(
 
     async def both() -> list:
         return await asyncio.gather(
+            # One bot kit on the Play stream (its default), one with Watch and unary Act.
             play(server.target, table_id, policy_decider("strong", 1), name="Ana"),
-            play(server.target, table_id, policy_decider("greedy", 2), name="Rui"),
+            play(server.target, table_id, policy_decider("greedy", 2), name="Rui", stream=False),
         )
 
     results = asyncio.run(asyncio.wait_for(both(), 120))

@@ -23,7 +23,7 @@ from rami.engine import POLICIES, VARIANTS
 
 from .arena import ArenaConfig, ArenaResult, Estimate, pair_difference, parse_options, run_arena
 from .arena import summarise as summarise_arena
-from .botkit import BotResult, play, policy_decider
+from .botkit import BotResult, CommandRefusedError, play, policy_decider
 
 __all__ = ["app", "format_arena", "format_summary", "main", "normalise_target"]
 
@@ -83,6 +83,12 @@ def connect(
         typer.Option("--ca", help="PEM file of the CA to trust (implies --tls)."),
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log every refusal.")] = False,
+    unary: Annotated[
+        bool,
+        typer.Option(
+            "--unary", help="Send commands as unary Act calls beside a Watch stream, not on Play."
+        ),
+    ] = False,
 ) -> None:
     """Play one seat of a table with an engine policy until the game is over."""
     if policy not in POLICIES:
@@ -109,11 +115,15 @@ def connect(
         seat=seat,
         token=token,
         credentials=credentials,
+        stream=not unary,
     )
     try:
         result = asyncio.run(asyncio.wait_for(coro, timeout) if timeout else coro)
     except grpc.aio.AioRpcError as e:
         typer.echo(f"rami-bot: {e.code().name}: {e.details()}", err=True)
+        raise typer.Exit(1) from None
+    except CommandRefusedError as e:
+        typer.echo(f"rami-bot: {e}", err=True)
         raise typer.Exit(1) from None
     except TimeoutError:
         typer.echo(f"rami-bot: the game did not end within {timeout:g} s", err=True)

@@ -5,6 +5,9 @@ turn, sends the action with the number of the view it was decided on, and, when 
 drops, reconnects and resumes from the last update it saw. A refusal is counted and answered
 with a safe move, so a bot never stalls its table.
 
+Commands go on one Play stream with the updates (by default: about half the server's work
+per command), or, with ``stream=False``, as unary Act calls beside a Watch stream.
+
 >>> # asyncio.run(play("localhost:50051", table_id, my_decide, name="Mine"))
 """
 
@@ -13,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import grpc
@@ -29,7 +32,14 @@ from rami.v1 import (
 
 from .convert import action_to_request, view_from_proto
 
-__all__ = ["CHANNEL_OPTIONS", "BotResult", "Decide", "play", "policy_decider"]
+__all__ = [
+    "CHANNEL_OPTIONS",
+    "BotResult",
+    "CommandRefusedError",
+    "Decide",
+    "play",
+    "policy_decider",
+]
 
 log = logging.getLogger("rami.client.bot")
 
@@ -47,6 +57,14 @@ _RETRY = {
     grpc.StatusCode.CANCELLED,
     grpc.StatusCode.DEADLINE_EXCEEDED,
 }
+_CODES = {c.value[0]: c for c in grpc.StatusCode}
+#: A command refused for its content is answered once with a safe move.
+_REFUSED = (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT)
+
+
+class CommandRefusedError(Exception):
+    """The server refused a command on a Play stream for a reason a bot can't answer (the
+    seat is not this token's, the table is gone...)."""
 
 
 @dataclass
@@ -58,6 +76,8 @@ class BotResult:
     actions: int = 0
     refused: list[str] = field(default_factory=list)
     reconnects: int = 0
+    #: Commands the server asked to send again later (its per-seat rate limit).
+    rate_limited: int = 0
     final: game_pb2.View | None = None
     acknowledged: list[int] = field(default_factory=list)
 
@@ -95,11 +115,13 @@ async def play(
     channel: grpc.aio.Channel | None = None,
     max_reconnects: int = 20,
     credentials: grpc.ChannelCredentials | None = None,
+    stream: bool = True,
 ) -> BotResult:
     """Play one game at ``table_id`` on the server at ``target`` until it is over.
 
     ``credentials`` (``grpc.ssl_channel_credentials(...)``) speak TLS to the server; without
-    them the channel is plaintext. A ``channel`` given is used as it is."""
+    them the channel is plaintext. A ``channel`` given is used as it is. ``stream``: commands
+    on the Play stream; False: unary Act calls beside a Watch stream."""
     own = channel is None
     if channel is not None:
         ch = channel
@@ -108,7 +130,8 @@ async def play(
     else:
         ch = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
     try:
-        return await _play(ch, table_id, decide, name, seat, token, max_reconnects)
+        run = _play_stream if stream else _play
+        return await run(ch, table_id, decide, name, seat, token, max_reconnects)
     finally:
         if own:
             await ch.close()
@@ -123,16 +146,9 @@ async def _play(
     token: str | None,
     max_reconnects: int,
 ) -> BotResult:
-    lobby = lobby_service_pb2_grpc.LobbyServiceStub(channel)
     table = table_service_pb2_grpc.TableServiceStub(channel)
     result = BotResult()
-    if token is None:
-        joined = await lobby.JoinTable(
-            lobby_service_pb2.JoinTableRequest(table_id=table_id, name=name, seat=seat)
-        )
-        token, result.seat = joined.token, joined.seat
-    result.token = token
-    metadata = ((TOKEN_METADATA, token),)
+    metadata = await _join(channel, table_id, name, seat, token, result)
     last: int | None = None
     decided = -1  # the latest update number this bot has acted on
     while True:
@@ -159,17 +175,170 @@ async def _play(
             finally:
                 stream.cancel()  # a stream left behind would count against the seat's streams
         except grpc.aio.AioRpcError as e:
-            if e.code() not in _RETRY or result.reconnects >= max_reconnects:
-                raise
-            result.reconnects += 1
-            log.info("stream dropped (%s: %s); resuming after %s", e.code().name, e.details(), last)
-            # Resume one update early: if the stream or a command failed on this seat's turn,
-            # the view it was decided on comes again and is decided anew (a command that did
-            # get through makes the retry stale: ABORTED, never a second move).
-            if last:
-                last -= 1
+            last = await _dropped(e, result, max_reconnects, last)
             decided = -1
-            await asyncio.sleep(min(2.0, 0.05 * result.reconnects))
+
+
+async def _join(
+    channel: grpc.aio.Channel,
+    table_id: str,
+    name: str,
+    seat: int | None,
+    token: str | None,
+    result: BotResult,
+) -> tuple[tuple[str, str], ...]:
+    """Take a seat (or the seat of ``token``); the metadata of its commands."""
+    if token is None:
+        lobby = lobby_service_pb2_grpc.LobbyServiceStub(channel)
+        joined = await lobby.JoinTable(
+            lobby_service_pb2.JoinTableRequest(table_id=table_id, name=name, seat=seat)
+        )
+        token, result.seat = joined.token, joined.seat
+    result.token = token
+    return ((TOKEN_METADATA, token),)
+
+
+async def _dropped(
+    e: grpc.aio.AioRpcError, result: BotResult, max_reconnects: int, last: int | None
+) -> int | None:
+    """After a stream dropped: raise, or wait a little and return where to resume."""
+    if e.code() not in _RETRY or result.reconnects >= max_reconnects:
+        raise e
+    result.reconnects += 1
+    log.info("stream dropped (%s: %s); resuming after %s", e.code().name, e.details(), last)
+    await asyncio.sleep(min(2.0, 0.05 * result.reconnects))
+    # Resume one update early: if the stream or a command failed on this seat's turn, the
+    # view it was decided on comes again and is decided anew (a command that did get
+    # through makes the retry stale: ABORTED, never a second move).
+    return last - 1 if last else last
+
+
+@dataclass
+class _Command:
+    """A command sent on a Play stream and not yet answered."""
+
+    number: int
+    view: View
+    action: Action
+    attempt: int = 0
+    waits: int = 0
+
+
+class _Stream:
+    """What goes out on one Play stream: its requests, and its commands not yet answered."""
+
+    def __init__(self, table_id: str, after: int | None) -> None:
+        self.table_id = table_id
+        self.out: asyncio.Queue[table_service_pb2.PlayRequest | None] = asyncio.Queue()
+        self.out.put_nowait(
+            table_service_pb2.PlayRequest(
+                open=table_service_pb2.WatchRequest(table_id=table_id, after=after)
+            )
+        )
+        self.pending: dict[int, _Command] = {}
+        self._ids = 0
+        self._later: list[asyncio.TimerHandle] = []
+
+    def send(self, command: _Command, delay: float = 0.0) -> None:
+        """Send ``command`` (after ``delay`` seconds), under a new id."""
+        self._ids += 1
+        self.pending[self._ids] = command
+        request = table_service_pb2.PlayRequest(
+            command_id=self._ids,
+            act=action_to_request(self.table_id, command.number, command.action),
+        )
+        if delay:
+            loop = asyncio.get_running_loop()
+            self._later.append(loop.call_later(delay, self.out.put_nowait, request))
+        else:
+            self.out.put_nowait(request)
+
+    async def requests(self) -> AsyncIterator[table_service_pb2.PlayRequest]:
+        """The stream's requests, until :meth:`close`."""
+        while (request := await self.out.get()) is not None:
+            yield request
+
+    def close(self) -> None:
+        """Send nothing more."""
+        for handle in self._later:
+            handle.cancel()
+        self.out.put_nowait(None)
+
+
+async def _play_stream(
+    channel: grpc.aio.Channel,
+    table_id: str,
+    decide: Decide,
+    name: str,
+    seat: int | None,
+    token: str | None,
+    max_reconnects: int,
+) -> BotResult:
+    """The game on Play streams: the update an accepted command became is its answer, a
+    refusal comes on the stream (and the stream goes on)."""
+    table = table_service_pb2_grpc.TableServiceStub(channel)
+    result = BotResult()
+    metadata = await _join(channel, table_id, name, seat, token, result)
+    last: int | None = None
+    decided = -1  # the latest update number this bot has acted on
+    while True:
+        stream = _Stream(table_id, last)
+        call = table.Play(stream.requests(), metadata=metadata)
+        try:
+            async for msg in call:
+                kind = msg.WhichOneof("kind")
+                if kind == "refused":
+                    command = stream.pending.pop(msg.refused.command_id, None)
+                    if command is not None:
+                        _refused(msg.refused, command, result, stream.send)
+                    continue
+                if kind != "update":
+                    continue  # a heartbeat
+                view = msg.update.view
+                last = msg.update.number
+                result.seat = view.seat
+                if msg.HasField("accepted"):
+                    stream.pending.pop(msg.accepted, None)
+                    result.actions += 1
+                    result.acknowledged.append(last)
+                if view.phase == game_pb2.PHASE_GAME_OVER:
+                    result.final = view
+                    return result
+                if _my_turn(view) and view.number > decided:
+                    decided = view.number
+                    engine_view = view_from_proto(view)
+                    stream.send(_Command(view.number, engine_view, decide(engine_view)))
+        except grpc.aio.AioRpcError as e:
+            last = await _dropped(e, result, max_reconnects, last)
+            decided = -1
+        finally:
+            stream.close()
+            call.cancel()  # a stream left behind would count against the seat's streams
+
+
+def _refused(
+    refused: table_service_pb2.CommandRefused,
+    command: _Command,
+    result: BotResult,
+    send: Callable[[_Command, float], None],
+) -> None:
+    """Answer a refusal as the unary path does: stale, nothing (the newer view comes); rate
+    limited, the same command a little later; refused for its content, a safe move once."""
+    code = _CODES.get(refused.code, grpc.StatusCode.UNKNOWN)
+    if code == grpc.StatusCode.ABORTED:
+        return
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and command.waits < 50:
+        command.waits += 1
+        result.rate_limited += 1
+        send(command, min(1.0, 0.05 * command.waits))
+        return
+    if code in _REFUSED:
+        result.refused.append(f"{command.action!r}: {refused.message}")
+        log.warning("refused %r: %s", command.action, refused.message)
+        if command.attempt == 0:
+            send(_Command(command.number, command.view, _safe(command.view), attempt=1), 0.0)
+        return
+    raise CommandRefusedError(f"{code.name} ({refused.reason}): {refused.message}")
 
 
 async def _act(
@@ -194,6 +363,7 @@ async def _act(
                 return None  # the game moved on: the stream brings the newer view
             if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and waits < 50:
                 waits += 1  # too many commands: the same command, a little later
+                result.rate_limited += 1
                 await asyncio.sleep(min(1.0, 0.05 * waits))
                 continue
             if e.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT):
