@@ -145,7 +145,7 @@ def run_commands(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_delivery(args: argparse.Namespace) -> dict[str, Any]:
-    _say("delivery: 100 tables x 4 watchers vs a broadcast to 400 subscribers")
+    _say("delivery: 100 tables x 4 watchers vs a broadcast to 400 subscribers and a relay")
     out = server.bench_delivery(
         tables=100, seats=4, warmup=args.warmup, seconds=args.seconds, stream=args.stream
     )
@@ -227,12 +227,15 @@ def run_baseline(args: argparse.Namespace, sections: list[str]) -> dict[str, Any
         paths = [str(tree / part) for part in ("engine", "server", "client", "proto")]
         env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         out = Path(tmp) / "baseline.json"
+        # The Play stream's figures too, when the baseline has the Play stream.
+        contract = tree / "proto" / "rami" / "v1" / "table_service.proto"
+        has_play = contract.exists() and "rpc Play(" in contract.read_text()
         argv = [
             sys.executable,
             "-m",
             "bench",
             "--no-save",
-            "--no-stream",
+            *([] if args.stream and has_play else ["--no-stream"]),
             "--json",
             str(out),
             "--only",
@@ -281,6 +284,13 @@ HEADLINES: list[tuple[str, tuple[str, ...], str]] = [
     ),
     ("latency p99, unary Act", ("commands", "rami_unary", "latency_ms", "p99"), "ms"),
     ("echo calls/s (reference)", ("commands", "echo", "calls_per_s"), "calls/s"),
+    ("commands/s, Play stream", ("commands", "rami_stream", "calls_per_s"), "calls/s"),
+    (
+        "server CPU per command, Play stream",
+        ("commands", "rami_stream", "server_cpu_per_call_us"),
+        "us",
+    ),
+    ("latency p99, Play stream", ("commands", "rami_stream", "latency_ms", "p99"), "ms"),
     (
         "updates/s to 400 watchers, unary Act",
         ("delivery", "rami_unary", "delivered_per_s"),
@@ -289,6 +299,16 @@ HEADLINES: list[tuple[str, tuple[str, ...], str]] = [
     (
         "server CPU per update delivered, unary",
         ("delivery", "rami_unary", "server_cpu_per_delivery_us"),
+        "us",
+    ),
+    (
+        "updates/s to 400 watchers, Play stream",
+        ("delivery", "rami_stream", "delivered_per_s"),
+        "updates/s",
+    ),
+    (
+        "server CPU per update delivered, Play stream",
+        ("delivery", "rami_stream", "server_cpu_per_delivery_us"),
         "us",
     ),
     *(

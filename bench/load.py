@@ -1,10 +1,11 @@
 """The load: remote clients over real sockets, each with its own connection, in this process.
 
-Three loads, each run for a warm-up and then a measured window, with the server process's CPU
+Four loads, each run for a warm-up and then a measured window, with the server process's CPU
 time read at both ends of the window (``procstat``):
 
 - :func:`echo_load`: ``concurrency`` callers of the bare unary echo, each calling in a loop.
 - :func:`broadcast_load`: subscribers of the bare broadcast stream, counting what arrives.
+- :func:`relay_load`: members of the bare relay taking turns, as the seats of a table do.
 - :func:`rami_load`: tables of load bots. Every seat is a remote bot with its own connection
   and its own Watch stream; when its view says it is its turn it sends ``Act`` (unary) with
   the number of that view. The bots play the safe move (draw from the stock, discard the card
@@ -36,9 +37,9 @@ from rami.v1 import (
 )
 
 from .procstat import CpuTimes, cpu_seconds
-from .refs import BROADCAST_METHOD, ECHO_METHOD
+from .refs import BROADCAST_METHOD, ECHO_METHOD, RELAY_METHOD, relay_message
 
-__all__ = ["LoadResult", "broadcast_load", "echo_load", "rami_load"]
+__all__ = ["LoadResult", "broadcast_load", "echo_load", "rami_load", "relay_load"]
 
 #: One TCP connection per client: without this, channels to one target share a connection.
 CHANNEL_OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
@@ -176,6 +177,56 @@ async def broadcast_load(
         await asyncio.gather(*(ch.channel_ready() for ch in channels))
         tasks = [
             asyncio.create_task(subscriber(ch, i // per_group)) for i, ch in enumerate(channels)
+        ]
+        await _measure(pid, window, warmup, seconds, result, tasks)
+    finally:
+        await asyncio.gather(*(ch.close() for ch in channels))
+    return result
+
+
+async def relay_load(
+    target: str,
+    pid: int,
+    *,
+    groups: int,
+    per_group: int,
+    size: int,
+    warmup: float,
+    seconds: float,
+) -> LoadResult:
+    """``groups`` × ``per_group`` members of the bare relay, each on its own connection: a
+    member reads every message of its group and, when the step says it is its turn, sends the
+    next (``calls``: messages sent; ``delivered``: messages read)."""
+    result, window = LoadResult(), _Window()
+    channels = [_channel(target) for _ in range(groups * per_group)]
+
+    async def member(ch: grpc.aio.Channel, group: int, index: int) -> None:
+        out: asyncio.Queue[bytes] = asyncio.Queue()
+        out.put_nowait(str(group).encode())
+
+        async def requests() -> Any:
+            while True:
+                yield await out.get()
+
+        stream = ch.stream_stream(RELAY_METHOD)(requests())
+        try:
+            async for message in stream:
+                now = time.perf_counter()
+                if window.holds(now):
+                    result.delivered += 1
+                step = int.from_bytes(message[:8], "big") + 1
+                if step % per_group == index:
+                    if window.holds(now):
+                        result.calls += 1
+                    out.put_nowait(relay_message(step, size))
+        finally:
+            stream.cancel()
+
+    try:
+        await asyncio.gather(*(ch.channel_ready() for ch in channels))
+        tasks = [
+            asyncio.create_task(member(ch, i // per_group, i % per_group))
+            for i, ch in enumerate(channels)
         ]
         await _measure(pid, window, warmup, seconds, result, tasks)
     finally:

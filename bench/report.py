@@ -138,6 +138,37 @@ def comparisons(results: dict[str, Any]) -> list[Row]:
                 "no target: shown for the cause",
             ),
         ]
+    relay = dl.get("relay")
+    if bc and relay:
+        for mode, label in (("rami_unary", "unary Act"), ("rami_stream", "Play stream")):
+            ours = dl.get(mode)
+            if not ours:
+                continue
+            tag = "" if mode == "rami_unary" else "s"
+            rows.append(
+                Row(
+                    f"2r{tag}",
+                    f"updates/s delivered, {label}, against the bare relay",
+                    ours["delivered_per_s"],
+                    relay["delivered_per_s"],
+                    "updates/s",
+                    "",
+                    "grpc.aio relay, the same turns and watchers",
+                    "no target: what the game costs over the shape's bound",
+                )
+            )
+        rows.append(
+            Row(
+                "2-relay",
+                "updates/s of the bare relay (the shape of (2) without the game)",
+                relay["delivered_per_s"],
+                bc["delivered_per_s"],
+                "updates/s",
+                "",
+                "grpc.aio stream broadcast",
+                "no target: the bound a turn-taken load has against the broadcast",
+            )
+        )
     eng = results.get("engine") or {}
     ours_sp = eng.get("self_play") or {}
     for peer, key, target in (("open_spiel", "openspiel", ">= 1"), ("rlcard", "rlcard", ">= 2")):
@@ -233,6 +264,32 @@ def comparisons(results: dict[str, Any]) -> list[Row]:
                 "target 30 KB",
             )
         )
+        bare = _get(mem, "bare_stream", "per_stream_kb")
+        if bare:
+            rows.append(
+                Row(
+                    "6b-bare",
+                    "per watcher, against a bare grpc.aio server's idle stream",
+                    mem["per_watcher_kb"],
+                    bare,
+                    "KB",
+                    "",
+                    "bare stream, its own connection",
+                    "no target: what Rami adds to the library's own cost",
+                )
+            )
+            rows.append(
+                Row(
+                    "6c",
+                    "bare grpc.aio server memory per idle stream (own connection)",
+                    bare,
+                    30.0,
+                    "KB",
+                    "",
+                    "target 30 KB",
+                    "no target: the library's floor under (6b)",
+                )
+            )
     return rows
 
 

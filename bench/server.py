@@ -31,9 +31,11 @@ from .load import (
     broadcast_load,
     echo_load,
     rami_load,
+    relay_load,
 )
 from .procs import child
 from .procstat import rss_bytes
+from .refs import HOLD_METHOD
 
 __all__ = ["bench_commands", "bench_delivery", "bench_memory", "bench_scaling", "percentile"]
 
@@ -193,18 +195,41 @@ def run_broadcast(
     return out
 
 
+def run_relay(
+    groups: int, per_group: int, size: int, warmup: float, seconds: float
+) -> dict[str, Any]:
+    """The bare relay: ``groups`` × ``per_group`` members taking turns."""
+    with child("bench.refs", "relay", "--size", str(size), "--per-group", str(per_group)) as c:
+        r = _run(
+            relay_load(
+                c.target,
+                c.pid,
+                groups=groups,
+                per_group=per_group,
+                size=size,
+                warmup=warmup,
+                seconds=seconds,
+            )
+        )
+    out = _figures(r)
+    out["message_bytes"] = size
+    return out
+
+
 def bench_delivery(
     *, tables: int, seats: int, warmup: float, seconds: float, stream: bool = True
 ) -> dict[str, Any]:
     """(2): updates delivered to the ``tables`` × ``seats`` watchers of tables whose seats are
     remote bots playing flat out (each bot watches its own seat), against the bare broadcast
-    of messages of the same mean size to as many subscribers."""
+    of messages of the same mean size to as many subscribers, and against the bare relay of
+    such messages in as many groups (the shape of the Play stream without the game)."""
     out: dict[str, Any] = {"rami_unary": run_rami(tables, seats, warmup, seconds)}
     if stream:
         out["rami_stream"] = run_rami(tables, seats, warmup, seconds, stream=True)
     sizes = [out[k].get("mean_update_bytes") for k in ("rami_unary", "rami_stream") if k in out]
     size = round(sum(x for x in sizes if x) / max(1, len([x for x in sizes if x]))) or 200
     out["broadcast"] = run_broadcast(tables, seats, size, warmup, seconds)
+    out["relay"] = run_relay(tables, seats, size, warmup, seconds)
     return out
 
 
@@ -294,8 +319,49 @@ async def _open_watchers(target: str, seats: list[tuple[str, str]]) -> Any:
     return close
 
 
+async def _held_streams(target: str, count: int) -> Any:
+    """``count`` streams of the bare ``hold`` server, each on its own connection, open once
+    their first message has arrived; returns how to close them."""
+    channels = [grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS) for _ in range(count)]
+    ready = asyncio.Semaphore(0)
+
+    async def hold(ch: grpc.aio.Channel) -> None:
+        async for _ in ch.unary_stream(HOLD_METHOD)(b"x" * 200):
+            ready.release()
+
+    tasks = [asyncio.create_task(hold(ch)) for ch in channels]
+    for _ in range(count):
+        await asyncio.wait_for(ready.acquire(), 60)
+
+    async def close() -> None:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*(ch.close() for ch in channels))
+
+    return close
+
+
+def bare_stream_memory(streams: int) -> dict[str, Any]:
+    """The reference of (6b): the RSS a bare grpc.aio server gains per open server stream,
+    each on its own connection, the stream idle after its first message."""
+
+    async def run(target: str, pid: int) -> dict[str, Any]:
+        await asyncio.sleep(0.5)
+        empty = rss_bytes(pid)
+        close = await _held_streams(target, streams)
+        await asyncio.sleep(0.5)
+        held = rss_bytes(pid)
+        await close()
+        return {"streams": streams, "per_stream_kb": round((held - empty) / streams / 1024, 1)}
+
+    with child("bench.refs", "hold") as c:
+        return _run(run(c.target, c.pid))
+
+
 def bench_memory(*, tables: int, seats: int, watchers: int) -> dict[str, Any]:
-    """(6): the server's RSS empty, with ``tables`` idle tables, and per connected watcher."""
+    """(6): the server's RSS empty, with ``tables`` idle tables, and per connected watcher;
+    and, for reference, what a bare grpc.aio server spends per open stream."""
 
     async def run(target: str, pid: int) -> dict[str, Any]:
         await asyncio.sleep(0.5)
@@ -325,4 +391,5 @@ def bench_memory(*, tables: int, seats: int, watchers: int) -> dict[str, Any]:
         started = time.perf_counter()
         out = _run(run(c.target, c.pid))
         out["seconds"] = round(time.perf_counter() - started, 1)
+    out["bare_stream"] = bare_stream_memory(watchers)
     return out
