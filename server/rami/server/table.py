@@ -57,23 +57,27 @@ Outgoing = Item | None
 class Mailbox:
     """A watcher's bounded queue: ``asyncio.Queue``'s ``put_nowait``, ``get``, ``get_nowait``
     and ``empty`` for one reader, without the three more deques and the event that a Queue
-    holds (some 2.5 KB per watcher, and a server keeps thousands of watchers)."""
+    holds (some 2.5 KB per watcher, and a server keeps thousands of watchers). ``quiet`` is
+    cleared by every item put: the table's heartbeats set it, and send one where it stayed
+    set (see :meth:`Table._heartbeats`)."""
 
-    __slots__ = ("_items", "_limit", "_waiter")
+    __slots__ = ("_items", "_limit", "_waiter", "quiet")
 
     def __init__(self, limit: int) -> None:
         self._items: deque[Outgoing] = deque()
         self._limit = limit
-        self._waiter: asyncio.Future[bool] | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self.quiet = False
 
     def put_nowait(self, item: Outgoing) -> None:
         """Add ``item``, or raise ``asyncio.QueueFull`` when ``limit`` items wait already."""
         if len(self._items) >= self._limit:
             raise asyncio.QueueFull
         self._items.append(item)
+        self.quiet = False
         waiter = self._waiter
         if waiter is not None and not waiter.done():
-            waiter.set_result(True)
+            waiter.set_result(None)
 
     def empty(self) -> bool:
         """True when no item waits."""
@@ -85,26 +89,16 @@ class Mailbox:
             raise asyncio.QueueEmpty
         return self._items.popleft()
 
-    async def get(self, timeout: float) -> Outgoing:
-        """The oldest item, waiting for one at most ``timeout`` seconds (then TimeoutError).
-        (One timer on the waiter: ``asyncio.timeout`` or ``wait_for`` cost more per message.)"""
+    async def get(self) -> Outgoing:
+        """The oldest item, waiting for one (no timer per wait: the table's heartbeats put
+        an item in a mailbox that stays quiet)."""
         while not self._items:
-            loop = asyncio.get_running_loop()
-            waiter = self._waiter = loop.create_future()
-            timer = loop.call_later(timeout, _expire, waiter)
+            waiter = self._waiter = asyncio.get_running_loop().create_future()
             try:
                 await waiter
             finally:
                 self._waiter = None
-                timer.cancel()
-            if not waiter.result():
-                raise TimeoutError
         return self._items.popleft()
-
-
-def _expire(waiter: asyncio.Future[bool]) -> None:
-    if not waiter.done():
-        waiter.set_result(False)
 
 
 @dataclass(eq=False)
@@ -149,6 +143,7 @@ class Table:
     deadline: float | None = None
     _turn_key: tuple[int, int] | None = None
     _auto: asyncio.TimerHandle | None = None
+    _beat: asyncio.TimerHandle | None = None
     _rngs: dict[int, random.Random] = field(default_factory=dict)
     closed: bool = False
     #: The views the last fan-out sent, encoded, by seat, and what they were built from.
@@ -240,11 +235,35 @@ class Table:
         by_seat = {seat: (number, _update(head, v)) for seat, v in views.items()}
         self._sent = ((number, self.deadline, connected), views)
         for w in list(self.watchers):
-            try:
-                w.queue.put_nowait(by_seat[w.seat])
-            except asyncio.QueueFull:
-                w.cut = True
-                self.watchers.discard(w)
+            self._deliver(w, by_seat[w.seat])
+
+    def _deliver(self, w: Watcher, item: Item) -> None:
+        """Put ``item`` in ``w``'s mailbox, or cut ``w`` off when the mailbox is full."""
+        try:
+            w.queue.put_nowait(item)
+        except asyncio.QueueFull:
+            w.cut = True
+            self.watchers.discard(w)
+
+    def _heartbeats(self) -> None:
+        """Every half heartbeat interval while the table has watchers: a heartbeat to each
+        watcher that was sent nothing since the last time, so none is silent for longer than
+        the interval. (One timer per table, none per message.)"""
+        self._beat = None
+        if self.closed or not self.watchers:
+            return
+        beat: Item | None = None
+        for w in list(self.watchers):
+            if w.queue.quiet:
+                beat = beat or self._heartbeat()
+                self._deliver(w, beat)
+            w.queue.quiet = True
+        self._beat_later()
+
+    def _beat_later(self) -> None:
+        if self._beat is None and not self.closed:
+            loop = asyncio.get_running_loop()
+            self._beat = loop.call_later(self.config.heartbeat / 2, self._heartbeats)
 
     def history(self, seat: int | None, after: int) -> list[Item]:
         """The updates after ``after`` as ``seat`` saw them, by replaying the table's log."""
@@ -297,6 +316,7 @@ class Table:
         if watcher is None:
             watcher = self.watcher(seat)
         self.watchers.add(watcher)
+        self._beat_later()
         try:
             while first:  # popped: a snapshot is not kept for the life of the stream
                 item = first.pop(0)
@@ -304,13 +324,7 @@ class Table:
                 yield item
             queue = watcher.queue
             while True:
-                if queue.empty():
-                    try:
-                        item = await queue.get(self.config.heartbeat)
-                    except TimeoutError:
-                        item = self._heartbeat()
-                else:
-                    item = queue.get_nowait()
+                item = await queue.get() if queue.empty() else queue.get_nowait()
                 if watcher.cut:
                     raise _cut_off(watcher, self)
                 if item is None:
@@ -326,6 +340,8 @@ class Table:
         self.closed = True
         if self._auto is not None:
             self._auto.cancel()
+        if self._beat is not None:
+            self._beat.cancel()
         for w in self.watchers:
             try:
                 w.queue.put_nowait(None)
