@@ -23,6 +23,7 @@ import typer
 from .link import Link, LinkError, parse_address
 from .look import Look
 from .newtable import NewTable, parse_create
+from .seats import SeatBook, default_path
 from .session import ClientSession
 
 __all__ = ["app", "default_name", "main"]
@@ -78,12 +79,16 @@ def _greeting(name: str) -> list[str]:
 
 
 async def _connect(
-    target: str, name: str, look: Look, credentials: grpc.ChannelCredentials | None
+    target: str,
+    name: str,
+    look: Look,
+    credentials: grpc.ChannelCredentials | None,
+    seats: SeatBook | None = None,
 ) -> None:
     link = Link(target, credentials)
     try:
         await link.check()
-        session = ClientSession(link, name=name, look=look)
+        session = ClientSession(link, name=name, look=look, seats=seats)
         greeting = [*_greeting(name), f"Connected to {target}."]
 
         async def list_tables(s: ClientSession) -> None:
@@ -147,7 +152,10 @@ def connect(
     ascii_only: AsciiOption = False,
     no_color: NoColorOption = False,
 ) -> None:
-    """Play on a Rami server: list tables, create one, join, watch, play."""
+    """Play on a Rami server: list tables, create one, join, watch, play.
+
+    The seats you take are kept in $XDG_STATE_HOME/rami/seats.json (~/.local/state by
+    default), so that join takes yours back after the client is closed."""
     try:
         target = parse_address(address)
     except ValueError as e:
@@ -159,7 +167,9 @@ def connect(
         except OSError as e:
             raise _fail(f"can't read {ca_cert}: {e.strerror}", 2) from None
         credentials = grpc.ssl_channel_credentials(root)
-    _run(_connect(target, name or default_name(), _look(ascii_only, no_color), credentials))
+    # The seats taken are written down, to be taken back after the client is closed.
+    seats = SeatBook(default_path())
+    _run(_connect(target, name or default_name(), _look(ascii_only, no_color), credentials, seats))
 
 
 @app.command()

@@ -165,8 +165,9 @@ COMMANDS: tuple[Command, ...] = (
         "leave",
         "leave",
         "leave this table and go back to the lobby",
-        "leave gives up your seat (during a game the server plays it from then on) or stops "
-        "watching.",
+        "leave gives up your seat or stops watching. During a game the server plays your seat "
+        "from then on; rami-client connect remembers the seat, and join takes it back while the "
+        "game lasts.",
         _AT_TABLE,
     ),
     Command(
@@ -221,8 +222,8 @@ COMMANDS: tuple[Command, ...] = (
         "quit",
         "quit",
         "leave the client (Ctrl-D too)",
-        "quit closes the client. A game you are seated at goes on: the server plays for you "
-        "if the table has a clock.",
+        "quit closes the client. A game you are seated at goes on, the server playing your "
+        "seat; rami-client connect remembers the seat, and join takes it back next time.",
         _ANY,
         ("exit", "q"),
     ),

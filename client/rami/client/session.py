@@ -60,10 +60,18 @@ from .panel import (
 )
 from .printer import Printer
 from .safetext import safe
+from .seats import SavedSeat, SeatBook
 from .staging import Stage, plan
 from .tablelist import joinable, table_list_lines, table_summary
 
 __all__ = ["ClientSession"]
+
+#: Refusals that say a written-down seat can't be taken back.
+_SEAT_GONE = (
+    grpc.StatusCode.NOT_FOUND,
+    grpc.StatusCode.UNAUTHENTICATED,
+    grpc.StatusCode.PERMISSION_DENIED,
+)
 
 _NOT_HERE = {
     LOBBY: "You are not at a table: tables lists them, join N sits at one, create starts one.",
@@ -76,8 +84,18 @@ _NOT_HERE = {
 class ClientSession:
     """The interactive client's state and commands."""
 
-    def __init__(self, link: Link, *, name: str, look: Look, local: bool = False) -> None:
+    def __init__(
+        self,
+        link: Link,
+        *,
+        name: str,
+        look: Look,
+        local: bool = False,
+        seats: SeatBook | None = None,
+    ) -> None:
         self.link = link
+        #: Where the seats taken are written down, to be taken back after a restart.
+        self.seats = seats
         #: The server ends with the client (``play``): quitting needs no goodbye.
         self.local = local
         self.name = name
@@ -205,7 +223,13 @@ class ClientSession:
             return
         with contextlib.suppress(LinkError):
             await self._leave()
-            self.out.info("You left the game: the server plays your seat from now on.")
+            if self.seats is not None:
+                self.out.info(
+                    "You left the game: the server plays your seat until you take it back "
+                    "(rami-client connect, then join)."
+                )
+            else:
+                self.out.info("You left the game: the server plays your seat from now on.")
 
     async def handle(self, line: str) -> None:
         """Run one typed line; mistakes and refusals are explained, never raised."""
@@ -298,6 +322,8 @@ class ClientSession:
         except asyncio.CancelledError:
             raise
         except LinkError as e:
+            if isinstance(e, Refused) and e.code in _SEAT_GONE:
+                self._forget_seat()  # the table, or the seat's token, is no longer known
             if isinstance(e, Refused) and e.code == grpc.StatusCode.NOT_FOUND:
                 self.out.error(
                     "The server no longer has this table (it restarted without "
@@ -344,10 +370,10 @@ class ClientSession:
             self._snapshot(after)
         if before is None or after.number >= before.number:
             self._set_view(after)
-        if after.phase == game_pb2.PHASE_GAME_OVER and any(
-            m.WhichOneof("kind") == "game_ended" for m in update.events
-        ):
-            self.out.info("save FILE keeps the game record; leave goes back to the lobby.")
+        if after.phase == game_pb2.PHASE_GAME_OVER:
+            self._forget_seat()  # nothing left to come back to
+            if any(m.WhichOneof("kind") == "game_ended" for m in update.events):
+                self.out.info("save FILE keeps the game record; leave goes back to the lobby.")
 
     def _snapshot(self, view: game_pb2.View) -> None:
         if view.phase == game_pb2.PHASE_WAITING:
@@ -413,6 +439,8 @@ class ClientSession:
 
     async def _leave(self) -> None:
         """Give up the seat (the server plays it from now on) or stop watching."""
+        if self.view is None or self.view.phase == game_pb2.PHASE_WAITING:
+            self._forget_seat()  # before the game, the seat is free again once left
         if self.token is not None and self.table_id is not None:
             request = lobby_service_pb2.LeaveTableRequest(table_id=self.table_id)
             # A finished game has no seat to give up; leaving is still right.
@@ -492,6 +520,11 @@ class ClientSession:
         )
         self.tables = list(response.tables)
         self.out.lines(table_list_lines(self.tables))
+        held = {s.table_id for s in self.seats.at(self.link.target)} if self.seats else set()
+        for i, t in enumerate(self.tables, 1):
+            saved = self._saved(t) if t.table_id in held else None
+            if saved is not None:
+                self.out.info(f"You hold seat {saved.seat} at table {i}: join {i} takes it back.")
 
     async def _do_name(self, args: str) -> None:
         if not args:
@@ -516,20 +549,55 @@ class ClientSession:
             table = await self._resolve(args.split()[0])
         else:
             await self._do_tables("")
+            # A seat of one's own comes first, then the newest table with a free seat.
+            mine = [t for t in self.tables if self._saved(t) is not None]
             free = [t for t in self.tables if joinable(t)]
-            if not free:
+            if not (mine or free):
                 raise ValueError("no table has a free seat: create tallage bots=3 starts one")
-            table = free[0]
+            table = (mine or free)[0]
         await self.join(table)
 
     async def join(self, table: lobby_service_pb2.TableInfo) -> None:
-        """Take a seat at ``table`` and follow it."""
+        """Take a seat at ``table`` (or take back the one held there) and follow it."""
+        saved = self._saved(table)
+        if saved is not None:
+            self.out.line(
+                [("class:good", f"You take seat {saved.seat} back: "), ("", table_summary(table))]
+            )
+            await self._watch_table(table.table_id, saved.token, table.name)
+            return
         request = lobby_service_pb2.JoinTableRequest(table_id=table.table_id, name=self.name)
         joined = await self.link.call(self.link.lobby.JoinTable, request)
+        if self.seats is not None:
+            self.seats.save(
+                SavedSeat(self.link.target, table.table_id, joined.seat, joined.token, table.name)
+            )
+            self._seat_book_problem()
         self.out.line(
             [("class:good", f"You sit at seat {joined.seat}: "), ("", table_summary(joined.table))]
         )
         await self._watch_table(table.table_id, joined.token, table.name)
+
+    def _saved(self, table: lobby_service_pb2.TableInfo) -> SavedSeat | None:
+        """The seat written down at ``table``, while its game can still be played."""
+        if self.seats is None:
+            return None
+        saved = self.seats.find(self.link.target, table.table_id)
+        if saved is not None and table.status == lobby_service_pb2.TABLE_STATUS_FINISHED:
+            self.seats.forget(self.link.target, table.table_id)
+            return None
+        return saved
+
+    def _forget_seat(self) -> None:
+        if self.seats is not None and self.token is not None and self.table_id is not None:
+            self.seats.forget(self.link.target, self.table_id)
+            self._seat_book_problem()
+
+    def _seat_book_problem(self) -> None:
+        """Say once that seats can't be written down (the client plays on without them)."""
+        if self.seats is not None and self.seats.problem:
+            self.out.warn(f"Seats will not be kept for next time: {self.seats.problem}.")
+            self.seats = None
 
     async def _do_watch(self, args: str) -> None:
         if not args:

@@ -1,0 +1,107 @@
+"""Seats kept between runs of the client: written down when taken, taken back by ``join``
+after a restart, forgotten when the game is over; a book that can't be read or written never
+stops the client."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+from client_decks import stacked_deck
+from client_harness import Driver
+from client_server import ServerThread, Stubs, server_stubs
+
+from rami.client import cli
+from rami.client.convert import VARIANT_IDS
+from rami.client.look import Look
+from rami.client.seats import SavedSeat, SeatBook
+from rami.server.table import TableConfig
+from rami.v1 import game_pb2, lobby_service_pb2
+
+PORTUGUESE_HAND = "3d 4d 5d 7c 8c 9c 10c Ks Kd Kh 9h JK Jh"
+#: The server plays a seat whose player left only after 30 s: the game waits for Ana.
+PATIENT = TableConfig(bot_delay=0.0, round_pause=0.0, away_delay=30.0, heartbeat=0.5)
+
+
+def test_the_book_writes_finds_and_forgets_seats_per_server(tmp_path: Path) -> None:
+    book = SeatBook(tmp_path / "state" / "rami" / "seats.json")
+    assert book.at("h:1") == [] and book.find("h:1", "t1") is None
+    book.save(SavedSeat("h:1", "t1", 2, "tok-a", "Ana's table"))
+    book.save(SavedSeat("h:2", "t1", 0, "tok-b"))
+    book.save(SavedSeat("h:1", "t1", 3, "tok-c"))  # the same table again: replaces
+    assert book.find("h:1", "t1") == SavedSeat("h:1", "t1", 3, "tok-c")
+    assert [s.server for s in SeatBook(book.path).at("h:2")] == ["h:2"]
+    assert stat.S_IMODE(book.path.stat().st_mode) == 0o600  # the tokens are the seats
+    book.forget("h:1", "t1")
+    assert book.find("h:1", "t1") is None and book.find("h:2", "t1") is not None
+    assert not book.problem
+
+
+def test_a_book_that_cant_be_read_or_written_is_reported_not_raised(tmp_path: Path) -> None:
+    broken = tmp_path / "seats.json"
+    broken.write_text("{not json")
+    book = SeatBook(broken)
+    assert book.at("h:1") == [] and "can't read" in book.problem
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    book = SeatBook(blocked / "rami" / "seats.json")  # its directory is a file
+    book.save(SavedSeat("h:1", "t1", 0, "tok"))
+    assert "can't write" in book.problem
+    # Entries that are not seats are skipped, the others kept.
+    mixed = tmp_path / "mixed.json"
+    seat = {"server": "h:1", "table_id": "t2", "seat": 1, "token": "tok", "table_name": ""}
+    mixed.write_text(json.dumps([{"server": "h:1"}, 7, seat]))
+    assert SeatBook(mixed).at("h:1") == [SavedSeat("h:1", "t2", 1, "tok", "")]
+
+
+def _client(server: ServerThread, book: SeatBook) -> Driver:
+    look = Look(color=True, ascii=False)
+    return Driver(lambda: cli._connect(server.target, "Ana", look, None, book)).start()
+
+
+def test_a_seat_left_by_quitting_is_taken_back_by_a_new_client(tmp_path: Path) -> None:
+    server = ServerThread(str(tmp_path / "rami.db"), PATIENT).start()
+    try:
+        for stubs in server_stubs(server):
+            _play_across_two_clients(server, stubs, SeatBook(tmp_path / "seats.json"))
+    finally:
+        server.stop()
+
+
+def _play_across_two_clients(server: ServerThread, stubs: Stubs, book: SeatBook) -> None:
+    deck = stacked_deck("portuguese", [PORTUGUESE_HAND, None], "3s", "2s 2s")
+    stubs.lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            name="kept",
+            variant=VARIANT_IDS["portuguese"],
+            options=game_pb2.Options(players=2, rounds=1),
+            stacked_decks=[lobby_service_pb2.Deck(cards=[c + 1 for c in deck])],
+        )
+    )
+    first = _client(server, book)
+    try:
+        first.expect(r"1  [a-z2-7]{16}  waiting")
+        first.type("join 1")
+        first.expect(r"You sit at seat 0")
+        first.type("bot greedy")
+        first.expect(r"It's your turn: take a card")
+        first.type("quit")
+        first.expect(r"You left the game: the server plays your seat until you take it back")
+    finally:
+        first.close()
+    (saved,) = book.at(server.target)
+    assert saved.seat == 0 and saved.table_name == "kept"
+
+    second = _client(server, book)
+    try:
+        second.expect(r"You hold seat 0 at table 1: join 1 takes it back\.")
+        second.type("join")
+        second.expect(r"You take seat 0 back: kept")
+        second.type("draw stock")
+        second.expect(r"You drew 2♠ from the stock\.")
+        second.type("declare 2s")
+        second.expect(r"Game over after 1 round: You win with 0\.")
+    finally:
+        second.close()
+    assert book.at(server.target) == []  # the game is over: nothing to take back
