@@ -33,6 +33,7 @@ __all__ = [
     "gin_corpus",
     "summary",
     "time_per_hand",
+    "time_side_by_side",
 ]
 
 CORPUS_SEED = 1_000_003
@@ -122,6 +123,25 @@ def time_per_hand(
     finally:
         gc.enable()
     return out
+
+
+def time_side_by_side(
+    items: Sequence[tuple[Any, Any]],
+    ours: Callable[[Any], object],
+    theirs: Callable[[Any], object],
+    *,
+    before: Callable[[], None] | None,
+) -> tuple[list[float], list[float]]:
+    """Milliseconds per item of two ways of doing the same task, interleaved item by item
+    (each item's pair timed one right after the other, each the best of ``REPEATS``), so that
+    whatever else the machine does at a moment weighs on both alike. ``before`` runs before
+    each of ours."""
+    mine: list[float] = []
+    other: list[float] = []
+    for a, b in items:
+        mine.extend(time_per_hand([a], ours, before=before))
+        other.extend(time_per_hand([b], theirs, before=None))
+    return mine, other
 
 
 def our_split(values: tuple[int, ...]) -> Callable[[Sequence[int]], object]:
