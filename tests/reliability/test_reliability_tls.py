@@ -180,7 +180,9 @@ def test_rami_client_connects_with_tls_and_a_ca(
     address, cert = tls_server
     seen: list[tuple[str, Any]] = []
 
-    async def connect(target: str, name: str, look: Look, credentials: Any) -> None:
+    async def connect(
+        target: str, name: str, look: Look, credentials: Any, seats: Any = None
+    ) -> None:
         seen.append((target, credentials))
 
     monkeypatch.setattr(cli, "_connect", connect)
