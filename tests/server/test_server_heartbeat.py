@@ -28,8 +28,8 @@ def test_a_quiet_stream_gets_a_heartbeat_every_interval(server: ServerThread, st
         if len(beats) == 4:
             break
     stream.cancel()
-    # Four beats of a 0.5 s interval: at least 0.25 s apart, and none after a silence of much
-    # more than the interval (generous bounds: the machine may be busy).
+    # Four beats of a 0.5 s interval: one per interval, not more often, and none after a
+    # silence of much more than the interval (generous bounds: the machine may be busy).
     assert beats[0] < 1.5
     gaps = [b - a for a, b in itertools.pairwise(beats)]
-    assert all(0.2 < g < 1.5 for g in gaps), gaps
+    assert all(0.35 < g < 1.5 for g in gaps), gaps

@@ -57,24 +57,24 @@ Outgoing = Item | None
 class Mailbox:
     """A watcher's bounded queue: ``asyncio.Queue``'s ``put_nowait``, ``get``, ``get_nowait``
     and ``empty`` for one reader, without the three more deques and the event that a Queue
-    holds (some 2.5 KB per watcher, and a server keeps thousands of watchers). ``quiet`` is
-    cleared by every item put: the table's heartbeats set it, and send one where it stayed
-    set (see :meth:`Table._heartbeats`)."""
+    holds (some 2.5 KB per watcher, and a server keeps thousands of watchers). ``idle``
+    counts the table's heartbeat sweeps since the last item put (see
+    :meth:`Table._heartbeats`)."""
 
-    __slots__ = ("_items", "_limit", "_waiter", "quiet")
+    __slots__ = ("_items", "_limit", "_waiter", "idle")
 
     def __init__(self, limit: int) -> None:
         self._items: deque[Outgoing] = deque()
         self._limit = limit
         self._waiter: asyncio.Future[None] | None = None
-        self.quiet = False
+        self.idle = 0
 
     def put_nowait(self, item: Outgoing) -> None:
         """Add ``item``, or raise ``asyncio.QueueFull`` when ``limit`` items wait already."""
         if len(self._items) >= self._limit:
             raise asyncio.QueueFull
         self._items.append(item)
-        self.quiet = False
+        self.idle = 0
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -247,17 +247,18 @@ class Table:
 
     def _heartbeats(self) -> None:
         """Every half heartbeat interval while the table has watchers: a heartbeat to each
-        watcher that was sent nothing since the last time, so none is silent for longer than
-        the interval. (One timer per table, none per message.)"""
+        watcher that was sent nothing for two of these sweeps, so a quiet stream gets one
+        every interval and none is silent for longer. (One timer per table, none per
+        message.)"""
         self._beat = None
         if self.closed or not self.watchers:
             return
         beat: Item | None = None
         for w in list(self.watchers):
-            if w.queue.quiet:
+            w.queue.idle += 1
+            if w.queue.idle >= 2:
                 beat = beat or self._heartbeat()
                 self._deliver(w, beat)
-            w.queue.quiet = True
         self._beat_later()
 
     def _beat_later(self) -> None:
