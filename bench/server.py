@@ -11,7 +11,7 @@ import asyncio
 import statistics
 import tempfile
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -166,31 +166,26 @@ def bench_commands(
     return out
 
 
+def _reference(
+    kind: str, args: list[str], load: Callable[[str, int], Coroutine[Any, Any, LoadResult]]
+) -> dict[str, Any]:
+    """A bare reference server (``bench.refs KIND ARGS``) under ``load(target, pid)``."""
+    with child("bench.refs", kind, *args) as c:
+        r = _run(load(c.target, c.pid))
+    return _figures(r)
+
+
 def run_broadcast(
     groups: int, per_group: int, size: int, warmup: float, seconds: float
 ) -> dict[str, Any]:
     """The bare server-stream broadcast to ``groups`` × ``per_group`` subscribers."""
-    with child(
-        "bench.refs",
+    out = _reference(
         "broadcast",
-        "--size",
-        str(size),
-        "--groups",
-        str(groups),
-        "--per-group",
-        str(per_group),
-    ) as c:
-        r = _run(
-            broadcast_load(
-                c.target,
-                c.pid,
-                groups=groups,
-                per_group=per_group,
-                warmup=warmup,
-                seconds=seconds,
-            )
-        )
-    out = _figures(r)
+        ["--size", str(size), "--groups", str(groups), "--per-group", str(per_group)],
+        lambda target, pid: broadcast_load(
+            target, pid, groups=groups, per_group=per_group, warmup=warmup, seconds=seconds
+        ),
+    )
     out["message_bytes"] = size
     return out
 
@@ -199,19 +194,19 @@ def run_relay(
     groups: int, per_group: int, size: int, warmup: float, seconds: float
 ) -> dict[str, Any]:
     """The bare relay: ``groups`` × ``per_group`` members taking turns."""
-    with child("bench.refs", "relay", "--size", str(size), "--per-group", str(per_group)) as c:
-        r = _run(
-            relay_load(
-                c.target,
-                c.pid,
-                groups=groups,
-                per_group=per_group,
-                size=size,
-                warmup=warmup,
-                seconds=seconds,
-            )
-        )
-    out = _figures(r)
+    out = _reference(
+        "relay",
+        ["--size", str(size), "--per-group", str(per_group)],
+        lambda target, pid: relay_load(
+            target,
+            pid,
+            groups=groups,
+            per_group=per_group,
+            size=size,
+            warmup=warmup,
+            seconds=seconds,
+        ),
+    )
     out["message_bytes"] = size
     return out
 
