@@ -280,13 +280,13 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
     @unary
     async def Act(
         self, request: table_service_pb2.ActRequest, context: grpc.aio.ServicerContext
-    ) -> table_service_pb2.ActResponse:
+    ) -> bytes:  # an encoded ActResponse (see ``wire``)
         table = self.lobby.get(request.table_id)
         seat = _seat(table, context, self.lobby)
         number = self._act(table, seat, request)
         # Sent encoded: the view is the one its update has just sent (see ``wire``).
         head = table_service_pb2.ActResponse(number=number).SerializeToString()
-        return head + message_field(ACT_VIEW, table.view_bytes(seat))  # type: ignore[return-value]
+        return head + message_field(ACT_VIEW, table.view_bytes(seat))
 
     def _act(self, table: Table, seat: int, request: table_service_pb2.ActRequest) -> int:
         """One command of a seat, from Act or from a Play stream: the same checks, the same
@@ -340,7 +340,7 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
     @streaming
     async def Watch(
         self, request: table_service_pb2.WatchRequest, context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[table_service_pb2.WatchResponse]:
+    ) -> AsyncIterator[bytes]:  # encoded WatchResponses
         table = self.lobby.get(request.table_id)
         seat = _seat(table, context, self.lobby) if _token(context) else None
         after = request.after if request.HasField("after") else None
@@ -355,7 +355,7 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
             if seat is not None:
                 _returns(table, seat)
             async for _, data in table.watch(seat, after):
-                yield data  # type: ignore[misc]
+                yield data
         finally:
             counter.close(key)
 
@@ -364,7 +364,7 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
         self,
         requests: AsyncIterator[table_service_pb2.PlayRequest],
         context: grpc.aio.ServicerContext,
-    ) -> AsyncIterator[table_service_pb2.PlayResponse]:
+    ) -> AsyncIterator[bytes]:  # encoded PlayResponses
         first = await anext(requests, None)
         if first is None or first.WhichOneof("kind") != "open":
             raise Invalid("OPEN_FIRST", "a Play stream opens with `open`: the table to play at")
@@ -389,7 +389,7 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
                 if command is not None:
                     # Appended, the field is part of the same response.
                     data += table_service_pb2.PlayResponse(accepted=command).SerializeToString()
-                yield data  # type: ignore[misc]
+                yield data
         finally:
             if commands is not None:
                 commands.cancel()

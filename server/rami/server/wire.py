@@ -71,7 +71,8 @@ def encode(message: Any) -> bytes:
     """The serializer of the table service's responses: bytes are already encoded."""
     if type(message) is bytes:
         return message
-    return bytes(message.SerializeToString())
+    encoded: bytes = message.SerializeToString()
+    return encoded
 
 
 class _Capture:
