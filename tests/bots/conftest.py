@@ -17,11 +17,8 @@ from rami.server.testing import ServerThread
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
-    srv = ServerThread(str(tmp_path_factory.mktemp("bots") / "rami.db")).start()
-    try:
+    with ServerThread(str(tmp_path_factory.mktemp("bots") / "rami.db")) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 @pytest.fixture(scope="module")

@@ -34,13 +34,10 @@ def _safe(v: View) -> Action:
 
 def _game(db: Path, decide: Decide, stream: bool, **limits: float) -> BotResult:
     """One remote bot kit against a built-in bot, two seats of a short simple game."""
-    srv = ServerThread(str(db), **limits).start()
-    try:
+    with ServerThread(str(db), **limits) as srv:
         with grpc.insecure_channel(srv.target) as ch:
             table_id = Tables(srv.target, ch).create("simple", 2, bots=("greedy",), round_cap=1)
         return asyncio.run(asyncio.wait_for(play(srv.target, table_id, decide, stream=stream), 60))
-    finally:
-        srv.stop()
 
 
 @MODES

@@ -17,17 +17,11 @@ __all__ = ["ServerThread", "Stubs", "running_server", "server_stubs"]
 
 def running_server(tmp_path: Path) -> Iterator[ServerThread]:
     """A server on a file database (so it can be restarted with its tables), stopped after."""
-    srv = ServerThread(str(tmp_path / "rami.db")).start()
-    try:
+    with ServerThread(str(tmp_path / "rami.db")) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def server_stubs(server: ServerThread) -> Iterator[Stubs]:
     """Blocking stubs on the test server, closed after."""
-    s = Stubs(server.target)
-    try:
+    with Stubs(server.target) as s:
         yield s
-    finally:
-        s.channel.close()

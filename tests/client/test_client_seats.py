@@ -10,7 +10,7 @@ from pathlib import Path
 
 from client_decks import stacked_deck
 from client_harness import Driver
-from client_server import ServerThread, Stubs, server_stubs
+from client_server import ServerThread, Stubs
 
 from rami.client import cli
 from rami.client.convert import VARIANT_IDS
@@ -61,12 +61,8 @@ def _client(server: ServerThread, book: SeatBook) -> Driver:
 
 
 def test_a_seat_left_by_quitting_is_taken_back_by_a_new_client(tmp_path: Path) -> None:
-    server = ServerThread(str(tmp_path / "rami.db"), PATIENT).start()
-    try:
-        for stubs in server_stubs(server):
-            _play_across_two_clients(server, stubs, SeatBook(tmp_path / "seats.json"))
-    finally:
-        server.stop()
+    with ServerThread(str(tmp_path / "rami.db"), PATIENT) as server, Stubs(server.target) as stubs:
+        _play_across_two_clients(server, stubs, SeatBook(tmp_path / "seats.json"))
 
 
 def _play_across_two_clients(server: ServerThread, stubs: Stubs, book: SeatBook) -> None:

@@ -35,20 +35,14 @@ Code = grpc.StatusCode
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerThread]:
-    srv = ServerThread(str(tmp_path / "auth.db")).start()
-    try:
+    with ServerThread(str(tmp_path / "auth.db")) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 @pytest.fixture
 def stubs(server: ServerThread) -> Iterator[Stubs]:
-    s = Stubs(server.target)
-    try:
+    with Stubs(server.target) as s:
         yield s
-    finally:
-        s.channel.close()
 
 
 def table_of(stubs: Stubs, variant: str, players: int, seated: int) -> tuple[str, str, list[str]]:

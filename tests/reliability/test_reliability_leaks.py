@@ -56,11 +56,8 @@ DEALS = {
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerThread]:
-    srv = ServerThread(str(tmp_path / "leaks.db")).start()
-    try:
+    with ServerThread(str(tmp_path / "leaks.db")) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def seated(stubs: Stubs, variant: str) -> tuple[str, list[str]]:

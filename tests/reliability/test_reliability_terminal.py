@@ -101,12 +101,9 @@ def test_clean_text_leaves_nothing_a_terminal_acts_on(pieces: list[str], limit: 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerThread]:
-    srv = ServerThread(str(tmp_path / "terminal.db"), chat_per_second=100.0, chat_burst=100.0)
-    srv.start()
-    try:
+    db = str(tmp_path / "terminal.db")
+    with ServerThread(db, chat_per_second=100.0, chat_burst=100.0) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def test_no_answer_update_or_record_carries_an_escape(server: ServerThread) -> None:

@@ -12,17 +12,11 @@ from rami.server.testing import ServerThread, Stubs
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerThread]:
-    srv = ServerThread(str(tmp_path / "rami.db")).start()
-    try:
+    with ServerThread(str(tmp_path / "rami.db")) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 @pytest.fixture
 def stubs(server: ServerThread) -> Iterator[Stubs]:
-    s = Stubs(server.target)
-    try:
+    with Stubs(server.target) as s:
         yield s
-    finally:
-        s.channel.close()

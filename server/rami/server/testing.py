@@ -1,6 +1,6 @@
 """A real server in a background thread, for tests of clients and bots (any test runner).
 
->>> # srv = ServerThread("/tmp/t.db").start(); ...; srv.stop()
+>>> # with ServerThread("/tmp/t.db") as srv, Stubs(srv.target) as stubs: ...
 """
 
 from __future__ import annotations
@@ -89,6 +89,12 @@ class ServerThread:
         """``host:port`` to connect to."""
         return f"127.0.0.1:{self.port}"
 
+    def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
 
 class Stubs:
     """Blocking stubs of every service on one channel."""
@@ -98,3 +104,9 @@ class Stubs:
         self.rules = rules_service_pb2_grpc.RulesServiceStub(self.channel)
         self.lobby = lobby_service_pb2_grpc.LobbyServiceStub(self.channel)
         self.table = table_service_pb2_grpc.TableServiceStub(self.channel)
+
+    def __enter__(self) -> Stubs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.channel.close()
