@@ -39,8 +39,10 @@ from server_support import RPC_TIMEOUT, VARIANTS, md, stacked_deck, without_pres
 
 from rami.client.convert import action_to_request, view_from_proto
 from rami.engine import POLICIES, Card
+from rami.server import convert
 from rami.server.app import MAX_MESSAGE
 from rami.server.table import TableConfig
+from rami.server.tablestate import TableState
 from rami.server.testing import ServerThread, Stubs
 from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2
 
@@ -208,11 +210,10 @@ def look(arena: Arena, target: Target) -> Look:
     for p in info.seats:
         p.connected = False
 
-    async def inside() -> tuple[tuple[game_pb2.View, ...], tuple[Any, ...]]:
-        table = arena.server.server.lobby.tables[target.table_id]  # type: ignore[union-attr]
-        s = table.state
+    def inside(s: TableState) -> tuple[tuple[game_pb2.View, ...], tuple[Any, ...]]:
         seats = (*range(len(s.seats)), None)
-        views = tuple(without_presence(s.view_proto(seat, {}, None)) for seat in seats)
+        encoder = convert.ViewEncoder()
+        views = tuple(without_presence(encoder.view(s, seat, {}, None)) for seat in seats)
         g = s.game
         game = None
         if g is not None:
@@ -234,9 +235,13 @@ def look(arena: Arena, target: Target) -> Look:
                 len(g.log),
             )
         seated = tuple(astuple(x) for x in s.seats)
-        return views, (s.number, s.game_number, s.status, len(table.entries), seated, game)
+        return views, (s.number, s.game_number, s.status, len(s.entries), seated, game)
 
-    views, hidden = arena.server.call(inside())
+    async def read() -> tuple[tuple[game_pb2.View, ...], tuple[Any, ...]]:
+        table = arena.server.server.lobby.tables[target.table_id]  # type: ignore[union-attr]
+        return await table.read(inside)
+
+    views, hidden = arena.server.call(read())
     return Look(info, views, hidden)
 
 

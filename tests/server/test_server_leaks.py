@@ -10,7 +10,6 @@ checked against that truth.
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import logging
 from collections.abc import Iterator
@@ -35,6 +34,8 @@ from server_support import (
 
 from rami.client.botkit import play, policy_decider
 from rami.engine import Phase
+from rami.server import convert
+from rami.server.entries import entry_from_dict
 from rami.server.tablestate import TableSpec, TableState
 from rami.server.testing import ServerThread
 from rami.v1 import (
@@ -88,12 +89,14 @@ def proto_cards(cards: Any) -> list[int]:
 def replay(table_id: str, spec: TableSpec, entries: list[dict[str, Any]]) -> dict[int, Truth]:
     """The truth after every update number, by replaying the stored entries."""
     state = TableState(table_id, spec)
+    encoder = convert.ViewEncoder()
     out = {}
     for number, entry in enumerate(entries, 1):
-        state.apply(entry)
+        state.apply(entry_from_dict(entry))
         g = state.game
         views: dict[int | None, game_pb2.View] = {
-            s: without_presence(state.view_proto(s, {})) for s in (*range(len(state.seats)), None)
+            s: without_presence(encoder.view(state, s, {}))
+            for s in (*range(len(state.seats)), None)
         }
         if g is None:
             out[number] = Truth(False, 0, 0, None, [], 0, views)
@@ -217,7 +220,7 @@ async def play_watched(server: ServerThread, variant: str) -> Played:
 
     async def stored() -> tuple[list[dict[str, Any]], TableSpec]:
         t = server.server.lobby.tables[table_id]  # type: ignore[union-attr]
-        return copy.deepcopy(t.entries), t.state.spec
+        return await t.read(lambda s: ([e.to_dict() for e in s.entries], s.spec))
 
     entries, spec = server.call(stored())
     return Played(table_id, {s: st.updates for s, st in streams.items()}, records, entries, spec)

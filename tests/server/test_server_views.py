@@ -10,8 +10,8 @@ import random
 import pytest
 
 from rami.engine import POLICIES, Options, Phase, view
-from rami.engine.serial import action_to_dict
 from rami.server import convert
+from rami.server.entries import Act, Join, NextDeal, Start
 from rami.server.tablestate import TableSpec, TableState
 from rami.v1 import game_pb2
 
@@ -20,7 +20,7 @@ def _one_by_one(
     state: TableState, seat: int | None, connected: dict[int, int], deadline: float | None
 ) -> game_pb2.View:
     """A view the plain way: the engine's view of that seat, converted whole."""
-    players = state.players_proto(connected)
+    players = convert.players_to_proto(state.players(connected))
     if state.game is None:
         return game_pb2.View(
             table_id=state.table_id,
@@ -41,11 +41,12 @@ def _check(state: TableState, rng: random.Random) -> None:
     connected = {s: 1 for s in range(len(state.seats)) if rng.random() < 0.5}
     deadline = rng.choice([None, 1_800_000_000.25])
     together = {s: game_pb2.View() for s in seats}
-    state.fill_views(together, connected, deadline)
-    encoded = state.encode_views(seats, connected, deadline)
+    encoder = convert.ViewEncoder()
+    encoder.fill(state, together, connected, deadline)
+    encoded = encoder.encode(state, seats, connected, deadline)
     for s in seats:
         assert together[s] == _one_by_one(state, s, connected, deadline), (s, state.number)
-        assert state.view_proto(s, connected, deadline) == together[s]
+        assert encoder.view(state, s, connected, deadline) == together[s]
         assert game_pb2.View.FromString(encoded[s]) == together[s], (s, state.number)
 
 
@@ -55,9 +56,9 @@ def test_views_built_together_are_the_views_built_one_by_one(variant: str) -> No
     spec = TableSpec("t", variant, Options(players=3).to_dict())
     state = TableState("views", spec)
     for seat in range(3):
-        state.apply({"type": "join", "seat": seat, "name": f"p{seat}", "token": f"h{seat}"})
+        state.apply(Join(seat, f"p{seat}", f"h{seat}"))
         _check(state, rng)
-    state.apply({"type": "start", "seed": "00" * 32})
+    state.apply(Start("00" * 32))
     policy = POLICIES["random"]
     for _ in range(600):
         game = state.game
@@ -66,7 +67,7 @@ def test_views_built_together_are_the_views_built_one_by_one(variant: str) -> No
         if game.phase == Phase.GAME_OVER:
             break
         if game.phase == Phase.ROUND_OVER:
-            state.apply({"type": "next"})
+            state.apply(NextDeal())
             continue
         action = policy(view(game, game.turn), rng)
-        state.apply({"type": "act", "seat": game.turn, "action": action_to_dict(action)})
+        state.apply(Act(game.turn, action))

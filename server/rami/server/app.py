@@ -21,7 +21,7 @@ from rami.v1 import (
 )
 
 from .errors import DecodeGuard
-from .lobby import Lobby, LobbyConfig
+from .lobby import Lobby, LobbyConfig, summarize
 from .services import LobbyService, RulesService, TableService
 from .storage import SqliteStorage
 from .table import TableConfig
@@ -60,8 +60,9 @@ class Server:
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         self.lobby.close()
+        await self.lobby.closing()
         await self.grpc_server.stop(grace)
-        self.storage.close()
+        await self.storage.close()
 
     async def wait(self) -> None:
         """Until the server stops."""
@@ -81,9 +82,9 @@ async def serve(
 
     ``tls`` is a (private key, certificate chain) pair in PEM: the server then speaks TLS only.
     """
-    storage = SqliteStorage(db)
+    storage = await SqliteStorage.open(db, summarize)
     lobby = Lobby(storage, lobby_config or LobbyConfig(), table_config or TableConfig())
-    restored = lobby.restore()
+    restored = await lobby.restore()
     server = grpc.aio.server(
         interceptors=[DecodeGuard()],
         options=[

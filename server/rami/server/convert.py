@@ -1,8 +1,9 @@
-"""The one place where engine objects become protobuf messages, and commands become actions."""
+"""The one place on the server where engine and table values become protobuf messages, and
+requests become the engine's actions and options."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rami.engine import (
@@ -28,7 +29,24 @@ from rami.engine import (
 from rami.engine import events as ev
 from rami.engine.melds import RUN
 from rami.engine.views import SeatPart
-from rami.v1 import events_pb2, game_pb2, rules_service_pb2, table_service_pb2
+from rami.v1 import events_pb2, game_pb2, lobby_service_pb2, rules_service_pb2, table_service_pb2
+
+from .tablestate import (
+    FINISHED,
+    PLAYING,
+    WAITING,
+    ChatPosted,
+    Event,
+    GameStarted,
+    PlayerInfo,
+    PlayerJoined,
+    PlayerLeft,
+    PlayerReturned,
+    TableState,
+    TableSummary,
+    TurnTimedOut,
+)
+from .wire import ACT_VIEW, UPDATE, UPDATE_VIEW, message_field
 
 __all__ = [
     "action_from_proto",
@@ -403,3 +421,237 @@ def add_own_view(msg: game_pb2.View, own: View | SeatPart | None, public: View) 
     msg.can_declare = (
         public.variant == "portuguese" and public.phase == Phase.PLAY and own.seat == public.turn
     )
+
+
+# -- the table core's values ----------------------------------------------------------------
+
+_KIND_TO_PROTO = {
+    "empty": game_pb2.SEAT_KIND_EMPTY,
+    "player": game_pb2.SEAT_KIND_PLAYER,
+    "bot": game_pb2.SEAT_KIND_BOT,
+}
+_STATUS_TO_PROTO = {
+    WAITING: lobby_service_pb2.TABLE_STATUS_WAITING,
+    PLAYING: lobby_service_pb2.TABLE_STATUS_PLAYING,
+    FINISHED: lobby_service_pb2.TABLE_STATUS_FINISHED,
+}
+_STATUS_FROM_PROTO = {v: k for k, v in _STATUS_TO_PROTO.items()}
+
+
+def status_from_proto(value: int) -> str:
+    """The table status of a proto TableStatus ("" for unspecified: any)."""
+    return _STATUS_FROM_PROTO.get(value, "")
+
+
+def player_to_proto(p: PlayerInfo) -> game_pb2.PlayerState:
+    """A seat as the table shows it."""
+    return game_pb2.PlayerState(
+        seat=p.seat,
+        name=p.name,
+        kind=_KIND_TO_PROTO[p.kind],
+        policy=p.policy,
+        connected=p.connected,
+        hand_size=p.hand_size,
+        opened=p.opened,
+        total=p.total,
+        away=p.away,
+    )
+
+
+def players_to_proto(players: Iterable[PlayerInfo]) -> list[game_pb2.PlayerState]:
+    """Every seat as the table shows it."""
+    return [player_to_proto(p) for p in players]
+
+
+def table_info(s: TableSummary) -> lobby_service_pb2.TableInfo:
+    """A table as the lobby shows it."""
+    return lobby_service_pb2.TableInfo(
+        table_id=s.table_id,
+        name=s.name,
+        variant=variant_to_proto(s.variant),
+        options=options_to_proto(s.options),
+        private=s.private,
+        status=_STATUS_TO_PROTO[s.status],
+        seats=players_to_proto(s.players),
+        number=s.number,
+        hand_analysis=s.hand_analysis,
+    )
+
+
+def table_event_to_proto(e: Event) -> events_pb2.Event:
+    """A table's event (its own, or the engine's) as a proto Event."""
+    E = events_pb2
+    match e:
+        case PlayerJoined(seat, name, kind):
+            return E.Event(
+                player_joined=E.PlayerJoined(seat=seat, name=name, kind=_KIND_TO_PROTO[kind])
+            )
+        case PlayerLeft(seat):
+            return E.Event(player_left=E.PlayerLeft(seat=seat))
+        case PlayerReturned(seat):
+            return E.Event(player_returned=E.PlayerReturned(seat=seat))
+        case GameStarted(players):
+            return E.Event(game_started=E.GameStarted(players=players_to_proto(players)))
+        case TurnTimedOut(seat):
+            return E.Event(turn_timed_out=E.TurnTimedOut(seat=seat))
+        case ChatPosted(seat, text):
+            return E.Event(chat_posted=E.ChatPosted(seat=seat, text=text))
+    return event_to_proto(e)
+
+
+class ViewEncoder:
+    """Builds a table's views as messages or encoded, keeping what does not change between
+    updates (the options' message, each finished round's result) for the next update."""
+
+    def __init__(self) -> None:
+        self._options: tuple[Options, game_pb2.Options] | None = None
+        self._results: list[tuple[ev.RoundResult, game_pb2.RoundResult]] = []
+
+    def options(self, options: Options) -> game_pb2.Options:
+        """The options' message (built once per change of the options)."""
+        if self._options is None or self._options[0] is not options:
+            self._options = (options, options_to_proto(options))
+        return self._options[1]
+
+    def _results_of(self, results: tuple[ev.RoundResult, ...]) -> list[game_pb2.RoundResult]:
+        done = self._results
+        if len(done) > len(results) or (done and done[-1][0] is not results[len(done) - 1]):
+            done.clear()  # another game
+        done.extend((r, result_to_proto(r)) for r in results[len(done) :])
+        return [msg for _, msg in done]
+
+    def parts(
+        self, state: TableState, connected: dict[int, int], deadline: float | None
+    ) -> tuple[game_pb2.View, Callable[[game_pb2.View, int | None], None]]:
+        """The part of every view that all watchers share (a spectator's view), and how to
+        add to a message what one seat alone sees."""
+        public = state.public_view()
+        players = players_to_proto(state.players(connected, public))
+        if public is None:
+            shared = game_pb2.View(
+                table_id=state.table_id,
+                number=state.number,
+                variant=variant_to_proto(state.spec.variant),
+                options=self.options(state.options),
+                phase=game_pb2.PHASE_WAITING,
+                players=players,
+            )
+
+            def own_seat(msg: game_pb2.View, seat: int | None) -> None:
+                if seat is not None:
+                    msg.seat = seat
+
+            return shared, own_seat
+        shared = shared_view_to_proto(
+            public,
+            state.table_id,
+            state.number,
+            players,
+            deadline,
+            self.options(state.options),
+            self._results_of(public.results),
+        )
+
+        def own_part(msg: game_pb2.View, seat: int | None) -> None:
+            if seat is not None:
+                add_own_view(msg, state.seat_part(seat), public)
+
+        return shared, own_part
+
+    def fill(
+        self,
+        state: TableState,
+        views: dict[int | None, game_pb2.View],
+        connected: dict[int, int],
+        deadline: float | None = None,
+    ) -> None:
+        """Fill each empty message of ``views`` with what its seat (None: a spectator) sees:
+        the shared part built once and copied into each, then each seat's own part added."""
+        shared, own = self.parts(state, connected, deadline)
+        for seat, msg in views.items():
+            msg.CopyFrom(shared)
+            own(msg, seat)
+
+    def view(
+        self,
+        state: TableState,
+        seat: int | None,
+        connected: dict[int, int],
+        deadline: float | None = None,
+    ) -> game_pb2.View:
+        """What ``seat`` (None: a spectator) sees now."""
+        msg = game_pb2.View()
+        self.fill(state, {seat: msg}, connected, deadline)
+        return msg
+
+    def encode(
+        self,
+        state: TableState,
+        seats: Iterable[int | None],
+        connected: dict[int, int],
+        deadline: float | None = None,
+    ) -> dict[int | None, bytes]:
+        """What each of ``seats`` sees now, encoded: the shared part serialised once and each
+        seat's own part (a small message) appended to it. Protocol Buffers parse concatenated
+        encodings as one message merged from them, and the two parts set no field in common,
+        so the bytes are exactly the seat's whole view (:meth:`view`)."""
+        shared_msg, own = self.parts(state, connected, deadline)
+        shared = shared_msg.SerializeToString()
+        out: dict[int | None, bytes] = {}
+        for seat in seats:
+            if seat is None:
+                out[seat] = shared
+            else:
+                part = game_pb2.View()
+                own(part, seat)
+                out[seat] = shared + part.SerializeToString()
+        return out
+
+
+# -- responses sent as bytes (see ``wire``) -------------------------------------------------
+
+
+def update_head(number: int, events: Iterable[Event]) -> bytes:
+    """An Update without its view, encoded: the part every watcher of the update shares."""
+    return table_service_pb2.Update(
+        number=number, events=[table_event_to_proto(e) for e in events]
+    ).SerializeToString()
+
+
+def snapshot_head(number: int) -> bytes:
+    """The Update that opens a stream (its view follows), encoded."""
+    return table_service_pb2.Update(number=number, snapshot=True).SerializeToString()
+
+
+def encode_update(head: bytes, view: bytes) -> bytes:
+    """The encoded WatchResponse (or PlayResponse) of an update: ``head`` is the update's
+    encoding without its view, ``view`` the encoded view."""
+    return message_field(UPDATE, head + message_field(UPDATE_VIEW, view))
+
+
+def encode_heartbeat(number: int) -> bytes:
+    """A heartbeat WatchResponse (or PlayResponse), encoded."""
+    return table_service_pb2.WatchResponse(
+        heartbeat=table_service_pb2.Heartbeat(number=number)
+    ).SerializeToString()
+
+
+def encode_act_response(number: int, view: bytes) -> bytes:
+    """An ActResponse around an encoded view."""
+    head = table_service_pb2.ActResponse(number=number).SerializeToString()
+    return head + message_field(ACT_VIEW, view)
+
+
+def encode_accepted(command_id: int) -> bytes:
+    """The ``accepted`` field of a PlayResponse, to append to an encoded update."""
+    return table_service_pb2.PlayResponse(accepted=command_id).SerializeToString()
+
+
+def encode_refused(
+    command_id: int, code: int, reason: str, message: str, metadata: dict[str, str]
+) -> bytes:
+    """A PlayResponse refusing one command of the stream."""
+    refused = table_service_pb2.CommandRefused(
+        command_id=command_id, code=code, reason=reason, message=message, metadata=metadata
+    )
+    return table_service_pb2.PlayResponse(refused=refused).SerializeToString()

@@ -23,6 +23,18 @@ from grpc_status import rpc_status
 
 from rami.engine import IllegalAction, MalformedAction, RuleError
 
+from .refusals import (
+    Aborted,
+    Exhausted,
+    Invalid,
+    NotFound,
+    PermissionDenied,
+    Precondition,
+    Refusal,
+    Unauthenticated,
+    Unavailable,
+)
+
 __all__ = [
     "Aborted",
     "DecodeGuard",
@@ -33,6 +45,8 @@ __all__ = [
     "Precondition",
     "ServiceError",
     "Unauthenticated",
+    "Unavailable",
+    "code_of",
     "log_unexpected",
     "refusal_of",
     "status_of",
@@ -46,64 +60,13 @@ MAX_ERROR_MESSAGE = 300
 log = logging.getLogger("rami.server")
 
 
-class ServiceError(Exception):
-    """A refusal with its status code, reason and message."""
-
-    code = grpc.StatusCode.INTERNAL
-
-    def __init__(self, reason: str, message: str, **metadata: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
-        self.metadata = metadata
+#: Every refusal; the table core raises them without knowing gRPC (``refusals.py``).
+ServiceError = Refusal
 
 
-class Invalid(ServiceError):
-    """Malformed input."""
-
-    code = grpc.StatusCode.INVALID_ARGUMENT
-
-
-class Precondition(ServiceError):
-    """Not allowed now."""
-
-    code = grpc.StatusCode.FAILED_PRECONDITION
-
-
-class Aborted(ServiceError):
-    """Decided on a stale state: read the latest view and decide again."""
-
-    code = grpc.StatusCode.ABORTED
-
-
-class NotFound(ServiceError):
-    """No such table."""
-
-    code = grpc.StatusCode.NOT_FOUND
-
-
-class Unauthenticated(ServiceError):
-    """A token that proves no seat."""
-
-    code = grpc.StatusCode.UNAUTHENTICATED
-
-
-class PermissionDenied(ServiceError):
-    """A token that proves another seat, or no right to do this."""
-
-    code = grpc.StatusCode.PERMISSION_DENIED
-
-
-class Exhausted(ServiceError):
-    """Too many: commands, streams or tables."""
-
-    code = grpc.StatusCode.RESOURCE_EXHAUSTED
-
-
-class Unavailable(ServiceError):
-    """The server is shutting down, or a watcher was cut off."""
-
-    code = grpc.StatusCode.UNAVAILABLE
+def code_of(error: Refusal) -> grpc.StatusCode:
+    """The gRPC status code of a refusal."""
+    return grpc.StatusCode[error.status]
 
 
 def status_of(error: Exception) -> grpc.Status:
@@ -121,7 +84,12 @@ def refusal_of(error: Exception) -> tuple[grpc.StatusCode, str, str, dict[str, s
     """A refusal's status code, reason, message and metadata (as a status or, on a Play
     stream, as a CommandRefused message)."""
     if isinstance(error, ServiceError):
-        code, reason, message, metadata = error.code, error.reason, error.message, error.metadata
+        code, reason, message, metadata = (
+            code_of(error),
+            error.reason,
+            error.message,
+            error.metadata,
+        )
     elif isinstance(error, MalformedAction):
         code, reason, message, metadata = (
             grpc.StatusCode.INVALID_ARGUMENT,

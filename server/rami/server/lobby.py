@@ -1,25 +1,40 @@
-"""The lobby: every table of this server, created, found, restored after a restart."""
+"""The lobby: the tables this process holds, in front of the table directory in storage.
+
+Storage is the truth about every table (``storage.py``): the lobby lists and finds tables
+there, and keeps in memory only the tables this process plays (a cache: every unfinished table
+after a restart, and finished ones that someone looked at, a bounded number of them).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import base64
-import hmac
 import logging
 import secrets
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any
 
-from rami.engine import Card, Options, get_variant
+from rami.engine import Card, Options, RuleError, get_variant
 from rami.engine.cards import full_deck
 
-from .errors import Exhausted, Invalid, NotFound, PermissionDenied, log_unexpected
+from .entries import EntryError, entry_from_dict
+from .errors import log_unexpected
 from .limits import TimeBudget
+from .refusals import Exhausted, Invalid, NotFound, PermissionDenied, Refusal
 from .sanitize import MAX_TABLE_NAME, clean_text
-from .storage import Storage
+from .storage import Storage, TableRow
 from .table import Table, TableConfig
-from .tablestate import FINISHED, TableSpec, TableState, hash_token, load_state
+from .tablestate import (
+    FINISHED,
+    PlayerInfo,
+    TableSpec,
+    TableState,
+    TableSummary,
+    hash_token,
+)
 
-__all__ = ["Lobby", "LobbyConfig"]
+__all__ = ["Lobby", "LobbyConfig", "summarize", "summary_of_row"]
 
 log = logging.getLogger("rami.server.lobby")
 
@@ -52,35 +67,97 @@ def new_table_id() -> str:
     return base64.b32encode(secrets.token_bytes(10)).decode().lower()
 
 
+def summary_of_row(row: TableRow) -> TableSummary:
+    """A table as the directory lists it, without loading it."""
+    spec = TableSpec.from_dict(row.spec)
+    players = tuple(
+        PlayerInfo(i, s["name"], s["kind"], s["policy"], s["kind"] == "bot", away=s["away"])
+        for i, s in enumerate(row.seats)
+    )
+    return TableSummary(
+        row.table_id,
+        spec.name,
+        spec.variant,
+        Options.from_dict(row.options),
+        spec.private,
+        row.status,
+        players,
+        row.number,
+        spec.hand_analysis,
+    )
+
+
+def rebuild(table_id: str, spec: dict[str, Any], entries: list[dict[str, Any]]) -> TableState:
+    """A table rebuilt from its stored spec and log; an entry that does not read, or does not
+    apply, raises ``EntryError`` naming the table and the entry."""
+    state = TableState(table_id, TableSpec.from_dict(spec))
+    for number, d in enumerate(entries, 1):
+        try:
+            state.apply(entry_from_dict(d))
+        except (EntryError, Refusal, RuleError) as e:
+            raise EntryError(f"table {table_id}, stored entry {number}: {e}") from None
+    return state
+
+
+def summarize(
+    spec: dict[str, Any], entries: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The seats and options of a stored table, from its log (a storage migration)."""
+    state = rebuild("migrated", spec, entries)
+    return state.directory_seats(), state.options.to_dict()
+
+
 class Lobby:
-    """The tables of one server process."""
+    """The tables of one server process, and the way to every table in storage."""
 
     def __init__(self, storage: Storage, config: LobbyConfig, table_config: TableConfig) -> None:
         self.storage = storage
         self.config = config
         self.table_config = table_config
+        #: The tables this process holds, by id.
         self.tables: dict[str, Table] = {}
+        self._loading: dict[str, asyncio.Future[Table | None]] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
         #: Server time spent on each client's analyses and records (shared by every service).
         self.work = TimeBudget(config.work_share, config.work_burst)
 
-    def restore(self) -> int:
+    def _hold(self, state: TableState) -> Table:
+        table = Table(state, self.storage, self.table_config, on_finished=self.finished)
+        self.tables[state.table_id] = table
+        return table
+
+    async def restore(self) -> int:
         """Rebuild every unfinished table from its stored log; returns how many."""
         count = 0
-        for stored in self.storage.load():
-            try:
-                state = load_state(stored.table_id, stored.spec, stored.entries)
-            except Exception as e:
-                log_unexpected(log, f"table {stored.table_id} could not be rebuilt; left out", e)
-                continue
-            table = Table(state, self.storage, self.table_config, entries=stored.entries)
-            self.tables[stored.table_id] = table
-            table._clock()
-            table._schedule()
-            count += 1
+        for table_id in await self.storage.unfinished():
+            if await self._load(table_id) is not None:
+                count += 1
         return count
 
-    def create(
+    async def _load(self, table_id: str) -> Table | None:
+        """Load a stored table into this process (once, however many ask at the same time)."""
+        loading = self._loading.get(table_id)
+        if loading is not None:
+            return await asyncio.shield(loading)
+        loading = self._loading[table_id] = asyncio.get_running_loop().create_future()
+        table = None
+        try:
+            stored = await self.storage.load_table(table_id)
+            if stored is not None:
+                try:
+                    state = rebuild(table_id, stored.row.spec, stored.entries)
+                except Exception as e:
+                    log_unexpected(log, f"table {table_id} could not be rebuilt; left out", e)
+                else:
+                    table = self.tables.get(table_id) or self._hold(state)
+                    if table.status == FINISHED:
+                        self.finished(table)
+        finally:
+            del self._loading[table_id]
+            loading.set_result(table)
+        return table
+
+    async def create(
         self,
         *,
         name: str,
@@ -92,26 +169,20 @@ class Lobby:
         client: str,
     ) -> tuple[Table, str]:
         """A new table and its owner's token."""
-        get_variant(variant)
-        active = sum(
-            1
-            for t in self.tables.values()
-            if t.state.spec.client == client and t.state.status != FINISHED
-        )
-        if active >= self.config.max_tables_per_client:
-            raise Exhausted(
-                "TOO_MANY_TABLES",
-                f"a client may have at most {self.config.max_tables_per_client} unfinished tables",
-            )
+        v = get_variant(variant)
         if decks and not self.config.allow_stacked_decks:
             raise PermissionDenied("STACKED_DECKS_OFF", "this server does not allow stacked decks")
-        v = get_variant(variant)
         for d in decks:
             if sorted(d) != sorted(full_deck(v.decks, v.jokers)):
                 raise Invalid(
                     "BAD_DECK",
                     f"a stacked deck must hold exactly the {v.deck_size} cards of {variant}",
                 )
+        if await self.storage.active_tables(client) >= self.config.max_tables_per_client:
+            raise Exhausted(
+                "TOO_MANY_TABLES",
+                f"a client may have at most {self.config.max_tables_per_client} unfinished tables",
+            )
         if options.turn_seconds == 0 and self.config.turn_seconds:
             options = options.with_(turn_seconds=self.config.turn_seconds)
         table_name = clean_text(name, MAX_TABLE_NAME) or f"{variant} table"
@@ -127,39 +198,50 @@ class Lobby:
             client,
         )
         table_id = new_table_id()
-        self.storage.create_table(table_id, spec.to_dict())
-        table = Table(TableState(table_id, spec), self.storage, self.table_config)
-        self.tables[table_id] = table
-        return table, owner
+        state = TableState(table_id, spec)
+        await self.storage.create_table(
+            table_id, spec.to_dict(), state.directory_seats(), spec.owner_hash
+        )
+        return self._hold(state), owner
 
-    def get(self, table_id: str) -> Table:
-        """The table of an id (a finished one is loaded from storage), or NOT_FOUND."""
+    async def get(self, table_id: str) -> Table:
+        """The table of an id (loaded from storage when this process does not hold it), or
+        NOT_FOUND."""
         table = self.tables.get(table_id)
         if table is not None:
             return table
-        stored = self.storage.load_table(table_id) if len(table_id) <= 64 else None
-        if stored is None:
+        table = await self._load(table_id) if len(table_id) <= 64 else None
+        if table is None:
             raise NotFound("NO_SUCH_TABLE", f"no table {table_id!r}")
-        state = load_state(stored.table_id, stored.spec, stored.entries)
-        table = Table(state, self.storage, self.table_config, entries=stored.entries)
-        self.tables[table_id] = table
-        self.finished(table)
         return table
 
-    def holds_token(self, token: str) -> bool:
-        """True when ``token`` proves a seat or a table's ownership at any table in memory:
-        a refusal then says "not yours" (PERMISSION_DENIED) rather than "nobody"
-        (UNAUTHENTICATED)."""
-        digest = hash_token(token)
-        for t in self.tables.values():
-            hashes = [t.state.spec.owner_hash, *(s.token_hash for s in t.state.seats)]
-            if any(h and hmac.compare_digest(h, digest) for h in hashes):
-                return True
-        return False
+    async def info(self, table_id: str) -> TableSummary:
+        """A table as the lobby lists it: live when this process holds it, else as stored."""
+        table = self.tables.get(table_id)
+        if table is not None:
+            return table.summary
+        row = await self.storage.get_table(table_id) if len(table_id) <= 64 else None
+        if row is None:
+            raise NotFound("NO_SUCH_TABLE", f"no table {table_id!r}")
+        return summary_of_row(row)
+
+    async def listing(self, *, variant: str = "", status: str = "") -> list[TableSummary]:
+        """Public tables, newest first (at most 200), from the directory."""
+        rows = await self.storage.list_tables(variant=variant, status=status, limit=200)
+        out = []
+        for row in rows:
+            table = self.tables.get(row.table_id)
+            out.append(table.summary if table is not None else summary_of_row(row))
+        return out
+
+    async def holds_token(self, token: str) -> bool:
+        """True when ``token`` proves a seat or a table's ownership at any table: a refusal
+        then says "not yours" (PERMISSION_DENIED) rather than "nobody" (UNAUTHENTICATED)."""
+        return await self.storage.token_known(hash_token(token))
 
     def finished(self, table: Table) -> None:
         """Keep only the most recent finished tables in memory (the rest reload on demand)."""
-        if table.state.status != FINISHED:
+        if table.status != FINISHED:
             return
         self._finished[table.table_id] = None
         self._finished.move_to_end(table.table_id)
@@ -168,8 +250,14 @@ class Lobby:
             t = self.tables.get(old)
             if t is not None and not t.watchers:
                 del self.tables[old]
+                t.close()
+                asyncio.get_running_loop().create_task(t.closing(), name=f"evict {old}")
 
     def close(self) -> None:
-        """Stop every table's automatic moves and streams."""
+        """Stop every table's automatic moves and streams; refuse what is queued."""
         for t in self.tables.values():
             t.close()
+
+    async def closing(self) -> None:
+        """Until every table has ended the change under way (see ``Table.closing``)."""
+        await asyncio.gather(*(t.closing() for t in self.tables.values()))

@@ -14,7 +14,8 @@ from rami.engine import Phase
 from rami.engine.cards import Card
 from rami.engine.events import RoundResult
 
-from .tablestate import FINISHED, TableState
+from .entries import Act, Entry
+from .tablestate import FINISHED, TableSpec, TableState
 
 __all__ = ["FORMAT", "record", "record_json"]
 
@@ -36,9 +37,9 @@ def _result(r: RoundResult) -> dict[str, Any]:
     }
 
 
-def record(state: TableState, entries: list[dict[str, Any]]) -> dict[str, Any]:
+def record(table_id: str, spec: TableSpec, entries: list[Entry]) -> dict[str, Any]:
     """The record of a table, from its spec and log."""
-    replay = TableState(state.table_id, state.spec)
+    replay = TableState(table_id, spec)
     rounds: list[dict[str, Any]] = []
     seen_round = 0
     for number, entry in enumerate(entries, 1):
@@ -64,10 +65,10 @@ def record(state: TableState, entries: list[dict[str, Any]]) -> dict[str, Any]:
                     "result": None,
                 }
             )
-        if entry["type"] == "act" and rounds:
-            item = {"number": number, "seat": entry["seat"], "action": entry["action"]}
-            if "auto" in entry:
-                item["auto"] = entry["auto"]
+        if isinstance(entry, Act) and rounds:
+            item = entry.to_dict()
+            del item["type"]
+            item = {"number": number, **item}
             rounds[-1]["actions"].append(item)
             if len(game.results) >= seen_round and rounds[-1]["result"] is None:
                 r = game.results[seen_round - 1]
@@ -80,9 +81,9 @@ def record(state: TableState, entries: list[dict[str, Any]]) -> dict[str, Any]:
     game = replay.game
     return {
         "format": FORMAT,
-        "table_id": state.table_id,
-        "name": state.spec.name,
-        "variant": state.spec.variant,
+        "table_id": table_id,
+        "name": spec.name,
+        "variant": spec.variant,
         "options": replay.options.to_dict(),
         "complete": complete,
         "players": [
@@ -95,7 +96,7 @@ def record(state: TableState, entries: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def record_json(state: TableState, entries: list[dict[str, Any]]) -> tuple[str, bool]:
+def record_json(table_id: str, spec: TableSpec, entries: list[Entry]) -> tuple[str, bool]:
     """The record as JSON text, and whether it is complete."""
-    rec = record(state, entries)
+    rec = record(table_id, spec, entries)
     return json.dumps(rec, ensure_ascii=False, indent=1), bool(rec["complete"])

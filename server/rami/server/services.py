@@ -1,4 +1,5 @@
-"""The thin servicers: each RPC reads its request, calls the lobby or a table, and answers.
+"""The thin servicers: each RPC reads its request, sends a change or a read to its table (or
+asks the lobby), and answers.
 
 Refusals are raised as exceptions and turned into status codes by the decorators of
 ``errors.py``, the one place that maps them.
@@ -10,11 +11,12 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TypeVar
 
 import grpc
 
-from rami.engine import Meld, MeldError, RuleError, get_variant
+from rami.engine import MalformedAction, Meld, MeldError, Options, RuleError, View, get_variant
 from rami.v1 import (
     lobby_service_pb2,
     lobby_service_pb2_grpc,
@@ -26,24 +28,15 @@ from rami.v1 import (
 
 from . import convert
 from .analysis import analyse
-from .errors import (
-    Invalid,
-    PermissionDenied,
-    Precondition,
-    ServiceError,
-    Unauthenticated,
-    log_unexpected,
-    refusal_of,
-    streaming,
-    unary,
-)
+from .entries import Act, AddBot, Chat, Entry, Join, Leave, Return, Start
+from .errors import log_unexpected, refusal_of, streaming, unary
 from .limits import RateLimiter, StreamCounter, TimeBudget
 from .lobby import Lobby
 from .records import record_json
+from .refusals import Invalid, PermissionDenied, Precondition, Refusal, Unauthenticated
 from .sanitize import MAX_CHAT, MAX_NAME, clean_text
-from .table import Table, Watcher, new_seed
-from .tablestate import FINISHED, PLAYING, WAITING, hash_token
-from .wire import ACT_VIEW, message_field
+from .table import Committed, Table, Watcher, new_seed, stale
+from .tablestate import WAITING, TableState, hash_token
 
 __all__ = ["TOKEN_METADATA", "LobbyService", "RulesService", "TableService"]
 
@@ -52,11 +45,7 @@ TOKEN_METADATA = "rami-token"
 
 log = logging.getLogger("rami.server")
 
-_STATUS = {
-    WAITING: lobby_service_pb2.TABLE_STATUS_WAITING,
-    PLAYING: lobby_service_pb2.TABLE_STATUS_PLAYING,
-    FINISHED: lobby_service_pb2.TABLE_STATUS_FINISHED,
-}
+T = TypeVar("T")
 
 
 def _token(context: grpc.aio.ServicerContext) -> str | None:
@@ -66,51 +55,60 @@ def _token(context: grpc.aio.ServicerContext) -> str | None:
     return None
 
 
-def _seat(table: Table, context: grpc.aio.ServicerContext, lobby: Lobby) -> int:
-    """The seat the call's token proves at this table, or UNAUTHENTICATED/PERMISSION_DENIED."""
-    token = _token(context)
+class _Stranger(Refusal):
+    """A token that proves nothing at this table: whose it is (someone else's, or nobody's)
+    is asked of the directory once the table's task is done with the call."""
+
+    def __init__(self, token: str, message: str) -> None:
+        super().__init__("BAD_TOKEN", message)
+        self.token = token
+
+
+def _seat(state: TableState, token: str | None) -> int:
+    """The seat ``token`` proves at this table, or UNAUTHENTICATED/PERMISSION_DENIED."""
     if not token:
         raise Unauthenticated(
             "NO_TOKEN", f"send your seat's token as the {TOKEN_METADATA!r} metadata"
         )
-    seat = table.state.seat_of(token)
+    seat = state.seat_of(token)
     if seat is None:
-        if table.state.is_owner(token):
+        if state.is_owner(token):
             raise PermissionDenied("NOT_SEATED", "the table's owner token holds no seat")
-        raise _stranger(lobby, token, "this token proves no seat at this table")
+        raise _Stranger(token, "this token proves no seat at this table")
     return seat
 
 
-def _owner_or_seat(table: Table, context: grpc.aio.ServicerContext, lobby: Lobby) -> None:
-    token = _token(context)
+def _owner_or_seat(state: TableState, token: str | None) -> None:
     if not token:
         raise Unauthenticated("NO_TOKEN", "send the table owner's or a seat's token")
-    if table.state.is_owner(token) or table.state.seat_of(token) is not None:
+    if state.is_owner(token) or state.seat_of(token) is not None:
         return
-    raise _stranger(lobby, token, "only the table's owner or a seated player may do this")
+    raise _Stranger(token, "only the table's owner or a seated player may do this")
 
 
-def _stranger(lobby: Lobby, token: str, message: str) -> Unauthenticated | PermissionDenied:
-    """A token that proves nothing here: someone else's (not yours), or nobody's (bad token)."""
-    if lobby.holds_token(token):
-        return PermissionDenied("NOT_YOURS", message)
-    return Unauthenticated("BAD_TOKEN", f"{message}: it proves no seat or table on this server")
+async def _named(lobby: Lobby, e: _Stranger) -> Refusal:
+    """A stranger's refusal: "not yours" when the token proves something elsewhere, or "bad
+    token" when it proves nothing on this server."""
+    if await lobby.holds_token(e.token):
+        return PermissionDenied("NOT_YOURS", e.message)
+    return Unauthenticated("BAD_TOKEN", f"{e.message}: it proves no seat or table on this server")
 
 
-def table_info(table: Table) -> lobby_service_pb2.TableInfo:
-    """A table as the lobby shows it."""
-    s = table.state
-    return lobby_service_pb2.TableInfo(
-        table_id=s.table_id,
-        name=s.spec.name,
-        variant=convert.variant_to_proto(s.spec.variant),
-        options=convert.options_to_proto(s.options),
-        private=s.spec.private,
-        status=_STATUS[s.status],
-        seats=s.players_proto(table.connected()),
-        number=s.number,
-        hand_analysis=s.spec.hand_analysis,
-    )
+def _with_start(state: TableState, entries: list[Entry]) -> list[Entry]:
+    """``entries``, and the start of the game when they fill the table (one change: stored
+    together, so a full table never waits)."""
+    probe = [e for e in entries if isinstance(e, Join | AddBot)]
+    taken = {e.seat for e in probe}
+    if state.status == WAITING and all(
+        s.kind != "empty" or i in taken for i, s in enumerate(state.seats)
+    ):
+        return [*entries, Start(new_seed())]
+    return entries
+
+
+def _returning(state: TableState, seat: int) -> list[Entry]:
+    """A seat whose player left comes back when it acts or watches with its token."""
+    return [Return(seat)] if state.seats[seat].away else []
 
 
 class RulesService(rules_service_pb2_grpc.RulesServiceServicer):
@@ -155,11 +153,35 @@ class RulesService(rules_service_pb2_grpc.RulesServiceServicer):
         return rules_service_pb2.AnalyseHandResponse(analysis=analysis)
 
 
-class LobbyService(lobby_service_pb2_grpc.LobbyServiceServicer):
-    """Creating, finding, joining and starting tables."""
+class _TableCalls:
+    """What the lobby and the table services share: the way to a table's queue."""
 
     def __init__(self, lobby: Lobby) -> None:
         self.lobby = lobby
+
+    async def change(
+        self,
+        table: Table,
+        plan: Callable[[TableState], Sequence[Entry]],
+        reply: Callable[[Committed | None], T],
+        ack: tuple[Watcher, int] | None = None,
+    ) -> T:
+        """A change of ``table``, its stranger's refusal named."""
+        try:
+            return await table.change(plan, reply, ack)
+        except _Stranger as e:
+            raise await _named(self.lobby, e) from None
+
+    async def read(self, table: Table, run: Callable[[TableState], T]) -> T:
+        """A read of ``table``, its stranger's refusal named."""
+        try:
+            return await table.read(run)
+        except _Stranger as e:
+            raise await _named(self.lobby, e) from None
+
+
+class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
+    """Creating, finding, joining and starting tables."""
 
     @unary
     async def CreateTable(
@@ -168,7 +190,7 @@ class LobbyService(lobby_service_pb2_grpc.LobbyServiceServicer):
         variant = convert.variant_from_proto(request.variant)
         options = convert.options_from_proto(request.options)
         decks = [list(convert.cards_from_proto(d.cards)) for d in request.stacked_decks]
-        table, owner = self.lobby.create(
+        table, owner = await self.lobby.create(
             name=request.name,
             variant=variant,
             options=options,
@@ -177,85 +199,114 @@ class LobbyService(lobby_service_pb2_grpc.LobbyServiceServicer):
             decks=decks,
             client=_client(context),
         )
-        return lobby_service_pb2.CreateTableResponse(table=table_info(table), owner_token=owner)
+        return lobby_service_pb2.CreateTableResponse(
+            table=convert.table_info(table.summary), owner_token=owner
+        )
 
     @unary
     async def ListTables(
         self, request: lobby_service_pb2.ListTablesRequest, context: grpc.aio.ServicerContext
     ) -> lobby_service_pb2.ListTablesResponse:
-        tables = []
-        for t in reversed(list(self.lobby.tables.values())):
-            info = table_info(t)
-            if info.private:
-                continue
-            if request.variant and info.variant != request.variant:
-                continue
-            if request.status and info.status != request.status:
-                continue
-            tables.append(info)
-            if len(tables) >= 200:
-                break
-        return lobby_service_pb2.ListTablesResponse(tables=tables)
+        variant = ""
+        if request.variant:
+            try:
+                variant = convert.variant_from_proto(request.variant)
+            except MalformedAction:
+                return lobby_service_pb2.ListTablesResponse()  # no table is of that variant
+        status = convert.status_from_proto(request.status)
+        if request.status and not status:
+            return lobby_service_pb2.ListTablesResponse()
+        tables = await self.lobby.listing(variant=variant, status=status)
+        return lobby_service_pb2.ListTablesResponse(tables=[convert.table_info(t) for t in tables])
 
     @unary
     async def GetTable(
         self, request: lobby_service_pb2.GetTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_service_pb2.GetTableResponse:
-        return lobby_service_pb2.GetTableResponse(
-            table=table_info(self.lobby.get(request.table_id))
-        )
+        info = await self.lobby.info(request.table_id)
+        return lobby_service_pb2.GetTableResponse(table=convert.table_info(info))
 
     @unary
     async def JoinTable(
         self, request: lobby_service_pb2.JoinTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_service_pb2.JoinTableResponse:
-        table = self.lobby.get(request.table_id)
+        table = await self.lobby.get(request.table_id)
         name = clean_text(request.name, MAX_NAME)
         if not name:
             raise Invalid("BAD_NAME", f"a name needs 1 to {MAX_NAME} printable characters")
-        seat = table.state.free_seat(request.seat if request.HasField("seat") else None)
+        wanted = request.seat if request.HasField("seat") else None
         token = secrets.token_urlsafe(24)
-        table.submit({"type": "join", "seat": seat, "name": name, "token": hash_token(token)})
-        self._maybe_start(table)
-        return lobby_service_pb2.JoinTableResponse(
-            seat=table.state.seat_of(token) or 0, token=token, table=table_info(table)
-        )
+
+        def plan(state: TableState) -> list[Entry]:
+            return _with_start(state, [Join(state.free_seat(wanted), name, hash_token(token))])
+
+        def reply(done: Committed | None) -> lobby_service_pb2.JoinTableResponse:
+            assert done is not None
+            return lobby_service_pb2.JoinTableResponse(
+                seat=done.table.state.seat_of(token) or 0,
+                token=token,
+                table=convert.table_info(done.table.summary),
+            )
+
+        return await self.change(table, plan, reply)
 
     @unary
     async def LeaveTable(
         self, request: lobby_service_pb2.LeaveTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_service_pb2.LeaveTableResponse:
-        table = self.lobby.get(request.table_id)
-        seat = _seat(table, context, self.lobby)
-        table.submit({"type": "leave", "seat": seat})
-        return lobby_service_pb2.LeaveTableResponse(table=table_info(table))
+        table = await self.lobby.get(request.table_id)
+        token = _token(context)
+        return await self.change(
+            table,
+            lambda state: [Leave(_seat(state, token))],
+            lambda done: lobby_service_pb2.LeaveTableResponse(
+                table=convert.table_info(table.summary)
+            ),
+        )
 
     @unary
     async def AddBot(
         self, request: lobby_service_pb2.AddBotRequest, context: grpc.aio.ServicerContext
     ) -> lobby_service_pb2.AddBotResponse:
-        table = self.lobby.get(request.table_id)
-        _owner_or_seat(table, context, self.lobby)
-        seat = table.state.free_seat(request.seat if request.HasField("seat") else None)
+        table = await self.lobby.get(request.table_id)
+        token = _token(context)
+        wanted = request.seat if request.HasField("seat") else None
         policy = request.policy or "strong"
-        name = clean_text(request.name, MAX_NAME) or f"{policy.capitalize()} bot {seat + 1}"
-        table.submit({"type": "bot", "seat": seat, "name": name, "policy": policy})
-        self._maybe_start(table)
-        return lobby_service_pb2.AddBotResponse(seat=seat, table=table_info(table))
+        seated: list[int] = []
+
+        def plan(state: TableState) -> list[Entry]:
+            _owner_or_seat(state, token)
+            seat = state.free_seat(wanted)
+            name = clean_text(request.name, MAX_NAME) or f"{policy.capitalize()} bot {seat + 1}"
+            seated.append(seat)
+            return _with_start(state, [AddBot(seat, name, policy)])
+
+        return await self.change(
+            table,
+            plan,
+            lambda done: lobby_service_pb2.AddBotResponse(
+                seat=seated[-1], table=convert.table_info(table.summary)
+            ),
+        )
 
     @unary
     async def StartTable(
         self, request: lobby_service_pb2.StartTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_service_pb2.StartTableResponse:
-        table = self.lobby.get(request.table_id)
-        _owner_or_seat(table, context, self.lobby)
-        table.submit({"type": "start", "seed": new_seed()})
-        return lobby_service_pb2.StartTableResponse(table=table_info(table))
+        table = await self.lobby.get(request.table_id)
+        token = _token(context)
 
-    def _maybe_start(self, table: Table) -> None:
-        s = table.state
-        if s.status == WAITING and s.filled() == len(s.seats):
-            table.submit({"type": "start", "seed": new_seed()})
+        def plan(state: TableState) -> list[Entry]:
+            _owner_or_seat(state, token)
+            return [Start(new_seed())]
+
+        return await self.change(
+            table,
+            plan,
+            lambda done: lobby_service_pb2.StartTableResponse(
+                table=convert.table_info(table.summary)
+            ),
+        )
 
 
 def _client(context: grpc.aio.ServicerContext) -> str:
@@ -264,11 +315,11 @@ def _client(context: grpc.aio.ServicerContext) -> str:
     return peer.rsplit(":", 1)[0] if ":" in peer else peer
 
 
-class TableService(table_service_pb2_grpc.TableServiceServicer):
+class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
     """Playing at a table."""
 
     def __init__(self, lobby: Lobby) -> None:
-        self.lobby = lobby
+        super().__init__(lobby)
         c = lobby.config
         self.commands = RateLimiter(c.commands_per_second, c.command_burst, "commands")
         self.chat = RateLimiter(c.chat_per_second, c.chat_burst, "chat lines")
@@ -281,70 +332,119 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
     async def Act(
         self, request: table_service_pb2.ActRequest, context: grpc.aio.ServicerContext
     ) -> bytes:  # an encoded ActResponse (see ``wire``)
-        table = self.lobby.get(request.table_id)
-        seat = _seat(table, context, self.lobby)
-        number = self._act(table, seat, request)
-        # Sent encoded: the view is the one its update has just sent (see ``wire``).
-        head = table_service_pb2.ActResponse(number=number).SerializeToString()
-        return head + message_field(ACT_VIEW, table.view_bytes(seat))
+        table = await self.lobby.get(request.table_id)
+        token = _token(context)
+        seats: list[int] = []
 
-    def _act(self, table: Table, seat: int, request: table_service_pb2.ActRequest) -> int:
+        def seat_of(state: TableState) -> int:
+            seats.append(_seat(state, token))
+            return seats[0]
+
+        # Sent encoded: the view is the one its update has just sent (see ``wire``).
+        return await self._act(
+            table,
+            seat_of,
+            request,
+            lambda done: convert.encode_act_response(done.first, done.table.view_bytes(seats[0])),
+        )
+
+    async def _act(
+        self,
+        table: Table,
+        seat_of: Callable[[TableState], int],
+        request: table_service_pb2.ActRequest,
+        reply: Callable[[Committed], T],
+        ack: tuple[Watcher, int] | None = None,
+    ) -> T:
         """One command of a seat, from Act or from a Play stream: the same checks, the same
-        table; returns the update number it became."""
-        self.commands.take(f"{table.table_id}:{seat}")
-        action = convert.action_from_proto(request)
-        if table.state.game is None:
-            raise Precondition("NOT_STARTED", "the game has not started")
-        number = table.act(seat, request.number, action)
-        _returns(table, seat)  # only once accepted: a refused command changes nothing
-        self.lobby.finished(table)
-        return number
+        pipeline; answers with ``reply`` of the updates it became."""
+
+        def plan(state: TableState) -> list[Entry]:
+            seat = seat_of(state)
+            self.commands.take(f"{table.table_id}:{seat}")
+            action = convert.action_from_proto(request)
+            if state.game is None:
+                raise Precondition("NOT_STARTED", "the game has not started")
+            stale(state, request.number)
+            # The seat comes back only once its command is accepted: a refused command
+            # changes nothing.
+            return [Act(seat, action), *_returning(state, seat)]
+
+        def answer(done: Committed | None) -> T:
+            assert done is not None
+            return reply(done)
+
+        return await self.change(table, plan, answer, ack)
 
     @unary
     async def Chat(
         self, request: table_service_pb2.ChatRequest, context: grpc.aio.ServicerContext
     ) -> table_service_pb2.ChatResponse:
-        table = self.lobby.get(request.table_id)
-        seat = _seat(table, context, self.lobby)
-        self.chat.take(f"{table.table_id}:{seat}")
-        text = clean_text(request.text, MAX_CHAT)
-        if not text:
-            raise Invalid("EMPTY_CHAT", "write something printable")
-        number = table.submit({"type": "chat", "seat": seat, "text": text})
-        return table_service_pb2.ChatResponse(number=number)
+        table = await self.lobby.get(request.table_id)
+        token = _token(context)
+
+        def plan(state: TableState) -> list[Entry]:
+            seat = _seat(state, token)
+            self.chat.take(f"{table.table_id}:{seat}")
+            text = clean_text(request.text, MAX_CHAT)
+            if not text:
+                raise Invalid("EMPTY_CHAT", "write something printable")
+            return [Chat(seat, text)]
+
+        return await self.change(
+            table,
+            plan,
+            lambda done: table_service_pb2.ChatResponse(number=done.first if done else 0),
+        )
 
     @unary
     async def AnalyseMyHand(
         self, request: table_service_pb2.AnalyseMyHandRequest, context: grpc.aio.ServicerContext
     ) -> table_service_pb2.AnalyseMyHandResponse:
-        table = self.lobby.get(request.table_id)
-        seat = _seat(table, context, self.lobby)
-        s = table.state
-        if not s.spec.hand_analysis:
-            raise PermissionDenied("ANALYSIS_OFF", "this table does not allow hand analysis")
-        if s.game is None:
-            raise Precondition("NOT_STARTED", "the game has not started")
+        table = await self.lobby.get(request.table_id)
+        token = _token(context)
+
+        def hand_of(state: TableState) -> View:
+            seat = _seat(state, token)
+            if not state.spec.hand_analysis:
+                raise PermissionDenied("ANALYSIS_OFF", "this table does not allow hand analysis")
+            own = state.seat_view(seat)
+            if own is None:
+                raise Precondition("NOT_STARTED", "the game has not started")
+            return own
+
+        own = await self.read(table, hand_of)
+        # The solver runs outside the table's task, on what the seat's own view shows.
         with self.lobby.work.spend(_client(context)):
-            analysis = analyse(s.game.variant, s.options, s.game.hands[seat], s.game.bar)
+            analysis = analyse(
+                get_variant(own.variant), Options.from_dict(own.options), own.hand or (), own.bar
+            )
         return table_service_pb2.AnalyseMyHandResponse(analysis=analysis)
 
     @unary
     async def ExportRecord(
         self, request: table_service_pb2.ExportRecordRequest, context: grpc.aio.ServicerContext
     ) -> table_service_pb2.ExportRecordResponse:
-        table = self.lobby.get(request.table_id)
+        table = await self.lobby.get(request.table_id)
+        spec, entries = await table.read(lambda state: (state.spec, list(state.entries)))
         with self.lobby.work.spend(_client(context)):
-            text, complete = record_json(table.state, table.entries)
+            text, complete = record_json(table.table_id, spec, entries)
         return table_service_pb2.ExportRecordResponse(record_json=text, complete=complete)
 
     @streaming
     async def Watch(
         self, request: table_service_pb2.WatchRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[bytes]:  # encoded WatchResponses
-        table = self.lobby.get(request.table_id)
-        seat = _seat(table, context, self.lobby) if _token(context) else None
+        table = await self.lobby.get(request.table_id)
+        token = _token(context)
         after = request.after if request.HasField("after") else None
-        table.check_after(after)  # before the seat comes back: a refused call changes nothing
+
+        def seat_of(state: TableState) -> int | None:
+            seat = _seat(state, token) if token else None
+            table.check_after(state, after)  # before the seat comes back: a refusal changes nothing
+            return seat
+
+        seat = await self.read(table, seat_of)
         counter, key = (
             (self.spectators, _client(context))
             if seat is None
@@ -353,7 +453,7 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
         counter.open(key)
         try:
             if seat is not None:
-                _returns(table, seat)
+                await table.change(lambda state: _returning(state, seat), lambda _: None)
             async for _, data in table.watch(seat, after):
                 yield data
         finally:
@@ -368,16 +468,22 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
         first = await anext(requests, None)
         if first is None or first.WhichOneof("kind") != "open":
             raise Invalid("OPEN_FIRST", "a Play stream opens with `open`: the table to play at")
-        table = self.lobby.get(first.open.table_id)
-        seat = _seat(table, context, self.lobby)
+        table = await self.lobby.get(first.open.table_id)
+        token = _token(context)
         after = first.open.after if first.open.HasField("after") else None
-        table.check_after(after)
+
+        def seat_of(state: TableState) -> int:
+            seat = _seat(state, token)
+            table.check_after(state, after)
+            return seat
+
+        seat = await self.read(table, seat_of)
         key = f"{table.table_id}:{seat}"
         self.seat_streams.open(key)
         watcher = table.watcher(seat)
         commands: asyncio.Task[None] | None = None
         try:
-            _returns(table, seat)
+            await table.change(lambda state: _returning(state, seat), lambda _: None)
             # The stream's items are encoded WatchResponses, which are PlayResponses as they
             # are (the same field numbers), and refusals (see ``wire``).
             async for number, data in table.watch(seat, after, watcher):
@@ -388,7 +494,7 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
                 command = watcher.acks.pop(number, None) if number else None
                 if command is not None:
                     # Appended, the field is part of the same response.
-                    data += table_service_pb2.PlayResponse(accepted=command).SerializeToString()
+                    data += convert.encode_accepted(command)
                 yield data
         finally:
             if commands is not None:
@@ -411,26 +517,16 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
                 act = request.act
                 if act.table_id and act.table_id != table.table_id:
                     raise Invalid("OTHER_TABLE", "a Play stream plays at the table it opened")
-                watcher.acks[self._act(table, seat, act)] = request.command_id
+                await self._act(
+                    table, lambda _: seat, act, lambda done: None, (watcher, request.command_id)
+                )
             except Exception as e:
-                if not isinstance(e, ServiceError | RuleError):
+                if not isinstance(e, Refusal | RuleError):
                     log_unexpected(log, "unexpected error in a Play command", e)
                 code, reason, message, metadata = refusal_of(e)
-                refused = table_service_pb2.CommandRefused(
-                    command_id=request.command_id,
-                    code=code.value[0],
-                    reason=reason,
-                    message=message,
-                    metadata=metadata,
+                table.deliver(
+                    watcher,
+                    convert.encode_refused(
+                        request.command_id, code.value[0], reason, message, metadata
+                    ),
                 )
-                try:
-                    refusal = table_service_pb2.PlayResponse(refused=refused)
-                    watcher.queue.put_nowait((0, refusal.SerializeToString()))
-                except asyncio.QueueFull:
-                    watcher.cut = True  # its stream ends, TOO_SLOW, at its next message
-
-
-def _returns(table: Table, seat: int) -> None:
-    """A seat whose player left comes back when it acts or watches with its token."""
-    if table.state.seats[seat].away:
-        table.submit({"type": "return", "seat": seat})

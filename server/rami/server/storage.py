@@ -1,54 +1,132 @@
-"""Storage: each table's description and its log of entries, in an embedded SQLite file.
+"""Storage: the table directory and each table's log, behind one async interface.
 
-The interface is small on purpose (create a table, append an entry, mark a table finished,
-load everything unfinished) so that a server database can back it when several server
-processes share tables. An entry is a JSON object; a table is rebuilt by replaying its entries.
+A table is its spec and its log of entries (JSON objects, ``entries.py``); replaying the log
+rebuilds it. The directory keeps a row per table that the lobby lists without loading any
+table: its spec, status, update number, seats and options, and the tokens that prove
+something at it. An append carries the number of its first entry, so a writer that is not
+where it thinks it is fails (:class:`Conflict`) instead of forking the log, and the directory
+row changes in the same transaction as the entries that change it.
 
-SQLite runs in WAL mode with ``synchronous=NORMAL``: a committed entry is in the WAL file before
-``append`` returns, so it survives the server process being killed at any moment.
+:class:`SqliteStorage`, the embedded default, keeps everything in one SQLite file. Its work is
+done on a thread of its own, so a slow disk or another process holding the file's write lock
+never blocks the event loop. The appends of one event-loop tick, across all tables, go in one
+transaction (a group commit): each append's future is resolved only after that transaction
+has committed, and an append that fails (a conflict) is rolled back alone, to its savepoint.
+
+SQLite runs in WAL mode with ``synchronous=NORMAL``: a committed transaction is in the WAL file
+when its appends are acknowledged, so it survives the server process being killed at any
+moment.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import time
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
-__all__ = ["SqliteStorage", "Storage", "StoredTable"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Append",
+    "Conflict",
+    "SqliteStorage",
+    "Storage",
+    "StoredTable",
+    "TableRow",
+]
+
+T = TypeVar("T")
+
+#: The version of the SQLite schema this code writes (``PRAGMA user_version``).
+SCHEMA_VERSION = 2
 
 
-@dataclass(slots=True)
-class StoredTable:
-    """A table as stored: its description and its entries in order."""
+class Conflict(Exception):
+    """An append whose first number is not the one after the table's last stored entry."""
+
+
+@dataclass(frozen=True, slots=True)
+class TableRow:
+    """A table as the directory lists it."""
 
     table_id: str
     spec: dict[str, Any]
     status: str
+    #: The number of its latest stored entry.
+    number: int
+    #: Each seat: name, kind, policy, away.
+    seats: list[dict[str, Any]]
+    #: Its options as they are now (the number of players is fixed at the start).
+    options: dict[str, Any]
+    created: float
+
+
+@dataclass(slots=True)
+class StoredTable:
+    """A table as stored: its directory row and its entries in order."""
+
+    row: TableRow
     entries: list[dict[str, Any]]
+
+    @property
+    def table_id(self) -> str:
+        """The table's id."""
+        return self.row.table_id
+
+
+@dataclass(frozen=True, slots=True)
+class Append:
+    """Entries ``first``, ``first + 1``... of a table, and its directory row after them."""
+
+    table_id: str
+    first: int
+    entries: Sequence[dict[str, Any]]
+    status: str
+    seats: list[dict[str, Any]]
+    options: dict[str, Any]
+    #: When they change: every token hash that proves something at the table from now on.
+    tokens: tuple[str, ...] | None = None
 
 
 class Storage(Protocol):
-    """Where tables live between restarts."""
+    """Where tables live: the directory and the logs."""
 
-    def create_table(self, table_id: str, spec: dict[str, Any]) -> None:
-        """Store a new table's description."""
+    async def create_table(
+        self, table_id: str, spec: dict[str, Any], seats: list[dict[str, Any]], owner: str
+    ) -> None:
+        """Store a new table (no entries yet); ``owner`` is the hash of its owner's token."""
 
-    def append(self, table_id: str, number: int, entry: dict[str, Any]) -> None:
-        """Store entry ``number`` of a table (numbers are consecutive from 1); durable on return."""
+    async def append(self, append: Append) -> None:
+        """Store entries of a table; durable when it returns. Raises :class:`Conflict` when
+        ``append.first`` is not one more than the number of the table's last entry."""
 
-    def set_status(self, table_id: str, status: str) -> None:
-        """Record that a table is playing or finished."""
+    async def get_table(self, table_id: str) -> TableRow | None:
+        """A table's directory row, or None."""
 
-    def load(self, *, finished: bool = False) -> list[StoredTable]:
-        """Every table (only unfinished ones unless ``finished``), with its entries."""
+    async def list_tables(
+        self, *, variant: str = "", status: str = "", limit: int = 200
+    ) -> list[TableRow]:
+        """Public tables, newest first, of a variant and a status when given."""
 
-    def load_table(self, table_id: str) -> StoredTable | None:
+    async def load_table(self, table_id: str) -> StoredTable | None:
         """One table with its entries, or None."""
 
-    def close(self) -> None:
-        """Flush and close."""
+    async def unfinished(self) -> list[str]:
+        """The ids of every table not finished, oldest first."""
+
+    async def active_tables(self, client: str) -> int:
+        """How many unfinished tables ``client`` created."""
+
+    async def token_known(self, token_hash: str) -> bool:
+        """True when a token with this hash proves a seat or an ownership at some table."""
+
+    async def close(self) -> None:
+        """Finish pending writes and close."""
 
 
 _SCHEMA = """
@@ -56,7 +134,13 @@ CREATE TABLE IF NOT EXISTS tables (
     table_id TEXT PRIMARY KEY,
     created REAL NOT NULL,
     spec TEXT NOT NULL,
-    status TEXT NOT NULL DEFAULT 'waiting'
+    status TEXT NOT NULL DEFAULT 'waiting',
+    number INTEGER NOT NULL DEFAULT 0,
+    seats TEXT NOT NULL DEFAULT '[]',
+    options TEXT NOT NULL DEFAULT '{}',
+    variant TEXT NOT NULL DEFAULT '',
+    client TEXT NOT NULL DEFAULT '',
+    private INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS entries (
     table_id TEXT NOT NULL REFERENCES tables(table_id),
@@ -64,56 +148,341 @@ CREATE TABLE IF NOT EXISTS entries (
     entry TEXT NOT NULL,
     PRIMARY KEY (table_id, number)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tokens (
+    token_hash TEXT PRIMARY KEY,
+    table_id TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS tables_by_status ON tables (status, created);
+CREATE INDEX IF NOT EXISTS tables_by_client ON tables (client, status);
 """
 
+#: Version 1's tables lack these columns (and the tokens table): added, then filled.
+_V2_COLUMNS = (
+    "number INTEGER NOT NULL DEFAULT 0",
+    "seats TEXT NOT NULL DEFAULT '[]'",
+    "options TEXT NOT NULL DEFAULT '{}'",
+    "variant TEXT NOT NULL DEFAULT ''",
+    "client TEXT NOT NULL DEFAULT ''",
+    "private INTEGER NOT NULL DEFAULT 0",
+)
 
+#: What a migration needs to know of a table that only its log says: its seats and options
+#: (the table core's replay), from its spec and entries.
+Summarize = Callable[
+    [dict[str, Any], list[dict[str, Any]]], tuple[list[dict[str, Any]], dict[str, Any]]
+]
+
+_ROW = "table_id, spec, status, number, seats, options, created"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _row(r: tuple[Any, ...]) -> TableRow:
+    return TableRow(r[0], json.loads(r[1]), r[2], r[3], json.loads(r[4]), json.loads(r[5]), r[6])
+
+
+@dataclass(eq=False)
 class SqliteStorage:
-    """Storage in one SQLite file (``:memory:`` keeps nothing after the process ends)."""
+    """Storage in one SQLite file (``:memory:`` keeps nothing after the process ends).
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+    Open it with :meth:`open`; every call runs on its own worker thread, one at a time.
+    """
 
-    def create_table(self, table_id: str, spec: dict[str, Any]) -> None:
-        self._db.execute(
-            "INSERT INTO tables (table_id, created, spec) VALUES (?, ?, ?)",
-            (table_id, time.time(), json.dumps(spec, separators=(",", ":"))),
-        )
+    path: str
+    _db: sqlite3.Connection
+    _pool: ThreadPoolExecutor
+    _pending: list[tuple[Append, asyncio.Future[None]]] = field(default_factory=list)
+    _scheduled: bool = False
+    _writing: asyncio.Future[list[Exception | None]] | None = None
+    #: Transactions of appends committed so far (for tests and benchmarks).
+    commits: int = 0
+    #: Called on the worker thread just before each group commit (tests use it to hold one).
+    before_commit: Callable[[], None] | None = None
 
-    def append(self, table_id: str, number: int, entry: dict[str, Any]) -> None:
-        self._db.execute(
-            "INSERT INTO entries (table_id, number, entry) VALUES (?, ?, ?)",
-            (table_id, number, json.dumps(entry, separators=(",", ":"))),
-        )
+    @classmethod
+    async def open(cls, path: str, summarize: Summarize | None = None) -> SqliteStorage:
+        """Open (creating or migrating) the database at ``path``."""
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rami-sqlite")
+        loop = asyncio.get_running_loop()
+        db = await loop.run_in_executor(pool, _connect, path, summarize)
+        return cls(path, db, pool)
 
-    def set_status(self, table_id: str, status: str) -> None:
-        self._db.execute("UPDATE tables SET status = ? WHERE table_id = ?", (status, table_id))
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
 
-    def load(self, *, finished: bool = False) -> list[StoredTable]:
-        rows = self._db.execute(
-            "SELECT table_id, spec, status FROM tables"
-            + ("" if finished else " WHERE status != 'finished'")
-            + " ORDER BY created"
-        ).fetchall()
-        return [self._stored(tid, spec, status) for tid, spec, status in rows]
+    # -- the directory ----------------------------------------------------------------------
 
-    def load_table(self, table_id: str) -> StoredTable | None:
-        row = self._db.execute(
-            "SELECT table_id, spec, status FROM tables WHERE table_id = ?", (table_id,)
+    async def create_table(
+        self, table_id: str, spec: dict[str, Any], seats: list[dict[str, Any]], owner: str
+    ) -> None:
+        await self._run(self._create, table_id, spec, seats, owner)
+
+    def _create(
+        self, table_id: str, spec: dict[str, Any], seats: list[dict[str, Any]], owner: str
+    ) -> None:
+        with _transaction(self._db):
+            self._db.execute(
+                "INSERT INTO tables (table_id, created, spec, seats, options, variant, client,"
+                " private) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    table_id,
+                    time.time(),
+                    _json(spec),
+                    _json(seats),
+                    _json(spec["options"]),
+                    spec["variant"],
+                    spec.get("client", ""),
+                    int(bool(spec.get("private"))),
+                ),
+            )
+            if owner:
+                self._db.execute("INSERT OR IGNORE INTO tokens VALUES (?, ?)", (owner, table_id))
+
+    async def get_table(self, table_id: str) -> TableRow | None:
+        return await self._run(self._get, table_id)
+
+    def _get(self, table_id: str) -> TableRow | None:
+        r = self._db.execute(
+            f"SELECT {_ROW} FROM tables WHERE table_id = ?", (table_id,)
         ).fetchone()
-        return self._stored(*row) if row else None
+        return _row(r) if r else None
 
-    def _stored(self, table_id: str, spec: str, status: str) -> StoredTable:
+    async def list_tables(
+        self, *, variant: str = "", status: str = "", limit: int = 200
+    ) -> list[TableRow]:
+        return await self._run(self._list, variant, status, limit)
+
+    def _list(self, variant: str, status: str, limit: int) -> list[TableRow]:
+        where, args = ["private = 0"], []
+        if variant:
+            where.append("variant = ?")
+            args.append(variant)
+        if status:
+            where.append("status = ?")
+            args.append(status)
+        rows = self._db.execute(
+            f"SELECT {_ROW} FROM tables WHERE {' AND '.join(where)}"
+            " ORDER BY created DESC, rowid DESC LIMIT ?",
+            (*args, limit),
+        )
+        return [_row(r) for r in rows]
+
+    async def unfinished(self) -> list[str]:
+        return await self._run(self._unfinished)
+
+    def _unfinished(self) -> list[str]:
+        rows = self._db.execute(
+            "SELECT table_id FROM tables WHERE status != 'finished' ORDER BY created, rowid"
+        )
+        return [r[0] for r in rows]
+
+    async def active_tables(self, client: str) -> int:
+        return await self._run(self._active, client)
+
+    def _active(self, client: str) -> int:
+        (n,) = self._db.execute(
+            "SELECT count(*) FROM tables WHERE client = ? AND status != 'finished'", (client,)
+        ).fetchone()
+        return int(n)
+
+    async def token_known(self, token_hash: str) -> bool:
+        return await self._run(self._token_known, token_hash)
+
+    def _token_known(self, token_hash: str) -> bool:
+        return (
+            self._db.execute("SELECT 1 FROM tokens WHERE token_hash = ?", (token_hash,)).fetchone()
+            is not None
+        )
+
+    # -- logs -------------------------------------------------------------------------------
+
+    async def load_table(self, table_id: str) -> StoredTable | None:
+        return await self._run(self._load, table_id)
+
+    def _load(self, table_id: str) -> StoredTable | None:
+        row = self._get(table_id)
+        if row is None:
+            return None
         entries = [
             json.loads(e)
             for (e,) in self._db.execute(
                 "SELECT entry FROM entries WHERE table_id = ? ORDER BY number", (table_id,)
             )
         ]
-        return StoredTable(table_id, json.loads(spec), status, entries)
+        return StoredTable(row, entries)
 
-    def close(self) -> None:
-        self._db.close()
+    async def append(self, append: Append) -> None:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._pending.append((append, done))
+        if not self._scheduled:
+            # At the end of this tick: the appends of every table made in it share a commit.
+            self._scheduled = True
+            loop.call_soon(self._flush)
+        await done
+
+    def _flush(self) -> None:
+        self._scheduled = False
+        if self._writing is not None or not self._pending:
+            return  # the write under way flushes again when it ends
+        batch, self._pending = self._pending, []
+        loop = asyncio.get_running_loop()
+        self._writing = writing = asyncio.ensure_future(
+            loop.run_in_executor(self._pool, self._write, [a for a, _ in batch])
+        )
+        writing.add_done_callback(lambda w: self._written(batch, w))
+
+    def _written(
+        self,
+        batch: list[tuple[Append, asyncio.Future[None]]],
+        writing: asyncio.Future[list[Exception | None]],
+    ) -> None:
+        self._writing = None
+        failed = None if writing.cancelled() else writing.exception()
+        results = writing.result() if failed is None and not writing.cancelled() else None
+        for i, (_, done) in enumerate(batch):
+            if done.done():
+                continue
+            error = failed or (results[i] if results is not None else None)
+            if writing.cancelled():
+                done.cancel()
+            elif error is not None:
+                done.set_exception(error)
+            else:
+                done.set_result(None)
+        if self._pending:
+            self._flush()  # what came in while this transaction was being written
+
+    def _write(self, batch: list[Append]) -> list[Exception | None]:
+        """One transaction for the whole batch, a savepoint per append (worker thread)."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            results: list[Exception | None] = []
+            for a in batch:
+                db.execute("SAVEPOINT one")
+                try:
+                    self._append_one(a)
+                except (Conflict, sqlite3.IntegrityError) as e:
+                    db.execute("ROLLBACK TO one")
+                    results.append(e if isinstance(e, Conflict) else Conflict(str(e)))
+                else:
+                    results.append(None)
+                db.execute("RELEASE one")
+            if self.before_commit is not None:
+                self.before_commit()
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        self.commits += 1
+        return results
+
+    def _append_one(self, a: Append) -> None:
+        found = self._db.execute(
+            "SELECT number FROM tables WHERE table_id = ?", (a.table_id,)
+        ).fetchone()
+        if found is None:
+            raise Conflict(f"no table {a.table_id!r} is stored")
+        if found[0] != a.first - 1:
+            raise Conflict(f"table {a.table_id}: entry {a.first} appended after entry {found[0]}")
+        self._db.executemany(
+            "INSERT INTO entries (table_id, number, entry) VALUES (?, ?, ?)",
+            [(a.table_id, a.first + i, _json(e)) for i, e in enumerate(a.entries)],
+        )
+        self._db.execute(
+            "UPDATE tables SET number = ?, status = ?, seats = ?, options = ? WHERE table_id = ?",
+            (
+                a.first + len(a.entries) - 1,
+                a.status,
+                _json(a.seats),
+                _json(a.options),
+                a.table_id,
+            ),
+        )
+        if a.tokens is not None:
+            self._db.execute("DELETE FROM tokens WHERE table_id = ?", (a.table_id,))
+            self._db.executemany(
+                "INSERT OR IGNORE INTO tokens VALUES (?, ?)", [(t, a.table_id) for t in a.tokens]
+            )
+
+    async def close(self) -> None:
+        while self._pending or self._writing is not None:
+            if self._writing is not None:
+                await asyncio.wait([self._writing])
+            else:
+                self._flush()
+        await self._run(self._db.close)
+        self._pool.shutdown(wait=True)
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any error (the connection autocommits)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _connect(path: str, summarize: Summarize | None) -> sqlite3.Connection:
+    """Open the database, creating or migrating its schema (worker thread)."""
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=5.0)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    (version,) = db.execute("PRAGMA user_version").fetchone()
+    if version > SCHEMA_VERSION:
+        db.close()
+        raise RuntimeError(
+            f"{path}: schema version {version} is newer than this server's ({SCHEMA_VERSION})"
+        )
+    old = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'tables'").fetchone()
+    if old and version < 2:
+        with _transaction(db):
+            _migrate_v1(db, summarize)
+    db.executescript(_SCHEMA)  # IF NOT EXISTS throughout: makes what is missing
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    return db
+
+
+def _migrate_v1(db: sqlite3.Connection, summarize: Summarize | None) -> None:
+    """Version 1 to 2: the directory's columns and the tokens table, filled from each log."""
+    for column in _V2_COLUMNS:
+        db.execute(f"ALTER TABLE tables ADD COLUMN {column}")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS tokens (token_hash TEXT PRIMARY KEY, table_id TEXT NOT NULL)"
+        " WITHOUT ROWID"
+    )
+    for table_id, spec_text in db.execute("SELECT table_id, spec FROM tables").fetchall():
+        spec = json.loads(spec_text)
+        entries = [
+            json.loads(e)
+            for (e,) in db.execute(
+                "SELECT entry FROM entries WHERE table_id = ? ORDER BY number", (table_id,)
+            )
+        ]
+        seats, options = summarize(spec, entries) if summarize else ([], spec["options"])
+        db.execute(
+            "UPDATE tables SET number = ?, seats = ?, options = ?, variant = ?, client = ?,"
+            " private = ? WHERE table_id = ?",
+            (
+                len(entries),
+                _json(seats),
+                _json(options),
+                spec["variant"],
+                spec.get("client", ""),
+                int(bool(spec.get("private"))),
+                table_id,
+            ),
+        )
+        tokens = [spec.get("owner_hash", "")]
+        tokens += [e["token"] for e in entries if e.get("type") == "join"]
+        db.executemany(
+            "INSERT OR IGNORE INTO tokens VALUES (?, ?)", [(t, table_id) for t in tokens if t]
+        )

@@ -1,13 +1,28 @@
-"""A table as an actor: commands applied one at a time, stored, then fanned out.
+"""A table as an actor: one queue, one task, one pipeline for every change.
 
-Every change goes through :meth:`Table.submit`: check and apply the entry on the state, store
-it, then put the update on every watcher's queue. That path never awaits, so on the event loop
-it runs whole, one command at a time, and nobody can observe a state that is not yet stored.
-A watcher whose queue is full is cut off (it may resume from its last number); it never slows
-the table or the others.
+Whoever changes a table (a seat's command, a built-in bot, the clock, the next deal, chat, a
+join) sends a :class:`Change` to its queue, and the table's task runs each change whole, one
+at a time, through the same steps (:meth:`Table._change`):
 
-The table also plays for the seats nobody is at: built-in bots, seats whose player left, and
-the turn clock, which plays a safe move when it runs out.
+1. **plan**: the change's ``plan`` reads the state as it is now, checks the seat's token and
+   the number its command was decided on, and returns the entries to apply (a change and
+   everything it implies: the last join and the start it causes are one change);
+2. **apply** each entry on the state (``tablestate.py``, the core), collecting its events and
+   encoding the update every watched seat is to see; a refused entry raises, and the state is
+   put back as it was;
+3. **store**: ``await`` the storage's append of those entries, carrying the number they start
+   at; if it fails, the state is put back, the change is refused, and nobody has seen it;
+4. **commit**: the table's number moves on; the change's acknowledgement is noted;
+5. **fan out** the updates to every watcher's mailbox, then re-arm the automatic move;
+6. **acknowledge**: the change's ``reply`` makes the caller's answer.
+
+Reading a table (a watcher's first messages, a hand to analyse, a record) is a :class:`Read`
+on the same queue, so nobody ever observes a state that is not stored. Outside the task, only
+what is committed is read: the table's ``number`` and ``summary``.
+
+A watcher whose mailbox is full is cut off (it may resume from its last number); it never
+slows the table or the others. The table plays for the seats nobody is at: built-in bots,
+seats whose player left, and the turn clock, which plays a safe move when it runs out.
 """
 
 from __future__ import annotations
@@ -18,22 +33,39 @@ import random
 import secrets
 import time
 from collections import deque
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, TypeVar
 
-from rami.engine import POLICIES, Action, Discard, Draw, Phase, RuleError, view
-from rami.engine.serial import action_to_dict
-from rami.v1 import events_pb2, table_service_pb2
+from rami.engine import POLICIES, Action, Discard, Draw, Phase, RuleError, View
 
-from .errors import Aborted, Exhausted, Invalid, Unavailable
-from .storage import Storage
-from .tablestate import FINISHED, PLAYING, TableState, load_state
-from .wire import UPDATE, UPDATE_VIEW, message_field
+from .convert import (
+    ViewEncoder,
+    encode_heartbeat,
+    encode_update,
+    snapshot_head,
+    update_head,
+)
+from .entries import Act, Entry, Join, Leave, NextDeal
+from .refusals import Aborted, Exhausted, Invalid, Refusal, Unavailable
+from .storage import Append, Storage
+from .tablestate import FINISHED, Event, TableState, TableSummary, load_state
 
-__all__ = ["Table", "TableConfig", "safe_move"]
+__all__ = [
+    "Change",
+    "Committed",
+    "Read",
+    "Table",
+    "TableConfig",
+    "Watcher",
+    "new_seed",
+    "safe_move",
+    "stale",
+]
 
 log = logging.getLogger("rami.server.table")
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +145,36 @@ class Watcher:
     acks: dict[int, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """What a change became: its updates' numbers, and the table that now holds them."""
+
+    table: Table
+    first: int
+    last: int
+
+
+@dataclass(frozen=True, slots=True)
+class Change(Generic[T]):
+    """A change of a table: ``plan`` returns the entries to apply (or raises a refusal, or
+    returns none for a change that no longer applies); ``reply`` answers once they are
+    stored. ``ack`` is the Play stream's watcher and command id, noted before the update
+    reaches the stream."""
+
+    plan: Callable[[TableState], Sequence[Entry]]
+    reply: Callable[[Committed | None], T]
+    ack: tuple[Watcher, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Read(Generic[T]):
+    """A look at a table between two changes."""
+
+    run: Callable[[TableState], T]
+
+
+Job = Change[Any] | Read[Any]
+
 #: The least wait before an automatic move, even when the configured delay is 0. Back-to-back
 #: moves would keep the event loop from ever waiting: gRPC's poller thread, which completes
 #: every message sent, would get the GIL only at each switch interval, and watchers would fall
@@ -120,39 +182,92 @@ class Watcher:
 _LEAST_AUTO_DELAY = 0.001
 
 
-def safe_move(game_view: Any) -> Action:
+def safe_move(game_view: View) -> Action:
     """The move the server makes for a seat whose clock ran out: draw from the stock, then
     throw back the card drawn (or, with nothing drawn, the costliest card)."""
     if game_view.phase == Phase.DRAW:
         return Draw("stock")
-    hand = list(game_view.hand)
+    hand = list(game_view.hand or ())
     if game_view.drawn is not None and game_view.drawn in hand:
         return Discard(game_view.drawn)
     return Discard(max(hand, key=lambda c: (c % 13 == 0, c % 13, c)))
 
 
-@dataclass(eq=False)
-class Table:
-    """One table: its state, its stored log, its watchers and its automatic moves."""
+def new_seed() -> str:
+    """A fresh game seed (hex), from the operating system's randomness."""
+    return secrets.token_bytes(32).hex()
 
-    state: TableState
-    storage: Storage
-    config: TableConfig
-    entries: list[dict[str, Any]] = field(default_factory=list)
-    watchers: set[Watcher] = field(default_factory=set)
-    deadline: float | None = None
-    _turn_key: tuple[int, int] | None = None
-    _auto: asyncio.TimerHandle | None = None
-    _beat: asyncio.TimerHandle | None = None
-    _rngs: dict[int, random.Random] = field(default_factory=dict)
-    closed: bool = False
-    #: The views the last fan-out sent, encoded, by seat, and what they were built from.
-    _sent: tuple[tuple[int, float | None, dict[int, int]], dict[int | None, bytes]] | None = None
+
+class Table:
+    """One table: its state, its queue and task, its watchers and its automatic moves."""
+
+    def __init__(
+        self,
+        state: TableState,
+        storage: Storage,
+        config: TableConfig,
+        on_finished: Callable[[Table], None] | None = None,
+    ) -> None:
+        self.state = state
+        self.storage = storage
+        self.config = config
+        self.on_finished = on_finished
+        #: The number of the latest stored update: all that anyone outside the task may see.
+        self.number = state.number
+        self.watchers: set[Watcher] = set()
+        self.deadline: float | None = None
+        self.closed = False
+        self._turn_key: tuple[int, int] | None = None
+        self._auto: asyncio.TimerHandle | None = None
+        self._beat: asyncio.TimerHandle | None = None
+        self._rngs: dict[int, random.Random] = {}
+        self._encoder = ViewEncoder()
+        self._summary: TableSummary | None = None
+        #: The views the last fan-out sent, encoded, by seat, and what they were built from.
+        self._sent: tuple[tuple[int, float | None, dict[int, int]], dict[int | None, bytes]] | None
+        self._sent = None
+        self._queue: asyncio.Queue[tuple[Job, asyncio.Future[Any]]] = asyncio.Queue()
+        self._busy = False
+        self._task = asyncio.get_running_loop().create_task(
+            self._serve(), name=f"table {state.table_id}"
+        )
+        self._clock()
+        self._schedule()
 
     @property
     def table_id(self) -> str:
         """The table's id."""
         return self.state.table_id
+
+    @property
+    def status(self) -> str:
+        """Its status as stored (a change in progress is not committed yet)."""
+        return self.summary.status
+
+    @property
+    def summary(self) -> TableSummary:
+        """The table as the lobby lists it, as of its latest stored update."""
+        if self._summary is None or self._summary.number != self.number:
+            self._summary = self.state.summary({})
+        connected = self.connected()
+        if not connected:
+            return self._summary
+        players = tuple(
+            p if p.connected or connected.get(p.seat, 0) == 0 else replace(p, connected=True)
+            for p in self._summary.players
+        )
+        s = self._summary
+        return TableSummary(
+            s.table_id,
+            s.name,
+            s.variant,
+            s.options,
+            s.private,
+            s.status,
+            players,
+            s.number,
+            s.hand_analysis,
+        )
 
     def connected(self) -> dict[int, int]:
         """Open streams per seat."""
@@ -162,80 +277,161 @@ class Table:
                 out[w.seat] = out.get(w.seat, 0) + 1
         return out
 
-    def view_bytes(self, seat: int | None) -> bytes:
-        """The encoded View of a seat now (the one the last fan-out sent it, if nothing
-        changed since: an Act answers with the view its update has just sent)."""
-        connected = self.connected()
-        sent = self._sent
-        if (
-            sent is not None
-            and sent[0] == (self.state.number, self.deadline, connected)
-            and seat in sent[1]
-        ):
-            return sent[1][seat]
-        return self.state.encode_views((seat,), connected, self.deadline)[seat]
+    # -- the queue --------------------------------------------------------------------------
 
-    # -- the one path of every change -------------------------------------------------------
+    async def change(
+        self,
+        plan: Callable[[TableState], Sequence[Entry]],
+        reply: Callable[[Committed | None], T],
+        ack: tuple[Watcher, int] | None = None,
+    ) -> T:
+        """Run a change through the pipeline and return its reply."""
+        result: T = await self._enqueue(Change(plan, reply, ack))
+        return result
 
-    def submit(self, entry: dict[str, Any]) -> int:
-        """Apply, store, fan out; return the update number. Raises and changes nothing when
-        the entry is refused."""
+    async def read(self, run: Callable[[TableState], T]) -> T:
+        """Run ``run`` on the state between two changes and return what it returns."""
+        result: T = await self._enqueue(Read(run))
+        return result
+
+    def _enqueue(self, job: Job) -> asyncio.Future[Any]:
         if self.closed:
             raise Unavailable("SHUTTING_DOWN", "the server is shutting down")
-        events = self.state.apply(entry)
-        number = self.state.number
+        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait((job, done))
+        return done
+
+    async def _serve(self) -> None:
+        """The table's task: every job in turn, for the life of the table."""
+        while True:
+            job, done = await self._queue.get()
+            if done.cancelled():
+                continue  # its caller is gone, and it has changed nothing yet
+            if self.closed:
+                done.set_exception(Unavailable("SHUTTING_DOWN", "the server is shutting down"))
+                continue
+            self._busy = True
+            try:
+                if isinstance(job, Read):
+                    result = job.run(self.state)
+                else:
+                    result = await self._change(job)
+            except asyncio.CancelledError:
+                if not done.done():
+                    done.set_exception(Unavailable("SHUTTING_DOWN", "the server is shutting down"))
+                raise
+            except BaseException as e:  # the caller's to answer: a refusal, or an error
+                if not done.done():
+                    done.set_exception(e)
+            else:
+                if not done.done():
+                    done.set_result(result)
+            finally:
+                self._busy = False
+
+    # -- the one pipeline of every change ---------------------------------------------------
+
+    async def _change(self, job: Change[T]) -> T:
+        state = self.state
+        entries = job.plan(state)  # refusals raise here, having changed nothing
+        if not entries:
+            return job.reply(None)
+        first = state.number + 1
+        clock = (self.deadline, self._turn_key)
+        watched = {w.seat for w in self.watchers}
+        updates: list[tuple[int, bytes, dict[int | None, bytes]]] = []
         try:
-            self.storage.append(self.table_id, number, entry)
-        except Exception:
-            log.exception("table %s: storing update %d failed; rebuilding", self.table_id, number)
-            self._rebuild()
+            for entry in entries:
+                events = state.apply(entry)
+                self._clock()
+                updates.append(self._encode(events, watched))
+        except BaseException:
+            if updates:
+                self._rollback(clock)
             raise
-        self.entries.append(entry)
-        if entry["type"] == "start":
-            self.storage.set_status(self.table_id, PLAYING)
-        if self.state.status == FINISHED and entry["type"] == "act":
-            self.storage.set_status(self.table_id, FINISHED)
-        self._clock()
-        self._fan_out(number, events)
-        self._schedule()
-        return number
-
-    def act(self, seat: int, number: int, action: Action, auto: str | None = None) -> int:
-        """A seat's action decided on update ``number``: refused as stale if the game changed
-        since (so a retry is never applied twice)."""
-        if number < self.state.game_number or number > self.state.number:
-            raise Aborted(
-                "STALE",
-                f"this action was decided on update {number}, but the game is at update "
-                f"{self.state.number}: decide again on the latest view",
-                current=str(self.state.number),
+        try:
+            await self.storage.append(self._append(first, entries))
+        except BaseException as e:
+            self._rollback(clock)
+            if isinstance(e, asyncio.CancelledError):
+                raise
+            log.error(
+                "table %s: storing updates %d to %d failed (%s); nothing was changed",
+                self.table_id,
+                first,
+                state.number,
+                type(e).__name__,
             )
-        entry: dict[str, Any] = {"type": "act", "seat": seat, "action": action_to_dict(action)}
-        if auto:
-            entry["auto"] = auto
-        return self.submit(entry)
+            raise Unavailable(
+                "STORAGE_FAILED", "the table could not store this change: nothing was changed"
+            ) from None
+        # Committed: from here on, everyone may see it.
+        self.number = state.number
+        if job.ack is not None:
+            job.ack[0].acks[first] = job.ack[1]
+        self._fan_out(updates)
+        self._schedule()
+        if state.status == FINISHED and self.on_finished is not None:
+            self.on_finished(self)
+        return job.reply(Committed(self, first, self.number))
 
-    def _rebuild(self) -> None:
-        stored = self.storage.load_table(self.table_id)
-        if stored is not None:
-            self.state = load_state(self.table_id, stored.spec, stored.entries)
-            self.entries = stored.entries
+    def _append(self, first: int, entries: Sequence[Entry]) -> Append:
+        state = self.state
+        return Append(
+            self.table_id,
+            first,
+            [e.to_dict() for e in entries],
+            state.status,
+            state.directory_seats(),
+            state.options.to_dict(),
+            state.tokens() if any(isinstance(e, Join | Leave) for e in entries) else None,
+        )
 
-    # -- watchers ---------------------------------------------------------------------------
+    def _rollback(self, clock: tuple[float | None, tuple[int, int] | None]) -> None:
+        """Put the state back as it was stored (some entries of a change were applied)."""
+        s = self.state
+        self.state = load_state(s.table_id, s.spec, s.entries[: self.number])
+        self.deadline, self._turn_key = clock
 
-    def _fan_out(self, number: int, events: list[events_pb2.Event]) -> None:
+    def _encode(
+        self, events: list[Event], watched: set[int | None]
+    ) -> tuple[int, bytes, dict[int | None, bytes]]:
+        """The update just applied, as its watched seats are to see it."""
+        number = self.state.number
+        if not watched:
+            return number, b"", {}
+        views = self._encoder.encode(self.state, watched, self.connected(), self.deadline)
+        return number, update_head(number, events), views
+
+    def _fan_out(self, updates: list[tuple[int, bytes, dict[int | None, bytes]]]) -> None:
         self._sent = None
         if not self.watchers:
             return
         connected = self.connected()
-        # One encoded message per seat watched, shared by the watchers of that seat: the
-        # events once, the part of the views every seat shares once (see ``wire``).
-        views = self.state.encode_views({w.seat for w in self.watchers}, connected, self.deadline)
-        head = table_service_pb2.Update(number=number, events=events).SerializeToString()
-        by_seat = {seat: (number, _update(head, v)) for seat, v in views.items()}
+        for number, head, views in updates:
+            by_seat = {seat: (number, encode_update(head, v)) for seat, v in views.items()}
+            for w in list(self.watchers):
+                item = by_seat.get(w.seat)
+                if item is not None:
+                    self._deliver(w, item)
+        number, _, views = updates[-1]
         self._sent = ((number, self.deadline, connected), views)
-        for w in list(self.watchers):
-            self._deliver(w, by_seat[w.seat])
+
+    def view_bytes(self, seat: int | None) -> bytes:
+        """The encoded View of a seat now (the one the last fan-out sent it, if nothing
+        changed since: an Act answers with the view its update has just sent). Call it from
+        a change's ``reply`` or a read."""
+        connected = self.connected()
+        sent = self._sent
+        if (
+            sent is not None
+            and sent[0] == (self.number, self.deadline, connected)
+            and seat in sent[1]
+        ):
+            return sent[1][seat]
+        return self._encoder.encode(self.state, (seat,), connected, self.deadline)[seat]
+
+    # -- watchers ---------------------------------------------------------------------------
 
     def _deliver(self, w: Watcher, item: Item) -> None:
         """Put ``item`` in ``w``'s mailbox, or cut ``w`` off when the mailbox is full."""
@@ -244,6 +440,10 @@ class Table:
         except asyncio.QueueFull:
             w.cut = True
             self.watchers.discard(w)
+
+    def deliver(self, w: Watcher, data: bytes) -> None:
+        """Put a message that carries no update (a Play stream's refusal) in a mailbox."""
+        self._deliver(w, (0, data))
 
     def _heartbeats(self) -> None:
         """Every half heartbeat interval while the table has watchers: a heartbeat to each
@@ -257,7 +457,7 @@ class Table:
         for w in list(self.watchers):
             w.queue.idle += 1
             if w.queue.idle >= 2:
-                beat = beat or self._heartbeat()
+                beat = beat or (0, encode_heartbeat(self.number))
                 self._deliver(w, beat)
         self._beat_later()
 
@@ -266,58 +466,61 @@ class Table:
             loop = asyncio.get_running_loop()
             self._beat = loop.call_later(self.config.heartbeat / 2, self._heartbeats)
 
-    def history(self, seat: int | None, after: int) -> list[Item]:
+    def _history(self, seat: int | None, after: int) -> list[Item]:
         """The updates after ``after`` as ``seat`` saw them, by replaying the table's log."""
         replay = TableState(self.table_id, self.state.spec)
+        encoder = ViewEncoder()
         connected = self.connected()
         out = []
-        for i, entry in enumerate(self.entries, 1):
+        for entry in self.state.entries:
             events = replay.apply(entry)
-            if i > after:
+            if replay.number > after:
                 # Only the clock of the turn being played is kept: its updates show it, as
                 # they did live; older turns' clocks have run out anyway.
                 g = replay.game
                 same_turn = g is not None and self._turn_key == (g.round, g.turn_index)
-                view = replay.view_proto(seat, connected, self.deadline if same_turn else None)
-                update = table_service_pb2.Update(number=i, events=events, view=view)
-                out.append((i, table_service_pb2.WatchResponse(update=update).SerializeToString()))
+                deadline = self.deadline if same_turn else None
+                view = encoder.encode(replay, (seat,), connected, deadline)[seat]
+                head = update_head(replay.number, events)
+                out.append((replay.number, encode_update(head, view)))
         return out
 
-    def check_after(self, after: int | None) -> None:
+    def check_after(self, state: TableState, after: int | None) -> None:
         """Refuse to resume after an update that has not happened."""
-        if after is not None and after > self.state.number:
+        if after is not None and after > state.number:
             raise Invalid(
                 "BAD_NUMBER",
-                f"update {after} has not happened: the table is at {self.state.number}",
+                f"update {after} has not happened: the table is at {state.number}",
             )
 
     def watcher(self, seat: int | None) -> Watcher:
         """A new watcher of ``seat``, not yet watching (see :meth:`watch`)."""
         return Watcher(seat, Mailbox(self.config.watcher_queue))
 
-    def _heartbeat(self) -> Item:
-        return 0, table_service_pb2.WatchResponse(
-            heartbeat=table_service_pb2.Heartbeat(number=self.state.number)
-        ).SerializeToString()
+    def _open(self, watcher: Watcher, after: int | None) -> list[Item]:
+        """A stream's first messages, and the watcher added (between two changes)."""
+        self.check_after(self.state, after)
+        seat = watcher.seat
+        if after is None:
+            first = [
+                (self.number, encode_update(snapshot_head(self.number), self.view_bytes(seat)))
+            ]
+        else:
+            # A resumed stream that missed nothing opens with a heartbeat, so the watcher
+            # knows at once that it is connected again.
+            first = self._history(seat, after) or [(0, encode_heartbeat(self.number))]
+        self.watchers.add(watcher)
+        self._beat_later()
+        return first
 
     async def watch(
         self, seat: int | None, after: int | None, watcher: Watcher | None = None
     ) -> AsyncIterator[Item]:
         """The stream of one watcher, encoded: a snapshot (or what it missed), then every
         update (and whatever else is put on ``watcher``'s queue)."""
-        self.check_after(after)
-        if after is None:
-            number = self.state.number
-            head = table_service_pb2.Update(number=number, snapshot=True).SerializeToString()
-            first = [(number, _update(head, self.view_bytes(seat)))]
-        else:
-            # A resumed stream that missed nothing opens with a heartbeat, so the watcher
-            # knows at once that it is connected again.
-            first = self.history(seat, after) or [self._heartbeat()]
         if watcher is None:
             watcher = self.watcher(seat)
-        self.watchers.add(watcher)
-        self._beat_later()
+        first = await self.read(lambda _: self._open(watcher, after))
         try:
             while first:  # popped: a snapshot is not kept for the life of the stream
                 item = first.pop(0)
@@ -325,19 +528,20 @@ class Table:
                 yield item
             queue = watcher.queue
             while True:
-                item = await queue.get() if queue.empty() else queue.get_nowait()
+                got = await queue.get() if queue.empty() else queue.get_nowait()
                 if watcher.cut:
                     raise _cut_off(watcher, self)
-                if item is None:
+                if got is None:
                     raise Unavailable("SHUTTING_DOWN", "the server is shutting down; resume later")
-                if item[0]:
-                    watcher.last = item[0]
-                yield item
+                if got[0]:
+                    watcher.last = got[0]
+                yield got
         finally:
             self.watchers.discard(watcher)
 
     def close(self) -> None:
-        """Stop automatic moves and end every stream (they may resume on restart)."""
+        """Stop automatic moves, refuse what is queued, and end every stream (they may resume
+        on restart). The change under way, if any, still ends (see :meth:`closing`)."""
         self.closed = True
         if self._auto is not None:
             self._auto.cancel()
@@ -348,6 +552,15 @@ class Table:
                 w.queue.put_nowait(None)
             except asyncio.QueueFull:
                 w.cut = True
+
+    async def closing(self, timeout: float = 5.0) -> None:
+        """Until the task has ended the change under way and refused what was queued after
+        :meth:`close` (at most ``timeout`` seconds); then stop it."""
+        end = time.monotonic() + timeout
+        while (self._busy or not self._queue.empty()) and time.monotonic() < end:
+            await asyncio.sleep(0.005)
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
 
     # -- automatic moves: bots, away seats, the clock, the next deal ------------------------
 
@@ -368,72 +581,72 @@ class Table:
             self._auto.cancel()
             self._auto = None
         game = self.state.game
-        if self.closed or game is None or self.state.status != PLAYING:
+        if self.closed or game is None or self.state.status == FINISHED:
             return
         loop = asyncio.get_running_loop()
+        number = self.number
         if game.phase == Phase.ROUND_OVER:
-            self._auto = loop.call_later(
-                max(self.config.round_pause, _LEAST_AUTO_DELAY), self._run, "next"
-            )
+            delay = max(self.config.round_pause, _LEAST_AUTO_DELAY)
+            self._auto = loop.call_later(delay, self._auto_move, number, "next")
             return
-        seat = self.state.seats[game.turn]
-        if seat.kind == "bot":
+        auto = self.state.auto_seat()
+        if auto is not None:
+            kind = auto[1]
+            delay = self.config.bot_delay if kind == "bot" else self.config.away_delay
             self._auto = loop.call_later(
-                max(self.config.bot_delay, _LEAST_AUTO_DELAY), self._run, "bot"
-            )
-        elif seat.away:
-            self._auto = loop.call_later(
-                max(self.config.away_delay, _LEAST_AUTO_DELAY), self._run, "away"
+                max(delay, _LEAST_AUTO_DELAY), self._auto_move, number, kind
             )
         elif self.deadline is not None:
             delay = max(0.0, self.deadline - time.time())
-            self._auto = loop.call_later(delay, self._run, "timeout")
+            self._auto = loop.call_later(delay, self._auto_move, number, "timeout")
 
-    def _run(self, kind: str) -> None:
+    def _auto_move(self, number: int, kind: str, fallback: bool = False) -> None:
+        """Queue the automatic move of ``kind`` decided on update ``number``."""
         self._auto = None
-        game = self.state.game
-        if self.closed or game is None:
+        if self.closed:
             return
-        try:
+
+        def plan(state: TableState) -> list[Entry]:
+            game = state.game
+            if state.number != number or game is None:
+                return []  # something else happened first: its commit re-armed the move
             if kind == "next":
-                self.submit({"type": "next"})
-                return
+                return [NextDeal()]
             seat = game.turn
-            seat_view = view(game, seat)
-            if kind == "bot":
-                policy = POLICIES[self.state.seats[seat].policy]
+            seat_view = state.seat_view(seat)
+            assert seat_view is not None
+            if kind == "bot" and not fallback:
+                policy = POLICIES[state.seats[seat].policy]
                 rng = self._rngs.setdefault(seat, random.Random(f"{self.table_id}:{seat}"))
-                action = policy(seat_view, rng)
-            else:
-                action = safe_move(seat_view)
-            self.act(seat, self.state.number, action, None if kind == "bot" else kind)
-        except RuleError as e:
+                return [Act(seat, policy(seat_view, rng))]
+            reason = "timeout" if fallback or kind == "bot" else kind
+            return [Act(seat, safe_move(seat_view), reason)]
+
+        done = self._enqueue(Change(plan, lambda _: None))
+        done.add_done_callback(lambda d: self._auto_done(d, number, kind, fallback))
+
+    def _auto_done(self, done: asyncio.Future[Any], number: int, kind: str, fallback: bool) -> None:
+        if done.cancelled():
+            return
+        error = done.exception()
+        if error is None or isinstance(error, Unavailable):
+            return
+        if isinstance(error, RuleError) and not fallback and kind != "next":
             # The reason only: the message may name the seat's concealed cards.
             log.warning(
                 "table %s: automatic %s move refused (%s); playing the safe move",
                 self.table_id,
                 kind,
-                e.reason,
+                error.reason,
             )
-            self._fallback()
-        except Unavailable:
-            pass
-
-    def _fallback(self) -> None:
-        game = self.state.game
-        if game is None or game.phase not in (Phase.DRAW, Phase.PLAY):
+            self._auto_move(number, kind, fallback=True)
             return
-        seat = game.turn
-        self.act(seat, self.state.number, safe_move(view(game, seat)), "timeout")
+        log.error(
+            "table %s: automatic %s move failed (%s)", self.table_id, kind, type(error).__name__
+        )
 
 
-def _update(head: bytes, view: bytes) -> bytes:
-    """The encoded WatchResponse (or PlayResponse) of an update: ``head`` is the update's
-    encoding without its view, ``view`` the encoded view."""
-    return message_field(UPDATE, head + message_field(UPDATE_VIEW, view))
-
-
-def _cut_off(watcher: Watcher, table: Table) -> Exception:
+def _cut_off(watcher: Watcher, table: Table) -> Refusal:
     return Exhausted(
         "TOO_SLOW",
         f"this stream fell {table.config.watcher_queue} updates behind and was cut off; "
@@ -442,6 +655,13 @@ def _cut_off(watcher: Watcher, table: Table) -> Exception:
     )
 
 
-def new_seed() -> str:
-    """A fresh game seed (hex), from the operating system's randomness."""
-    return secrets.token_bytes(32).hex()
+def stale(state: TableState, number: int) -> None:
+    """Refuse a command decided on update ``number`` when the game changed since (so a retry
+    is never applied twice)."""
+    if number < state.game_number or number > state.number:
+        raise Aborted(
+            "STALE",
+            f"this action was decided on update {number}, but the game is at update "
+            f"{state.number}: decide again on the latest view",
+            current=str(state.number),
+        )

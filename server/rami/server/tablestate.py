@@ -1,37 +1,55 @@
-"""A table's state: seats, the game, and the entries that change them, applied deterministically.
+"""The table core: seats, status and game of one table, changed only by applying entries.
 
-Every change to a table is an *entry* (a JSON object): a join, a bot seated, a start, an
-action, the next deal, a chat line. :meth:`TableState.apply` checks an entry and applies it
-whole, or raises and changes nothing. Replaying the stored entries of a table rebuilds it
-exactly; that is how the server restarts, resumes watchers and writes game records.
+This is the table without the server around it: no protobuf, no gRPC, no storage, no clock.
+:meth:`TableState.apply` checks one typed entry (``entries.py``) against the table as it is,
+applies it, and returns what happened as domain events: the engine's events, and the table's
+own (:class:`PlayerJoined`, :class:`PlayerLeft`, :class:`PlayerReturned`,
+:class:`GameStarted`, :class:`TurnTimedOut`, :class:`ChatPosted`). A refused entry raises a
+refusal (``refusals.py``) or the engine's ``RuleError`` and changes nothing. What leaves the
+table about its game leaves through the engine's views (:meth:`TableState.public_view`,
+:meth:`TableState.seat_part`) and :meth:`TableState.players`, which is built from the public
+view alone.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from rami.engine import POLICIES, Game, NextRound, Options, Phase, get_variant, view
+from rami.engine import POLICIES, Game, NextRound, Options, Phase, View, get_variant, view
+from rami.engine import events as engine_events
 from rami.engine.cards import Card
-from rami.engine.events import RoundResult
-from rami.engine.serial import action_from_dict
-from rami.engine.views import seat_part
-from rami.v1 import events_pb2, game_pb2
+from rami.engine.views import SeatPart, seat_part
 
-from . import convert
-from .errors import Invalid, Precondition
+from .entries import Act, AddBot, Chat, Entry, Join, Leave, NextDeal, Return, Start
+from .refusals import Invalid, Precondition
 
-__all__ = ["Seat", "TableSpec", "TableState", "hash_token"]
+__all__ = [
+    "FINISHED",
+    "PLAYING",
+    "WAITING",
+    "ChatPosted",
+    "Event",
+    "GameStarted",
+    "PlayerInfo",
+    "PlayerJoined",
+    "PlayerLeft",
+    "PlayerReturned",
+    "Seat",
+    "TableEvent",
+    "TableSpec",
+    "TableState",
+    "TableSummary",
+    "TurnTimedOut",
+    "hash_token",
+    "load_state",
+]
 
 WAITING, PLAYING, FINISHED = "waiting", "playing", "finished"
-_KIND = {
-    "empty": game_pb2.SEAT_KIND_EMPTY,
-    "player": game_pb2.SEAT_KIND_PLAYER,
-    "bot": game_pb2.SEAT_KIND_BOT,
-}
+SeatKind = Literal["empty", "player", "bot"]
 
 
 def hash_token(token: str) -> str:
@@ -44,10 +62,92 @@ class Seat:
     """One seat of a table."""
 
     name: str = ""
-    kind: str = "empty"  # empty | player | bot
+    kind: SeatKind = "empty"
     policy: str = ""
     token_hash: str = ""
     away: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerInfo:
+    """A seat as everyone may see it, with the game's public facts about it."""
+
+    seat: int
+    name: str
+    kind: SeatKind
+    policy: str
+    connected: bool
+    hand_size: int = 0
+    opened: bool = False
+    total: int = 0
+    away: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TableSummary:
+    """A table as the lobby lists it."""
+
+    table_id: str
+    name: str
+    variant: str
+    options: Options
+    private: bool
+    status: str
+    players: tuple[PlayerInfo, ...]
+    number: int
+    hand_analysis: bool
+
+
+# -- the table's own events (the engine's are in rami.engine.events) ------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerJoined:
+    """Someone sat down: a player or a built-in bot."""
+
+    seat: int
+    name: str
+    kind: SeatKind
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerLeft:
+    """A player left the table (during a game, the server plays for the seat)."""
+
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerReturned:
+    """A player who had left came back."""
+
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class GameStarted:
+    """The game began with these players (empty seats dropped, seats renumbered)."""
+
+    players: tuple[PlayerInfo, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnTimedOut:
+    """A seat's clock ran out: the server played for it."""
+
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChatPosted:
+    """A seated player said something."""
+
+    seat: int
+    text: str
+
+
+TableEvent = PlayerJoined | PlayerLeft | PlayerReturned | GameStarted | TurnTimedOut | ChatPosted
+Event = TableEvent | engine_events.Event
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,27 +194,30 @@ class TableSpec:
 
 @dataclass
 class TableState:
-    """Seats, status and game of one table, changed only by :meth:`apply`."""
+    """Seats, status, game and log of one table, changed only by :meth:`apply`."""
 
     table_id: str
     spec: TableSpec
     seats: list[Seat] = field(default_factory=list)
     status: str = WAITING
     game: Game | None = None
-    #: Entries applied so far: the number of the latest update.
-    number: int = 0
+    #: Every entry applied, in order: entry ``n`` is update ``n``.
+    entries: list[Entry] = field(default_factory=list)
     #: Number of the latest entry that changed the game (commands decided before it are stale).
     game_number: int = 0
 
     def __post_init__(self) -> None:
         self.options = Options.from_dict(self.spec.options)
-        self._options_msg: tuple[Options, game_pb2.Options] | None = None
-        self._result_msgs: list[tuple[RoundResult, game_pb2.RoundResult]] = []
         get_variant(self.spec.variant)
         if not self.seats:
             self.seats = [Seat() for _ in range(self.options.players)]
 
     # -- reading ----------------------------------------------------------------------------
+
+    @property
+    def number(self) -> int:
+        """The number of the latest update (0 before any)."""
+        return len(self.entries)
 
     def seat_of(self, token: str) -> int | None:
         """The seat a token proves, compared in constant time; None if it proves none."""
@@ -150,168 +253,136 @@ class TableState:
         """Seats taken."""
         return sum(1 for s in self.seats if s.kind != "empty")
 
-    def players_proto(self, connected: dict[int, int]) -> list[game_pb2.PlayerState]:
-        """Every seat as the table shows it, with the game's per-seat facts."""
-        g = self.game
+    def is_full(self) -> bool:
+        """True when a waiting table has every seat taken (it then starts)."""
+        return self.status == WAITING and self.filled() == len(self.seats)
+
+    def public_view(self) -> View | None:
+        """What a spectator sees of the game now (None before it starts)."""
+        return None if self.game is None else view(self.game, None)
+
+    def seat_part(self, seat: int | None) -> SeatPart | None:
+        """What only ``seat`` sees of the game now (None for no seat, or before the game)."""
+        return None if self.game is None else seat_part(self.game, seat)
+
+    def seat_view(self, seat: int) -> View | None:
+        """The whole view of one seat (None before the game)."""
+        return None if self.game is None else view(self.game, seat)
+
+    def players(
+        self, connected: Mapping[int, int], public: View | None = None
+    ) -> tuple[PlayerInfo, ...]:
+        """Every seat as the table shows it, with the game's public facts about it (from
+        ``public``, the spectator's view, when the caller has it already)."""
+        if public is None:
+            public = self.public_view()
         out = []
         for i, s in enumerate(self.seats):
-            out.append(
-                game_pb2.PlayerState(
-                    seat=i,
-                    name=s.name,
-                    kind=_KIND[s.kind],
-                    policy=s.policy,
-                    connected=s.kind == "bot" or connected.get(i, 0) > 0,
-                    hand_size=len(g.hands[i]) if g else 0,
-                    opened=g.has_opened(i) if g else False,
-                    total=g.totals[i] if g else 0,
-                    away=s.away,
-                )
-            )
-        return out
-
-    def options_proto(self) -> game_pb2.Options:
-        """The table's options as a message (built once per change of the options)."""
-        if self._options_msg is None or self._options_msg[0] is not self.options:
-            self._options_msg = (self.options, convert.options_to_proto(self.options))
-        return self._options_msg[1]
-
-    def _results_proto(self, results: tuple[RoundResult, ...]) -> list[game_pb2.RoundResult]:
-        """The messages of the game's finished rounds: a round's result never changes, so each
-        is built once (every view of the game carries them all)."""
-        done = self._result_msgs
-        if len(done) > len(results) or (done and done[-1][0] is not results[len(done) - 1]):
-            done.clear()  # another game
-        done.extend((r, convert.result_to_proto(r)) for r in results[len(done) :])
-        return [msg for _, msg in done]
-
-    def view_proto(
-        self, seat: int | None, connected: dict[int, int], deadline: float | None = None
-    ) -> game_pb2.View:
-        """What ``seat`` (None: a spectator) sees now."""
-        msg = game_pb2.View()
-        self.fill_views({seat: msg}, connected, deadline)
-        return msg
-
-    def fill_views(
-        self,
-        views: dict[int | None, game_pb2.View],
-        connected: dict[int, int],
-        deadline: float | None = None,
-    ) -> None:
-        """Fill each empty message of ``views`` with what its seat (None: a spectator) sees
-        now. The part that every watcher sees alike (the table, the players, the melds, the
-        results) is built once and copied into each, then each seat's own part is added."""
-        shared, own = self._view_parts(connected, deadline)
-        for seat, msg in views.items():
-            msg.CopyFrom(shared)
-            own(msg, seat)
-
-    def encode_views(
-        self, seats: Iterable[int | None], connected: dict[int, int], deadline: float | None = None
-    ) -> dict[int | None, bytes]:
-        """What each of ``seats`` sees now, as the encoded View: the shared part is serialised
-        once and each seat's own part (a small message) appended to it. Protocol Buffers parse
-        concatenated encodings as one message merged from them, and the two parts set no field
-        in common, so the bytes are exactly the seat's whole view (``view_proto``)."""
-        shared_msg, own = self._view_parts(connected, deadline)
-        shared = shared_msg.SerializeToString()
-        out: dict[int | None, bytes] = {}
-        for seat in seats:
-            if seat is None:
-                out[seat] = shared
+            live = s.kind == "bot" or connected.get(i, 0) > 0
+            if public is None:
+                out.append(PlayerInfo(i, s.name, s.kind, s.policy, live, away=s.away))
             else:
-                part = game_pb2.View()
-                own(part, seat)
-                out[seat] = shared + part.SerializeToString()
-        return out
+                out.append(
+                    PlayerInfo(
+                        i,
+                        s.name,
+                        s.kind,
+                        s.policy,
+                        live,
+                        public.hand_sizes[i],
+                        public.opened[i],
+                        public.totals[i],
+                        s.away,
+                    )
+                )
+        return tuple(out)
 
-    def _view_parts(
-        self, connected: dict[int, int], deadline: float | None
-    ) -> tuple[game_pb2.View, Callable[[game_pb2.View, int | None], None]]:
-        """The part of every view that all watchers share (a spectator's view), and how to
-        add to a message what one seat alone sees."""
-        players = self.players_proto(connected)
-        game = self.game
-        if game is None:
-            shared = game_pb2.View(
-                table_id=self.table_id,
-                number=self.number,
-                variant=convert.variant_to_proto(self.spec.variant),
-                options=self.options_proto(),
-                phase=game_pb2.PHASE_WAITING,
-                players=players,
-            )
-
-            def own_seat(msg: game_pb2.View, seat: int | None) -> None:
-                if seat is not None:
-                    msg.seat = seat
-
-            return shared, own_seat
-        public = view(game, None)
-        shared = convert.shared_view_to_proto(
-            public,
+    def summary(self, connected: Mapping[int, int]) -> TableSummary:
+        """The table as the lobby lists it."""
+        s = self.spec
+        return TableSummary(
             self.table_id,
+            s.name,
+            s.variant,
+            self.options,
+            s.private,
+            self.status,
+            self.players(connected),
             self.number,
-            players,
-            deadline,
-            self.options_proto(),
-            self._results_proto(public.results),
+            s.hand_analysis,
         )
 
-        def own_part(msg: game_pb2.View, seat: int | None) -> None:
-            if seat is not None:
-                convert.add_own_view(msg, seat_part(game, seat), public)
+    def directory_seats(self) -> list[dict[str, Any]]:
+        """The seats as the table directory keeps them (no token)."""
+        return [
+            {"name": s.name, "kind": s.kind, "policy": s.policy, "away": s.away} for s in self.seats
+        ]
 
-        return shared, own_part
+    def tokens(self) -> tuple[str, ...]:
+        """The hashes of every token that proves something here: the owner's, the seats'."""
+        return tuple(h for h in (self.spec.owner_hash, *(s.token_hash for s in self.seats)) if h)
+
+    def auto_seat(self) -> tuple[int, str] | None:
+        """The seat the server plays for now and why (``bot`` or ``away``), or None."""
+        game = self.game
+        if game is None or self.status != PLAYING or game.phase not in (Phase.DRAW, Phase.PLAY):
+            return None
+        seat = self.seats[game.turn]
+        if seat.kind == "bot":
+            return game.turn, "bot"
+        if seat.away:
+            return game.turn, "away"
+        return None
 
     # -- applying entries -------------------------------------------------------------------
 
-    def apply(self, entry: dict[str, Any]) -> list[events_pb2.Event]:
-        """Check and apply one entry; return its public events. Raises and changes nothing
-        when the entry is not allowed now."""
-        kind = entry.get("type")
-        handler = getattr(self, f"_apply_{kind}", None)
-        if handler is None:
-            raise Invalid("BAD_ENTRY", f"unknown entry {kind!r}")
-        events: list[events_pb2.Event] = handler(entry)
-        self.number += 1
-        if kind in ("start", "act", "next"):
+    def apply(self, entry: Entry) -> list[Event]:
+        """Check and apply one entry; return its events. Raises and changes nothing when the
+        entry is not allowed now."""
+        match entry:
+            case Join(seat, name, token):
+                events: list[Event] = [self._sit(seat, Seat(name, "player", "", token))]
+            case AddBot(seat, name, policy):
+                if policy not in POLICIES:
+                    raise Invalid(
+                        "BAD_POLICY", f"no policy {policy!r}: choose {', '.join(POLICIES)}"
+                    )
+                events = [self._sit(seat, Seat(name, "bot", policy))]
+            case Leave(seat):
+                events = [self._leave(self._seat_arg(seat))]
+            case Return(seat):
+                events = [self._return(self._seat_arg(seat))]
+            case Start(seed):
+                events = self._start(seed)
+            case Act(seat, action, auto):
+                game = self._playing()
+                done = game.apply(self._seat_arg(seat), action)
+                events = [TurnTimedOut(seat)] if auto == "timeout" else []
+                events.extend(done)
+                if game.phase == Phase.GAME_OVER:
+                    self.status = FINISHED
+            case NextDeal():
+                events = list(self._playing().apply(None, NextRound()))
+            case Chat(seat, text):
+                events = [ChatPosted(self._seat_arg(seat), text)]
+            case _:
+                raise Invalid("BAD_ENTRY", f"not a table entry: {entry!r}")
+        self.entries.append(entry)
+        if isinstance(entry, Start | Act | NextDeal):
             self.game_number = self.number
         return events
 
-    def _seat_arg(self, entry: dict[str, Any]) -> int:
-        seat = entry.get("seat")
-        if not isinstance(seat, int) or not 0 <= seat < len(self.seats):
+    def _seat_arg(self, seat: int) -> int:
+        if not 0 <= seat < len(self.seats):
             raise Invalid("BAD_SEAT", f"no seat {seat!r}")
         return seat
 
-    def _apply_join(self, e: dict[str, Any]) -> list[events_pb2.Event]:
-        seat = self.free_seat(e["seat"])
-        self.seats[seat] = Seat(e["name"], "player", "", e["token"])
-        return [
-            events_pb2.Event(
-                player_joined=events_pb2.PlayerJoined(
-                    seat=seat, name=e["name"], kind=game_pb2.SEAT_KIND_PLAYER
-                )
-            )
-        ]
+    def _sit(self, wanted: int, seat: Seat) -> PlayerJoined:
+        taken = self.free_seat(wanted)
+        self.seats[taken] = seat
+        return PlayerJoined(taken, seat.name, seat.kind)
 
-    def _apply_bot(self, e: dict[str, Any]) -> list[events_pb2.Event]:
-        if e["policy"] not in POLICIES:
-            raise Invalid("BAD_POLICY", f"no policy {e['policy']!r}: choose {', '.join(POLICIES)}")
-        seat = self.free_seat(e["seat"])
-        self.seats[seat] = Seat(e["name"], "bot", e["policy"])
-        return [
-            events_pb2.Event(
-                player_joined=events_pb2.PlayerJoined(
-                    seat=seat, name=e["name"], kind=game_pb2.SEAT_KIND_BOT
-                )
-            )
-        ]
-
-    def _apply_leave(self, e: dict[str, Any]) -> list[events_pb2.Event]:
-        seat = self._seat_arg(e)
+    def _leave(self, seat: int) -> PlayerLeft:
         if self.status == WAITING:
             self.seats[seat] = Seat()
         elif self.status == PLAYING:
@@ -320,16 +391,15 @@ class TableState:
             self.seats[seat].away = True
         else:
             raise Precondition("GAME_OVER", "the game is over")
-        return [events_pb2.Event(player_left=events_pb2.PlayerLeft(seat=seat))]
+        return PlayerLeft(seat)
 
-    def _apply_return(self, e: dict[str, Any]) -> list[events_pb2.Event]:
-        seat = self._seat_arg(e)
+    def _return(self, seat: int) -> PlayerReturned:
         if not self.seats[seat].away:
             raise Precondition("NOT_AWAY", "this seat is not away")
         self.seats[seat].away = False
-        return [events_pb2.Event(player_returned=events_pb2.PlayerReturned(seat=seat))]
+        return PlayerReturned(seat)
 
-    def _apply_start(self, e: dict[str, Any]) -> list[events_pb2.Event]:
+    def _start(self, seed: str) -> list[Event]:
         if self.status != WAITING:
             raise Precondition("TABLE_STARTED", "the game has already started")
         seated = [s for s in self.seats if s.kind != "empty"]
@@ -337,51 +407,22 @@ class TableState:
             raise Precondition("NOT_ENOUGH_PLAYERS", "a game needs at least two seated players")
         options = self.options.with_(players=len(seated))
         decks = [[Card.parse(c) for c in d] for d in self.spec.decks]
-        game, engine_events = Game.new(
-            self.spec.variant, options, bytes.fromhex(e["seed"]), decks=decks
-        )
+        game, dealt = Game.new(self.spec.variant, options, bytes.fromhex(seed), decks=decks)
         self.seats = seated
         self.options = options
         self.game = game
         self.status = PLAYING
-        started = events_pb2.Event(
-            game_started=events_pb2.GameStarted(players=self.players_proto({}))
-        )
-        return [started, *(convert.event_to_proto(x) for x in engine_events)]
-
-    def _apply_act(self, e: dict[str, Any]) -> list[events_pb2.Event]:
-        game = self._playing()
-        seat = self._seat_arg(e)
-        action = action_from_dict(e["action"])
-        engine_events = game.apply(seat, action)
-        out = []
-        if e.get("auto") == "timeout":
-            out.append(events_pb2.Event(turn_timed_out=events_pb2.TurnTimedOut(seat=seat)))
-        out.extend(convert.event_to_proto(x) for x in engine_events)
-        self._check_over()
-        return out
-
-    def _apply_next(self, e: dict[str, Any]) -> list[events_pb2.Event]:
-        game = self._playing()
-        return [convert.event_to_proto(x) for x in game.apply(None, NextRound())]
-
-    def _apply_chat(self, e: dict[str, Any]) -> list[events_pb2.Event]:
-        seat = self._seat_arg(e)
-        return [events_pb2.Event(chat_posted=events_pb2.ChatPosted(seat=seat, text=e["text"]))]
+        return [GameStarted(self.players({})), *dealt]
 
     def _playing(self) -> Game:
         if self.game is None:
             raise Precondition("NOT_STARTED", "the game has not started")
         return self.game
 
-    def _check_over(self) -> None:
-        if self.game is not None and self.game.phase == Phase.GAME_OVER:
-            self.status = FINISHED
 
-
-def load_state(table_id: str, spec: dict[str, Any], entries: list[dict[str, Any]]) -> TableState:
-    """A table rebuilt from its stored spec and entries."""
-    state = TableState(table_id, TableSpec.from_dict(spec))
+def load_state(table_id: str, spec: TableSpec, entries: Iterable[Entry]) -> TableState:
+    """A table rebuilt from its spec and entries."""
+    state = TableState(table_id, spec)
     for entry in entries:
         state.apply(entry)
     return state

@@ -1,0 +1,185 @@
+"""The entries of a table's log: one small frozen value per kind of change.
+
+A table is its spec and its log; replaying the log rebuilds it. Each entry is written as a
+JSON object (``to_dict``) and read back with :func:`entry_from_dict`, which checks every field
+and says clearly what is wrong with an entry that does not read (:class:`EntryError`), so a
+damaged log fails loudly instead of rebuilding a different table.
+
+>>> entry_from_dict({"type": "chat", "seat": 1, "text": "gg"})
+Chat(seat=1, text='gg')
+>>> entry_from_dict(Leave(2).to_dict())
+Leave(seat=2)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rami.engine import Action, MalformedAction
+from rami.engine.serial import action_from_dict, action_to_dict
+
+__all__ = [
+    "AUTO_REASONS",
+    "Act",
+    "AddBot",
+    "Chat",
+    "Entry",
+    "EntryError",
+    "Join",
+    "Leave",
+    "NextDeal",
+    "Return",
+    "Start",
+    "entry_from_dict",
+]
+
+#: Why the server played a seat's move for it: its player left (``away``) or its clock ran out
+#: (``timeout``). A built-in bot's moves are its own (no reason).
+AUTO_REASONS = ("away", "timeout")
+
+
+class EntryError(ValueError):
+    """A stored entry that does not read as any entry."""
+
+
+@dataclass(frozen=True, slots=True)
+class Join:
+    """A player sat down; ``token`` is the hash of the seat's token (``hash_token``)."""
+
+    seat: int
+    name: str
+    token: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as stored."""
+        return {"type": "join", "seat": self.seat, "name": self.name, "token": self.token}
+
+
+@dataclass(frozen=True, slots=True)
+class AddBot:
+    """A built-in bot sat down, playing ``policy``."""
+
+    seat: int
+    name: str
+    policy: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as stored."""
+        return {"type": "bot", "seat": self.seat, "name": self.name, "policy": self.policy}
+
+
+@dataclass(frozen=True, slots=True)
+class Leave:
+    """A player left: the seat is free again before the game, played for during it."""
+
+    seat: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as stored."""
+        return {"type": "leave", "seat": self.seat}
+
+
+@dataclass(frozen=True, slots=True)
+class Return:
+    """A player who left came back to their seat."""
+
+    seat: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as stored."""
+        return {"type": "return", "seat": self.seat}
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """The game began, dealt from ``seed`` (hex)."""
+
+    seed: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as stored."""
+        return {"type": "start", "seed": self.seed}
+
+
+@dataclass(frozen=True, slots=True)
+class Act:
+    """A seat's action; ``auto`` says why the server chose it, when it did (AUTO_REASONS)."""
+
+    seat: int
+    action: Action
+    auto: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as stored."""
+        d: dict[str, Any] = {
+            "type": "act",
+            "seat": self.seat,
+            "action": action_to_dict(self.action),
+        }
+        if self.auto:
+            d["auto"] = self.auto
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class NextDeal:
+    """The next round was dealt."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as stored."""
+        return {"type": "next"}
+
+
+@dataclass(frozen=True, slots=True)
+class Chat:
+    """A seated player said something to the table (cleaned text)."""
+
+    seat: int
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as stored."""
+        return {"type": "chat", "seat": self.seat, "text": self.text}
+
+
+Entry = Join | AddBot | Leave | Return | Start | Act | NextDeal | Chat
+
+
+def _field(d: dict[str, Any], name: str, kind: type) -> Any:
+    value = d.get(name)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise EntryError(f"a {d['type']!r} entry needs {name!r} as {kind.__name__}, not {value!r}")
+    return value
+
+
+def entry_from_dict(d: Any) -> Entry:
+    """Read back an entry written by its ``to_dict``, or raise :class:`EntryError`."""
+    if not isinstance(d, dict):
+        raise EntryError(f"an entry is an object, not {d!r}")
+    match d.get("type"):
+        case "join":
+            return Join(_field(d, "seat", int), _field(d, "name", str), _field(d, "token", str))
+        case "bot":
+            return AddBot(_field(d, "seat", int), _field(d, "name", str), _field(d, "policy", str))
+        case "leave":
+            return Leave(_field(d, "seat", int))
+        case "return":
+            return Return(_field(d, "seat", int))
+        case "start":
+            return Start(_field(d, "seed", str))
+        case "act":
+            auto = d.get("auto")
+            if auto is not None and auto not in AUTO_REASONS:
+                raise EntryError(f"an 'act' entry's auto is one of {AUTO_REASONS}, not {auto!r}")
+            try:
+                action = action_from_dict(d.get("action"))
+            except MalformedAction as e:
+                raise EntryError(f"an 'act' entry's action does not read: {e}") from None
+            return Act(_field(d, "seat", int), action, auto)
+        case "next":
+            return NextDeal()
+        case "chat":
+            return Chat(_field(d, "seat", int), _field(d, "text", str))
+        case kind:
+            raise EntryError(f"unknown entry type {kind!r}")

@@ -1,0 +1,475 @@
+"""The table core and its pipeline without sockets: typed entries, domain events, the table's
+task, and the storage's group commit (plain pytest, no server, a real SQLite file)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import sqlite3
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from rami.engine import POLICIES, Card, Discard, Draw, Lay, NewMeld, Options, Phase, RuleError
+from rami.engine import events as engine_events
+from rami.server.entries import (
+    Act,
+    AddBot,
+    Chat,
+    Entry,
+    EntryError,
+    Join,
+    Leave,
+    NextDeal,
+    Return,
+    Start,
+    entry_from_dict,
+)
+from rami.server.lobby import Lobby, LobbyConfig, rebuild, summarize
+from rami.server.refusals import Aborted, Precondition, Refusal, Unavailable
+from rami.server.storage import Append, Conflict, SqliteStorage
+from rami.server.table import Table, TableConfig, stale
+from rami.server.tablestate import (
+    FINISHED,
+    PLAYING,
+    ChatPosted,
+    GameStarted,
+    PlayerJoined,
+    PlayerLeft,
+    PlayerReturned,
+    TableSpec,
+    TableState,
+    TurnTimedOut,
+)
+
+T = TypeVar("T")
+SEED = "00" * 32
+QUIET = TableConfig(bot_delay=60.0, round_pause=60.0, away_delay=60.0, heartbeat=60.0)
+
+
+def run(coro: Callable[[], Awaitable[T]]) -> T:
+    return asyncio.run(asyncio.wait_for(coro(), 30))  # type: ignore[arg-type]
+
+
+def two_player_state(variant: str = "tallage") -> TableState:
+    return TableState("t1", TableSpec("t", variant, Options(players=2).to_dict()))
+
+
+def snapshot(state: TableState) -> Any:
+    g = state.game
+    game = None if g is None else (g.phase, g.turn, [list(h) for h in g.hands], list(g.stock))
+    return (state.number, state.game_number, state.status, repr(state.seats), game)
+
+
+# -- typed entries --------------------------------------------------------------------------
+
+EVERY_KIND: list[Entry] = [
+    Join(0, "Ana", "ab" * 32),
+    AddBot(1, "Strong bot 2", "strong"),
+    Leave(1),
+    Return(1),
+    Start(SEED),
+    Act(0, Draw("stock")),
+    Act(1, Discard(Card.parse("5h")), "timeout"),
+    Act(0, Lay((NewMeld(tuple(Card.parse(c) for c in ("2h", "3h", "4h"))),)), "away"),
+    NextDeal(),
+    Chat(0, "gg"),
+]
+
+
+@pytest.mark.parametrize("entry", EVERY_KIND, ids=lambda e: type(e).__name__)
+def test_every_entry_reads_back_as_it_was_written(entry: Entry) -> None:
+    stored = json.loads(json.dumps(entry.to_dict()))
+    assert entry_from_dict(stored) == entry
+
+
+@pytest.mark.parametrize(
+    ("stored", "says"),
+    [
+        ("join", "an entry is an object"),
+        ({"seat": 0}, "unknown entry type None"),
+        ({"type": "deal"}, "unknown entry type 'deal'"),
+        ({"type": "join", "seat": 0, "name": "Ana"}, "needs 'token' as str"),
+        ({"type": "leave", "seat": "0"}, "needs 'seat' as int"),
+        ({"type": "leave", "seat": True}, "needs 'seat' as int"),
+        ({"type": "act", "seat": 0, "action": {"type": "fly"}}, "action does not read"),
+        (
+            {"type": "act", "seat": 0, "action": {"type": "draw", "source": "stock"}, "auto": "x"},
+            "auto is one of",
+        ),
+    ],
+)
+def test_a_malformed_entry_is_refused_with_what_is_wrong(stored: Any, says: str) -> None:
+    with pytest.raises(EntryError, match=says):
+        entry_from_dict(stored)
+
+
+def test_a_damaged_stored_log_names_the_table_and_the_entry() -> None:
+    spec = TableSpec("t", "tallage", Options(players=2).to_dict()).to_dict()
+    entries = [Join(0, "Ana", "h0").to_dict(), {"type": "join", "seat": 1}]
+    with pytest.raises(EntryError, match=r"table t9, stored entry 2: .*'name'"):
+        rebuild("t9", spec, entries)
+    # An entry that reads but does not apply (a seat taken twice) is named the same way.
+    entries = [Join(0, "Ana", "h0").to_dict(), Join(0, "Bo", "h1").to_dict()]
+    with pytest.raises(EntryError, match=r"table t9, stored entry 2: seat 0 is taken"):
+        rebuild("t9", spec, entries)
+
+
+# -- the core: entries in, domain events out ------------------------------------------------
+
+
+def test_the_core_applies_entries_and_returns_domain_events() -> None:
+    state = two_player_state()
+    assert state.apply(Join(0, "Ana", "h0")) == [PlayerJoined(0, "Ana", "player")]
+    assert state.apply(AddBot(1, "Bot", "greedy")) == [PlayerJoined(1, "Bot", "bot")]
+    events = state.apply(Start(SEED))
+    assert isinstance(events[0], GameStarted)
+    assert [p.name for p in events[0].players] == ["Ana", "Bot"]
+    assert isinstance(events[1], engine_events.RoundStarted)
+    assert (state.status, state.number, state.game_number) == (PLAYING, 3, 3)
+    assert state.apply(Chat(1, "hi")) == [ChatPosted(1, "hi")]
+    assert (state.number, state.game_number) == (4, 3)  # chat is no game change
+    assert state.apply(Leave(0)) == [PlayerLeft(0)]
+    assert state.apply(Return(0)) == [PlayerReturned(0)]
+    g = state.game
+    assert g is not None
+    seat_view = state.seat_view(g.turn)
+    assert seat_view is not None and seat_view.hand is not None
+    events = state.apply(Act(g.turn, Discard(seat_view.hand[0]), "timeout"))
+    assert events[0] == TurnTimedOut(seat_view.seat or 0)
+    assert isinstance(events[1], engine_events.Discarded)
+
+
+def test_players_facts_come_from_the_public_view() -> None:
+    state = two_player_state()
+    state.apply(Join(0, "Ana", "h0"))
+    state.apply(Join(1, "Bo", "h1"))
+    state.apply(Start(SEED))
+    public = state.public_view()
+    assert public is not None
+    players = state.players({1: 2})
+    assert [p.hand_size for p in players] == list(public.hand_sizes)
+    assert [p.connected for p in players] == [False, True]
+    assert [p.total for p in players] == list(public.totals)
+
+
+@pytest.mark.parametrize(
+    ("entry", "error", "reason"),
+    [
+        (Join(0, "Eve", "h9"), RuleError, "TABLE_STARTED"),
+        (Start(SEED), RuleError, "TABLE_STARTED"),
+        (Act(1, Draw("stock")), RuleError, None),
+        (Act(7, Draw("stock")), RuleError, "BAD_SEAT"),
+        (Return(0), RuleError, "NOT_AWAY"),
+        (AddBot(0, "B", "nobody"), RuleError, "BAD_POLICY"),
+    ],
+)
+def test_a_refused_entry_changes_nothing(entry: Entry, error: type, reason: str | None) -> None:
+    state = two_player_state()
+    state.apply(Join(0, "Ana", "h0"))
+    state.apply(Join(1, "Bo", "h1"))
+    state.apply(Start(SEED))
+    before = snapshot(state)
+    with pytest.raises((Refusal, RuleError)) as info:
+        state.apply(entry)
+    if reason is not None:
+        assert info.value.reason == reason  # type: ignore[union-attr]
+    assert snapshot(state) == before
+
+
+def test_a_command_decided_on_an_older_game_update_is_stale() -> None:
+    state = two_player_state()
+    state.apply(Join(0, "Ana", "h0"))
+    state.apply(Join(1, "Bo", "h1"))
+    state.apply(Start(SEED))
+    stale(state, 3)
+    state.apply(Chat(0, "hi"))
+    stale(state, 3)  # a chat does not make a decision stale
+    stale(state, 4)
+    with pytest.raises(Aborted):
+        stale(state, 2)
+    with pytest.raises(Aborted):
+        stale(state, 5)
+
+
+# -- the table's task and the storage ---------------------------------------------------------
+
+
+async def open_storage(tmp: Path) -> SqliteStorage:
+    return await SqliteStorage.open(str(tmp / "rami.db"), summarize)
+
+
+async def new_table(lobby: Lobby, variant: str = "tallage", players: int = 2) -> Table:
+    table, _ = await lobby.create(
+        name="t",
+        variant=variant,
+        options=Options(players=players),
+        private=False,
+        hand_analysis=True,
+        decks=[],
+        client="test",
+    )
+    return table
+
+
+def joining(name: str) -> Callable[[TableState], list[Entry]]:
+    def plan(state: TableState) -> list[Entry]:
+        entries: list[Entry] = [Join(state.free_seat(None), name, f"hash-{name}")]
+        if state.filled() + 1 == len(state.seats):
+            entries.append(Start(SEED))
+        return entries
+
+    return plan
+
+
+def stored_numbers(tmp: Path, table_id: str) -> list[int]:
+    """What another connection sees committed in the database."""
+    db = sqlite3.connect(str(tmp / "rami.db"))
+    try:
+        rows = db.execute(
+            "SELECT number FROM entries WHERE table_id = ? ORDER BY number", (table_id,)
+        )
+        return [n for (n,) in rows]
+    finally:
+        db.close()
+
+
+def test_the_appends_of_one_tick_share_one_commit_and_are_acknowledged_after_it(
+    tmp_path: Path,
+) -> None:
+    async def main() -> None:
+        storage = await open_storage(tmp_path)
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        a, b = await new_table(lobby), await new_table(lobby)
+        held, release = threading.Event(), threading.Event()
+
+        def hold() -> None:  # on the storage's thread, inside the transaction
+            held.set()
+            release.wait(10)
+
+        storage.before_commit = hold
+        commits = storage.commits
+        seen: dict[str, list[int]] = {}
+
+        def reply_of(t: Table) -> Callable[[Any], int]:
+            def reply(done: Any) -> int:
+                # Acknowledged: another connection must already see the entry.
+                seen[t.table_id] = stored_numbers(tmp_path, t.table_id)
+                return t.number
+
+            return reply
+
+        acks = [asyncio.ensure_future(t.change(joining("Ana"), reply_of(t))) for t in (a, b)]
+        await asyncio.get_running_loop().run_in_executor(None, held.wait, 10)
+        await asyncio.sleep(0.05)
+        # The transaction is written but not committed: nobody is answered, nothing is seen.
+        assert not any(ack.done() for ack in acks)
+        assert (a.number, b.number) == (0, 0)
+        assert stored_numbers(tmp_path, a.table_id) == []
+        release.set()
+        assert await asyncio.gather(*acks) == [1, 1]
+        assert seen == {a.table_id: [1], b.table_id: [1]}
+        assert storage.commits == commits + 1  # both tables' appends, one transaction
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
+def test_a_change_and_what_it_implies_are_stored_together(tmp_path: Path) -> None:
+    async def main() -> None:
+        storage = await open_storage(tmp_path)
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table = await new_table(lobby)
+        await table.change(joining("Ana"), lambda _: None)
+        commits = storage.commits
+        await table.change(joining("Bo"), lambda _: None)  # the last join starts the game
+        assert storage.commits == commits + 1
+        row = await storage.get_table(table.table_id)
+        assert row is not None and (row.status, row.number) == (PLAYING, 3)
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
+def test_a_failed_append_leaves_the_table_as_it_was_and_announces_nothing(
+    tmp_path: Path,
+) -> None:
+    async def main() -> None:
+        storage = await open_storage(tmp_path)
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table = await new_table(lobby)
+        await table.change(joining("Ana"), lambda _: None)
+        watcher = table.watcher(None)
+        stream = table.watch(None, None, watcher)
+        snapshot_item = await anext(stream)
+        assert snapshot_item[0] == 1
+
+        def fail() -> None:
+            raise sqlite3.OperationalError("disk I/O error")
+
+        storage.before_commit = fail
+        before = snapshot(table.state)
+        with pytest.raises(Unavailable) as info:
+            await table.change(joining("Bo"), lambda _: None)
+        assert info.value.reason == "STORAGE_FAILED"
+        assert snapshot(table.state) == before
+        assert table.number == 1 and watcher.queue.empty()
+        storage.before_commit = None
+        assert await table.change(joining("Bo"), lambda done: done.first) == 2
+        item = await asyncio.wait_for(anext(stream), 5)
+        assert item[0] == 2
+        await stream.aclose()
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
+def test_an_append_at_the_wrong_number_conflicts_alone(tmp_path: Path) -> None:
+    async def main() -> None:
+        storage = await open_storage(tmp_path)
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        a, b = await new_table(lobby), await new_table(lobby)
+        seats = [{"name": "", "kind": "empty", "policy": "", "away": False}] * 2
+        entry = Join(0, "Ana", "h").to_dict()
+        good = Append(a.table_id, 1, [entry], "waiting", seats, {})
+        bad = Append(b.table_id, 2, [entry], "waiting", seats, {})  # skips entry 1
+        again = Append(a.table_id, 1, [entry], "waiting", seats, {})  # entry 1 twice
+        results = await asyncio.gather(
+            storage.append(good),
+            storage.append(bad),
+            storage.append(again),
+            return_exceptions=True,
+        )
+        assert results[0] is None
+        assert isinstance(results[1], Conflict) and isinstance(results[2], Conflict)
+        assert stored_numbers(tmp_path, a.table_id) == [1]
+        assert stored_numbers(tmp_path, b.table_id) == []
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
+def test_a_table_plays_a_whole_game_through_its_task_and_reloads_the_same(
+    tmp_path: Path,
+) -> None:
+    fast = TableConfig(bot_delay=0.0, round_pause=0.0, away_delay=0.0, heartbeat=60.0)
+
+    async def main() -> None:
+        storage = await open_storage(tmp_path)
+        lobby = Lobby(storage, LobbyConfig(finished_kept=0), fast)
+        table, _ = await lobby.create(
+            name="t",
+            variant="simple",
+            options=Options(players=3, round_cap=2),
+            private=False,
+            hand_analysis=True,
+            decks=[],
+            client="test",
+        )
+        for i in range(3):
+            await table.change(
+                lambda s, i=i: (
+                    [AddBot(s.free_seat(None), f"b{i}", "greedy")]
+                    + ([Start(SEED)] if s.filled() == 2 else [])
+                ),
+                lambda _: None,
+            )
+        stream = table.watch(None, None)
+        numbers = []
+        async for number, _ in stream:
+            numbers.append(number)
+            if table.status == FINISHED and table.number == numbers[-1]:
+                break
+        await stream.aclose()
+        assert numbers == list(range(numbers[0], table.number + 1))
+        entries = [e.to_dict() for e in table.state.entries]
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+        storage = await open_storage(tmp_path)
+        stored = await storage.load_table(table.table_id)
+        assert stored is not None and stored.entries == entries
+        assert (stored.row.status, stored.row.number) == (FINISHED, len(entries))
+        assert await storage.unfinished() == []
+        await storage.close()
+
+    run(main)
+
+
+def test_a_version_1_database_is_migrated_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "rami.db"
+    db = sqlite3.connect(str(path))
+    db.executescript(
+        """
+        CREATE TABLE tables (table_id TEXT PRIMARY KEY, created REAL NOT NULL,
+            spec TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'waiting');
+        CREATE TABLE entries (table_id TEXT NOT NULL REFERENCES tables(table_id),
+            number INTEGER NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (table_id, number))
+            WITHOUT ROWID;
+        """
+    )
+    spec = TableSpec("old", "tallage", Options(players=2).to_dict(), owner_hash="own").to_dict()
+    db.execute("INSERT INTO tables VALUES ('t1', 1.0, ?, 'waiting')", (json.dumps(spec),))
+    db.execute(
+        "INSERT INTO entries VALUES ('t1', 1, ?)", (json.dumps(Join(0, "Ana", "tok").to_dict()),)
+    )
+    db.commit()
+    db.close()
+
+    async def main() -> None:
+        storage = await open_storage(tmp_path)
+        row = await storage.get_table("t1")
+        assert row is not None and row.number == 1
+        assert [s["name"] for s in row.seats] == ["Ana", ""]
+        assert await storage.token_known("tok") and await storage.token_known("own")
+        assert [r.table_id for r in await storage.list_tables(variant="tallage")] == ["t1"]
+        await storage.close()
+
+    run(main)
+    db = sqlite3.connect(str(path))
+    assert db.execute("PRAGMA user_version").fetchone() == (2,)
+    db.close()
+
+
+def test_random_games_replayed_from_their_log_give_the_same_table() -> None:
+    rng = random.Random(11)
+    for variant in ("portuguese", "tallage", "simple"):
+        state = two_player_state(variant)
+        state.apply(Join(0, "Ana", "h0"))
+        state.apply(AddBot(1, "Bot", "random"))
+        state.apply(Start(SEED))
+        for _ in range(300):
+            g = state.game
+            assert g is not None
+            if g.phase == Phase.GAME_OVER:
+                break
+            if g.phase == Phase.ROUND_OVER:
+                state.apply(NextDeal())
+                continue
+            seat_view = state.seat_view(g.turn)
+            assert seat_view is not None
+            state.apply(Act(g.turn, POLICIES["random"](seat_view, rng)))
+        again = rebuild(state.table_id, state.spec.to_dict(), [e.to_dict() for e in state.entries])
+        assert snapshot(again) == snapshot(state)
+
+
+def test_leaving_before_the_game_frees_the_seat_and_its_token() -> None:
+    state = two_player_state()
+    state.apply(Join(0, "Ana", "h0"))
+    assert state.tokens() == ("h0",)
+    state.apply(Leave(0))
+    assert state.tokens() == () and state.seats[0].kind == "empty"
+    with pytest.raises(Precondition):
+        state.apply(Return(0))
