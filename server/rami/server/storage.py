@@ -87,8 +87,9 @@ class Append:
     first: int
     entries: Sequence[dict[str, Any]]
     status: str
-    seats: list[dict[str, Any]]
-    options: dict[str, Any]
+    #: The seats and options after these entries, when they change (None: as they were).
+    seats: list[dict[str, Any]] | None
+    options: dict[str, Any] | None
     #: When they change: every token hash that proves something at the table from now on.
     tokens: tuple[str, ...] | None = None
 
@@ -393,16 +394,18 @@ class SqliteStorage:
             "INSERT INTO entries (table_id, number, entry) VALUES (?, ?, ?)",
             [(a.table_id, a.first + i, _json(e)) for i, e in enumerate(a.entries)],
         )
-        self._db.execute(
-            "UPDATE tables SET number = ?, status = ?, seats = ?, options = ? WHERE table_id = ?",
-            (
-                a.first + len(a.entries) - 1,
-                a.status,
-                _json(a.seats),
-                _json(a.options),
-                a.table_id,
-            ),
-        )
+        last = a.first + len(a.entries) - 1
+        if a.seats is None or a.options is None:
+            self._db.execute(
+                "UPDATE tables SET number = ?, status = ? WHERE table_id = ?",
+                (last, a.status, a.table_id),
+            )
+        else:
+            self._db.execute(
+                "UPDATE tables SET number = ?, status = ?, seats = ?, options = ?"
+                " WHERE table_id = ?",
+                (last, a.status, _json(a.seats), _json(a.options), a.table_id),
+            )
         if a.tokens is not None:
             self._db.execute("DELETE FROM tokens WHERE table_id = ?", (a.table_id,))
             self._db.executemany(

@@ -46,7 +46,7 @@ from .convert import (
     snapshot_head,
     update_head,
 )
-from .entries import Act, Entry, Join, Leave, NextDeal
+from .entries import Act, Chat, Entry, Join, Leave, NextDeal
 from .refusals import Aborted, Exhausted, Invalid, Refusal, Unavailable
 from .storage import Append, Storage
 from .tablestate import FINISHED, Event, TableState, TableSummary, load_state
@@ -222,12 +222,17 @@ class Table:
         self._beat: asyncio.TimerHandle | None = None
         self._rngs: dict[int, random.Random] = {}
         self._encoder = ViewEncoder()
-        self._summary: TableSummary | None = None
+        #: The table as the lobby lists it, as of ``number`` (made again after a commit, when
+        #: asked while no change is under way: it never shows a change not stored yet).
+        self._summary: TableSummary = state.summary({})
+        self._summary_stale = False
         #: The views the last fan-out sent, encoded, by seat, and what they were built from.
         self._sent: tuple[tuple[int, float | None, dict[int, int]], dict[int | None, bytes]] | None
         self._sent = None
         self._queue: asyncio.Queue[tuple[Job, asyncio.Future[Any]]] = asyncio.Queue()
         self._busy = False
+        #: True while the state holds entries not stored yet (between apply and commit).
+        self._dirty = False
         self._task = asyncio.get_running_loop().create_task(
             self._serve(), name=f"table {state.table_id}"
         )
@@ -247,8 +252,8 @@ class Table:
     @property
     def summary(self) -> TableSummary:
         """The table as the lobby lists it, as of its latest stored update."""
-        if self._summary is None or self._summary.number != self.number:
-            self._summary = self.state.summary({})
+        if self._summary_stale and not self._dirty:
+            self._summary, self._summary_stale = self.state.summary({}), False
         connected = self.connected()
         if not connected:
             return self._summary
@@ -340,6 +345,7 @@ class Table:
         clock = (self.deadline, self._turn_key)
         watched = {w.seat for w in self.watchers}
         updates: list[tuple[int, bytes, dict[int | None, bytes]]] = []
+        self._dirty = True
         try:
             for entry in entries:
                 events = state.apply(entry)
@@ -348,6 +354,9 @@ class Table:
         except BaseException:
             if updates:
                 self._rollback(clock)
+            else:  # refused at its first entry, which changed nothing
+                self._dirty = False
+                self.deadline, self._turn_key = clock
             raise
         try:
             await self.storage.append(self._append(first, entries))
@@ -367,6 +376,7 @@ class Table:
             ) from None
         # Committed: from here on, everyone may see it.
         self.number = state.number
+        self._dirty, self._summary_stale = False, True
         if job.ack is not None:
             job.ack[0].acks[first] = job.ack[1]
         self._fan_out(updates)
@@ -377,13 +387,15 @@ class Table:
 
     def _append(self, first: int, entries: Sequence[Entry]) -> Append:
         state = self.state
+        # The directory's seats change with the lobby's entries only: most entries are moves.
+        seated = any(not isinstance(e, Act | NextDeal | Chat) for e in entries)
         return Append(
             self.table_id,
             first,
             [e.to_dict() for e in entries],
             state.status,
-            state.directory_seats(),
-            state.options.to_dict(),
+            state.directory_seats() if seated else None,
+            state.options.to_dict() if seated else None,
             state.tokens() if any(isinstance(e, Join | Leave) for e in entries) else None,
         )
 
@@ -391,6 +403,7 @@ class Table:
         """Put the state back as it was stored (some entries of a change were applied)."""
         s = self.state
         self.state = load_state(s.table_id, s.spec, s.entries[: self.number])
+        self._dirty = False
         self.deadline, self._turn_key = clock
 
     def _encode(
