@@ -15,9 +15,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
+from typing import Any
 
 from rami.server.app import serve
+
+try:
+    from rami.server.app import LOOPS, run_loop
+except ImportError:  # a baseline from before the choice of loops: asyncio's
+    LOOPS = ("asyncio",)
+
+    def run_loop(main: Any, loop: str = "asyncio") -> Any:
+        return asyncio.run(main)
+
+
 from rami.server.lobby import LobbyConfig
 from rami.server.table import TableConfig
 
@@ -48,15 +60,21 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--db", default=":memory:")
     parser.add_argument("--profile", help="write a cProfile of the whole run to this file")
+    parser.add_argument(
+        "--loop",
+        choices=LOOPS,
+        default=os.environ["RAMI_LOOP"] if os.environ.get("RAMI_LOOP") in LOOPS else LOOPS[0],
+        help="the event loop (default: $RAMI_LOOP, else auto)",
+    )
     args = parser.parse_args()
     if args.profile:
         import cProfile
 
         with cProfile.Profile() as profile:
-            asyncio.run(main_async(args))
+            run_loop(main_async(args), args.loop)
         profile.dump_stats(args.profile)
     else:
-        asyncio.run(main_async(args))
+        run_loop(main_async(args), args.loop)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -27,9 +29,14 @@ from .storage import SqliteStorage
 from .table import TableConfig
 from .wire import add_sending_bytes
 
-__all__ = ["MAX_MESSAGE", "Server", "serve"]
+__all__ = ["LOOPS", "MAX_MESSAGE", "Server", "run_loop", "serve"]
 
 log = logging.getLogger("rami.server")
+
+T = TypeVar("T")
+
+#: The event loops the server runs on: ``auto`` is uvloop when it is installed.
+LOOPS = ("auto", "uvloop", "asyncio")
 
 #: The largest message a client may send (a lay of a whole hand is well under 1 KiB).
 MAX_MESSAGE = 64 * 1024
@@ -134,3 +141,21 @@ async def run(
     await stop.wait()
     log.info("shutting down")
     await server.stop()
+
+
+def run_loop(main: Coroutine[Any, Any, T], loop: str = "auto") -> T:
+    """Run ``main`` to its end on a new event loop of the kind ``loop`` names (LOOPS)."""
+    if loop not in LOOPS:
+        main.close()
+        raise ValueError(f"no event loop {loop!r}: choose {', '.join(LOOPS)}")
+    if loop != "asyncio":
+        try:
+            import uvloop
+        except ImportError:
+            if loop == "uvloop":
+                main.close()
+                raise
+        else:
+            result: T = uvloop.run(main)
+            return result
+    return asyncio.run(main)

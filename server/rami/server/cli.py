@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
 
 import typer
 
-from .app import run
+from .app import LOOPS, run, run_loop
 from .lobby import LobbyConfig
 
 __all__ = ["app", "main"]
@@ -37,6 +36,9 @@ def serve(
         None, help="PEM certificate chain: serve with TLS (needs --tls-key)."
     ),
     tls_key: Path | None = typer.Option(None, help="PEM private key of --tls-cert."),
+    loop: str = typer.Option(
+        "auto", help="Event loop: auto (uvloop when installed), uvloop or asyncio."
+    ),
 ) -> None:
     """Serve Rami tables on HOST:PORT until SIGTERM or SIGINT."""
     logging.basicConfig(
@@ -59,8 +61,14 @@ def serve(
         except OSError as e:
             typer.echo(f"rami-server: {e}", err=True)
             raise typer.Exit(2) from None
+    if loop not in LOOPS:
+        typer.echo(f"rami-server: --loop is one of {', '.join(LOOPS)}", err=True)
+        raise typer.Exit(2)
     try:
-        asyncio.run(run(host, port, db, config, tls))
+        run_loop(run(host, port, db, config, tls), loop)
+    except ImportError:
+        typer.echo("rami-server: uvloop is not installed (pip install uvloop)", err=True)
+        raise typer.Exit(2) from None
     except OSError as e:
         typer.echo(f"rami-server: {e}", err=True)
         raise typer.Exit(1) from None
