@@ -229,7 +229,9 @@ class Table:
         #: The views the last fan-out sent, encoded, by seat, and what they were built from.
         self._sent: tuple[tuple[int, float | None, dict[int, int]], dict[int | None, bytes]] | None
         self._sent = None
-        self._queue: asyncio.Queue[tuple[Job, asyncio.Future[Any]]] = asyncio.Queue()
+        #: The table's queue: jobs and the futures of their answers, and the task's wait.
+        self._queue: deque[tuple[Job, asyncio.Future[Any]]] = deque()
+        self._wake: asyncio.Future[None] | None = None
         self._busy = False
         #: True while the state holds entries not stored yet (between apply and commit).
         self._dirty = False
@@ -303,13 +305,23 @@ class Table:
         if self.closed:
             raise Unavailable("SHUTTING_DOWN", "the server is shutting down")
         done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((job, done))
+        self._queue.append((job, done))
+        wake = self._wake
+        if wake is not None and not wake.done():
+            wake.set_result(None)
         return done
 
     async def _serve(self) -> None:
         """The table's task: every job in turn, for the life of the table."""
+        queue = self._queue
         while True:
-            job, done = await self._queue.get()
+            while not queue:
+                self._wake = asyncio.get_running_loop().create_future()
+                try:
+                    await self._wake
+                finally:
+                    self._wake = None
+            job, done = queue.popleft()
             if done.cancelled():
                 continue  # its caller is gone, and it has changed nothing yet
             if self.closed:
@@ -344,13 +356,14 @@ class Table:
         first = state.number + 1
         clock = (self.deadline, self._turn_key)
         watched = {w.seat for w in self.watchers}
+        connected = self.connected()
         updates: list[tuple[int, bytes, dict[int | None, bytes]]] = []
         self._dirty = True
         try:
             for entry in entries:
                 events = state.apply(entry)
                 self._clock()
-                updates.append(self._encode(events, watched))
+                updates.append(self._encode(events, watched, connected))
         except BaseException:
             if updates:
                 self._rollback(clock)
@@ -407,13 +420,13 @@ class Table:
         self.deadline, self._turn_key = clock
 
     def _encode(
-        self, events: list[Event], watched: set[int | None]
+        self, events: list[Event], watched: set[int | None], connected: dict[int, int]
     ) -> tuple[int, bytes, dict[int | None, bytes]]:
         """The update just applied, as its watched seats are to see it."""
         number = self.state.number
         if not watched:
             return number, b"", {}
-        views = self._encoder.encode(self.state, watched, self.connected(), self.deadline)
+        views = self._encoder.encode(self.state, watched, connected, self.deadline)
         return number, update_head(number, events), views
 
     def _fan_out(self, updates: list[tuple[int, bytes, dict[int | None, bytes]]]) -> None:
@@ -570,7 +583,7 @@ class Table:
         """Until the task has ended the change under way and refused what was queued after
         :meth:`close` (at most ``timeout`` seconds); then stop it."""
         end = time.monotonic() + timeout
-        while (self._busy or not self._queue.empty()) and time.monotonic() < end:
+        while (self._busy or self._queue) and time.monotonic() < end:
             await asyncio.sleep(0.005)
         self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
