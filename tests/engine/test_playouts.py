@@ -400,8 +400,8 @@ def view_fields(game: Game, seat: int | None) -> dict[str, object]:
     """What each field of ``view(game, seat)`` must hold, read from the game by name."""
     mine = seat is not None and seat == game.turn
     return {
-        "variant": game.variant.id,
-        "options": game.options.to_dict(),
+        "variant": game.variant,
+        "options": game.options,
         "seat": seat,
         "players": game.players,
         "number": game.number,

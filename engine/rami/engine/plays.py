@@ -18,8 +18,6 @@ from .solver import (
     FLAG_LEFT,
     FLAG_RUN,
     FLAG_SET,
-    MOROCCAN_VALUES,
-    PORTUGUESE_VALUES,
     Objective,
     Split,
     best_opening,
@@ -54,7 +52,7 @@ _DISCARDS: tuple[Discard, ...] = tuple(Discard(c) for c in CARDS)
 
 
 def _jpm(v: View) -> int:
-    return int(v.options["jokers_per_meld"])
+    return v.options.jokers_per_meld
 
 
 def _lay_of(split: Split) -> Lay:
@@ -63,7 +61,7 @@ def _lay_of(split: Split) -> Lay:
 
 def opening(v: View, hand: list[Card], must: Card | None = None) -> Lay | None:
     """The best tallage opening from ``hand`` that beats the bar (and lays ``must``)."""
-    least = max(int(v.options["opening"]), v.bar + 1)
+    least = max(v.options.opening, v.bar + 1)
     # No split of the hand is worth enough: two bounds say so for most hands, the cheaper first,
     # before the search for the opening.
     if opening_bound(hand) < least or clean_opening_value(hand) < least:
@@ -80,7 +78,7 @@ def opening(v: View, hand: list[Card], must: Card | None = None) -> Lay | None:
     if split is None:
         return None
     value = sum(m.opening_value() for m in split.melds)
-    if value < int(v.options["opening"]) or value <= v.bar:
+    if value < v.options.opening or value <= v.bar:
         return None
     return _lay_of(split)
 
@@ -180,11 +178,11 @@ def lays(v: View, hand: list[Card]) -> list[Lay]:
         return []
     opened = v.seat is not None and v.opened[v.seat]
     out: list[Lay] = []
-    if v.variant == "simple" or not opened:
+    if v.variant.lays_whole_hand or not opened:
         if not clean_set_and_run(hand):
             return out  # no finish and no opening, said without a search
         out.extend(finish_lays(v, hand))
-        if v.variant == "tallage":
+        if v.variant.has_opening:
             o = opening(v, hand)
             if o is not None:
                 out.append(o)
@@ -242,13 +240,13 @@ def legal_plays(v: View) -> list[Action]:
     if v.phase == Phase.DRAW:
         plays: list[Action] = [_DRAW_STOCK]
         if "discard" in v.draw_sources:
-            if v.variant == "tallage":
+            if v.variant.must_lay_discard:
                 plays.extend(Draw("discard", lay) for lay in discard_completions(v))
             else:
                 plays.append(_DRAW_DISCARD)
         return plays
     plays = [_DISCARDS[c] for c in sorted(set(hand))]
-    if v.variant == "portuguese":
+    if v.variant.declares:
         plays.extend(declarations(v))
     else:
         plays.extend(lays(v, hand))
@@ -257,6 +255,4 @@ def legal_plays(v: View) -> list[Action]:
 
 def hand_deadwood_values(v: View) -> tuple[int, ...]:
     """What each card left in hand costs in this view's variant and options."""
-    if v.variant == "portuguese":
-        return PORTUGUESE_VALUES
-    return (*MOROCCAN_VALUES[:52], int(v.options["joker_penalty"]))
+    return v.options.hand_values(v.variant)

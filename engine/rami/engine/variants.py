@@ -40,6 +40,37 @@ class Variant:
     game_end: Literal["rounds", "target"]
 
     @property
+    def declares(self) -> bool:
+        """Hands stay closed; a 13-card declaration ends the round (RULES.md §2)."""
+        return self.laying == "declare"
+
+    @property
+    def has_opening(self) -> bool:
+        """A first lay of clean melds worth the least value and more than the bar, then free
+        laying, adding and taking jokers back (RULES.md §3)."""
+        return self.laying == "open"
+
+    @property
+    def lays_whole_hand(self) -> bool:
+        """Nothing is laid in play but the whole-hand finish (RULES.md §4)."""
+        return self.laying == "finish"
+
+    @property
+    def has_finish(self) -> bool:
+        """A player may lay all cards but one at once and discard the last (RULES.md §3, §4)."""
+        return self.laying != "declare"
+
+    @property
+    def must_lay_discard(self) -> bool:
+        """A discard taken must be laid in the same turn, with the draw (RULES.md §3)."""
+        return self.laying == "open"
+
+    @property
+    def sets_need_run(self) -> bool:
+        """Sets and joker melds count only in a hand with a natural run (RULES.md §2)."""
+        return self.laying == "declare"
+
+    @property
     def decks(self) -> int:
         """Every variant plays with two 52-card decks."""
         return 2

@@ -9,15 +9,12 @@ reads the game's hidden state, so a hidden card can't leave by another door.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Any
 
 from .cards import Card
 from .events import RoundResult
 from .game import Game, Phase, TableMeld
-from .variants import Options
+from .variants import Options, Variant
 
 __all__ = ["SeatPart", "View", "seat_part", "view"]
 
@@ -26,9 +23,9 @@ __all__ = ["SeatPart", "View", "seat_part", "view"]
 class View:
     """What one watcher sees of a game at one moment."""
 
-    variant: str
-    #: Every option by name (read-only: one mapping is shared by every view of a game).
-    options: Mapping[str, Any]
+    variant: Variant
+    #: The table's rule options (the game's own: Options are frozen).
+    options: Options
     #: The watcher's seat, or None for a spectator.
     seat: int | None
     players: int
@@ -107,26 +104,6 @@ def seat_part(game: Game, seat: int | None) -> SeatPart | None:
     return SeatPart(seat, hand, drawn, draw_sources, can_lay)
 
 
-# Options are immutable, and a view is made before every decision of every bot: each Options
-# gets one read-only mapping, shared by the views that show it. The cache is keyed by identity
-# (a game keeps its Options, and hashing and comparing Options would cost most of what this
-# saves); it holds the Options, so an id is not reused while cached, and is dropped whole past
-# the cap.
-_OPTION_MAPS: dict[int, tuple[Options, Mapping[str, Any]]] = {}
-_OPTION_MAPS_CAP = 1024
-
-
-def _options_map(options: Options) -> Mapping[str, Any]:
-    found = _OPTION_MAPS.get(id(options))
-    if found is not None and found[0] is options:
-        return found[1]
-    if len(_OPTION_MAPS) >= _OPTION_MAPS_CAP:
-        _OPTION_MAPS.clear()
-    mapping = MappingProxyType(options.to_dict())
-    _OPTION_MAPS[id(options)] = (options, mapping)
-    return mapping
-
-
 def view(game: Game, seat: int | None) -> View:
     """What ``seat`` (None: a spectator) may see of ``game`` now."""
     hand: tuple[Card, ...] | None = None
@@ -140,8 +117,8 @@ def view(game: Game, seat: int | None) -> View:
     # Positional, in the order of View's fields (matching 25 keywords costs a fifth of a view,
     # and a view is made before every decision of every bot); a test checks every field.
     return View(
-        game.variant.id,  # variant
-        _options_map(game.options),  # options
+        game.variant,  # variant
+        game.options,  # options
         seat,  # seat
         game.players,  # players
         game.number,  # number

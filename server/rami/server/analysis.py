@@ -40,13 +40,13 @@ def analyse(
     _check_hand(variant, hand)
     jpm = options.jokers_per_meld
     values = options.hand_values(variant)
-    split = deadwood_split(hand, values, need_run=variant.id == "portuguese", jokers_per_meld=jpm)
+    split = deadwood_split(hand, values, need_run=variant.sets_need_run, jokers_per_meld=jpm)
     out = game_pb2.Analysis(
         melds=[convert.meld_to_proto(m) for m in split.melds],
         left=convert.cards_to_proto(split.left),
         points_left=sum(values[c] for c in split.left),
     )
-    if variant.id == "portuguese":
+    if variant.declares:
         best = 0
         for card in sorted(set(hand)):
             rest = list(hand)
@@ -62,7 +62,7 @@ def analyse(
             best = found[1] if found else 0
         out.multiplier = best
         return out
-    if variant.id == "tallage":
+    if variant.has_opening:
         opening = best_opening(hand, jokers_per_meld=jpm)
         if opening is not None:
             out.opening_value = opening.score

@@ -367,8 +367,8 @@ def shared_view_to_proto(
     msg = game_pb2.View(
         table_id=table_id,
         number=number,
-        variant=variant_to_proto(v.variant),
-        options=options if options is not None else options_to_proto(Options.from_dict(v.options)),
+        variant=variant_to_proto(v.variant.id),
+        options=options if options is not None else options_to_proto(v.options),
         phase=_PHASE_TO_PROTO[v.phase],
         round=v.round,
         dealer=v.dealer,
@@ -401,5 +401,5 @@ def add_own_view(msg: game_pb2.View, own: View | SeatPart | None, public: View) 
     msg.draw_sources.extend(_SOURCE_TO_PROTO[s] for s in own.draw_sources)
     msg.can_lay = own.can_lay
     msg.can_declare = (
-        public.variant == "portuguese" and public.phase == Phase.PLAY and own.seat == public.turn
+        public.variant.declares and public.phase == Phase.PLAY and own.seat == public.turn
     )
