@@ -145,6 +145,7 @@ def view_from_proto(msg: game_pb2.View) -> View:
         winners=tuple(msg.winners),
         draw_sources=tuple(_SOURCES[s] for s in msg.draw_sources if s in _SOURCES),
         can_lay=msg.can_lay,
+        can_declare=msg.can_declare,
     )
 
 

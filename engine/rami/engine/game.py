@@ -187,6 +187,10 @@ class Game:
             return False
         return self.opened_turn[seat] != self.turn_index
 
+    def can_declare(self, seat: int) -> bool:
+        """True when the rules let the seat declare now (whether its cards are complete)."""
+        return self.phase == Phase.PLAY and seat == self.turn and self.variant.declares
+
     def state_key(self) -> tuple[object, ...]:
         """Everything that makes the state, for comparing two states."""
         return (

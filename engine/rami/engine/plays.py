@@ -8,7 +8,7 @@ joker that can be taken back and laid again. Every play returned is legal.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from .actions import Action, AddToMeld, Declare, Discard, Draw, Lay, LayStep, NewMeld, TakeJoker
 from .cards import CARDS, JOKER, Card
@@ -33,6 +33,8 @@ from .views import View
 
 __all__ = [
     "additions",
+    "complete_declarations",
+    "declaration_cards",
     "declarations",
     "discard_completions",
     "finish_lays",
@@ -230,6 +232,32 @@ def declarations(v: View) -> list[Declare]:
         if portuguese_declaration(rest, jokers_per_meld=_jpm(v)) is not None:
             out.append(Declare(card))
     return out
+
+
+def declaration_cards(
+    hand: Sequence[Card], *, jokers_per_meld: int = 1
+) -> tuple[tuple[Card, int], ...]:
+    """Each card (in card order) whose face-down leaves 13 complete cards, with the
+    declaration's multiplier (RULES.md §2: ×1, or ×2, ×3, ×4 for natural runs only)."""
+    if len(hand) != 14:
+        return ()
+    out = []
+    for card in sorted(last_cards(hand, FLAG_RUN, jokers_per_meld=jokers_per_meld)):
+        rest = list(hand)
+        rest.remove(card)
+        found = portuguese_declaration(rest, jokers_per_meld=jokers_per_meld)
+        if found is not None:
+            out.append((card, found[1]))
+    return tuple(out)
+
+
+def complete_declarations(v: View) -> tuple[tuple[Card, int], ...]:
+    """The declarations the watcher could make now: each card to put face down that leaves 13
+    complete cards, with the multiplier (none unless the rules let it declare now). Read from
+    the watcher's own hand alone."""
+    if not v.can_declare or v.hand is None:
+        return ()
+    return declaration_cards(v.hand, jokers_per_meld=_jpm(v))
 
 
 def legal_plays(v: View) -> list[Action]:

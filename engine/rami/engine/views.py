@@ -55,6 +55,10 @@ class View:
     draw_sources: tuple[str, ...]
     #: True when the rules let the watcher lay now.
     can_lay: bool
+    #: True when the rules let the watcher declare now (RULES.md §2): its turn, after drawing,
+    #: in a variant where hands stay closed. Whether its cards are complete is
+    #: :func:`~rami.engine.plays.complete_declarations`.
+    can_declare: bool
 
     @property
     def my_turn(self) -> bool:
@@ -84,15 +88,26 @@ class SeatPart:
     draw_sources: tuple[str, ...]
     #: True when the rules let it lay now.
     can_lay: bool
+    #: True when the rules let it declare now.
+    can_declare: bool
 
 
-def _own(game: Game, seat: int) -> tuple[tuple[Card, ...], Card | None, tuple[str, ...], bool]:
+def _own(
+    game: Game, seat: int
+) -> tuple[tuple[Card, ...], Card | None, tuple[str, ...], bool, bool]:
     """What only ``seat`` sees: its hand, the card it drew, where it may draw, whether it may
-    lay (a tuple, not a SeatPart: :func:`view` runs before every decision of every bot)."""
+    lay, whether it may declare (a tuple, not a SeatPart: :func:`view` runs before every
+    decision of every bot)."""
     if seat != game.turn:
-        return tuple(game.hands[seat]), None, (), False
+        return tuple(game.hands[seat]), None, (), False, False
     drawn = game.drawn if game.phase == Phase.PLAY else None
-    return tuple(game.hands[seat]), drawn, tuple(game.draw_sources(seat)), game.can_lay(seat)
+    return (
+        tuple(game.hands[seat]),
+        drawn,
+        tuple(game.draw_sources(seat)),
+        game.can_lay(seat),
+        game.can_declare(seat),
+    )
 
 
 def seat_part(game: Game, seat: int | None) -> SeatPart | None:
@@ -100,8 +115,7 @@ def seat_part(game: Game, seat: int | None) -> SeatPart | None:
     that shows every seat builds the spectator's view once and adds each seat's part."""
     if seat is None or not 0 <= seat < game.players:
         return None
-    hand, drawn, draw_sources, can_lay = _own(game, seat)
-    return SeatPart(seat, hand, drawn, draw_sources, can_lay)
+    return SeatPart(seat, *_own(game, seat))
 
 
 def view(game: Game, seat: int | None) -> View:
@@ -109,9 +123,9 @@ def view(game: Game, seat: int | None) -> View:
     hand: tuple[Card, ...] | None = None
     drawn: Card | None = None
     draw_sources: tuple[str, ...] = ()
-    can_lay = False
+    can_lay = can_declare = False
     if seat is not None and 0 <= seat < game.players:
-        hand, drawn, draw_sources, can_lay = _own(game, seat)
+        hand, drawn, draw_sources, can_lay, can_declare = _own(game, seat)
     else:
         seat = None
     # Positional, in the order of View's fields (matching 25 keywords costs a fifth of a view,
@@ -142,4 +156,5 @@ def view(game: Game, seat: int | None) -> View:
         game.winners,  # winners
         draw_sources,  # draw_sources
         can_lay,  # can_lay
+        can_declare,  # can_declare
     )

@@ -392,7 +392,8 @@ def shared_view_to_proto(
 def add_own_view(msg: game_pb2.View, own: View | SeatPart | None, public: View) -> None:
     """Add to a shared view what ``own``'s seat alone sees: its seat, its hand, the card it
     drew, where it may draw from, whether it may lay or declare (nothing for no seat);
-    ``public`` is the view the shared part was made from."""
+    ``public`` is the view the shared part was made from (what the seat may do now is the
+    engine's, in ``own``)."""
     if own is None or own.seat is None:
         return
     msg.seat = own.seat
@@ -400,6 +401,4 @@ def add_own_view(msg: game_pb2.View, own: View | SeatPart | None, public: View) 
     msg.drawn = card_to_proto(own.drawn)
     msg.draw_sources.extend(_SOURCE_TO_PROTO[s] for s in own.draw_sources)
     msg.can_lay = own.can_lay
-    msg.can_declare = (
-        public.variant.declares and public.phase == Phase.PLAY and own.seat == public.turn
-    )
+    msg.can_declare = own.can_declare
