@@ -26,6 +26,7 @@ from rami.engine import (
     View,
 )
 from rami.engine import events as ev
+from rami.engine.analysis import Analysis
 from rami.engine.melds import RUN
 from rami.engine.views import SeatPart
 from rami.v1 import events_pb2, game_pb2, rules_service_pb2, table_service_pb2
@@ -33,6 +34,7 @@ from rami.v1 import events_pb2, game_pb2, rules_service_pb2, table_service_pb2
 __all__ = [
     "action_from_proto",
     "add_own_view",
+    "analysis_to_proto",
     "card_from_proto",
     "card_to_proto",
     "cards_from_proto",
@@ -402,3 +404,18 @@ def add_own_view(msg: game_pb2.View, own: View | SeatPart | None, public: View) 
     msg.draw_sources.extend(_SOURCE_TO_PROTO[s] for s in own.draw_sources)
     msg.can_lay = own.can_lay
     msg.can_declare = own.can_declare
+
+
+def analysis_to_proto(a: Analysis) -> game_pb2.Analysis:
+    """What the solver says of a hand, as the message."""
+    return game_pb2.Analysis(
+        melds=[meld_to_proto(m) for m in a.melds],
+        left=cards_to_proto(a.left),
+        points_left=a.points_left,
+        declare_cards=cards_to_proto(a.declare_cards),
+        multiplier=a.multiplier,
+        opening_value=a.opening_value,
+        opening_melds=[meld_to_proto(m) for m in a.opening_melds],
+        can_open=a.can_open,
+        finish_discards=cards_to_proto(a.finish_discards),
+    )

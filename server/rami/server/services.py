@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 import grpc
 
 from rami.engine import Meld, MeldError, RuleError, get_variant
+from rami.engine.analysis import analyse
 from rami.v1 import (
     lobby_service_pb2,
     lobby_service_pb2_grpc,
@@ -25,7 +26,6 @@ from rami.v1 import (
 )
 
 from . import convert
-from .analysis import analyse
 from .errors import (
     Invalid,
     PermissionDenied,
@@ -151,7 +151,9 @@ class RulesService(rules_service_pb2_grpc.RulesServiceServicer):
         options = convert.options_from_proto(request.options)
         hand = convert.cards_from_proto(request.hand)
         with self.work.spend(_client(context)) if self.work else contextlib.nullcontext():
-            analysis = analyse(get_variant(variant), options, hand, request.bar)
+            analysis = convert.analysis_to_proto(
+                analyse(get_variant(variant), options, hand, request.bar)
+            )
         return rules_service_pb2.AnalyseHandResponse(analysis=analysis)
 
 
@@ -325,7 +327,9 @@ class TableService(table_service_pb2_grpc.TableServiceServicer):
         if s.game is None:
             raise Precondition("NOT_STARTED", "the game has not started")
         with self.lobby.work.spend(_client(context)):
-            analysis = analyse(s.game.variant, s.options, s.game.hands[seat], s.game.bar)
+            analysis = convert.analysis_to_proto(
+                analyse(s.game.variant, s.options, s.game.hands[seat], s.game.bar)
+            )
         return table_service_pb2.AnalyseMyHandResponse(analysis=analysis)
 
     @unary
