@@ -1,98 +1,45 @@
-"""Game records: the whole game as JSON (docs/records.md), replayable and checkable.
-
-Once the game is over the record holds every round's deal, shuffle seed, actions and result.
-While it runs, the record leaves out what is still concealed: the deal and the seed of the
-round being played (its actions are public: a draw from the stock does not say the card).
-"""
+"""Game records: a table's game as JSON (docs/records.md), written by the engine
+(:func:`rami.engine.record.write_record`) from what the table's log says."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from rami.engine import Phase
+from rami.engine import NextRound
 from rami.engine.cards import Card
-from rami.engine.events import RoundResult
+from rami.engine.record import FORMAT, Move, RecordPlayer, write_record
+from rami.engine.serial import action_from_dict
 
-from .tablestate import FINISHED, TableState
+from .tablestate import TableState
 
 __all__ = ["FORMAT", "record", "record_json"]
 
-FORMAT = "rami-record/1"
-
-
-def _codes(cards: Any) -> list[str]:
-    return [Card(c).code() for c in cards]
-
-
-def _result(r: RoundResult) -> dict[str, Any]:
-    return {
-        "ending": r.ending,
-        "winner": r.winner,
-        "points": list(r.points),
-        "totals": list(r.totals),
-        "multiplier": r.multiplier,
-        "hands": [_codes(h) for h in r.hands],
-    }
-
 
 def record(state: TableState, entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """The record of a table, from its spec and log."""
-    replay = TableState(state.table_id, state.spec)
-    rounds: list[dict[str, Any]] = []
-    seen_round = 0
+    """The record of a table, from its state after ``entries`` (its seats and options) and
+    the entries themselves (the start's seed, the actions and the next deals)."""
+    seed: bytes | None = None
+    moves: list[Move] = []
     for number, entry in enumerate(entries, 1):
-        replay.apply(entry)
-        game = replay.game
-        if game is None:
-            continue
-        if game.round != seen_round and game.phase in (Phase.DRAW, Phase.PLAY):
-            seen_round = game.round
-            rounds.append(
-                {
-                    "round": game.round,
-                    "dealer": game.dealer,
-                    "first_player": game.turn,
-                    "seed_hash": game.seed_hash(),
-                    "seed": None,
-                    "deal": {
-                        "hands": [_codes(h) for h in game.hands],
-                        "discard": Card(game.discard[-1]).code(),
-                        "stock": _codes(reversed(game.stock)),
-                    },
-                    "actions": [],
-                    "result": None,
-                }
-            )
-        if entry["type"] == "act" and rounds:
-            item = {"number": number, "seat": entry["seat"], "action": entry["action"]}
-            if "auto" in entry:
-                item["auto"] = entry["auto"]
-            rounds[-1]["actions"].append(item)
-            if len(game.results) >= seen_round and rounds[-1]["result"] is None:
-                r = game.results[seen_round - 1]
-                rounds[-1]["result"] = _result(r)
-                rounds[-1]["seed"] = r.seed or None
-    complete = replay.status == FINISHED
-    for rnd in rounds:
-        if rnd["result"] is None:  # the round being played: its deal is still concealed
-            rnd["deal"] = None
-    game = replay.game
-    return {
-        "format": FORMAT,
-        "table_id": state.table_id,
-        "name": state.spec.name,
-        "variant": state.spec.variant,
-        "options": replay.options.to_dict(),
-        "complete": complete,
-        "players": [
-            {"seat": i, "name": s.name, "kind": s.kind, "policy": s.policy}
-            for i, s in enumerate(replay.seats)
-        ],
-        "rounds": rounds,
-        "totals": list(game.totals) if game else [],
-        "winners": list(game.winners) if game and complete else [],
-    }
+        kind = entry["type"]
+        if kind == "start":
+            seed = bytes.fromhex(entry["seed"])
+        elif kind == "act":
+            action = action_from_dict(entry["action"])
+            moves.append(Move(number, entry["seat"], action, entry.get("auto")))
+        elif kind == "next":
+            moves.append(Move(number, None, NextRound()))
+    return write_record(
+        table_id=state.table_id,
+        name=state.spec.name,
+        variant=state.spec.variant,
+        options=state.options,
+        seed=seed,
+        decks=[[Card.parse(c) for c in d] for d in state.spec.decks],
+        players=[RecordPlayer(s.name, s.kind, s.policy) for s in state.seats],
+        moves=moves,
+    )
 
 
 def record_json(state: TableState, entries: list[dict[str, Any]]) -> tuple[str, bool]:
