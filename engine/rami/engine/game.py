@@ -102,7 +102,7 @@ class Game:
     totals: list[int] = field(default_factory=list)
     results: list[RoundResult] = field(default_factory=list)
     winners: tuple[int, ...] = ()
-    number: int = 0
+    #: Every action applied, in order, with its seat (None for the table's NextRound).
     log: list[tuple[int | None, Action]] = field(default_factory=list)
 
     # -- creation ---------------------------------------------------------------------------
@@ -158,6 +158,11 @@ class Game:
         return copy.deepcopy(self)
 
     # -- reading ----------------------------------------------------------------------------
+
+    @property
+    def number(self) -> int:
+        """Actions applied so far (the game's own count: the log's length)."""
+        return len(self.log)
 
     @property
     def players(self) -> int:
@@ -260,7 +265,6 @@ class Game:
                 events = self._declare(seat, action.card)
             else:
                 raise MalformedAction(f"not an action: {action!r}", "BAD_ACTION")
-        self.number += 1
         self.log.append((seat, action))
         return events
 

@@ -135,7 +135,7 @@ def view(game: Game, seat: int | None) -> View:
         game.options,  # options
         seat,  # seat
         game.players,  # players
-        game.number,  # number
+        len(game.log),  # number (Game.number, without the property call)
         game.round,  # round
         game.dealer,  # dealer
         game.turn,  # turn
