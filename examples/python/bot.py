@@ -51,8 +51,8 @@ def _split(v: View, hand: list[Card]) -> tuple[list[Card], tuple[int, ...]]:
     split = deadwood_split(
         hand,
         values,
-        need_run=v.variant == "portuguese",
-        jokers_per_meld=int(v.options["jokers_per_meld"]),
+        need_run=v.variant.sets_need_run,
+        jokers_per_meld=v.options.jokers_per_meld,
     )
     return list(split.left), values
 
@@ -82,7 +82,7 @@ def decide(v: View) -> Action:
     if v.phase == Phase.DRAW:
         top = v.discard_top
         if "discard" in v.draw_sources and top is not None:
-            if v.variant == "tallage":
+            if v.variant.must_lay_discard:
                 found = discard_completions(v)  # a discard taken must be laid at once
                 if found:
                     return Draw("discard", max(found, key=_laid))
@@ -91,7 +91,7 @@ def decide(v: View) -> Action:
                 if top not in left:
                     return Draw("discard")
         return Draw("stock")
-    if v.variant == "portuguese":
+    if v.variant.declares:
         found_declarations = declarations(v)
         if found_declarations:
             return found_declarations[0]

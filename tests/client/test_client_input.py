@@ -25,6 +25,7 @@ from rami.client.newtable import parse_create
 from rami.client.staging import Stage, plan
 from rami.engine import (
     JOKER,
+    VARIANTS,
     AddToMeld,
     Card,
     Declare,
@@ -38,6 +39,8 @@ from rami.engine import (
 )
 from rami.engine import events as ev
 from rami.v1 import events_pb2, game_pb2
+
+TALLAGE, SIMPLE = VARIANTS["tallage"], VARIANTS["simple"]
 
 
 def C(code: str) -> Card:
@@ -65,18 +68,18 @@ def test_each_place_has_its_own_commands() -> None:
 
 
 def test_help_and_completion_leave_out_moves_the_game_does_not_have() -> None:
-    portuguese = {c.name for c in available(PLAYING, "portuguese")}
-    simple = {c.name for c in available(PLAYING, "simple")}
-    tallage = {c.name for c in available(PLAYING, "tallage")}
+    portuguese = {c.name for c in available(PLAYING, VARIANTS["portuguese"])}
+    simple = {c.name for c in available(PLAYING, VARIANTS["simple"])}
+    tallage = {c.name for c in available(PLAYING, VARIANTS["tallage"])}
     assert "declare" in portuguese and not {"lay", "add", "take"} & portuguese
     assert "lay" in simple and not {"add", "take", "declare"} & simple
     assert {"lay", "add", "take"} <= tallage and "declare" not in tallage
-    assert _complete(Situation(PLAYING, variant="portuguese"), "d") == [
+    assert _complete(Situation(PLAYING, variant=VARIANTS["portuguese"]), "d") == [
         "draw",
         "discard",
         "declare",
     ]
-    assert _complete(Situation(PLAYING, variant="tallage"), "d") == ["draw", "discard"]
+    assert _complete(Situation(PLAYING, variant=VARIANTS["tallage"]), "d") == ["draw", "discard"]
 
 
 # -- moves: forgiving card input ---------------------------------------------------------------
@@ -137,42 +140,40 @@ def test_cards_not_in_the_hand_are_found_before_anything_is_sent() -> None:
 
 
 def test_a_tallage_discard_waits_for_the_lay_that_uses_it() -> None:
-    first = plan(Draw("discard"), Stage(), variant="tallage", discard_top=C("9c"))
+    first = plan(Draw("discard"), Stage(), variant=TALLAGE, discard_top=C("9c"))
     assert first.send is None and first.stage == Stage(draw=C("9c"))
     assert "when you lay it" in first.note
     lay = parse_move("lay", "9c 10c Jc")
-    second = plan(lay, first.stage, variant="tallage", discard_top=C("9c"))
+    second = plan(lay, first.stage, variant=TALLAGE, discard_top=C("9c"))
     assert second.send == Draw("discard", lay) and second.stage.empty
     # In simple and portuguese the discard needs no lay: it goes at once.
-    assert plan(Draw("discard"), Stage(), variant="simple", discard_top=C("9c")).send == Draw(
+    assert plan(Draw("discard"), Stage(), variant=SIMPLE, discard_top=C("9c")).send == Draw(
         "discard"
     )
 
 
 def test_a_joker_taken_back_waits_for_where_it_goes() -> None:
     take = parse_move("take", "4 5c")
-    first = plan(take, Stage(), variant="tallage", discard_top=None)
+    first = plan(take, Stage(), variant=TALLAGE, discard_top=None)
     assert first.send is None and first.stage.jokers == 1
     assert "where the joker goes" in first.note
     assert first.stage.describe() == "take 4 5c"
-    blocked = plan(Discard(C("2d")), first.stage, variant="tallage", discard_top=None)
+    blocked = plan(Discard(C("2d")), first.stage, variant=TALLAGE, discard_top=None)
     assert blocked.send is None and "cancel" in blocked.note
-    second = plan(parse_move("add", "3 JK"), first.stage, variant="tallage", discard_top=None)
+    second = plan(parse_move("add", "3 JK"), first.stage, variant=TALLAGE, discard_top=None)
     assert second.send == Lay((TakeJoker(4, C("5c")), AddToMeld(3, (JOKER,), None)))
     # Said in one line, it goes at once.
     assert (
-        plan(
-            parse_move("take", "4 5c; add 3 jk"), Stage(), variant="tallage", discard_top=None
-        ).send
+        plan(parse_move("take", "4 5c; add 3 jk"), Stage(), variant=TALLAGE, discard_top=None).send
         == second.send
     )
 
 
 def test_the_discard_and_a_joker_swap_can_wait_together() -> None:
-    stage = plan(Draw("discard"), Stage(), variant="tallage", discard_top=C("5c")).stage
-    stage = plan(parse_move("take", "4 5c"), stage, variant="tallage", discard_top=C("5c")).stage
+    stage = plan(Draw("discard"), Stage(), variant=TALLAGE, discard_top=C("5c")).stage
+    stage = plan(parse_move("take", "4 5c"), stage, variant=TALLAGE, discard_top=C("5c")).stage
     assert stage.describe() == "draw discard (5c); take 4 5c"
-    done = plan(parse_move("lay", "10c Jc JK"), stage, variant="tallage", discard_top=C("5c"))
+    done = plan(parse_move("lay", "10c Jc JK"), stage, variant=TALLAGE, discard_top=C("5c"))
     assert done.send == Draw(
         "discard",
         Lay(

@@ -398,9 +398,9 @@ def test_options_are_fixed_once_the_table_is_created_and_shown_to_every_client()
         options.with_(opening=60)
     for seat in (0, 1, 2, None):
         shown = view(game, seat).options
-        assert shown == options.to_dict()
-        with pytest.raises(TypeError):
-            shown["target"] = 1000  # type: ignore[index]
+        assert shown.to_dict() == options.to_dict()
+        with pytest.raises(FrozenInstanceError):
+            shown.target = 1000  # type: ignore[misc]
 
 
 def test_an_unknown_variant_and_a_wrong_stacked_deck_are_refused() -> None:

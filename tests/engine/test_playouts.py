@@ -353,10 +353,17 @@ VIEW_FIELDS = {
     "variant", "options", "seat", "players", "number", "round", "dealer", "turn", "phase",
     "hand", "drawn", "hand_sizes", "stock_size", "discard_top", "discard_size", "melds",
     "opened", "bar", "first_circuit", "rebuilds", "totals", "results", "winners",
-    "draw_sources", "can_lay",
+    "draw_sources", "can_lay", "can_declare",
 }  # fmt: skip
 #: What a seat's view may hold that a spectator's doesn't: its own hand and affordances.
-PERSONAL = {"seat": None, "hand": None, "drawn": None, "draw_sources": (), "can_lay": False}
+PERSONAL = {
+    "seat": None,
+    "hand": None,
+    "drawn": None,
+    "draw_sources": (),
+    "can_lay": False,
+    "can_declare": False,
+}
 
 
 def cards_in(value: object) -> Iterator[Card]:
@@ -400,8 +407,8 @@ def view_fields(game: Game, seat: int | None) -> dict[str, object]:
     """What each field of ``view(game, seat)`` must hold, read from the game by name."""
     mine = seat is not None and seat == game.turn
     return {
-        "variant": game.variant.id,
-        "options": game.options.to_dict(),
+        "variant": game.variant,
+        "options": game.options,
         "seat": seat,
         "players": game.players,
         "number": game.number,
@@ -425,6 +432,7 @@ def view_fields(game: Game, seat: int | None) -> dict[str, object]:
         "winners": game.winners,
         "draw_sources": () if seat is None else tuple(game.draw_sources(seat)),
         "can_lay": seat is not None and game.can_lay(seat),
+        "can_declare": seat is not None and game.can_declare(seat),
     }
 
 

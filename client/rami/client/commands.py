@@ -14,16 +14,18 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
+from rami.engine import Variant
+
 __all__ = [
     "COMMANDS",
     "LOBBY",
-    "NOT_IN_VARIANT",
     "PLAYING",
     "WAITING",
     "WATCHING",
     "Command",
     "available",
     "find",
+    "not_in_variant",
     "split_command",
     "suggest",
 ]
@@ -246,17 +248,24 @@ def split_command(line: str) -> tuple[str, str]:
     return _ALIASES.get(w, w), rest.strip()
 
 
-#: Moves a game does not have: nothing is laid in portuguese, only finished in simple.
-NOT_IN_VARIANT = {
-    "portuguese": frozenset({"lay", "add", "take", "cancel"}),
-    "simple": frozenset({"add", "take", "declare", "cancel"}),
-    "tallage": frozenset({"declare"}),
-}
+def not_in_variant(variant: Variant | None) -> frozenset[str]:
+    """The moves ``variant``'s game does not have: nothing is laid where hands stay closed,
+    and without an opening nothing is added, taken back or staged (none for no game)."""
+    if variant is None:
+        return frozenset()
+    hidden = set()
+    if variant.declares:
+        hidden.add("lay")
+    else:
+        hidden.add("declare")
+    if not variant.has_opening:
+        hidden.update(("add", "take", "cancel"))
+    return frozenset(hidden)
 
 
-def available(where: str, variant: str = "") -> list[Command]:
+def available(where: str, variant: Variant | None = None) -> list[Command]:
     """The commands that apply ``where`` the person is (and in ``variant``'s game)."""
-    hidden = NOT_IN_VARIANT.get(variant, frozenset())
+    hidden = not_in_variant(variant)
     return [c for c in COMMANDS if where in c.where and c.name not in hidden]
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
-from rami.engine import JOKER, OPTION_SPECS, POLICIES, VARIANTS, Card, CardError, Meld
+from rami.engine import JOKER, OPTION_SPECS, POLICIES, VARIANTS, Card, CardError, Meld, Variant
 
 from .cardtext import meld_fragments
 from .commands import available, split_command
@@ -37,8 +37,8 @@ class Situation:
     melds: tuple[tuple[int, Meld, str], ...] = ()
     #: (what to type, description) of every table in the last list.
     tables: tuple[tuple[str, str], ...] = ()
-    #: The game played at the table ("" in the lobby).
-    variant: str = ""
+    #: The game played at the table (None in the lobby).
+    variant: Variant | None = None
 
 
 def card_matches(card: Card, word: str) -> bool:

@@ -18,10 +18,13 @@ from rami.engine import (
     Lay,
     Meld,
     NewMeld,
+    Options,
     Phase,
     TableMeld,
     TakeJoker,
+    Variant,
     View,
+    get_variant,
 )
 from rami.engine import events as ev
 from rami.engine.events import RoundResult
@@ -39,6 +42,7 @@ __all__ = [
     "options_to_proto",
     "result_from_proto",
     "variant_id",
+    "variant_of",
     "view_from_proto",
 ]
 
@@ -116,8 +120,8 @@ def result_from_proto(r: game_pb2.RoundResult) -> RoundResult:
 def view_from_proto(msg: game_pb2.View) -> View:
     """The engine view of a proto View."""
     return View(
-        variant=_VARIANTS[msg.variant],
-        options=options_dict(msg.options),
+        variant=get_variant(_VARIANTS[msg.variant]),
+        options=Options.from_dict(options_dict(msg.options)),
         seat=msg.seat if msg.HasField("seat") else None,
         players=len(msg.players),
         number=msg.number,
@@ -141,6 +145,7 @@ def view_from_proto(msg: game_pb2.View) -> View:
         winners=tuple(msg.winners),
         draw_sources=tuple(_SOURCES[s] for s in msg.draw_sources if s in _SOURCES),
         can_lay=msg.can_lay,
+        can_declare=msg.can_declare,
     )
 
 
@@ -193,6 +198,12 @@ def action_to_request(table_id: str, number: int, action: Action) -> table_servi
 def variant_id(value: int) -> str:
     """The engine id of a proto Variant ("" when unset)."""
     return _VARIANTS.get(value, "")
+
+
+def variant_of(value: int) -> Variant | None:
+    """The engine variant of a proto Variant (None when unset)."""
+    found = _VARIANTS.get(value)
+    return get_variant(found) if found is not None else None
 
 
 def options_to_proto(options: dict[str, object]) -> game_pb2.Options:

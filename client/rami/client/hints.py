@@ -96,20 +96,21 @@ def _arrangement(analysis: game_pb2.Analysis, look: Look) -> StyleAndTextTuples:
 
 def _variant_facts(analysis: game_pb2.Analysis, view: View) -> list[str]:
     facts: list[str] = []
-    if view.variant == "tallage" and view.seat is not None and not view.opened[view.seat]:
-        need = max(int(view.options["opening"]), view.bar + 1)
+    variant = view.variant
+    if variant.has_opening and view.seat is not None and not view.opened[view.seat]:
+        need = max(view.options.opening, view.bar + 1)
         if analysis.opening_value:
             verdict = "enough to open" if analysis.can_open else f"short of the {need} needed"
             facts.append(f"Your best opening is worth {analysis.opening_value}: {verdict}.")
         else:
             facts.append("No opening yet: it needs a clean set and a clean run.")
-    if view.variant == "portuguese" and analysis.declare_cards:
+    if variant.declares and analysis.declare_cards:
         names = ", ".join(c.code() for c in cards(analysis.declare_cards))
         times = f" (x{analysis.multiplier})" if analysis.multiplier > 1 else ""
         facts.append(f"You can declare{times}, putting face down: {names}.")
-    elif view.variant == "portuguese" and analysis.multiplier:
+    elif variant.declares and analysis.multiplier:
         facts.append("Your 13 cards are complete: draw, then declare the card you don't need.")
-    if analysis.finish_discards and view.variant != "portuguese":
+    if analysis.finish_discards and variant.has_finish:
         names = ", ".join(c.code() for c in cards(analysis.finish_discards))
         facts.append(f"You can lay everything but one card, keeping: {names}.")
     return facts

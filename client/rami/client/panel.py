@@ -15,7 +15,7 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from rami.v1 import game_pb2
 
 from .cardtext import card_fragments, hand_groups, meld_fragments
-from .convert import card, cards, meld_from_proto, variant_id
+from .convert import card, cards, meld_from_proto, variant_id, variant_of
 from .look import Look
 from .safetext import safe
 
@@ -75,23 +75,24 @@ def clock_text(view: game_pb2.View, now: float, look: Look) -> str:
 
 def _my_draw(view: game_pb2.View, look: Look) -> StyleAndTextTuples:
     out: StyleAndTextTuples = [("class:bottom-toolbar.mine", "draw stock")]
+    rules = variant_of(view.variant)
     top = card(view.discard_top)
     if game_pb2.DRAW_SOURCE_DISCARD in view.draw_sources and top is not None:
         out += [("", " or "), ("class:bottom-toolbar.mine", "draw discard"), ("", " (")]
         out += card_fragments(top, look)
         out.append(("", ")"))
-        if variant_id(view.variant) == "tallage":
+        if rules is not None and rules.must_lay_discard:
             out.append(("", " to lay it at once"))
-    elif view.first_circuit and variant_id(view.variant) != "portuguese":
+    elif view.first_circuit and not (rules is not None and rules.declares):
         out.append(("", " (nobody takes the discard in the first circuit)"))
     return out
 
 
 def _my_play(view: game_pb2.View) -> str:
-    variant = variant_id(view.variant)
-    if variant == "portuguese":
+    rules = variant_of(view.variant)
+    if rules is not None and rules.declares:
         return "discard a card, or declare the card you put face down"
-    if variant == "simple":
+    if rules is not None and rules.lays_whole_hand:
         return "finish (lay all but one card) if you can, then discard"
     if not view.can_lay:
         return "discard a card"
@@ -132,13 +133,15 @@ def turn_fragments(view: game_pb2.View, look: Look) -> StyleAndTextTuples:
 def _facts(view: game_pb2.View, look: Look) -> list[StyleAndTextTuples]:
     """The table's facts, one item each: game, round, bar, target, stock, discard."""
     variant = variant_id(view.variant)
+    rules = variant_of(view.variant)
     items: list[StyleAndTextTuples] = [[("", VARIANT_TITLES.get(variant, variant))]]
     if view.round:
-        of = f" of {view.options.rounds}" if variant == "portuguese" else ""
+        rounds = rules is not None and rules.game_end == "rounds"
+        of = f" of {view.options.rounds}" if rounds else ""
         items.append([("", f"round {view.round}{of}")])
-    if variant == "tallage":
+    if rules is not None and rules.has_opening:
         items.append([("", f"bar {view.bar} (opening {view.options.opening}+)")])
-    if variant != "portuguese":
+    if not (rules is not None and rules.game_end == "rounds"):
         items.append([("", f"game ends at {view.options.target}")])
     if view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY):
         items.append([("", f"stock {view.stock_size}")])
@@ -152,7 +155,8 @@ def _players(view: game_pb2.View, look: Look) -> list[StyleAndTextTuples]:
     """Every player, one item each: name, cards in hand, points, opened, away."""
     names = seat_names(view)
     moving = view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
-    tallage = variant_id(view.variant) == "tallage"
+    rules = variant_of(view.variant)
+    opening = rules is not None and rules.has_opening
     items: list[StyleAndTextTuples] = []
     for p, name in zip(view.players, names, strict=True):
         turn = moving and p.seat == view.turn
@@ -163,7 +167,7 @@ def _players(view: game_pb2.View, look: Look) -> list[StyleAndTextTuples]:
         ]
         if view.phase != game_pb2.PHASE_WAITING:
             facts = f" {p.hand_size} cards, {p.total} pts"
-            if tallage and p.opened:
+            if opening and p.opened:
                 facts += ", opened"
             if p.away:
                 facts += ", away"
@@ -257,7 +261,8 @@ def panel_fragments(
     out: StyleAndTextTuples = []
     playing = view.phase != game_pb2.PHASE_WAITING
     pad = " " * _LABEL
-    if playing and (view.melds or variant_id(view.variant) == "tallage"):
+    rules = variant_of(view.variant)
+    if playing and (view.melds or (rules is not None and rules.has_opening)):
         out += _flow(_melds(view, look), "   ", width - 1, pad, _label("Table"))
         out.append(("", "\n"))
     seat = my_seat(view)
@@ -290,6 +295,7 @@ def prompt_fragments(view: game_pb2.View | None, look: Look) -> StyleAndTextTupl
 def table_lines(view: game_pb2.View, look: Look, name: str = "") -> list[StyleAndTextTuples]:
     """The whole table, to print on demand: every meld, every player, the piles."""
     names = seat_names(view)
+    rules = variant_of(view.variant)
     b = look.bullet
     table_id = safe(view.table_id, 32)
     title = f'Table "{safe(name, 40)}" ({table_id})' if name else f"Table {table_id}"
@@ -309,7 +315,7 @@ def table_lines(view: game_pb2.View, look: Look, name: str = "") -> list[StyleAn
     for p, who in zip(view.players, names, strict=True):
         turn = view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY) and p.seat == view.turn
         facts = f"seat {p.seat}{b}{p.hand_size} cards{b}{p.total} points"
-        if p.opened and variant_id(view.variant) == "tallage":
+        if p.opened and rules is not None and rules.has_opening:
             facts += f"{b}opened"
         if p.kind == game_pb2.SEAT_KIND_BOT:
             facts += f"{b}{p.policy} bot"

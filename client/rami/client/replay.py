@@ -146,7 +146,7 @@ def frame_fragments(replay: Replay, index: int, look: Look) -> StyleAndTextTuple
         ]
     top = look.card_text(v.discard_top) if v.discard_top is not None else "none"
     out.append(("class:dim", f"  discard {top}{b}stock {v.stock_size}"))
-    if v.variant == "tallage":
+    if v.variant.has_opening:
         out.append(("class:dim", f"{b}bar {v.bar}"))
     out.append(("", "\n\n"))
     width = max(len(n) for n in replay.names)

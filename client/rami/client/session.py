@@ -22,7 +22,7 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.shortcuts import CompleteStyle
 
-from rami.engine import Card, Draw, Meld
+from rami.engine import Card, Draw, Meld, Variant
 from rami.v1 import (
     game_pb2,
     lobby_service_pb2,
@@ -40,7 +40,7 @@ from .convert import (
     event_from_proto,
     meld_from_proto,
     options_to_proto,
-    variant_id,
+    variant_of,
     view_from_proto,
 )
 from .hints import hint_lines
@@ -151,8 +151,8 @@ class ClientSession:
         listed = tuple((str(i), table_summary(t)) for i, t in enumerate(self.tables, 1))
         return Situation(self.where, self.look, tuple(self._hand()), melds, listed, self._variant())
 
-    def _variant(self) -> str:
-        return variant_id(self.view.variant) if self.view is not None else ""
+    def _variant(self) -> Variant | None:
+        return variant_of(self.view.variant) if self.view is not None else None
 
     # -- the prompt --------------------------------------------------------------------------
 
@@ -280,7 +280,8 @@ class ClientSession:
         view = self.view
         assert view is not None and self.table_id is not None
         action = parse_move(name, args)
-        variant = view_from_proto(view).variant
+        variant = variant_of(view.variant)
+        assert variant is not None  # a move is only parsed at a table's game
         top = card(view.discard_top)
         decided = plan(action, self.stage, variant=variant, discard_top=top)
         if decided.note:

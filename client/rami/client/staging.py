@@ -21,6 +21,7 @@ from rami.engine import (
     Lay,
     NewMeld,
     TakeJoker,
+    Variant,
     format_action,
 )
 from rami.engine.actions import LayStep
@@ -73,10 +74,10 @@ def _unplaced_jokers(steps: tuple[LayStep, ...]) -> int:
 _WHERE_JOKER = "now say where the joker goes, e.g. add 3 JK or lay 10c Jc JK (cancel drops it)"
 
 
-def plan(action: Action, stage: Stage, *, variant: str, discard_top: Card | None) -> Plan:
+def plan(action: Action, stage: Stage, *, variant: Variant, discard_top: Card | None) -> Plan:
     """Combine ``action`` with what is staged: send it, stage it, or refuse it with a note."""
     if isinstance(action, Draw):
-        if action.source == "discard" and variant == "tallage":
+        if action.source == "discard" and variant.must_lay_discard:
             if action.lay is None:
                 if discard_top is None:
                     return Plan(action, Stage())

@@ -102,7 +102,7 @@ class Game:
     totals: list[int] = field(default_factory=list)
     results: list[RoundResult] = field(default_factory=list)
     winners: tuple[int, ...] = ()
-    number: int = 0
+    #: Every action applied, in order, with its seat (None for the table's NextRound).
     log: list[tuple[int | None, Action]] = field(default_factory=list)
 
     # -- creation ---------------------------------------------------------------------------
@@ -160,6 +160,11 @@ class Game:
     # -- reading ----------------------------------------------------------------------------
 
     @property
+    def number(self) -> int:
+        """Actions applied so far (the game's own count: the log's length)."""
+        return len(self.log)
+
+    @property
     def players(self) -> int:
         """Number of seats."""
         return self.options.players
@@ -183,9 +188,13 @@ class Game:
 
     def can_lay(self, seat: int) -> bool:
         """True when the rules let the seat lay something now (whether its cards allow it)."""
-        if self.phase != Phase.PLAY or seat != self.turn or self.variant.laying == "declare":
+        if self.phase != Phase.PLAY or seat != self.turn or self.variant.declares:
             return False
         return self.opened_turn[seat] != self.turn_index
+
+    def can_declare(self, seat: int) -> bool:
+        """True when the rules let the seat declare now (whether its cards are complete)."""
+        return self.phase == Phase.PLAY and seat == self.turn and self.variant.declares
 
     def state_key(self) -> tuple[object, ...]:
         """Everything that makes the state, for comparing two states."""
@@ -256,7 +265,6 @@ class Game:
                 events = self._declare(seat, action.card)
             else:
                 raise MalformedAction(f"not an action: {action!r}", "BAD_ACTION")
-        self.number += 1
         self.log.append((seat, action))
         return events
 
@@ -359,7 +367,7 @@ class Game:
             raise MalformedAction(
                 f"draw from stock or discard, not {action.source!r}", "BAD_SOURCE"
             )
-        if action.lay is not None and self.variant.laying == "declare":
+        if action.lay is not None and self.variant.declares:
             raise IllegalAction("nothing is laid in portuguese: hands stay closed", "NO_LAYING")
         if action.source == "stock":
             card = self.stock[-1]
@@ -373,7 +381,7 @@ class Game:
                 raise refusal
             card = self.discard[-1]
             hand = [*self.hands[seat], card]
-            must_lay = self.variant.laying == "open"
+            must_lay = self.variant.must_lay_discard
             if must_lay and action.lay is None:
                 raise IllegalAction(
                     "in tallage a discard taken must be laid this turn: send the lay with the draw",
@@ -406,7 +414,7 @@ class Game:
     ) -> _LayPlan:
         """Check ``lay`` on copies of the hand and the table; raise if any rule refuses it."""
         v, opts = self.variant, self.options
-        if v.laying == "declare":
+        if v.declares:
             raise IllegalAction(
                 "nothing is laid in portuguese: hands stay closed; declare to finish", "NO_LAYING"
             )
@@ -418,7 +426,7 @@ class Game:
             raise IllegalAction(
                 "you opened this turn: you lay again from your next turn", "OPENED_THIS_TURN"
             )
-        free = opened and v.laying == "open"
+        free = opened and v.has_opening
         work = list(hand)
         melds = list(self.melds)
         jokers_before = hand.count(JOKER)
@@ -442,7 +450,7 @@ class Game:
             elif isinstance(step, AddToMeld | TakeJoker):
                 if not free:
                     what = "add to a meld" if isinstance(step, AddToMeld) else "take a joker back"
-                    if v.laying == "finish":
+                    if v.lays_whole_hand:
                         raise IllegalAction(
                             f"in simple nobody may {what}: you lay your whole hand at once",
                             "NO_LAYING",
@@ -489,7 +497,7 @@ class Game:
             clean_set = any(m.is_clean and m.kind == SET for m in laid)
             clean_run = any(m.is_clean and m.kind == RUN for m in laid)
             finish = len(work) == 1 and clean_set and clean_run
-            if v.laying == "finish":
+            if v.lays_whole_hand:
                 if not finish:
                     raise IllegalAction(
                         "in simple you lay the whole hand at once: every card but one in melds, "
@@ -573,7 +581,7 @@ class Game:
         events: list[Event] = [Discarded(seat, card)]
         if not hand:
             ending = "rami_sec" if self.rami_sec else "rami"
-            if self.variant.laying == "finish" and not self.options.simple_rami_sec:
+            if self.variant.lays_whole_hand and not self.options.simple_rami_sec:
                 ending = "rami"
             events.extend(self._end_round(ending, seat))
         else:
@@ -581,7 +589,7 @@ class Game:
         return events
 
     def _declare(self, seat: int, card: Card) -> list[Event]:
-        if self.variant.laying != "declare":
+        if not self.variant.declares:
             raise IllegalAction(
                 f"declaring is for portuguese; in {self.variant.id} you lay your melds",
                 "NO_DECLARING",

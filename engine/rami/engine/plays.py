@@ -8,7 +8,7 @@ joker that can be taken back and laid again. Every play returned is legal.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from .actions import Action, AddToMeld, Declare, Discard, Draw, Lay, LayStep, NewMeld, TakeJoker
 from .cards import CARDS, JOKER, Card
@@ -18,8 +18,6 @@ from .solver import (
     FLAG_LEFT,
     FLAG_RUN,
     FLAG_SET,
-    MOROCCAN_VALUES,
-    PORTUGUESE_VALUES,
     Objective,
     Split,
     best_opening,
@@ -35,6 +33,8 @@ from .views import View
 
 __all__ = [
     "additions",
+    "complete_declarations",
+    "declaration_cards",
     "declarations",
     "discard_completions",
     "finish_lays",
@@ -54,7 +54,7 @@ _DISCARDS: tuple[Discard, ...] = tuple(Discard(c) for c in CARDS)
 
 
 def _jpm(v: View) -> int:
-    return int(v.options["jokers_per_meld"])
+    return v.options.jokers_per_meld
 
 
 def _lay_of(split: Split) -> Lay:
@@ -63,7 +63,7 @@ def _lay_of(split: Split) -> Lay:
 
 def opening(v: View, hand: list[Card], must: Card | None = None) -> Lay | None:
     """The best tallage opening from ``hand`` that beats the bar (and lays ``must``)."""
-    least = max(int(v.options["opening"]), v.bar + 1)
+    least = max(v.options.opening, v.bar + 1)
     # No split of the hand is worth enough: two bounds say so for most hands, the cheaper first,
     # before the search for the opening.
     if opening_bound(hand) < least or clean_opening_value(hand) < least:
@@ -80,7 +80,7 @@ def opening(v: View, hand: list[Card], must: Card | None = None) -> Lay | None:
     if split is None:
         return None
     value = sum(m.opening_value() for m in split.melds)
-    if value < int(v.options["opening"]) or value <= v.bar:
+    if value < v.options.opening or value <= v.bar:
         return None
     return _lay_of(split)
 
@@ -180,11 +180,11 @@ def lays(v: View, hand: list[Card]) -> list[Lay]:
         return []
     opened = v.seat is not None and v.opened[v.seat]
     out: list[Lay] = []
-    if v.variant == "simple" or not opened:
+    if v.variant.lays_whole_hand or not opened:
         if not clean_set_and_run(hand):
             return out  # no finish and no opening, said without a search
         out.extend(finish_lays(v, hand))
-        if v.variant == "tallage":
+        if v.variant.has_opening:
             o = opening(v, hand)
             if o is not None:
                 out.append(o)
@@ -234,6 +234,32 @@ def declarations(v: View) -> list[Declare]:
     return out
 
 
+def declaration_cards(
+    hand: Sequence[Card], *, jokers_per_meld: int = 1
+) -> tuple[tuple[Card, int], ...]:
+    """Each card (in card order) whose face-down leaves 13 complete cards, with the
+    declaration's multiplier (RULES.md §2: ×1, or ×2, ×3, ×4 for natural runs only)."""
+    if len(hand) != 14:
+        return ()
+    out = []
+    for card in sorted(last_cards(hand, FLAG_RUN, jokers_per_meld=jokers_per_meld)):
+        rest = list(hand)
+        rest.remove(card)
+        found = portuguese_declaration(rest, jokers_per_meld=jokers_per_meld)
+        if found is not None:
+            out.append((card, found[1]))
+    return tuple(out)
+
+
+def complete_declarations(v: View) -> tuple[tuple[Card, int], ...]:
+    """The declarations the watcher could make now: each card to put face down that leaves 13
+    complete cards, with the multiplier (none unless the rules let it declare now). Read from
+    the watcher's own hand alone."""
+    if not v.can_declare or v.hand is None:
+        return ()
+    return declaration_cards(v.hand, jokers_per_meld=_jpm(v))
+
+
 def legal_plays(v: View) -> list[Action]:
     """A list of legal actions for the watcher now: all draws and discards, the lays above."""
     if not v.my_turn or v.hand is None:
@@ -242,13 +268,13 @@ def legal_plays(v: View) -> list[Action]:
     if v.phase == Phase.DRAW:
         plays: list[Action] = [_DRAW_STOCK]
         if "discard" in v.draw_sources:
-            if v.variant == "tallage":
+            if v.variant.must_lay_discard:
                 plays.extend(Draw("discard", lay) for lay in discard_completions(v))
             else:
                 plays.append(_DRAW_DISCARD)
         return plays
     plays = [_DISCARDS[c] for c in sorted(set(hand))]
-    if v.variant == "portuguese":
+    if v.variant.declares:
         plays.extend(declarations(v))
     else:
         plays.extend(lays(v, hand))
@@ -257,6 +283,4 @@ def legal_plays(v: View) -> list[Action]:
 
 def hand_deadwood_values(v: View) -> tuple[int, ...]:
     """What each card left in hand costs in this view's variant and options."""
-    if v.variant == "portuguese":
-        return PORTUGUESE_VALUES
-    return (*MOROCCAN_VALUES[:52], int(v.options["joker_penalty"]))
+    return v.options.hand_values(v.variant)

@@ -57,7 +57,7 @@ def random_policy(v: View, rng: random.Random) -> Action:
 
 
 def _need_run(v: View) -> bool:
-    return v.variant == "portuguese"
+    return v.variant.sets_need_run
 
 
 def _deadwood(v: View, hand: list[Card]) -> int:
@@ -65,17 +65,17 @@ def _deadwood(v: View, hand: list[Card]) -> int:
         hand,
         hand_deadwood_values(v),
         need_run=_need_run(v),
-        jokers_per_meld=int(v.options["jokers_per_meld"]),
+        jokers_per_meld=v.options.jokers_per_meld,
     )
 
 
 def _best_declare(v: View) -> Declare | None:
     assert v.hand is not None
     best: tuple[int, Declare] | None = None
-    for card in last_cards(v.hand, FLAG_RUN, jokers_per_meld=int(v.options["jokers_per_meld"])):
+    for card in last_cards(v.hand, FLAG_RUN, jokers_per_meld=v.options.jokers_per_meld):
         rest = list(v.hand)
         rest.remove(card)
-        found = portuguese_declaration(rest, jokers_per_meld=int(v.options["jokers_per_meld"]))
+        found = portuguese_declaration(rest, jokers_per_meld=v.options.jokers_per_meld)
         if found is not None and (best is None or found[1] > best[0]):
             best = (found[1], Declare(card))
     return best[1] if best else None
@@ -94,7 +94,7 @@ def _cards_laid(lay: Lay) -> int:
 def _greedy_discard(v: View, hand: list[Card]) -> Discard:
     values = hand_deadwood_values(v)
     split = deadwood_split(
-        hand, values, need_run=_need_run(v), jokers_per_meld=int(v.options["jokers_per_meld"])
+        hand, values, need_run=_need_run(v), jokers_per_meld=v.options.jokers_per_meld
     )
     loose = split.left or hand
     # The costliest loose card; never a joker while another card can go.
@@ -108,7 +108,7 @@ def greedy(v: View, rng: random.Random) -> Action:
     hand = list(v.hand)
     if v.phase == Phase.DRAW:
         if "discard" in v.draw_sources and v.discard_top is not None:
-            if v.variant == "tallage":
+            if v.variant.must_lay_discard:
                 found = discard_completions(v)
                 if found:
                     return Draw("discard", found[0])
@@ -119,7 +119,7 @@ def greedy(v: View, rng: random.Random) -> Action:
                 if v.discard_top not in split.left:
                     return Draw("discard")
         return Draw("stock")
-    if v.variant == "portuguese":
+    if v.variant.declares:
         declare = _best_declare(v)
         if declare is not None:
             return declare
@@ -182,8 +182,7 @@ def _counting(values: tuple[int, ...]) -> Objective:
 
 def _unseen(v: View) -> list[int]:
     """How many copies of each card this seat has not seen (hand, table, discard top)."""
-    jokers = 2 if v.variant == "portuguese" else 4
-    left = [2] * 52 + [jokers]
+    left = [2] * 52 + [v.variant.jokers]
     assert v.hand is not None
     seen = list(v.hand)
     for tm in v.melds:
@@ -212,16 +211,16 @@ class _Judge:
     def __init__(self, v: View) -> None:
         assert v.seat is not None
         self.v = v
-        self.w = _WEIGHTS[v.variant]
+        self.w = _WEIGHTS[v.variant.id]
         self.values = hand_deadwood_values(v)
-        self.jpm = int(v.options["jokers_per_meld"])
+        self.jpm = v.options.jokers_per_meld
         self.objective = _counting(self.values)
         self.unseen = _unseen(v)
         self.total = max(1, sum(self.unseen))
-        opened = v.variant == "tallage" and v.opened[v.seat]
+        opened = v.variant.has_opening and v.opened[v.seat]
         # Once opened in tallage, anything goes: melds and additions, no flags needed.
         self.table = [tm.meld for tm in v.melds] if opened else []
-        if v.variant == "portuguese":
+        if v.variant.declares:
             self.need = FLAG_RUN
         else:
             self.need = 0 if opened else FLAG_SET | FLAG_RUN
@@ -239,7 +238,7 @@ class _Judge:
                 split, penalty = needed, 0.0
         loose = [c for c in split.left if not (self.table and _fits(self.table, c, self.jpm))]
         gain = self._gain(split.melds, loose)
-        if self.v.variant == "portuguese":
+        if self.v.variant.sets_need_run:
             # What a declaration by another player would cost: melds count beside a clean run.
             has_run = any(m.is_clean and m.kind == "run" for m in split.melds)
             exposure = sum(self.values[c] for c in (split.left if has_run else hand))
@@ -312,7 +311,7 @@ class _Judge:
         assert v.seat is not None
         nxt = (v.seat + 1) % v.players
         return (
-            v.variant == "tallage"
+            v.variant.has_opening
             and v.opened[nxt]
             and _fits([tm.meld for tm in v.melds], card, self.jpm)
         )
@@ -345,7 +344,7 @@ def strong(v: View, rng: random.Random) -> Action:
     if v.phase == Phase.DRAW:
         if "discard" in v.draw_sources and v.discard_top is not None:
             top = v.discard_top
-            if v.variant == "tallage":
+            if v.variant.must_lay_discard:
                 found = discard_completions(v)
                 if found:
                     return Draw("discard", max(found, key=_cards_laid))
@@ -361,7 +360,7 @@ def strong(v: View, rng: random.Random) -> Action:
                 if taken is not None and taken[0] < now - gain:
                     return Draw("discard")
         return Draw("stock")
-    if v.variant == "portuguese":
+    if v.variant.declares:
         declare = _best_declare(v)
         if declare is not None:
             return declare

@@ -1,18 +1,147 @@
-"""Replaying a game record (docs/records.md): the deals checked, the game rebuilt move by move."""
+"""Game records (docs/records.md): written from a game's moves, and replayed with every deal,
+seed, action and result checked.
+
+Once the game is over the record holds every round's deal, shuffle seed, actions and result.
+While it runs, the record leaves out what is still concealed: the deal and the seed of the
+round being played (its actions are public: a draw from the stock does not say the card).
+"""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from .actions import NextRound
+from .actions import Action, NextRound
 from .cards import Card, full_deck
 from .errors import MalformedAction
+from .events import RoundResult
 from .game import Game, Phase
-from .serial import action_from_dict
+from .serial import action_from_dict, action_to_dict
 from .variants import Options, get_variant
 
-__all__ = ["RecordError", "replay_record"]
+__all__ = ["FORMAT", "Move", "RecordError", "RecordPlayer", "replay_record", "write_record"]
+
+#: The layout of a record; a later, incompatible one gets a new number.
+FORMAT = "rami-record/1"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordPlayer:
+    """A seat as its record shows it: its name, its kind (``player``, ``bot``) and policy."""
+
+    name: str
+    kind: str
+    policy: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One change of a game: a seat's action, or the next deal (``seat`` None, NextRound)."""
+
+    #: The table's update number (shared with the watch stream).
+    number: int
+    seat: int | None
+    action: Action
+    #: Why the server played for the seat (``timeout``, ``away``), or None.
+    auto: str | None = None
+
+
+def _codes(cards: Iterable[Card]) -> list[str]:
+    return [Card(c).code() for c in cards]
+
+
+def _result(r: RoundResult) -> dict[str, Any]:
+    return {
+        "ending": r.ending,
+        "winner": r.winner,
+        "points": list(r.points),
+        "totals": list(r.totals),
+        "multiplier": r.multiplier,
+        "hands": [_codes(h) for h in r.hands],
+    }
+
+
+def _round(game: Game) -> dict[str, Any]:
+    """A round just dealt, its result and seed still to come."""
+    return {
+        "round": game.round,
+        "dealer": game.dealer,
+        "first_player": game.turn,
+        "seed_hash": game.seed_hash(),
+        "seed": None,
+        "deal": {
+            "hands": [_codes(h) for h in game.hands],
+            "discard": Card(game.discard[-1]).code(),
+            "stock": _codes(reversed(game.stock)),
+        },
+        "actions": [],
+        "result": None,
+    }
+
+
+def _rounds(game: Game, moves: Iterable[Move]) -> list[dict[str, Any]]:
+    rounds = [_round(game)]
+    for move in moves:
+        game.apply(move.seat, move.action)
+        if move.seat is None:
+            if game.phase in (Phase.DRAW, Phase.PLAY):
+                rounds.append(_round(game))
+            continue
+        current = rounds[-1]
+        item: dict[str, Any] = {
+            "number": move.number,
+            "seat": move.seat,
+            "action": action_to_dict(move.action),
+        }
+        if move.auto is not None:
+            item["auto"] = move.auto
+        current["actions"].append(item)
+        if len(game.results) >= game.round and current["result"] is None:
+            r = game.results[game.round - 1]
+            current["result"] = _result(r)
+            current["seed"] = r.seed or None
+    for rnd in rounds:
+        if rnd["result"] is None:  # the round being played: its deal is still concealed
+            rnd["deal"] = None
+    return rounds
+
+
+def write_record(
+    *,
+    table_id: str,
+    name: str,
+    variant: str,
+    options: Options,
+    seed: bytes | None,
+    decks: Sequence[Sequence[int]] = (),
+    players: Sequence[RecordPlayer],
+    moves: Iterable[Move],
+) -> dict[str, Any]:
+    """The record of a game (docs/records.md) from its table, its start (``seed`` None: not
+    started yet, and no moves) and its moves in order, complete or in progress."""
+    rounds: list[dict[str, Any]] = []
+    game = None
+    if seed is not None:
+        game, _ = Game.new(variant, options, seed, decks=decks)
+        rounds = _rounds(game, moves)
+    complete = game is not None and game.phase == Phase.GAME_OVER
+    return {
+        "format": FORMAT,
+        "table_id": table_id,
+        "name": name,
+        "variant": variant,
+        "options": options.to_dict(),
+        "complete": complete,
+        "players": [
+            {"seat": i, "name": p.name, "kind": p.kind, "policy": p.policy}
+            for i, p in enumerate(players)
+        ],
+        "rounds": rounds,
+        "totals": list(game.totals) if game else [],
+        "winners": list(game.winners) if game and complete else [],
+    }
 
 
 class RecordError(ValueError):

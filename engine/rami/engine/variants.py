@@ -8,7 +8,7 @@ written once and reads these fields.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from .errors import MalformedAction
@@ -38,6 +38,33 @@ class Variant:
     moroccan_draw_rules: bool
     #: ``rounds`` (portuguese) or ``target`` (moroccan).
     game_end: Literal["rounds", "target"]
+
+    # What the rules say, asked by the rule (plain attributes, read for every decision of every
+    # bot; each follows from ``laying``, set once below).
+    #: Hands stay closed; a 13-card declaration ends the round (RULES.md §2).
+    declares: bool = field(init=False)
+    #: An opening of clean melds above a bar, then free laying, adding, taking jokers (RULES.md §3).
+    has_opening: bool = field(init=False)
+    #: Nothing is laid in play but the whole-hand finish (RULES.md §4).
+    lays_whole_hand: bool = field(init=False)
+    #: All cards but one may be laid at once, the last discarded (RULES.md §3, §4).
+    has_finish: bool = field(init=False)
+    #: A discard taken must be laid in the same turn, with the draw (RULES.md §3).
+    must_lay_discard: bool = field(init=False)
+    #: Sets and joker melds count only in a hand with a natural run (RULES.md §2).
+    sets_need_run: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        rules = {
+            "declares": self.laying == "declare",
+            "has_opening": self.laying == "open",
+            "lays_whole_hand": self.laying == "finish",
+            "has_finish": self.laying != "declare",
+            "must_lay_discard": self.laying == "open",
+            "sets_need_run": self.laying == "declare",
+        }
+        for name, value in rules.items():
+            object.__setattr__(self, name, value)  # frozen: set once, here
 
     @property
     def decks(self) -> int:

@@ -9,15 +9,12 @@ reads the game's hidden state, so a hidden card can't leave by another door.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Any
 
 from .cards import Card
 from .events import RoundResult
 from .game import Game, Phase, TableMeld
-from .variants import Options
+from .variants import Options, Variant
 
 __all__ = ["SeatPart", "View", "seat_part", "view"]
 
@@ -26,9 +23,9 @@ __all__ = ["SeatPart", "View", "seat_part", "view"]
 class View:
     """What one watcher sees of a game at one moment."""
 
-    variant: str
-    #: Every option by name (read-only: one mapping is shared by every view of a game).
-    options: Mapping[str, Any]
+    variant: Variant
+    #: The table's rule options (the game's own: Options are frozen).
+    options: Options
     #: The watcher's seat, or None for a spectator.
     seat: int | None
     players: int
@@ -58,6 +55,10 @@ class View:
     draw_sources: tuple[str, ...]
     #: True when the rules let the watcher lay now.
     can_lay: bool
+    #: True when the rules let the watcher declare now (RULES.md §2): its turn, after drawing,
+    #: in a variant where hands stay closed. Whether its cards are complete is
+    #: :func:`~rami.engine.plays.complete_declarations`.
+    can_declare: bool
 
     @property
     def my_turn(self) -> bool:
@@ -87,15 +88,26 @@ class SeatPart:
     draw_sources: tuple[str, ...]
     #: True when the rules let it lay now.
     can_lay: bool
+    #: True when the rules let it declare now.
+    can_declare: bool
 
 
-def _own(game: Game, seat: int) -> tuple[tuple[Card, ...], Card | None, tuple[str, ...], bool]:
+def _own(
+    game: Game, seat: int
+) -> tuple[tuple[Card, ...], Card | None, tuple[str, ...], bool, bool]:
     """What only ``seat`` sees: its hand, the card it drew, where it may draw, whether it may
-    lay (a tuple, not a SeatPart: :func:`view` runs before every decision of every bot)."""
+    lay, whether it may declare (a tuple, not a SeatPart: :func:`view` runs before every
+    decision of every bot)."""
     if seat != game.turn:
-        return tuple(game.hands[seat]), None, (), False
+        return tuple(game.hands[seat]), None, (), False, False
     drawn = game.drawn if game.phase == Phase.PLAY else None
-    return tuple(game.hands[seat]), drawn, tuple(game.draw_sources(seat)), game.can_lay(seat)
+    return (
+        tuple(game.hands[seat]),
+        drawn,
+        tuple(game.draw_sources(seat)),
+        game.can_lay(seat),
+        game.can_declare(seat),
+    )
 
 
 def seat_part(game: Game, seat: int | None) -> SeatPart | None:
@@ -103,28 +115,7 @@ def seat_part(game: Game, seat: int | None) -> SeatPart | None:
     that shows every seat builds the spectator's view once and adds each seat's part."""
     if seat is None or not 0 <= seat < game.players:
         return None
-    hand, drawn, draw_sources, can_lay = _own(game, seat)
-    return SeatPart(seat, hand, drawn, draw_sources, can_lay)
-
-
-# Options are immutable, and a view is made before every decision of every bot: each Options
-# gets one read-only mapping, shared by the views that show it. The cache is keyed by identity
-# (a game keeps its Options, and hashing and comparing Options would cost most of what this
-# saves); it holds the Options, so an id is not reused while cached, and is dropped whole past
-# the cap.
-_OPTION_MAPS: dict[int, tuple[Options, Mapping[str, Any]]] = {}
-_OPTION_MAPS_CAP = 1024
-
-
-def _options_map(options: Options) -> Mapping[str, Any]:
-    found = _OPTION_MAPS.get(id(options))
-    if found is not None and found[0] is options:
-        return found[1]
-    if len(_OPTION_MAPS) >= _OPTION_MAPS_CAP:
-        _OPTION_MAPS.clear()
-    mapping = MappingProxyType(options.to_dict())
-    _OPTION_MAPS[id(options)] = (options, mapping)
-    return mapping
+    return SeatPart(seat, *_own(game, seat))
 
 
 def view(game: Game, seat: int | None) -> View:
@@ -132,19 +123,19 @@ def view(game: Game, seat: int | None) -> View:
     hand: tuple[Card, ...] | None = None
     drawn: Card | None = None
     draw_sources: tuple[str, ...] = ()
-    can_lay = False
+    can_lay = can_declare = False
     if seat is not None and 0 <= seat < game.players:
-        hand, drawn, draw_sources, can_lay = _own(game, seat)
+        hand, drawn, draw_sources, can_lay, can_declare = _own(game, seat)
     else:
         seat = None
     # Positional, in the order of View's fields (matching 25 keywords costs a fifth of a view,
     # and a view is made before every decision of every bot); a test checks every field.
     return View(
-        game.variant.id,  # variant
-        _options_map(game.options),  # options
+        game.variant,  # variant
+        game.options,  # options
         seat,  # seat
         game.players,  # players
-        game.number,  # number
+        len(game.log),  # number (Game.number, without the property call)
         game.round,  # round
         game.dealer,  # dealer
         game.turn,  # turn
@@ -165,4 +156,5 @@ def view(game: Game, seat: int | None) -> View:
         game.winners,  # winners
         draw_sources,  # draw_sources
         can_lay,  # can_lay
+        can_declare,  # can_declare
     )

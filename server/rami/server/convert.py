@@ -27,6 +27,7 @@ from rami.engine import (
     View,
 )
 from rami.engine import events as ev
+from rami.engine.analysis import Analysis
 from rami.engine.melds import RUN
 from rami.engine.views import SeatPart
 from rami.v1 import events_pb2, game_pb2, lobby_service_pb2, rules_service_pb2, table_service_pb2
@@ -51,6 +52,7 @@ from .wire import ACT_VIEW, UPDATE, UPDATE_VIEW, message_field
 __all__ = [
     "action_from_proto",
     "add_own_view",
+    "analysis_to_proto",
     "card_from_proto",
     "card_to_proto",
     "cards_from_proto",
@@ -385,8 +387,8 @@ def shared_view_to_proto(
     msg = game_pb2.View(
         table_id=table_id,
         number=number,
-        variant=variant_to_proto(v.variant),
-        options=options if options is not None else options_to_proto(Options.from_dict(v.options)),
+        variant=variant_to_proto(v.variant.id),
+        options=options if options is not None else options_to_proto(v.options),
         phase=_PHASE_TO_PROTO[v.phase],
         round=v.round,
         dealer=v.dealer,
@@ -410,7 +412,8 @@ def shared_view_to_proto(
 def add_own_view(msg: game_pb2.View, own: View | SeatPart | None, public: View) -> None:
     """Add to a shared view what ``own``'s seat alone sees: its seat, its hand, the card it
     drew, where it may draw from, whether it may lay or declare (nothing for no seat);
-    ``public`` is the view the shared part was made from."""
+    ``public`` is the view the shared part was made from (what the seat may do now is the
+    engine's, in ``own``)."""
     if own is None or own.seat is None:
         return
     msg.seat = own.seat
@@ -418,8 +421,21 @@ def add_own_view(msg: game_pb2.View, own: View | SeatPart | None, public: View) 
     msg.drawn = card_to_proto(own.drawn)
     msg.draw_sources.extend(_SOURCE_TO_PROTO[s] for s in own.draw_sources)
     msg.can_lay = own.can_lay
-    msg.can_declare = (
-        public.variant == "portuguese" and public.phase == Phase.PLAY and own.seat == public.turn
+    msg.can_declare = own.can_declare
+
+
+def analysis_to_proto(a: Analysis) -> game_pb2.Analysis:
+    """What the solver says of a hand, as the message."""
+    return game_pb2.Analysis(
+        melds=[meld_to_proto(m) for m in a.melds],
+        left=cards_to_proto(a.left),
+        points_left=a.points_left,
+        declare_cards=cards_to_proto(a.declare_cards),
+        multiplier=a.multiplier,
+        opening_value=a.opening_value,
+        opening_melds=[meld_to_proto(m) for m in a.opening_melds],
+        can_open=a.can_open,
+        finish_discards=cards_to_proto(a.finish_discards),
     )
 
 

@@ -16,7 +16,8 @@ from typing import TypeVar
 
 import grpc
 
-from rami.engine import MalformedAction, Meld, MeldError, Options, RuleError, View, get_variant
+from rami.engine import MalformedAction, Meld, MeldError, RuleError, View, get_variant
+from rami.engine.analysis import analyse
 from rami.v1 import (
     lobby_service_pb2,
     lobby_service_pb2_grpc,
@@ -27,12 +28,11 @@ from rami.v1 import (
 )
 
 from . import convert
-from .analysis import analyse
 from .entries import Act, AddBot, Chat, Entry, Join, Leave, Return, Start
 from .errors import log_unexpected, refusal_of, streaming, unary
 from .limits import RateLimiter, StreamCounter, TimeBudget
 from .lobby import Lobby
-from .records import record_json
+from .records import record_inputs, record_json
 from .refusals import Invalid, PermissionDenied, Precondition, Refusal, Unauthenticated
 from .sanitize import MAX_CHAT, MAX_NAME, clean_text
 from .table import Committed, Table, Watcher, new_seed, stale
@@ -149,7 +149,9 @@ class RulesService(rules_service_pb2_grpc.RulesServiceServicer):
         options = convert.options_from_proto(request.options)
         hand = convert.cards_from_proto(request.hand)
         with self.work.spend(_client(context)) if self.work else contextlib.nullcontext():
-            analysis = analyse(get_variant(variant), options, hand, request.bar)
+            analysis = convert.analysis_to_proto(
+                analyse(get_variant(variant), options, hand, request.bar)
+            )
         return rules_service_pb2.AnalyseHandResponse(analysis=analysis)
 
 
@@ -416,8 +418,8 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         own = await self.read(table, hand_of)
         # The solver runs outside the table's task, on what the seat's own view shows.
         with self.lobby.work.spend(_client(context)):
-            analysis = analyse(
-                get_variant(own.variant), Options.from_dict(own.options), own.hand or (), own.bar
+            analysis = convert.analysis_to_proto(
+                analyse(own.variant, own.options, own.hand or (), own.bar)
             )
         return table_service_pb2.AnalyseMyHandResponse(analysis=analysis)
 
@@ -426,9 +428,9 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         self, request: table_service_pb2.ExportRecordRequest, context: grpc.aio.ServicerContext
     ) -> table_service_pb2.ExportRecordResponse:
         table = await self.lobby.get(request.table_id)
-        spec, entries = await table.read(lambda state: (state.spec, list(state.entries)))
+        inputs = await table.read(record_inputs)
         with self.lobby.work.spend(_client(context)):
-            text, complete = record_json(table.table_id, spec, entries)
+            text, complete = record_json(inputs)
         return table_service_pb2.ExportRecordResponse(record_json=text, complete=complete)
 
     @streaming
