@@ -7,7 +7,6 @@ import asyncio
 import json
 import random
 import sqlite3
-import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -245,13 +244,19 @@ def test_the_appends_of_one_tick_share_one_commit_and_are_acknowledged_after_it(
         storage = await open_storage(tmp_path)
         lobby = Lobby(storage, LobbyConfig(), QUIET)
         a, b = await new_table(lobby), await new_table(lobby)
-        held, release = threading.Event(), threading.Event()
+        acks: list[asyncio.Future[int]] = []
+        at_commit: list[Any] = []
 
-        def hold() -> None:  # on the storage's thread, inside the transaction
-            held.set()
-            release.wait(10)
+        def look() -> None:  # just before COMMIT, inside the transaction
+            at_commit.append(
+                (
+                    [ack.done() for ack in acks],
+                    (a.number, b.number),
+                    stored_numbers(tmp_path, a.table_id),
+                )
+            )
 
-        storage.before_commit = hold
+        storage.before_commit = look
         commits = storage.commits
         seen: dict[str, list[int]] = {}
 
@@ -263,15 +268,10 @@ def test_the_appends_of_one_tick_share_one_commit_and_are_acknowledged_after_it(
 
             return reply
 
-        acks = [asyncio.ensure_future(t.change(joining("Ana"), reply_of(t))) for t in (a, b)]
-        await asyncio.get_running_loop().run_in_executor(None, held.wait, 10)
-        await asyncio.sleep(0.05)
-        # The transaction is written but not committed: nobody is answered, nothing is seen.
-        assert not any(ack.done() for ack in acks)
-        assert (a.number, b.number) == (0, 0)
-        assert stored_numbers(tmp_path, a.table_id) == []
-        release.set()
+        acks.extend(asyncio.ensure_future(t.change(joining("Ana"), reply_of(t))) for t in (a, b))
         assert await asyncio.gather(*acks) == [1, 1]
+        # At the commit, written but not committed: nobody answered, nothing seen elsewhere.
+        assert at_commit == [([False, False], (0, 0), [])]
         assert seen == {a.table_id: [1], b.table_id: [1]}
         assert storage.commits == commits + 1  # both tables' appends, one transaction
         lobby.close()
@@ -473,3 +473,30 @@ def test_leaving_before_the_game_frees_the_seat_and_its_token() -> None:
     assert state.tokens() == () and state.seats[0].kind == "empty"
     with pytest.raises(Precondition):
         state.apply(Return(0))
+
+
+def test_a_write_lock_held_elsewhere_delays_only_the_appends_never_the_loop(
+    tmp_path: Path,
+) -> None:
+    async def main() -> None:
+        storage = await open_storage(tmp_path)
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table = await new_table(lobby)
+        other = sqlite3.connect(str(tmp_path / "rami.db"), isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        change = asyncio.ensure_future(table.change(joining("Ana"), lambda d: d.first))
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        for _ in range(20):
+            await asyncio.sleep(0.01)  # the loop goes on serving meanwhile
+        assert loop.time() - started < 1.0
+        assert not change.done() and table.number == 0
+        other.execute("COMMIT")
+        other.close()
+        assert await asyncio.wait_for(change, 10) == 1
+        assert stored_numbers(tmp_path, table.table_id) == [1]
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)

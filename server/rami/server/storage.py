@@ -147,8 +147,21 @@ CREATE TABLE IF NOT EXISTS entries (
     table_id TEXT NOT NULL REFERENCES tables(table_id),
     number INTEGER NOT NULL,
     entry TEXT NOT NULL,
+    -- the table's status after this entry ('' in logs written before version 2)
+    status TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (table_id, number)
 ) WITHOUT ROWID;
+-- An entry goes right after its table's last one, and the directory row follows it: one
+-- statement stores an append and changes the row, in the same transaction.
+CREATE TRIGGER IF NOT EXISTS entry_in_place BEFORE INSERT ON entries
+WHEN NEW.number IS NOT (SELECT number FROM tables WHERE table_id = NEW.table_id) + 1
+BEGIN
+    SELECT RAISE(ABORT, 'entry out of place');
+END;
+CREATE TRIGGER IF NOT EXISTS entry_moves_table AFTER INSERT ON entries
+BEGIN
+    UPDATE tables SET number = NEW.number, status = NEW.status WHERE table_id = NEW.table_id;
+END;
 CREATE TABLE IF NOT EXISTS tokens (
     token_hash TEXT PRIMARY KEY,
     table_id TEXT NOT NULL
@@ -176,6 +189,36 @@ Summarize = Callable[
 _ROW = "table_id, spec, status, number, seats, options, created"
 
 
+@dataclass(frozen=True, slots=True)
+class _Encoded:
+    """An append as the database writes it: its rows and its directory's columns."""
+
+    table_id: str
+    first: int
+    last: int
+    status: str
+    #: (table_id, number, entry, status) of each entry.
+    rows: list[tuple[str, int, str, str]]
+    seats: str | None
+    options: str | None
+    tokens: tuple[str, ...] | None
+
+    @classmethod
+    def of(cls, a: Append) -> _Encoded:
+        """The append, encoded."""
+        changed = a.seats is not None and a.options is not None
+        return cls(
+            a.table_id,
+            a.first,
+            a.first + len(a.entries) - 1,
+            a.status,
+            [(a.table_id, a.first + i, _json(e), a.status) for i, e in enumerate(a.entries)],
+            _json(a.seats) if changed else None,
+            _json(a.options) if changed else None,
+            a.tokens,
+        )
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
@@ -188,18 +231,26 @@ def _row(r: tuple[Any, ...]) -> TableRow:
 class SqliteStorage:
     """Storage in one SQLite file (``:memory:`` keeps nothing after the process ends).
 
-    Open it with :meth:`open`; every call runs on its own worker thread, one at a time.
+    Open it with :meth:`open`. Reads, the directory's changes and checkpoints run on a worker
+    thread of their own, one at a time, on one connection; the appends of a tick are written
+    on the event loop by a second connection that never waits (see :meth:`_flush`), or on the
+    worker thread when that one would have to wait.
     """
 
     path: str
     _db: sqlite3.Connection
     _pool: ThreadPoolExecutor
-    _pending: list[tuple[Append, asyncio.Future[None]]] = field(default_factory=list)
+    #: The event loop's connection for appends (None for ``:memory:``, which is one
+    #: connection's alone: every append then goes through the worker thread).
+    _fast: sqlite3.Connection | None = None
+    _fast_commits: int = 0
+    _checkpointing: asyncio.Future[None] | None = None
+    _pending: list[tuple[_Encoded, asyncio.Future[None]]] = field(default_factory=list)
     _scheduled: bool = False
     _writing: asyncio.Future[list[Exception | None]] | None = None
     #: Transactions of appends committed so far (for tests and benchmarks).
     commits: int = 0
-    #: Called on the worker thread just before each group commit (tests use it to hold one).
+    #: Called just before each group commit, on the thread that writes it (tests use it).
     before_commit: Callable[[], None] | None = None
 
     @classmethod
@@ -208,7 +259,8 @@ class SqliteStorage:
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rami-sqlite")
         loop = asyncio.get_running_loop()
         db = await loop.run_in_executor(pool, _connect, path, summarize)
-        return cls(path, db, pool)
+        fast = None if path == ":memory:" else _connect_fast(path)
+        return cls(path, db, pool, fast)
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
@@ -317,7 +369,9 @@ class SqliteStorage:
     async def append(self, append: Append) -> None:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
-        self._pending.append((append, done))
+        # Encoded here: the worker thread runs as little Python as it can, since each of its
+        # steps waits for the interpreter lock that the event loop holds while it is busy.
+        self._pending.append((_Encoded.of(append), done))
         if not self._scheduled:
             # At the end of this tick: the appends of every table made in it share a commit.
             self._scheduled = True
@@ -329,49 +383,100 @@ class SqliteStorage:
         if self._writing is not None or not self._pending:
             return  # the write under way flushes again when it ends
         batch, self._pending = self._pending, []
+        encoded = [a for a, _ in batch]
         loop = asyncio.get_running_loop()
+        if self._fast is not None:
+            # On the loop's own connection, which never waits: it takes the write lock at
+            # once or not at all (busy_timeout 0), and leaves checkpoints (the fsyncs) to the
+            # worker thread. A batch of a tick is some 100 us of work there, against several
+            # milliseconds of handing it to a thread that must win the interpreter lock from
+            # a busy event loop at every statement.
+            try:
+                results = self._write(encoded, self._fast)
+            except sqlite3.OperationalError as e:
+                if not _busy(e):
+                    self._answer(batch, e, None)
+                    return
+                # Another process holds the lock: the worker thread waits for it, the loop
+                # goes on serving.
+            except BaseException as e:
+                self._answer(batch, e, None)
+                return
+            else:
+                self._answer(batch, None, results)
+                self._fast_commits += 1
+                if self._fast_commits % _CHECKPOINT_EVERY == 0:
+                    self._checkpoint()
+                return
         self._writing = writing = asyncio.ensure_future(
-            loop.run_in_executor(self._pool, self._write, [a for a, _ in batch])
+            loop.run_in_executor(self._pool, self._write, encoded, self._db)
         )
         writing.add_done_callback(lambda w: self._written(batch, w))
 
-    def _written(
+    def _checkpoint(self) -> None:
+        """Copy the WAL into the database on the worker thread (never on the loop)."""
+        if self._checkpointing is None or self._checkpointing.done():
+            loop = asyncio.get_running_loop()
+            self._checkpointing = asyncio.ensure_future(
+                loop.run_in_executor(self._pool, _checkpoint, self._db)
+            )
+
+    def _answer(
         self,
-        batch: list[tuple[Append, asyncio.Future[None]]],
-        writing: asyncio.Future[list[Exception | None]],
+        batch: list[tuple[_Encoded, asyncio.Future[None]]],
+        failed: BaseException | None,
+        results: list[Exception | None] | None,
     ) -> None:
-        self._writing = None
-        failed = None if writing.cancelled() else writing.exception()
-        results = writing.result() if failed is None and not writing.cancelled() else None
         for i, (_, done) in enumerate(batch):
             if done.done():
                 continue
             error = failed or (results[i] if results is not None else None)
-            if writing.cancelled():
-                done.cancel()
-            elif error is not None:
+            if error is not None:
                 done.set_exception(error)
             else:
                 done.set_result(None)
+
+    def _written(
+        self,
+        batch: list[tuple[_Encoded, asyncio.Future[None]]],
+        writing: asyncio.Future[list[Exception | None]],
+    ) -> None:
+        self._writing = None
+        if writing.cancelled():
+            for _, done in batch:
+                done.cancel()
+        elif writing.exception() is not None:
+            self._answer(batch, writing.exception(), None)
+        else:
+            self._answer(batch, None, writing.result())
         if self._pending:
             self._flush()  # what came in while this transaction was being written
 
-    def _write(self, batch: list[Append]) -> list[Exception | None]:
-        """One transaction for the whole batch, a savepoint per append (worker thread)."""
-        db = self._db
+    def _write(self, batch: list[_Encoded], db: sqlite3.Connection) -> list[Exception | None]:
+        """One transaction for the whole batch: every append at once when none conflicts,
+        else each in a savepoint of its own, so that one conflict fails alone."""
+        if sum(len(a.rows) for a in batch) <= _ONE_STATEMENT and all(
+            a.seats is None and a.tokens is None for a in batch
+        ):
+            # Moves only (nearly every batch): one INSERT, its own transaction.
+            if self.before_commit is not None:
+                self.before_commit()
+            try:
+                self._append_all(batch, db)
+            except sqlite3.IntegrityError:
+                pass  # one is out of place: find which, below
+            else:
+                self.commits += 1
+                return [None] * len(batch)
         db.execute("BEGIN IMMEDIATE")
         try:
-            results: list[Exception | None] = []
-            for a in batch:
-                db.execute("SAVEPOINT one")
-                try:
-                    self._append_one(a)
-                except (Conflict, sqlite3.IntegrityError) as e:
-                    db.execute("ROLLBACK TO one")
-                    results.append(e if isinstance(e, Conflict) else Conflict(str(e)))
-                else:
-                    results.append(None)
-                db.execute("RELEASE one")
+            try:
+                self._append_all(batch, db)
+                results: list[Exception | None] = [None] * len(batch)
+            except (Conflict, sqlite3.IntegrityError):
+                db.execute("ROLLBACK")
+                db.execute("BEGIN IMMEDIATE")
+                results = [self._append_alone(a, db) for a in batch]
             if self.before_commit is not None:
                 self.before_commit()
             db.execute("COMMIT")
@@ -382,35 +487,49 @@ class SqliteStorage:
         self.commits += 1
         return results
 
-    def _append_one(self, a: Append) -> None:
-        found = self._db.execute(
-            "SELECT number FROM tables WHERE table_id = ?", (a.table_id,)
-        ).fetchone()
-        if found is None:
-            raise Conflict(f"no table {a.table_id!r} is stored")
-        if found[0] != a.first - 1:
-            raise Conflict(f"table {a.table_id}: entry {a.first} appended after entry {found[0]}")
-        self._db.executemany(
-            "INSERT INTO entries (table_id, number, entry) VALUES (?, ?, ?)",
-            [(a.table_id, a.first + i, _json(e)) for i, e in enumerate(a.entries)],
-        )
-        last = a.first + len(a.entries) - 1
-        if a.seats is None or a.options is None:
-            self._db.execute(
-                "UPDATE tables SET number = ?, status = ? WHERE table_id = ?",
-                (last, a.status, a.table_id),
-            )
+    def _append_all(self, batch: list[_Encoded], db: sqlite3.Connection) -> None:
+        """Every append of a batch in a statement (and the seats and tokens that change);
+        IntegrityError if any entry is out of place (the trigger ``entry_in_place``)."""
+        rows = [row for a in batch for row in a.rows]
+        if len(rows) == 1:
+            db.execute("INSERT INTO entries VALUES (?, ?, ?, ?)", rows[0])
         else:
-            self._db.execute(
-                "UPDATE tables SET number = ?, status = ?, seats = ?, options = ?"
-                " WHERE table_id = ?",
-                (last, a.status, _json(a.seats), _json(a.options), a.table_id),
+            # One statement for the whole batch (or per _ONE_STATEMENT entries: SQLite binds
+            # at most 32,766 values to one), a few microseconds of the loop's time.
+            for start in range(0, len(rows), _ONE_STATEMENT):
+                part = rows[start : start + _ONE_STATEMENT]
+                values = ", ".join(["(?, ?, ?, ?)"] * len(part))
+                db.execute(f"INSERT INTO entries VALUES {values}", [x for r in part for x in r])
+        seated = [a for a in batch if a.seats is not None]
+        if seated:
+            db.executemany(
+                "UPDATE tables SET seats = ?, options = ? WHERE table_id = ?",
+                [(a.seats, a.options, a.table_id) for a in seated],
             )
-        if a.tokens is not None:
-            self._db.execute("DELETE FROM tokens WHERE table_id = ?", (a.table_id,))
-            self._db.executemany(
-                "INSERT OR IGNORE INTO tokens VALUES (?, ?)", [(t, a.table_id) for t in a.tokens]
-            )
+        for a in batch:
+            if a.tokens is not None:
+                _replace_tokens(db, a)
+
+    def _append_alone(self, a: _Encoded, db: sqlite3.Connection) -> Exception | None:
+        """One append in a savepoint: its Conflict, or None once written."""
+        db.execute("SAVEPOINT one")
+        try:
+            found = db.execute(
+                "SELECT number FROM tables WHERE table_id = ?", (a.table_id,)
+            ).fetchone()
+            if found is None:
+                raise Conflict(f"no table {a.table_id!r} is stored")
+            if found[0] != a.first - 1:
+                raise Conflict(
+                    f"table {a.table_id}: entry {a.first} appended after entry {found[0]}"
+                )
+            self._append_all([a], db)
+        except (Conflict, sqlite3.IntegrityError) as e:
+            db.execute("ROLLBACK TO one")
+            db.execute("RELEASE one")
+            return e if isinstance(e, Conflict) else Conflict(str(e))
+        db.execute("RELEASE one")
+        return None
 
     async def close(self) -> None:
         while self._pending or self._writing is not None:
@@ -418,6 +537,10 @@ class SqliteStorage:
                 await asyncio.wait([self._writing])
             else:
                 self._flush()
+        if self._checkpointing is not None:
+            await asyncio.wait([self._checkpointing])
+        if self._fast is not None:
+            self._fast.close()
         await self._run(self._db.close)
         self._pool.shutdown(wait=True)
 
@@ -432,6 +555,39 @@ def _transaction(db: sqlite3.Connection) -> Iterator[None]:
         db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
+
+#: The most entries one INSERT stores.
+_ONE_STATEMENT = 500
+
+#: Commits of the loop's connection between two checkpoints (SQLite's own default is a
+#: checkpoint per 1,000 pages of WAL; an append is well under a page).
+_CHECKPOINT_EVERY = 500
+
+
+def _busy(error: sqlite3.OperationalError) -> bool:
+    """True when SQLite refused because another connection holds the lock."""
+    return "locked" in str(error) or "busy" in str(error)
+
+
+def _connect_fast(path: str) -> sqlite3.Connection:
+    """The event loop's connection: it never waits for a lock, and never checkpoints."""
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=0.0)
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA wal_autocheckpoint=0")
+    return db
+
+
+def _checkpoint(db: sqlite3.Connection) -> None:
+    """Copy what the WAL holds into the database, without waiting for anyone."""
+    db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+
+def _replace_tokens(db: sqlite3.Connection, a: _Encoded) -> None:
+    db.execute("DELETE FROM tokens WHERE table_id = ?", (a.table_id,))
+    db.executemany(
+        "INSERT OR IGNORE INTO tokens VALUES (?, ?)", [(t, a.table_id) for t in a.tokens or ()]
+    )
 
 
 def _connect(path: str, summarize: Summarize | None) -> sqlite3.Connection:
@@ -458,6 +614,7 @@ def _migrate_v1(db: sqlite3.Connection, summarize: Summarize | None) -> None:
     """Version 1 to 2: the directory's columns and the tokens table, filled from each log."""
     for column in _V2_COLUMNS:
         db.execute(f"ALTER TABLE tables ADD COLUMN {column}")
+    db.execute("ALTER TABLE entries ADD COLUMN status TEXT NOT NULL DEFAULT ''")
     db.execute(
         "CREATE TABLE IF NOT EXISTS tokens (token_hash TEXT PRIMARY KEY, table_id TEXT NOT NULL)"
         " WITHOUT ROWID"
