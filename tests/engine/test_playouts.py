@@ -62,6 +62,16 @@ slow = pytest.mark.skipif(not RUN_SLOW, reason="slow soak: set RAMI_SLOW=1 to ru
 Move = tuple[int | None, Action]
 
 
+def face_down(game: Game) -> bool:
+    """True when the top of the pile is a complete declaration's face-down card."""
+    return (
+        game.phase in (Phase.ROUND_OVER, Phase.GAME_OVER)
+        and bool(game.results)
+        and game.results[-1].ending == "declare"
+        and game.results[-1].round == game.round
+    )
+
+
 def full_deck(variant: str) -> Counter[int]:
     """2 × 52 faces and the variant's jokers."""
     return Counter({**{c: 2 for c in range(52)}, 52: JOKERS[variant]})
@@ -386,7 +396,7 @@ def check_views(game: Game) -> None:
     assert spectator.hand is None and spectator.seat is None and spectator.drawn is None
     public = [c for tm in game.melds for c in tm.meld.cards]
     public += [c for r in game.results for h in r.hands for c in h]
-    if game.discard:
+    if game.discard and not face_down(game):  # a complete declaration's card lies face down
         public.append(game.discard[-1])
     assert Counter(cards_in(spectator)) == Counter(public)
     for seat in range(game.players):
@@ -420,7 +430,8 @@ def view_fields(game: Game, seat: int | None) -> dict[str, object]:
         "drawn": game.drawn if mine and game.phase == Phase.PLAY else None,
         "hand_sizes": tuple(len(h) for h in game.hands),
         "stock_size": len(game.stock),
-        "discard_top": game.discard[-1] if game.discard else None,
+        # The card of a complete declaration lies face down until the next deal.
+        "discard_top": None if face_down(game) else game.discard[-1] if game.discard else None,
         "discard_size": len(game.discard),
         "melds": tuple(game.melds),
         "opened": tuple(game.has_opened(s) for s in range(game.players)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers import C, cards, deal, play, refused
 
-from rami.engine import Declare, Draw, Game, Phase, RoundResult
+from rami.engine import Declare, Draw, Game, NextRound, Phase, RoundResult, view
 from rami.engine.events import Declared, RoundEnded
 from rami.engine.solver import PORTUGUESE_VALUES, deadwood, portuguese_declaration
 
@@ -140,6 +140,17 @@ def test_a_complete_declaration_ends_the_round_and_shows_the_split() -> None:
     assert sorted(c for m in shown.melds for c in m.cards) == sorted(cards(WITH_A_SET))
     assert any(isinstance(e, RoundEnded) for e in events)
     assert game.discard[-1] == C("Qd")
+
+
+def test_the_card_a_complete_declaration_puts_face_down_is_in_nobodys_view() -> None:
+    game = deal("portuguese", [PAYS_21, WITH_A_SET], "Ac", "Qd")
+    play(game, 1, "draw stock")
+    play(game, 1, "declare Qd")
+    for seat in (0, 1, None):
+        v = view(game, seat)
+        assert v.discard_top is None and v.discard_size == 2, seat
+    game.apply(None, NextRound())
+    assert view(game, None).discard_top is not None  # the next deal turns a card up
 
 
 def test_a_declaration_needs_a_natural_run_sets_and_a_joker_run_are_not_enough() -> None:

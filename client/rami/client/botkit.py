@@ -51,11 +51,16 @@ CHANNEL_OPTIONS = [
     ("grpc.min_reconnect_backoff_ms", 250),
     ("grpc.max_reconnect_backoff_ms", 2000),
 ]
+#: Failures a bot resumes after, with a growing pause (at most ``max_reconnects`` times): the
+#: server restarting, or being killed mid-call, shows as any of these (gRPC's own
+#: "Internal error from Core" and UNKNOWN included).
 _RETRY = {
     grpc.StatusCode.UNAVAILABLE,
     grpc.StatusCode.RESOURCE_EXHAUSTED,
     grpc.StatusCode.CANCELLED,
     grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.INTERNAL,
+    grpc.StatusCode.UNKNOWN,
 }
 _CODES = {c.value[0]: c for c in grpc.StatusCode}
 #: A command refused for its content is answered once with a safe move.

@@ -219,6 +219,17 @@ class Game:
             self.number,
         )
 
+    def discard_top(self) -> Card | None:
+        """The discard pile's top card as everyone sees it: None when it lies face down (the
+        card a complete declaration put there, RULES.md §2, until the next deal)."""
+        if not self.discard:
+            return None
+        if self.phase in (Phase.ROUND_OVER, Phase.GAME_OVER) and self.results:
+            last = self.results[-1]
+            if last.ending == "declare" and last.round == self.round:
+                return None
+        return self.discard[-1]
+
     def seed_hash(self) -> str:
         """The commitment to this round's shuffle seed ("" for a stacked deck)."""
         if self.round <= len(self.decks):

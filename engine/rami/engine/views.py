@@ -144,7 +144,7 @@ def view(game: Game, seat: int | None) -> View:
         drawn,  # drawn
         tuple(map(len, game.hands)),  # hand_sizes
         len(game.stock),  # stock_size
-        game.discard[-1] if game.discard else None,  # discard_top
+        game.discard_top(),  # discard_top
         len(game.discard),  # discard_size
         tuple(game.melds),  # melds
         tuple([t is not None for t in game.opened_turn]),  # opened

@@ -36,6 +36,7 @@ from .refusals import (
 )
 
 __all__ = [
+    "UNDECODABLE",
     "Aborted",
     "DecodeGuard",
     "Exhausted",
@@ -167,7 +168,8 @@ def streaming(
     return wrapper
 
 
-_UNDECODABLE = object()
+#: What a request whose bytes do not parse becomes (the Play stream answers it in words).
+UNDECODABLE = _UNDECODABLE = object()
 
 
 def _undecodable() -> grpc.Status:
@@ -200,7 +202,7 @@ class DecodeGuard(grpc.aio.ServerInterceptor):
 
 
 def _guard(handler: Any) -> Any:
-    if handler is None or handler.request_streaming or handler.request_deserializer is None:
+    if handler is None or handler.request_deserializer is None:
         return handler
     parse = handler.request_deserializer
 
@@ -209,6 +211,12 @@ def _guard(handler: Any) -> Any:
             return parse(data)
         except DecodeError:
             return _UNDECODABLE
+
+    if handler.request_streaming:
+        # A stream of requests (Play) meets UNDECODABLE among them, and answers it.
+        if handler.stream_stream is None:
+            return handler
+        return handler._replace(request_deserializer=tolerant)
 
     if handler.unary_unary is not None:
         call = handler.unary_unary

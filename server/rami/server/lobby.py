@@ -18,13 +18,13 @@ from typing import Any
 from rami.engine import Card, Options, RuleError, get_variant
 from rami.engine.cards import full_deck
 
-from .entries import EntryError, entry_from_dict
+from .entries import Entry, EntryError, Start, entry_from_dict
 from .errors import log_unexpected
 from .limits import TimeBudget
 from .refusals import Exhausted, Invalid, NotFound, PermissionDenied, Refusal
 from .sanitize import MAX_TABLE_NAME, clean_text
 from .storage import Storage, TableRow
-from .table import Table, TableConfig
+from .table import Table, TableConfig, new_seed
 from .tablestate import (
     FINISHED,
     PlayerInfo,
@@ -56,6 +56,8 @@ class LobbyConfig:
     #: Open watch streams per seat, and spectator streams per client address.
     streams_per_seat: int = 4
     spectator_streams_per_client: int = 64
+    #: Play streams of one client address that have not sent their `open` yet.
+    opening_streams_per_client: int = 16
     #: Server time one client address may spend in hand analyses and game records: this share
     #: of every second, and the seconds it may save up.
     work_share: float = 0.2
@@ -107,6 +109,15 @@ def summarize(
     return state.directory_seats(), state.options.to_dict()
 
 
+def _start_when_full(table: Table) -> None:
+    """Start a waiting table whose every seat is taken (through its queue, as any change)."""
+
+    def plan(state: TableState) -> list[Entry]:
+        return [Start(new_seed())] if state.is_full() else []
+
+    table.change_later(plan)
+
+
 class Lobby:
     """The tables of one server process, and the way to every table in storage."""
 
@@ -152,6 +163,10 @@ class Lobby:
                     table = self.tables.get(table_id) or self._hold(state)
                     if table.status == FINISHED:
                         self.finished(table)
+                    elif state.is_full():
+                        # A log from before a full table's start was stored with its last
+                        # join: it starts now instead of waiting for ever.
+                        _start_when_full(table)
         finally:
             del self._loading[table_id]
             loading.set_result(table)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["MAX_CHAT", "MAX_NAME", "MAX_TABLE_NAME", "clean_text"]
+__all__ = ["MAX_CHAT", "MAX_NAME", "MAX_TABLE_NAME", "clean_text", "name_key"]
 
 MAX_NAME = 24
 MAX_TABLE_NAME = 40
@@ -16,16 +16,29 @@ MAX_CHAT = 280
 _ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])?")
 
 
+#: Letters that draw nothing: the Hangul fillers and the blank Braille pattern are letters or
+#: symbols to Unicode, yet a name made of them shows as empty.
+_BLANK = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e\u2028\u2029")
+
+
 def clean_text(text: str, limit: int) -> str:
     """``text`` without escape sequences, control or format characters (bidi overrides
-    included), whitespace collapsed, cut to ``limit`` characters."""
+    included) and letters that draw nothing, whitespace collapsed, cut to ``limit``
+    characters."""
     text = _ESCAPES.sub("", text)
     kept = []
     for ch in text:
         cat = unicodedata.category(ch)
         if ch in "\t\n\r" or cat == "Zl" or cat == "Zp":
             kept.append(" ")
-        elif cat[0] != "C":
+        elif cat[0] != "C" and ch not in _BLANK:
             kept.append(ch)
     # Cut, then strip again: the cut may end on a space that was inside the text.
     return " ".join("".join(kept).split())[:limit].rstrip()
+
+
+def name_key(name: str) -> str:
+    """What two names are compared by: their compatibility form, case folded, letters and
+    digits only (so "Strong bot 2", "strong  bot 2" and "ＳＴＲＯＮＧ bot 2" are one name)."""
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    return "".join(ch for ch in folded if ch.isalnum())

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import secrets
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TypeVar
 
 import grpc
 
-from rami.engine import MalformedAction, Meld, MeldError, RuleError, View, get_variant
+from rami.engine import POLICIES, MalformedAction, Meld, MeldError, RuleError, View, get_variant
 from rami.engine.analysis import analyse
 from rami.v1 import (
     lobby_service_pb2,
@@ -29,12 +30,12 @@ from rami.v1 import (
 
 from . import convert
 from .entries import Act, AddBot, Chat, Entry, Join, Leave, Return, Start
-from .errors import log_unexpected, refusal_of, streaming, unary
+from .errors import UNDECODABLE, log_unexpected, refusal_of, streaming, unary
 from .limits import RateLimiter, StreamCounter, TimeBudget
 from .lobby import Lobby
 from .records import record_inputs, record_json
 from .refusals import Invalid, PermissionDenied, Precondition, Refusal, Unauthenticated
-from .sanitize import MAX_CHAT, MAX_NAME, clean_text
+from .sanitize import MAX_CHAT, MAX_NAME, clean_text, name_key
 from .table import Committed, Table, Watcher, new_seed, stale
 from .tablestate import WAITING, TableState, hash_token
 
@@ -42,6 +43,8 @@ __all__ = ["TOKEN_METADATA", "LobbyService", "RulesService", "TableService"]
 
 #: The call metadata key that carries a seat's (or a table owner's) secret token.
 TOKEN_METADATA = "rami-token"
+#: Seconds a Play stream has to send its `open`.
+OPEN_WITHIN = 10.0
 
 log = logging.getLogger("rami.server")
 
@@ -104,6 +107,22 @@ def _with_start(state: TableState, entries: list[Entry]) -> list[Entry]:
     ):
         return [*entries, Start(new_seed())]
     return entries
+
+
+#: The names the server gives its bots: "Strong bot 2" (compared as ``name_key`` makes them).
+_BOT_NAME = re.compile(rf"({'|'.join(POLICIES)})bot\d+")
+
+
+def _check_name(state: TableState, name: str, *, bot: bool = False) -> None:
+    """Refuse a player's name that passes for a built-in bot's ("Strong bot 2", in any case,
+    spacing or width), and any name that a bot at the table has already."""
+    key = name_key(name)
+    if not key:
+        raise Invalid("BAD_NAME", "a name needs a letter or a digit")
+    if not bot and _BOT_NAME.fullmatch(key):
+        raise Invalid("BAD_NAME", "names like a built-in bot's are kept for the bots")
+    if any(s.kind == "bot" and name_key(s.name) == key for s in state.seats):
+        raise Precondition("NAME_TAKEN", f"a bot at this table is called {name!r} already")
 
 
 def _returning(state: TableState, seat: int) -> list[Entry]:
@@ -232,7 +251,7 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
     async def JoinTable(
         self, request: lobby_service_pb2.JoinTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_service_pb2.JoinTableResponse:
-        table = await self.lobby.get(request.table_id)
+        table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
         name = clean_text(request.name, MAX_NAME)
         if not name:
             raise Invalid("BAD_NAME", f"a name needs 1 to {MAX_NAME} printable characters")
@@ -240,7 +259,9 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
         token = secrets.token_urlsafe(24)
 
         def plan(state: TableState) -> list[Entry]:
-            return _with_start(state, [Join(state.free_seat(wanted), name, hash_token(token))])
+            seat = state.free_seat(wanted)
+            _check_name(state, name)
+            return _with_start(state, [Join(seat, name, hash_token(token))])
 
         def reply(done: Committed | None) -> lobby_service_pb2.JoinTableResponse:
             assert done is not None
@@ -256,7 +277,7 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
     async def LeaveTable(
         self, request: lobby_service_pb2.LeaveTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_service_pb2.LeaveTableResponse:
-        table = await self.lobby.get(request.table_id)
+        table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
         token = _token(context)
         return await self.change(
             table,
@@ -270,7 +291,7 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
     async def AddBot(
         self, request: lobby_service_pb2.AddBotRequest, context: grpc.aio.ServicerContext
     ) -> lobby_service_pb2.AddBotResponse:
-        table = await self.lobby.get(request.table_id)
+        table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
         token = _token(context)
         wanted = request.seat if request.HasField("seat") else None
         policy = request.policy or "strong"
@@ -280,6 +301,7 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
             _owner_or_seat(state, token)
             seat = state.free_seat(wanted)
             name = clean_text(request.name, MAX_NAME) or f"{policy.capitalize()} bot {seat + 1}"
+            _check_name(state, name, bot=True)
             seated.append(seat)
             return _with_start(state, [AddBot(seat, name, policy)])
 
@@ -295,7 +317,7 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
     async def StartTable(
         self, request: lobby_service_pb2.StartTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_service_pb2.StartTableResponse:
-        table = await self.lobby.get(request.table_id)
+        table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
         token = _token(context)
 
         def plan(state: TableState) -> list[Entry]:
@@ -329,12 +351,13 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         self.spectators = StreamCounter(
             c.spectator_streams_per_client, "spectator streams per client"
         )
+        self.opening = StreamCounter(c.opening_streams_per_client, "Play streams not yet open")
 
     @unary
     async def Act(
         self, request: table_service_pb2.ActRequest, context: grpc.aio.ServicerContext
     ) -> bytes:  # an encoded ActResponse (see ``wire``)
-        table = await self.lobby.get(request.table_id)
+        table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
         token = _token(context)
         seats: list[int] = []
 
@@ -382,7 +405,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
     async def Chat(
         self, request: table_service_pb2.ChatRequest, context: grpc.aio.ServicerContext
     ) -> table_service_pb2.ChatResponse:
-        table = await self.lobby.get(request.table_id)
+        table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
         token = _token(context)
 
         def plan(state: TableState) -> list[Entry]:
@@ -403,7 +426,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
     async def AnalyseMyHand(
         self, request: table_service_pb2.AnalyseMyHandRequest, context: grpc.aio.ServicerContext
     ) -> table_service_pb2.AnalyseMyHandResponse:
-        table = await self.lobby.get(request.table_id)
+        table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
         token = _token(context)
 
         def hand_of(state: TableState) -> View:
@@ -427,7 +450,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
     async def ExportRecord(
         self, request: table_service_pb2.ExportRecordRequest, context: grpc.aio.ServicerContext
     ) -> table_service_pb2.ExportRecordResponse:
-        table = await self.lobby.get(request.table_id)
+        table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
         inputs = await table.read(record_inputs)
         with self.lobby.work.spend(_client(context)):
             text, complete = record_json(inputs)
@@ -437,7 +460,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
     async def Watch(
         self, request: table_service_pb2.WatchRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[bytes]:  # encoded WatchResponses
-        table = await self.lobby.get(request.table_id)
+        table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
         token = _token(context)
         after = request.after if request.HasField("after") else None
 
@@ -467,7 +490,18 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         requests: AsyncIterator[table_service_pb2.PlayRequest],
         context: grpc.aio.ServicerContext,
     ) -> AsyncIterator[bytes]:  # encoded PlayResponses
-        first = await anext(requests, None)
+        client = _client(context)
+        self.opening.open(client)  # streams not yet open are few per client, and brief
+        try:
+            first = await asyncio.wait_for(anext(requests, None), OPEN_WITHIN)
+        except TimeoutError:
+            raise Invalid(
+                "OPEN_FIRST", f"a Play stream sends `open` within {OPEN_WITHIN:g} seconds"
+            ) from None
+        finally:
+            self.opening.close(client)
+        if first is UNDECODABLE:
+            raise Invalid("BAD_MESSAGE", "the request's bytes are not a valid PlayRequest")
         if first is None or first.WhichOneof("kind") != "open":
             raise Invalid("OPEN_FIRST", "a Play stream opens with `open`: the table to play at")
         table = await self.lobby.get(first.open.table_id)
@@ -514,6 +548,8 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         stream (and the stream goes on)."""
         async for request in requests:
             try:
+                if request is UNDECODABLE:
+                    raise Invalid("BAD_MESSAGE", "the request's bytes are not a valid PlayRequest")
                 if request.WhichOneof("kind") != "act":
                     raise Invalid("NOT_A_COMMAND", "after `open`, a Play stream sends commands")
                 act = request.act
@@ -526,9 +562,8 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
                 if not isinstance(e, Refusal | RuleError):
                     log_unexpected(log, "unexpected error in a Play command", e)
                 code, reason, message, metadata = refusal_of(e)
+                command_id = 0 if request is UNDECODABLE else request.command_id
                 table.deliver(
                     watcher,
-                    convert.encode_refused(
-                        request.command_id, code.value[0], reason, message, metadata
-                    ),
+                    convert.encode_refused(command_id, code.value[0], reason, message, metadata),
                 )

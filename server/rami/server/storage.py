@@ -160,7 +160,13 @@ BEGIN
 END;
 CREATE TRIGGER IF NOT EXISTS entry_moves_table AFTER INSERT ON entries
 BEGIN
-    UPDATE tables SET number = NEW.number, status = NEW.status WHERE table_id = NEW.table_id;
+    UPDATE tables SET number = NEW.number WHERE table_id = NEW.table_id;
+END;
+-- The status (and its index) is written only when it changes: a start, a game's end.
+CREATE TRIGGER IF NOT EXISTS entry_changes_status AFTER INSERT ON entries
+WHEN NEW.status != (SELECT status FROM tables WHERE table_id = NEW.table_id)
+BEGIN
+    UPDATE tables SET status = NEW.status WHERE table_id = NEW.table_id;
 END;
 CREATE TABLE IF NOT EXISTS tokens (
     token_hash TEXT PRIMARY KEY,

@@ -296,6 +296,16 @@ class Table:
         result: T = await self._enqueue(Change(plan, reply, ack))
         return result
 
+    def change_later(self, plan: Callable[[TableState], Sequence[Entry]]) -> None:
+        """Queue a change nobody waits for (its failure is logged)."""
+        done = self._enqueue(Change(plan, lambda _: None))
+        done.add_done_callback(self._logged)
+
+    def _logged(self, done: asyncio.Future[Any]) -> None:
+        if not done.cancelled() and done.exception() is not None:
+            error = done.exception()
+            log.error("table %s: a change failed (%s)", self.table_id, type(error).__name__)
+
     async def read(self, run: Callable[[TableState], T]) -> T:
         """Run ``run`` on the state between two changes and return what it returns."""
         result: T = await self._enqueue(Read(run))

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -47,7 +48,7 @@ class ServerThread:
         }
         settings.update(lobby)
         self.lobby_config = LobbyConfig(**settings)
-        self.loop = asyncio.new_event_loop()
+        self.loop = _new_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.server: Server | None = None
         self.port = 0
@@ -94,6 +95,16 @@ class ServerThread:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    """A new event loop: asyncio's, or uvloop's when ``RAMI_LOOP=uvloop`` (to run the tests
+    on the loop ``rami-server`` picks when uvloop is installed)."""
+    if os.environ.get("RAMI_LOOP") == "uvloop":
+        import uvloop
+
+        return uvloop.new_event_loop()
+    return asyncio.new_event_loop()
 
 
 class Stubs:

@@ -1,0 +1,37 @@
+"""The bot kit resumes after transient failures, whatever code the dying server gave."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+
+from rami.client.botkit import BotResult, _dropped
+
+
+def failure(code: grpc.StatusCode, details: str) -> grpc.aio.AioRpcError:
+    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details)
+
+
+@pytest.mark.parametrize(
+    ("code", "details"),
+    [
+        (grpc.StatusCode.UNAVAILABLE, "Socket closed"),
+        (grpc.StatusCode.INTERNAL, "Internal error from Core"),
+        (grpc.StatusCode.UNKNOWN, "Stream removed"),
+    ],
+)
+def test_a_transient_failure_resumes_one_update_early(code: grpc.StatusCode, details: str) -> None:
+    result = BotResult()
+    assert asyncio.run(_dropped(failure(code, details), result, 5, 12)) == 11
+    assert result.reconnects == 1
+
+
+def test_a_bot_gives_up_after_its_reconnects_and_on_a_refusal() -> None:
+    result = BotResult()
+    result.reconnects = 5
+    with pytest.raises(grpc.aio.AioRpcError):
+        asyncio.run(_dropped(failure(grpc.StatusCode.INTERNAL, "x"), result, 5, 12))
+    with pytest.raises(grpc.aio.AioRpcError):
+        asyncio.run(_dropped(failure(grpc.StatusCode.PERMISSION_DENIED, "x"), BotResult(), 5, 3))
