@@ -132,11 +132,16 @@ async def finish_with_bots(lobby: Lobby, table: Table) -> None:
             return _with_start(s, [AddBot(s.free_seat(None), f"bot {i}", "greedy")])
 
         await table.change(plan, lambda _: None)
-    for _ in range(3000):
+    for _ in range(2000):
         if table.status == FINISHED:
             return
         await asyncio.sleep(0.01)
-    raise AssertionError(f"table {table.table_id} did not finish")
+    g = table.state.game
+    raise AssertionError(
+        f"table {table.table_id} did not finish: update {table.number}, status {table.status}, "
+        f"phase {g.phase if g else None}, automatic move armed {table._auto is not None}, "
+        f"queued {len(table._queue)}, busy {table._busy}"
+    )
 
 
 def test_tables_finished_by_built_in_bots_leave_memory(tmp_path: Path) -> None:
@@ -145,7 +150,8 @@ def test_tables_finished_by_built_in_bots_leave_memory(tmp_path: Path) -> None:
     async def main() -> None:
         lobby = await lobby_on(tmp_path, FAST, finished_kept=1)
         tables = [await new_table(lobby, variant="simple") for _ in range(3)]
-        await asyncio.gather(*(finish_with_bots(lobby, t) for t in tables))
+        for t in tables:
+            await finish_with_bots(lobby, t)
         await asyncio.sleep(0.05)
         held = [t.table_id for t in tables if t.table_id in lobby.tables]
         assert len(held) == 1, held
