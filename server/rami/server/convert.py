@@ -368,7 +368,7 @@ def view_to_proto(
     """A watcher's view; ``players`` carries the table's seats with the game's per-seat facts
     (``options``: the options message of ``v.options``, when the caller has it already)."""
     msg = shared_view_to_proto(v, table_id, number, players, deadline, options)
-    add_own_view(msg, v, v)
+    add_own_view(msg, v)
     return msg
 
 
@@ -409,11 +409,9 @@ def shared_view_to_proto(
     return msg
 
 
-def add_own_view(msg: game_pb2.View, own: View | SeatPart | None, public: View) -> None:
+def add_own_view(msg: game_pb2.View, own: View | SeatPart | None) -> None:
     """Add to a shared view what ``own``'s seat alone sees: its seat, its hand, the card it
-    drew, where it may draw from, whether it may lay or declare (nothing for no seat);
-    ``public`` is the view the shared part was made from (what the seat may do now is the
-    engine's, in ``own``)."""
+    drew, where it may draw from, whether it may lay or declare (nothing for no seat)."""
     if own is None or own.seat is None:
         return
     msg.seat = own.seat
@@ -570,7 +568,7 @@ class ViewEncoder:
 
         def own_part(msg: game_pb2.View, seat: int | None) -> None:
             if seat is not None:
-                add_own_view(msg, state.seat_part(seat), public)
+                add_own_view(msg, state.seat_part(seat))
 
         return shared, own_part
 

@@ -263,18 +263,7 @@ class Table:
             p if p.connected or connected.get(p.seat, 0) == 0 else replace(p, connected=True)
             for p in self._summary.players
         )
-        s = self._summary
-        return TableSummary(
-            s.table_id,
-            s.name,
-            s.variant,
-            s.options,
-            s.private,
-            s.status,
-            players,
-            s.number,
-            s.hand_analysis,
-        )
+        return replace(self._summary, players=players)
 
     def connected(self) -> dict[int, int]:
         """Open streams per seat."""
