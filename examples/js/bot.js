@@ -20,6 +20,7 @@
 //   node bot.js HOST:PORT TABLE_ID [NAME] [--seat N] [--token TOKEN] [--timeout SECONDS] [--quiet]
 'use strict';
 
+const crypto = require('crypto');
 const path = require('path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
@@ -191,7 +192,9 @@ class Bot {
   async start() {
     let token = this.opts.token;
     if (!token) {
-      const req = { table_id: this.tableId, name: this.name };
+      // 32 bytes of our own randomness go into every deal: nobody, the server included, can
+      // then choose or foresee it (docs/records.md).
+      const req = { table_id: this.tableId, name: this.name, entropy: crypto.randomBytes(32) };
       if (this.opts.seat !== undefined) req.seat = this.opts.seat; // optional: unset = first free
       const joined = await this.call(this.lobby, 'JoinTable', req, false);
       token = joined.token;

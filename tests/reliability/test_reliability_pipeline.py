@@ -18,6 +18,7 @@ import pytest
 from server_support import RPC_TIMEOUT, error_of, md
 
 from rami.engine import Options
+from rami.server.dealing import ServerKey
 from rami.server.entries import AddBot, Entry, Join
 from rami.server.lobby import Lobby, LobbyConfig, summarize
 from rami.server.refusals import Unavailable
@@ -38,7 +39,8 @@ def run(main: Callable[[], Awaitable[T]]) -> T:
 
 async def lobby_on(path: Path, config: TableConfig, **settings: Any) -> Lobby:
     storage = await SqliteStorage.open(str(path / "rami.db"), summarize)
-    return Lobby(storage, LobbyConfig(max_tables_per_client=100, **settings), config)
+    key = ServerKey.for_store(str(path / "rami.db"))
+    return Lobby(storage, LobbyConfig(max_tables_per_client=100, **settings), config, key)
 
 
 async def shut(lobby: Lobby) -> None:

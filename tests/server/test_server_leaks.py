@@ -79,6 +79,7 @@ class Played:
     records: list[tuple[str, bool]]
     entries: list[dict[str, Any]]
     spec: TableSpec
+    secret: bytes
     truths: dict[int, Truth] = field(default_factory=dict)
 
 
@@ -86,9 +87,11 @@ def proto_cards(cards: Any) -> list[int]:
     return [int(c) + 1 for c in cards]
 
 
-def replay(table_id: str, spec: TableSpec, entries: list[dict[str, Any]]) -> dict[int, Truth]:
+def replay(
+    table_id: str, spec: TableSpec, entries: list[dict[str, Any]], secret: bytes
+) -> dict[int, Truth]:
     """The truth after every update number, by replaying the stored entries."""
-    state = TableState(table_id, spec)
+    state = TableState(table_id, spec, secret=secret)
     encoder = convert.ViewEncoder()
     out = {}
     for number, entry in enumerate(entries, 1):
@@ -218,12 +221,13 @@ async def play_watched(server: ServerThread, variant: str) -> Played:
     finally:
         await channel.close()
 
-    async def stored() -> tuple[list[dict[str, Any]], TableSpec]:
+    async def stored() -> tuple[list[dict[str, Any]], TableSpec, bytes]:
         t = server.server.lobby.tables[table_id]  # type: ignore[union-attr]
-        return await t.read(lambda s: ([e.to_dict() for e in s.entries], s.spec))
+        return await t.read(lambda s: ([e.to_dict() for e in s.entries], s.spec, s.secret))
 
-    entries, spec = server.call(stored())
-    return Played(table_id, {s: st.updates for s, st in streams.items()}, records, entries, spec)
+    entries, spec, secret = server.call(stored())
+    updates = {s: st.updates for s, st in streams.items()}
+    return Played(table_id, updates, records, entries, spec, secret)
 
 
 @pytest.mark.parametrize("variant", ["portuguese", "tallage", "simple"])
@@ -239,7 +243,7 @@ def test_no_watcher_ever_sees_a_concealed_card(
         if r.name.startswith(("rami.server", "grpc"))
     ]
     assert not [line for line in server_log if card_mentions(line)], server_log
-    truths = replay(game.table_id, game.spec, game.entries)
+    truths = replay(game.table_id, game.spec, game.entries, game.secret)
     final = len(game.entries)
     assert truths[final].phase == Phase.GAME_OVER
     checked_hands = 0
@@ -279,18 +283,22 @@ def test_no_watcher_ever_sees_a_concealed_card(
                         assert shown_by_rule(u, path, other, truth), (seat, other, u.number, path)
     assert checked_hands > 100
 
-    # The game's master seed never leaves the server; a round's seed and deal only once it is over.
-    master = next(e["seed"] for e in game.entries if e["type"] == "start")
+    # The table's secret never leaves the server; a round's seed, server seed and deal only once
+    # it is over (the last round's server seed is the tip of the deal chain).
+    hidden = (game.secret,)
     for updates in game.seats.values():
         for u in updates:
-            assert master.encode() not in u.SerializeToString()
+            wire = u.SerializeToString()
+            assert not any(h in wire or h.hex().encode() in wire for h in hidden)
     whole = json.loads(game.records[-1][0])
     assert game.records[-1][1] and whole["complete"]
     seeds = {r["round"]: r["seed"] for r in whole["rounds"]}
-    assert all(seeds.values())
+    server_seeds = {r["round"]: r["server_seed"] for r in whole["rounds"]}
+    assert all(seeds.values()) and all(server_seeds.values())
+    assert whole["deal"]["commitment"] == game.spec.deal_commitment
     mid_round = 0
     for text, complete in game.records[:-1]:
-        assert master not in text
+        assert not any(h.hex() in text for h in hidden)
         rec = json.loads(text)
         assert rec["complete"] == complete
         if complete:
@@ -298,11 +306,20 @@ def test_no_watcher_ever_sees_a_concealed_card(
         for r in rec["rounds"]:
             if r["result"] is None:
                 mid_round += 1
-                assert r["deal"] is None and r["seed"] is None
+                assert r["deal"] is None and r["seed"] is None and r["server_seed"] is None
                 assert seeds[r["round"]] not in text
+                assert server_seeds[r["round"]] not in text
             else:
                 assert r["seed"] == seeds[r["round"]]
+                assert r["server_seed"] == server_seeds[r["round"]]
                 assert r["deal"] == whole["rounds"][r["round"] - 1]["deal"]
+    # Nor does any update show the seeds of the round being played.
+    for updates in game.seats.values():
+        for u in updates:
+            if u.view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY):
+                current = server_seeds[u.view.round]
+                assert current not in u.SerializeToString().decode("latin-1")
+                assert bytes.fromhex(current) not in u.SerializeToString()
     assert mid_round > 0, "the record was exported while a round was being played"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -40,7 +41,7 @@ def _result(r: RoundResult) -> dict[str, Any]:
 def reference_record(state: TableState, entries: list[dict[str, Any]]) -> dict[str, Any]:
     """The record of a table, from its spec and log, as the server built it by replaying its
     TableState."""
-    replay = TableState(state.table_id, state.spec)
+    replay = TableState(state.table_id, state.spec, secret=state.secret)
     rounds: list[dict[str, Any]] = []
     seen_round = 0
     for number, entry in enumerate(entries, 1):
@@ -57,6 +58,7 @@ def reference_record(state: TableState, entries: list[dict[str, Any]]) -> dict[s
                     "first_player": game.turn,
                     "seed_hash": game.seed_hash(),
                     "seed": None,
+                    "server_seed": None,
                     "deal": {
                         "hands": [_codes(h) for h in game.hands],
                         "discard": Card(game.discard[-1]).code(),
@@ -75,6 +77,7 @@ def reference_record(state: TableState, entries: list[dict[str, Any]]) -> dict[s
                 r = game.results[seen_round - 1]
                 rounds[-1]["result"] = _result(r)
                 rounds[-1]["seed"] = r.seed or None
+                rounds[-1]["server_seed"] = r.server_seed or None
     complete = replay.status == FINISHED
     for rnd in rounds:
         if rnd["result"] is None:
@@ -91,9 +94,24 @@ def reference_record(state: TableState, entries: list[dict[str, Any]]) -> dict[s
             {"seat": i, "name": s.name, "kind": s.kind, "policy": s.policy}
             for i, s in enumerate(replay.seats)
         ],
+        "deal": _deal(replay),
         "rounds": rounds,
         "totals": list(game.totals) if game else [],
         "winners": list(game.winners) if game and complete else [],
+    }
+
+
+def _deal(state: TableState) -> dict[str, Any] | None:
+    """A fair table's commitment, its chain's length and (once started) every seat's entropy."""
+    if not state.spec.deal_commitment:
+        return None
+    v = get_variant(state.spec.variant)
+    rounds = state.options.rounds if v.game_end == "rounds" else state.options.round_cap
+    started = state.game is not None
+    return {
+        "commitment": state.spec.deal_commitment,
+        "rounds": rounds,
+        "entropies": [s.entropy for s in state.seats] if started else None,
     }
 
 
@@ -104,7 +122,9 @@ VARIANTS = ("portuguese", "tallage", "simple")
 
 def _table(seed: int) -> tuple[TableSpec, list[dict[str, Any]]]:
     """A seeded table's spec and log: seats taken and left, chat, a start, the game played by
-    random bots (some moves by the clock), and the next deals, to the game's end."""
+    random bots (some moves by the clock), and the next deals, to the game's end. Most tables
+    are dealt fairly (their secret is ``_secret(seed)``), some from a game seed, as tables made
+    before fair deals were."""
     rng = random.Random(f"records/{seed}")
     variant = VARIANTS[seed % 3]
     seats = rng.choice((2, 3, 4))
@@ -116,8 +136,12 @@ def _table(seed: int) -> tuple[TableSpec, list[dict[str, Any]]]:
         rng.shuffle(deck)
         decks = (tuple(c.code() for c in deck),)
     spec = TableSpec(f"table {seed}", variant, options, decks=decks)
+    fair = rng.random() < 0.75
+    if fair:
+        commitment = TableState(f"t{seed}", spec, secret=_secret(seed)).fair_deal().commitment
+        spec = replace(spec, deal_nonce="n", deal_commitment=commitment)
     entries: list[dict[str, Any]] = []
-    state = TableState(f"t{seed}", spec)
+    state = TableState(f"t{seed}", spec, secret=_secret(seed))
 
     def add(entry: dict[str, Any]) -> None:
         state.apply(entry_from_dict(entry))
@@ -127,12 +151,15 @@ def _table(seed: int) -> tuple[TableSpec, list[dict[str, Any]]]:
         if rng.random() < 0.5:
             add({"type": "bot", "seat": seat, "name": f"bot {seat}", "policy": "random"})
         else:
-            add({"type": "join", "seat": seat, "name": f"p{seat}", "token": f"h{seat}"})
+            join = {"type": "join", "seat": seat, "name": f"p{seat}", "token": f"h{seat}"}
+            if rng.random() < 0.7:
+                join["entropy"] = rng.randbytes(rng.choice((1, 32, 64))).hex()
+            add(join)
         if rng.random() < 0.2:
             add({"type": "chat", "seat": seat, "text": "hello"})
     if seats > 2 and rng.random() < 0.3:
         add({"type": "leave", "seat": seats - 1})  # the game starts with one seat fewer
-    add({"type": "start", "seed": rng.randbytes(32).hex()})
+    add({"type": "start"} if fair else {"type": "start", "seed": rng.randbytes(32).hex()})
     game = state.game
     assert game is not None
     policy = POLICIES["random"]
@@ -157,8 +184,12 @@ def _table(seed: int) -> tuple[TableSpec, list[dict[str, Any]]]:
     return spec, entries
 
 
+def _secret(seed: int) -> bytes:
+    return random.Random(f"secret {seed}").randbytes(32)
+
+
 def _state(table_id: str, spec: TableSpec, entries: list[dict[str, Any]]) -> TableState:
-    state = TableState(table_id, spec)
+    state = TableState(table_id, spec, secret=_secret(int(table_id[1:])))
     for entry in entries:
         state.apply(entry_from_dict(entry))
     return state

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import secrets
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
@@ -85,6 +86,10 @@ class BotResult:
     rate_limited: int = 0
     final: game_pb2.View | None = None
     acknowledged: list[int] = field(default_factory=list)
+    #: The randomness this bot sent for the deal when it joined, and the table's commitment to
+    #: its deals as it was then: the game's record must show both (docs/records.md).
+    entropy: bytes = b""
+    deal_commitment: str = ""
 
 
 def policy_decider(name: str, seed: int | str = 0) -> Decide:
@@ -195,10 +200,14 @@ async def _join(
     """Take a seat (or the seat of ``token``); the metadata of its commands."""
     if token is None:
         lobby = lobby_service_pb2_grpc.LobbyServiceStub(channel)
+        result.entropy = secrets.token_bytes(32)
         joined = await lobby.JoinTable(
-            lobby_service_pb2.JoinTableRequest(table_id=table_id, name=name, seat=seat)
+            lobby_service_pb2.JoinTableRequest(
+                table_id=table_id, name=name, seat=seat, entropy=result.entropy
+            )
         )
         token, result.seat = joined.token, joined.seat
+        result.deal_commitment = joined.table.deal_commitment
     result.token = token
     return ((TOKEN_METADATA, token),)
 

@@ -114,6 +114,7 @@ def result_from_proto(r: game_pb2.RoundResult) -> RoundResult:
         r.multiplier,
         tuple(cards(h.cards) for h in r.hands),
         r.seed,
+        r.server_seed,
     )
 
 

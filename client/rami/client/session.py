@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
@@ -567,7 +568,10 @@ class ClientSession:
             )
             await self._watch_table(table.table_id, saved.token, table.name)
             return
-        request = lobby_service_pb2.JoinTableRequest(table_id=table.table_id, name=self.name)
+        # 32 bytes of this client's own randomness go into every deal (docs/records.md).
+        request = lobby_service_pb2.JoinTableRequest(
+            table_id=table.table_id, name=self.name, entropy=secrets.token_bytes(32)
+        )
         joined = await self.link.call(self.link.lobby.JoinTable, request)
         if self.seats is not None:
             self.seats.save(

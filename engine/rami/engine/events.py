@@ -111,6 +111,8 @@ class RoundResult:
     hands: tuple[tuple[Card, ...], ...] = ()
     #: The round's shuffle seed, revealed now that the round is over (hex).
     seed: str = ""
+    #: A fair round's server seed (hex; ``fair.py``), revealed with it; "" otherwise.
+    server_seed: str = ""
 
 
 @dataclass(frozen=True, slots=True)

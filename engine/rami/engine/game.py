@@ -40,12 +40,13 @@ from .events import (
     RoundStarted,
     StockRebuilt,
 )
+from .fair import FairDeal
 from .melds import RUN, SET, End, Meld, MeldError, TableMeld
 from .rng import derive_seed, seed_commitment, shuffle
 from .solver import deadwood, portuguese_declaration
 from .variants import Options, Variant, get_variant
 
-__all__ = ["RAMI_SEC_POINTS", "Game", "Phase", "TableMeld"]
+__all__ = ["RAMI_SEC_POINTS", "Game", "Phase", "TableMeld", "max_rounds"]
 
 #: What each other player pays for a Rami sec (RULES.md §3).
 RAMI_SEC_POINTS = 200
@@ -85,6 +86,10 @@ class Game:
     decks: tuple[tuple[Card, ...], ...] = ()
     #: Shuffle seeds given for the first rounds (replaying a record); later ones are derived.
     round_seeds: tuple[bytes, ...] = ()
+    #: A fair game's seeds (``fair.py``): the later rounds are dealt from them, not ``seed``.
+    fair: FairDeal | None = None
+    #: The shuffle seed of the round being played (secret until the round is over).
+    shuffle_seed: bytes = b""
     round: int = 0
     dealer: int = 0
     turn: int = 0
@@ -116,13 +121,20 @@ class Game:
         *,
         decks: Sequence[Sequence[int]] = (),
         round_seeds: Sequence[bytes] = (),
+        fair: FairDeal | None = None,
     ) -> tuple[Game, list[Event]]:
         """A new game, its first round dealt; ``decks`` stacks the deck of the first rounds
         (top card first) for tests, puzzles and tutorials; ``round_seeds`` gives the shuffle
-        seeds of the first rounds (to replay a record)."""
+        seeds of the first rounds (to replay a record); ``fair`` deals every other round
+        fairly (``fair.py``), ``seed`` then being unused."""
         v = get_variant(variant) if isinstance(variant, str) else variant
         opts = options or Options()
-        game = cls(v, opts, _seed_bytes(seed), round_seeds=tuple(round_seeds))
+        if fair is not None and fair.length < max_rounds(v, opts):
+            raise MalformedAction(
+                f"a fair deal's chain of {fair.length} rounds is shorter than the game",
+                "BAD_DEAL",
+            )
+        game = cls(v, opts, _seed_bytes(seed), round_seeds=tuple(round_seeds), fair=fair)
         stacked = []
         for d in decks:
             deck = tuple(CARDS[c] for c in d)
@@ -234,7 +246,7 @@ class Game:
         """The commitment to this round's shuffle seed ("" for a stacked deck)."""
         if self.round <= len(self.decks):
             return ""
-        return seed_commitment(self._round_seed())
+        return seed_commitment(self.shuffle_seed)
 
     def cards_in_play(self) -> list[Card]:
         """Every card of the round, wherever it is: hands, stock, discard pile, melds."""
@@ -287,6 +299,8 @@ class Game:
     def _round_seed(self) -> bytes:
         if self.round <= len(self.round_seeds) and self.round_seeds[self.round - 1]:
             return self.round_seeds[self.round - 1]
+        if self.fair is not None:
+            return self.fair.round_seed(self.round)
         return derive_seed(self.seed, "round", self.round)
 
     def _deal(self) -> list[Event]:
@@ -294,11 +308,12 @@ class Game:
         v, n = self.variant, self.players
         if self.round > 1:
             self.dealer = (self.dealer + 1) % n
+        self.shuffle_seed = self._round_seed()
         if self.round <= len(self.decks):
             deck = list(self.decks[self.round - 1])
         else:
             deck = full_deck(v.decks, v.jokers)
-            shuffle(deck, self._round_seed())
+            shuffle(deck, self.shuffle_seed)
         self.hands = [[] for _ in range(n)]
         pos = 0
         for _ in range(v.hand_size):
@@ -339,7 +354,7 @@ class Game:
             return self._end_round("void", None)
         top = self.discard.pop()
         rest = self.discard
-        shuffle(rest, derive_seed(self._round_seed(), "rebuild", self.rebuilds))
+        shuffle(rest, derive_seed(self.shuffle_seed, "rebuild", self.rebuilds))
         self.stock, self.discard = rest, [top]
         self.rebuilds += 1
         return [StockRebuilt(self.rebuilds, len(self.stock))]
@@ -666,7 +681,8 @@ class Game:
             tuple(self.totals),
             multiplier if ending == "declare" else 1,
             tuple(tuple(h) for h in self.hands),
-            "" if self.round <= len(self.decks) else self._round_seed().hex(),
+            "" if self.round <= len(self.decks) else self.shuffle_seed.hex(),
+            self._server_seed(),
         )
         self.results.append(result)
         self.drawn = None
@@ -680,10 +696,23 @@ class Game:
             self.phase = Phase.ROUND_OVER
         return events
 
+    def _server_seed(self) -> str:
+        """A fair round's server seed, revealed at its end ("" when not dealt fairly)."""
+        given = self.round <= len(self.round_seeds) and self.round_seeds[self.round - 1]
+        if self.fair is None or given or self.round <= len(self.decks):
+            return ""
+        return self.fair.server_seed(self.round).hex()
+
     def _game_over(self) -> bool:
         if self.variant.game_end == "rounds":
             return self.round >= self.options.rounds
         return max(self.totals) >= self.options.target or self.round >= self.options.round_cap
+
+
+def max_rounds(variant: Variant, options: Options) -> int:
+    """The most rounds a game can last: portuguese's ``rounds``, or the moroccan safety cap
+    (a fair deal's chain has this many seeds, ``fair.py``)."""
+    return options.rounds if variant.game_end == "rounds" else options.round_cap
 
 
 def _seed_bytes(seed: int | str | bytes) -> bytes:

@@ -9,7 +9,7 @@ round being played (its actions are public: a draw from the stock does not say t
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ from .actions import Action, NextRound
 from .cards import Card, full_deck
 from .errors import MalformedAction
 from .events import RoundResult
+from .fair import FairDeal, FairnessError, check_server_seed, contribution, fair_round_seed
 from .game import Game, Phase
 from .serial import action_from_dict, action_to_dict
 from .variants import Options, get_variant
@@ -71,6 +72,7 @@ def _round(game: Game) -> dict[str, Any]:
         "first_player": game.turn,
         "seed_hash": game.seed_hash(),
         "seed": None,
+        "server_seed": None,
         "deal": {
             "hands": [_codes(h) for h in game.hands],
             "discard": Card(game.discard[-1]).code(),
@@ -102,6 +104,7 @@ def _rounds(game: Game, moves: Iterable[Move]) -> list[dict[str, Any]]:
             r = game.results[game.round - 1]
             current["result"] = _result(r)
             current["seed"] = r.seed or None
+            current["server_seed"] = r.server_seed or None
     for rnd in rounds:
         if rnd["result"] is None:  # the round being played: its deal is still concealed
             rnd["deal"] = None
@@ -118,13 +121,15 @@ def write_record(
     decks: Sequence[Sequence[int]] = (),
     players: Sequence[RecordPlayer],
     moves: Iterable[Move],
+    fair: FairDeal | None = None,
 ) -> dict[str, Any]:
     """The record of a game (docs/records.md) from its table, its start (``seed`` None: not
-    started yet, and no moves) and its moves in order, complete or in progress."""
+    started yet, and no moves; ``fair``: the seeds of a fair deal, ``seed`` then unused) and
+    its moves in order, complete or in progress."""
     rounds: list[dict[str, Any]] = []
     game = None
     if seed is not None:
-        game, _ = Game.new(variant, options, seed, decks=decks)
+        game, _ = Game.new(variant, options, seed, decks=decks, fair=fair)
         rounds = _rounds(game, moves)
     complete = game is not None and game.phase == Phase.GAME_OVER
     return {
@@ -138,9 +143,22 @@ def write_record(
             {"seat": i, "name": p.name, "kind": p.kind, "policy": p.policy}
             for i, p in enumerate(players)
         ],
+        "deal": _deal(fair, started=game is not None),
         "rounds": rounds,
         "totals": list(game.totals) if game else [],
         "winners": list(game.winners) if game and complete else [],
+    }
+
+
+def _deal(fair: FairDeal | None, *, started: bool) -> dict[str, Any] | None:
+    """A fair game's public parts: the server's commitment, the chain's length, and every
+    seat's entropy (known once the game has started)."""
+    if fair is None:
+        return None
+    return {
+        "commitment": fair.commitment,
+        "rounds": fair.length,
+        "entropies": [e.hex() for e in fair.entropies] if started else None,
     }
 
 
@@ -166,12 +184,42 @@ def _deck_from_deal(variant: str, players: int, dealer: int, deal: dict[str, Any
     return deck
 
 
+def _fair_check(deal: dict[str, Any] | None) -> Callable[[dict[str, Any], bytes], None]:
+    """What checks each round's seed of a record: nothing for a game not dealt fairly, else
+    that the round's server seed hashes back to the commitment and, mixed with every seat's
+    entropy, makes the round's seed."""
+    if deal is None:
+        return lambda r, seed: None
+    try:
+        commitment = str(deal["commitment"])
+        length = int(deal["rounds"])
+        mixed = contribution([bytes.fromhex(e) for e in deal["entropies"] or ()])
+    except (KeyError, TypeError, ValueError, FairnessError) as e:
+        raise RecordError(f"the deal's commitment and entropies do not read: {e}") from None
+
+    def check(r: dict[str, Any], seed: bytes) -> None:
+        n = int(r["round"])
+        if not r.get("server_seed"):
+            raise RecordError(f"round {n}: a fair deal's round reveals no server seed")
+        server_seed = bytes.fromhex(r["server_seed"])
+        if n > length or not check_server_seed(commitment, server_seed, n):
+            raise RecordError(f"round {n}: the server seed does not hash to the commitment")
+        if fair_round_seed(server_seed, mixed, n) != seed:
+            raise RecordError(
+                f"round {n}: the seed is not the server seed mixed with the players' entropy"
+            )
+
+    return check
+
+
 def replay_record(doc: dict[str, Any]) -> Game:
-    """The game of a complete record, after checking each seed against its published hash,
-    each deal against its seed, every action against the rules, and every result."""
+    """The game of a complete record, after checking each seed against its published hash
+    (and, for a fair deal, against the server's commitment and the players' entropy), each
+    deal against its seed, every action against the rules, and every result."""
     variant = doc["variant"]
     options = Options.from_dict(doc["options"])
     rounds = doc["rounds"]
+    check_seed = _fair_check(doc.get("deal"))
     seeds: list[bytes] = []
     decks: list[list[Card]] = []
     for r in rounds:
@@ -179,6 +227,7 @@ def replay_record(doc: dict[str, Any]) -> Game:
             seed = bytes.fromhex(r["seed"])
             if hashlib.sha256(seed).hexdigest() != r["seed_hash"]:
                 raise RecordError(f"round {r['round']}: the seed does not match its hash")
+            check_seed(r, seed)
             seeds.append(seed)
         elif r.get("deal") is not None and len(decks) == len(seeds):
             decks.append(_deck_from_deal(variant, options.players, r["dealer"], r["deal"]))

@@ -22,6 +22,7 @@ from rami.v1 import (
     table_service_pb2_grpc,
 )
 
+from .dealing import ServerKey
 from .errors import DecodeGuard
 from .lobby import Lobby, LobbyConfig, summarize
 from .services import LobbyService, RulesService, TableService
@@ -84,13 +85,16 @@ async def serve(
     lobby_config: LobbyConfig | None = None,
     table_config: TableConfig | None = None,
     tls: tuple[bytes, bytes] | None = None,
+    secret_file: str | None = None,
 ) -> Server:
     """Start a server on ``host:port`` (port 0: any free port) and return it, bound.
 
     ``tls`` is a (private key, certificate chain) pair in PEM: the server then speaks TLS only.
+    ``secret_file`` holds the server's key (``dealing.py``; by default ``db`` + ``.key``).
     """
+    key = ServerKey.for_store(db, secret_file)
     storage = await SqliteStorage.open(db, summarize)
-    lobby = Lobby(storage, lobby_config or LobbyConfig(), table_config or TableConfig())
+    lobby = Lobby(storage, lobby_config or LobbyConfig(), table_config or TableConfig(), key)
     restored = await lobby.restore()
     server = grpc.aio.server(
         interceptors=[DecodeGuard()],
@@ -128,10 +132,17 @@ async def serve(
 
 
 async def run(
-    host: str, port: int, db: str, lobby_config: LobbyConfig, tls: tuple[bytes, bytes] | None = None
+    host: str,
+    port: int,
+    db: str,
+    lobby_config: LobbyConfig,
+    tls: tuple[bytes, bytes] | None = None,
+    secret_file: str | None = None,
 ) -> None:
     """Serve until SIGTERM or SIGINT, then shut down gracefully."""
-    server = await serve(host, port, db, lobby_config=lobby_config, tls=tls)
+    server = await serve(
+        host, port, db, lobby_config=lobby_config, tls=tls, secret_file=secret_file
+    )
     secure = " with TLS" if tls else ""
     print(f"rami-server listening on {host}:{server.port}{secure} (storage: {db})", flush=True)
     stop = asyncio.Event()

@@ -39,6 +39,11 @@ def serve(
     loop: str = typer.Option(
         "auto", help="Event loop: auto (uvloop when installed), uvloop or asyncio."
     ),
+    secret_file: str = typer.Option(
+        "",
+        help="The server's key, made there when missing: the deals and bots of every table "
+        "come from it; keep it apart from the database (default: DB path + '.key').",
+    ),
 ) -> None:
     """Serve Rami tables on HOST:PORT until SIGTERM or SIGINT."""
     logging.basicConfig(
@@ -65,7 +70,7 @@ def serve(
         typer.echo(f"rami-server: --loop is one of {', '.join(LOOPS)}", err=True)
         raise typer.Exit(2)
     try:
-        run_loop(run(host, port, db, config, tls), loop)
+        run_loop(run(host, port, db, config, tls, secret_file or None), loop)
     except ImportError:
         typer.echo("rami-server: uvloop is not installed (pip install uvloop)", err=True)
         raise typer.Exit(2) from None

@@ -298,6 +298,7 @@ def result_to_proto(r: ev.RoundResult) -> game_pb2.RoundResult:
         multiplier=r.multiplier,
         hands=[game_pb2.Hand(cards=cards_to_proto(h)) for h in r.hands],
         seed=r.seed,
+        server_seed=r.server_seed,
     )
 
 
@@ -489,6 +490,8 @@ def table_info(s: TableSummary) -> lobby_service_pb2.TableInfo:
         seats=players_to_proto(s.players),
         number=s.number,
         hand_analysis=s.hand_analysis,
+        deal_commitment=s.deal_commitment,
+        stacked_deck=s.stacked,
     )
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rami.engine import Action, MalformedAction
+from rami.engine.fair import MAX_ENTROPY
 from rami.engine.serial import action_from_dict, action_to_dict
 
 __all__ = [
@@ -45,15 +46,25 @@ class EntryError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Join:
-    """A player sat down; ``token`` is the hash of the seat's token (``hash_token``)."""
+    """A player sat down; ``token`` is the hash of the seat's token (``hash_token``),
+    ``entropy`` (hex) the randomness the player sent for the deal (``rami.engine.fair``)."""
 
     seat: int
     name: str
     token: str
+    entropy: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as stored."""
-        return {"type": "join", "seat": self.seat, "name": self.name, "token": self.token}
+        d: dict[str, Any] = {
+            "type": "join",
+            "seat": self.seat,
+            "name": self.name,
+            "token": self.token,
+        }
+        if self.entropy:
+            d["entropy"] = self.entropy
+        return d
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,13 +104,15 @@ class Return:
 
 @dataclass(frozen=True, slots=True)
 class Start:
-    """The game began, dealt from ``seed`` (hex)."""
+    """The game began. Its rounds are dealt fairly (``rami.engine.fair``: the table's
+    committed chain and the seats' entropy) when ``seed`` is empty; a table made before fair
+    deals keeps dealing from its game ``seed`` (hex)."""
 
-    seed: str
+    seed: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as stored."""
-        return {"type": "start", "seed": self.seed}
+        return {"type": "start", "seed": self.seed} if self.seed else {"type": "start"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,13 +166,26 @@ def _field(d: dict[str, Any], name: str, kind: type) -> Any:
     return value
 
 
+def _is_hex(text: str, most: int) -> bool:
+    try:
+        bytes.fromhex(text)
+    except ValueError:
+        return False
+    return len(text) <= most and " " not in text
+
+
 def entry_from_dict(d: Any) -> Entry:
     """Read back an entry written by its ``to_dict``, or raise :class:`EntryError`."""
     if not isinstance(d, dict):
         raise EntryError(f"an entry is an object, not {d!r}")
     match d.get("type"):
         case "join":
-            return Join(_field(d, "seat", int), _field(d, "name", str), _field(d, "token", str))
+            entropy = _field(d, "entropy", str) if "entropy" in d else ""
+            if not _is_hex(entropy, 2 * MAX_ENTROPY):
+                raise EntryError(f"a 'join' entry's entropy is hex, not {entropy!r}")
+            return Join(
+                _field(d, "seat", int), _field(d, "name", str), _field(d, "token", str), entropy
+            )
         case "bot":
             return AddBot(_field(d, "seat", int), _field(d, "name", str), _field(d, "policy", str))
         case "leave":
@@ -167,7 +193,10 @@ def entry_from_dict(d: Any) -> Entry:
         case "return":
             return Return(_field(d, "seat", int))
         case "start":
-            return Start(_field(d, "seed", str))
+            seed = _field(d, "seed", str) if "seed" in d else ""
+            if not _is_hex(seed, 256):
+                raise EntryError(f"a 'start' entry's seed is hex, not {seed!r}")
+            return Start(seed)
         case "act":
             auto = d.get("auto")
             if auto is not None and auto not in AUTO_REASONS:

@@ -12,21 +12,23 @@ import base64
 import logging
 import secrets
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rami.engine import Card, Options, RuleError, get_variant
 from rami.engine.cards import full_deck
 
-from .entries import Entry, EntryError, Start, entry_from_dict
+from .dealing import ServerKey
+from .entries import Entry, EntryError, entry_from_dict
 from .errors import log_unexpected
 from .limits import TimeBudget
 from .refusals import Exhausted, Invalid, NotFound, PermissionDenied, Refusal
 from .sanitize import MAX_TABLE_NAME, clean_text
 from .storage import Storage, TableRow
-from .table import Table, TableConfig, new_seed
+from .table import Table, TableConfig, start_entry
 from .tablestate import (
     FINISHED,
+    DealError,
     PlayerInfo,
     TableSpec,
     TableState,
@@ -86,13 +88,18 @@ def summary_of_row(row: TableRow) -> TableSummary:
         players,
         row.number,
         spec.hand_analysis,
+        spec.deal_commitment,
+        bool(spec.decks),
     )
 
 
-def rebuild(table_id: str, spec: dict[str, Any], entries: list[dict[str, Any]]) -> TableState:
-    """A table rebuilt from its stored spec and log; an entry that does not read, or does not
-    apply, raises ``EntryError`` naming the table and the entry."""
-    state = TableState(table_id, TableSpec.from_dict(spec))
+def rebuild(
+    table_id: str, spec: dict[str, Any], entries: list[dict[str, Any]], secret: bytes = b""
+) -> TableState:
+    """A table rebuilt from its stored spec and log with its secret; an entry that does not
+    read, or does not apply, raises ``EntryError`` naming the table and the entry (and a deal
+    that the secret does not make raises ``DealError``)."""
+    state = TableState(table_id, TableSpec.from_dict(spec), secret=secret)
     for number, d in enumerate(entries, 1):
         try:
             state.apply(entry_from_dict(d))
@@ -104,7 +111,8 @@ def rebuild(table_id: str, spec: dict[str, Any], entries: list[dict[str, Any]]) 
 def summarize(
     spec: dict[str, Any], entries: list[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The seats and options of a stored table, from its log (a storage migration)."""
+    """The seats and options of a stored table, from its log (a storage migration of tables
+    made before fair deals: no secret is needed)."""
     state = rebuild("migrated", spec, entries)
     return state.directory_seats(), state.options.to_dict()
 
@@ -113,7 +121,7 @@ def _start_when_full(table: Table) -> None:
     """Start a waiting table whose every seat is taken (through its queue, as any change)."""
 
     def plan(state: TableState) -> list[Entry]:
-        return [Start(new_seed())] if state.is_full() else []
+        return [start_entry(state)] if state.is_full() else []
 
     table.change_later(plan)
 
@@ -121,10 +129,18 @@ def _start_when_full(table: Table) -> None:
 class Lobby:
     """The tables of one server process, and the way to every table in storage."""
 
-    def __init__(self, storage: Storage, config: LobbyConfig, table_config: TableConfig) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        config: LobbyConfig,
+        table_config: TableConfig,
+        key: ServerKey | None = None,
+    ) -> None:
         self.storage = storage
         self.config = config
         self.table_config = table_config
+        #: The server's key: every table's secret is made from it (``dealing.py``).
+        self.key = key or ServerKey.ephemeral()
         #: The tables this process holds, by id.
         self.tables: dict[str, Table] = {}
         self._loading: dict[str, asyncio.Future[Table | None]] = {}
@@ -156,7 +172,11 @@ class Lobby:
             stored = await self.storage.load_table(table_id)
             if stored is not None:
                 try:
-                    state = rebuild(table_id, stored.row.spec, stored.entries)
+                    nonce = stored.row.spec.get("deal_nonce", "")
+                    secret = self.key.table_secret(table_id, nonce)
+                    state = rebuild(table_id, stored.row.spec, stored.entries, secret)
+                except DealError as e:  # names the table and the key, never a card
+                    log.error("%s; the table is left out", e)
                 except Exception as e:
                     log_unexpected(log, f"table {table_id} could not be rebuilt; left out", e)
                 else:
@@ -202,6 +222,9 @@ class Lobby:
             options = options.with_(turn_seconds=self.config.turn_seconds)
         table_name = clean_text(name, MAX_TABLE_NAME) or f"{variant} table"
         owner = secrets.token_urlsafe(24)
+        table_id = new_table_id()
+        nonce = secrets.token_hex(16)
+        secret = self.key.table_secret(table_id, nonce)
         spec = TableSpec(
             table_name,
             variant,
@@ -211,9 +234,12 @@ class Lobby:
             hash_token(owner),
             tuple(tuple(c.code() for c in d) for d in decks),
             client,
+            nonce,
         )
-        table_id = new_table_id()
-        state = TableState(table_id, spec)
+        # The commitment is made now, before anyone can join and send entropy.
+        commitment = TableState(table_id, spec, secret=secret).fair_deal().commitment
+        spec = replace(spec, deal_commitment=commitment)
+        state = TableState(table_id, spec, secret=secret)
         await self.storage.create_table(
             table_id, spec.to_dict(), state.directory_seats(), spec.owner_hash
         )

@@ -19,7 +19,8 @@ __all__ = ["FORMAT", "record", "record_inputs", "record_json"]
 def record_inputs(state: TableState) -> dict[str, Any]:
     """What the engine writes a table's record from: its seats and options now, and from its
     log the start's seed, the actions and the next deals (cheap: the table's task reads it,
-    the record is written outside)."""
+    the record is written outside). A fair game's seeds stay on the server: the record reveals
+    only the server seeds of the rounds that are over."""
     seed: bytes | None = None
     moves: list[Move] = []
     for number, entry in enumerate(state.entries, 1):
@@ -30,6 +31,10 @@ def record_inputs(state: TableState) -> dict[str, Any]:
                 moves.append(Move(number, seat, action, auto))
             case NextDeal():
                 moves.append(Move(number, None, NextRound()))
+    if state.game is not None:
+        fair = state.game.fair
+    else:  # not started: the commitment alone
+        fair = state.fair_deal() if state.spec.deal_commitment else None
     return {
         "table_id": state.table_id,
         "name": state.spec.name,
@@ -39,6 +44,7 @@ def record_inputs(state: TableState) -> dict[str, Any]:
         "decks": [[Card.parse(c) for c in d] for d in state.spec.decks],
         "players": [RecordPlayer(s.name, s.kind, s.policy) for s in state.seats],
         "moves": moves,
+        "fair": fair,
     }
 
 

@@ -19,6 +19,7 @@ import grpc
 
 from rami.engine import POLICIES, MalformedAction, Meld, MeldError, RuleError, View, get_variant
 from rami.engine.analysis import analyse
+from rami.engine.fair import MAX_ENTROPY
 from rami.v1 import (
     lobby_service_pb2,
     lobby_service_pb2_grpc,
@@ -29,14 +30,14 @@ from rami.v1 import (
 )
 
 from . import convert
-from .entries import Act, AddBot, Chat, Entry, Join, Leave, Return, Start
+from .entries import Act, AddBot, Chat, Entry, Join, Leave, Return
 from .errors import UNDECODABLE, log_unexpected, refusal_of, streaming, unary
 from .limits import RateLimiter, StreamCounter, TimeBudget
 from .lobby import Lobby
 from .records import record_inputs, record_json
 from .refusals import Invalid, PermissionDenied, Precondition, Refusal, Unauthenticated
 from .sanitize import MAX_CHAT, MAX_NAME, clean_text, name_key
-from .table import Committed, Table, Watcher, new_seed, stale
+from .table import Committed, Table, Watcher, stale, start_entry
 from .tablestate import WAITING, TableState, hash_token
 
 __all__ = ["TOKEN_METADATA", "LobbyService", "RulesService", "TableService"]
@@ -105,7 +106,7 @@ def _with_start(state: TableState, entries: list[Entry]) -> list[Entry]:
     if state.status == WAITING and all(
         s.kind != "empty" or i in taken for i, s in enumerate(state.seats)
     ):
-        return [*entries, Start(new_seed())]
+        return [*entries, start_entry(state)]
     return entries
 
 
@@ -256,12 +257,15 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
         if not name:
             raise Invalid("BAD_NAME", f"a name needs 1 to {MAX_NAME} printable characters")
         wanted = request.seat if request.HasField("seat") else None
+        if len(request.entropy) > MAX_ENTROPY:
+            raise Invalid("BAD_ENTROPY", f"entropy is at most {MAX_ENTROPY} bytes")
+        entropy = request.entropy.hex()
         token = secrets.token_urlsafe(24)
 
         def plan(state: TableState) -> list[Entry]:
             seat = state.free_seat(wanted)
             _check_name(state, name)
-            return _with_start(state, [Join(seat, name, hash_token(token))])
+            return _with_start(state, [Join(seat, name, hash_token(token), entropy)])
 
         def reply(done: Committed | None) -> lobby_service_pb2.JoinTableResponse:
             assert done is not None
@@ -322,7 +326,7 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
 
         def plan(state: TableState) -> list[Entry]:
             _owner_or_seat(state, token)
-            return [Start(new_seed())]
+            return [start_entry(state)]
 
         return await self.change(
             table,

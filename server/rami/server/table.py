@@ -46,7 +46,7 @@ from .convert import (
     snapshot_head,
     update_head,
 )
-from .entries import Act, Chat, Entry, Join, Leave, NextDeal
+from .entries import Act, Chat, Entry, Join, Leave, NextDeal, Start
 from .refusals import Aborted, Exhausted, Invalid, Refusal, Unavailable
 from .storage import Append, Storage
 from .tablestate import FINISHED, Event, TableState, TableSummary, load_state
@@ -61,6 +61,7 @@ __all__ = [
     "new_seed",
     "safe_move",
     "stale",
+    "start_entry",
 ]
 
 log = logging.getLogger("rami.server.table")
@@ -198,6 +199,12 @@ def new_seed() -> str:
     return secrets.token_bytes(32).hex()
 
 
+def start_entry(state: TableState) -> Start:
+    """The entry that starts ``state``'s game: dealt fairly from the table's commitment and
+    its seats' entropy, or from a fresh game seed at a table made before fair deals."""
+    return Start() if state.spec.deal_commitment else Start(new_seed())
+
+
 class Table:
     """One table: its state, its queue and task, its watchers and its automatic moves."""
 
@@ -220,7 +227,6 @@ class Table:
         self._turn_key: tuple[int, int] | None = None
         self._auto: asyncio.TimerHandle | None = None
         self._beat: asyncio.TimerHandle | None = None
-        self._rngs: dict[int, random.Random] = {}
         self._encoder = ViewEncoder()
         #: The table as the lobby lists it, as of ``number`` (made again after a commit, when
         #: asked while no change is under way: it never shows a change not stored yet).
@@ -414,7 +420,7 @@ class Table:
     def _rollback(self, clock: tuple[float | None, tuple[int, int] | None]) -> None:
         """Put the state back as it was stored (some entries of a change were applied)."""
         s = self.state
-        self.state = load_state(s.table_id, s.spec, s.entries[: self.number])
+        self.state = load_state(s.table_id, s.spec, s.entries[: self.number], s.secret)
         self._dirty = False
         self.deadline, self._turn_key = clock
 
@@ -493,7 +499,7 @@ class Table:
 
     def _history(self, seat: int | None, after: int) -> list[Item]:
         """The updates after ``after`` as ``seat`` saw them, by replaying the table's log."""
-        replay = TableState(self.table_id, self.state.spec)
+        replay = TableState(self.table_id, self.state.spec, secret=self.state.secret)
         encoder = ViewEncoder()
         connected = self.connected()
         out = []
@@ -642,7 +648,7 @@ class Table:
             assert seat_view is not None
             if kind == "bot" and not fallback:
                 policy = POLICIES[state.seats[seat].policy]
-                rng = self._rngs.setdefault(seat, random.Random(f"{self.table_id}:{seat}"))
+                rng = random.Random(state.bot_seed(seat))
                 return [Act(seat, policy(seat_view, rng))]
             reason = "timeout" if fallback or kind == "bot" else kind
             return [Act(seat, safe_move(seat_view), reason)]

@@ -22,9 +22,12 @@ from typing import Any, Literal
 from rami.engine import POLICIES, Game, NextRound, Options, Phase, View, get_variant, view
 from rami.engine import events as engine_events
 from rami.engine.cards import Card
+from rami.engine.fair import FairDeal
+from rami.engine.game import max_rounds
 from rami.engine.views import SeatPart, seat_part
 
-from .entries import Act, AddBot, Chat, Entry, Join, Leave, NextDeal, Return, Start
+from .dealing import bot_seed, deal_tip
+from .entries import Act, AddBot, Chat, Entry, EntryError, Join, Leave, NextDeal, Return, Start
 from .refusals import Invalid, Precondition
 
 __all__ = [
@@ -32,6 +35,7 @@ __all__ = [
     "PLAYING",
     "WAITING",
     "ChatPosted",
+    "DealError",
     "Event",
     "GameStarted",
     "PlayerInfo",
@@ -49,6 +53,12 @@ __all__ = [
 ]
 
 WAITING, PLAYING, FINISHED = "waiting", "playing", "finished"
+
+
+class DealError(EntryError):
+    """A table whose deal cannot be made: its secret is missing or does not match."""
+
+
 SeatKind = Literal["empty", "player", "bot"]
 
 
@@ -66,6 +76,8 @@ class Seat:
     policy: str = ""
     token_hash: str = ""
     away: bool = False
+    #: The randomness the seat's player sent for the deal (hex; empty for none, and for bots).
+    entropy: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +108,10 @@ class TableSummary:
     players: tuple[PlayerInfo, ...]
     number: int
     hand_analysis: bool
+    #: The server's commitment to the table's deals (hex; empty for a table made before fair
+    #: deals), and whether its first rounds are dealt from stacked decks.
+    deal_commitment: str = ""
+    stacked: bool = False
 
 
 # -- the table's own events (the engine's are in rami.engine.events) ------------------------
@@ -163,6 +179,10 @@ class TableSpec:
     decks: tuple[tuple[str, ...], ...] = ()
     #: The address of the client that created the table (for the tables-per-client limit).
     client: str = ""
+    #: The random nonce that, with the server's key, makes the table's secret (``dealing``),
+    #: and the public commitment to its deals made from that secret (``rami.engine.fair``).
+    deal_nonce: str = ""
+    deal_commitment: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as stored."""
@@ -175,6 +195,8 @@ class TableSpec:
             "owner_hash": self.owner_hash,
             "decks": [list(d) for d in self.decks],
             "client": self.client,
+            "deal_nonce": self.deal_nonce,
+            "deal_commitment": self.deal_commitment,
         }
 
     @classmethod
@@ -189,6 +211,8 @@ class TableSpec:
             d.get("owner_hash", ""),
             tuple(tuple(x) for x in d.get("decks", ())),
             d.get("client", ""),
+            d.get("deal_nonce", ""),
+            d.get("deal_commitment", ""),
         )
 
 
@@ -205,12 +229,30 @@ class TableState:
     entries: list[Entry] = field(default_factory=list)
     #: Number of the latest entry that changed the game (commands decided before it are stale).
     game_number: int = 0
+    #: The table's secret (``dealing.py``): its deals and its bots' choices are made from it.
+    secret: bytes = field(default=b"", repr=False)
 
     def __post_init__(self) -> None:
         self.options = Options.from_dict(self.spec.options)
         get_variant(self.spec.variant)
         if not self.seats:
             self.seats = [Seat() for _ in range(self.options.players)]
+        if self.spec.deal_commitment and self.fair_deal().commitment != self.spec.deal_commitment:
+            raise DealError(
+                f"table {self.table_id}: the server key does not make the deal this table "
+                "committed to (was the key file changed or lost?)"
+            )
+
+    def fair_deal(self, entropies: Iterable[bytes] = ()) -> FairDeal:
+        """The table's fair deal (``rami.engine.fair``), with the seats' ``entropies``."""
+        if not self.secret:
+            raise DealError(f"table {self.table_id}: no secret to deal from")
+        length = max_rounds(get_variant(self.spec.variant), self.options)
+        return FairDeal(deal_tip(self.secret), length, tuple(entropies))
+
+    def bot_seed(self, seat: int) -> bytes:
+        """The seed of the choice a built-in bot at ``seat`` makes now (``dealing.bot_seed``)."""
+        return bot_seed(self.secret or self.table_id.encode(), seat, self.number)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -310,6 +352,8 @@ class TableState:
             self.players(connected),
             self.number,
             s.hand_analysis,
+            s.deal_commitment,
+            bool(s.decks),
         )
 
     def directory_seats(self) -> list[dict[str, Any]]:
@@ -340,8 +384,9 @@ class TableState:
         """Check and apply one entry; return its events. Raises and changes nothing when the
         entry is not allowed now."""
         match entry:
-            case Join(seat, name, token):
-                events: list[Event] = [self._sit(seat, Seat(name, "player", "", token))]
+            case Join(seat, name, token, entropy):
+                seat_ = Seat(name, "player", "", token, entropy=entropy)
+                events: list[Event] = [self._sit(seat, seat_)]
             case AddBot(seat, name, policy):
                 if policy not in POLICIES:
                     raise Invalid(
@@ -407,7 +452,13 @@ class TableState:
             raise Precondition("NOT_ENOUGH_PLAYERS", "a game needs at least two seated players")
         options = self.options.with_(players=len(seated))
         decks = [[Card.parse(c) for c in d] for d in self.spec.decks]
-        game, dealt = Game.new(self.spec.variant, options, bytes.fromhex(seed), decks=decks)
+        if seed:  # a table made before fair deals
+            game, dealt = Game.new(self.spec.variant, options, bytes.fromhex(seed), decks=decks)
+        else:
+            if not self.spec.deal_commitment:
+                raise DealError(f"table {self.table_id}: a start without a seed needs a deal")
+            fair = self.fair_deal(bytes.fromhex(s.entropy) for s in seated)
+            game, dealt = Game.new(self.spec.variant, options, b"", decks=decks, fair=fair)
         self.seats = seated
         self.options = options
         self.game = game
@@ -420,9 +471,11 @@ class TableState:
         return self.game
 
 
-def load_state(table_id: str, spec: TableSpec, entries: Iterable[Entry]) -> TableState:
-    """A table rebuilt from its spec and entries."""
-    state = TableState(table_id, spec)
+def load_state(
+    table_id: str, spec: TableSpec, entries: Iterable[Entry], secret: bytes = b""
+) -> TableState:
+    """A table rebuilt from its spec, entries and secret."""
+    state = TableState(table_id, spec, secret=secret)
     for entry in entries:
         state.apply(entry)
     return state

@@ -1,0 +1,111 @@
+"""The server's secret, and what it makes: every table's fair deal and its bots' randomness.
+
+The table store keeps nothing secret: a table's spec holds a random *nonce* and the public
+*commitment* of its deal (``rami.engine.fair``). Its secret is made from the nonce and the
+server's key, which lives in a file of its own (``--secret-file``, by default the database's
+path plus ``.key``, created readable by its owner only). Whoever reads the database alone can
+therefore foresee neither the deal of a running game nor a built-in bot's next choice.
+
+Losing the key file loses the deals of the running games: they cannot be dealt on, and the
+server leaves them out at its next start, saying why. Finished games keep their records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from rami.engine.rng import derive_seed
+
+__all__ = ["KEY_BYTES", "ServerKey", "ServerKeyError", "bot_seed", "deal_tip"]
+
+log = logging.getLogger("rami.server.dealing")
+
+#: The size of a new server key.
+KEY_BYTES = 32
+
+
+class ServerKeyError(OSError):
+    """A key file that cannot be read or made."""
+
+
+class ServerKey:
+    """The server's secret key: table secrets are made from it and a table's nonce."""
+
+    __slots__ = ("_key", "source")
+
+    def __init__(self, key: bytes, source: str = "memory") -> None:
+        if len(key) < KEY_BYTES:
+            raise ServerKeyError(f"a server key has at least {KEY_BYTES} bytes, not {len(key)}")
+        self._key = key
+        #: Where the key comes from (a path, or "memory"), for the log.
+        self.source = source
+
+    def __repr__(self) -> str:
+        return f"ServerKey(source={self.source!r})"
+
+    @classmethod
+    def ephemeral(cls) -> ServerKey:
+        """A key for a server that keeps nothing (``--db :memory:``)."""
+        return cls(secrets.token_bytes(KEY_BYTES))
+
+    @classmethod
+    def load(cls, path: str | Path) -> ServerKey:
+        """The key in ``path``, made there first when the file does not exist (readable and
+        writable by its owner only)."""
+        p = Path(path).expanduser()
+        try:
+            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            raise ServerKeyError(f"cannot make the server key {p}: {e.strerror}") from None
+        else:
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_hex(KEY_BYTES).encode() + b"\n")
+                f.flush()
+                os.fsync(f.fileno())
+            log.info("made a new server key in %s", p)
+        try:
+            text = p.read_bytes().strip()
+            mode = p.stat().st_mode
+        except OSError as e:
+            raise ServerKeyError(f"cannot read the server key {p}: {e.strerror}") from None
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            log.warning("the server key %s can be read by others: chmod 600 it", p)
+        try:
+            key = bytes.fromhex(text.decode("ascii"))
+        except (UnicodeDecodeError, ValueError):
+            raise ServerKeyError(f"the server key {p} is not hexadecimal") from None
+        return cls(key, str(p))
+
+    @classmethod
+    def for_store(cls, db: str, secret_file: str | None = None) -> ServerKey:
+        """The key that goes with the table store ``db``: ``secret_file`` when given, else
+        ``db`` + ``.key``, or a key in memory for a store in memory."""
+        if secret_file:
+            return cls.load(secret_file)
+        if db == ":memory:":
+            return cls.ephemeral()
+        return cls.load(db + ".key")
+
+    def table_secret(self, table_id: str, nonce: str) -> bytes:
+        """The secret of one table, from its id and the nonce its spec keeps."""
+        message = b"rami table secret\0" + table_id.encode() + b"\0" + nonce.encode()
+        return hmac.new(self._key, message, hashlib.sha256).digest()
+
+
+def deal_tip(secret: bytes) -> bytes:
+    """The tip of a table's deal chain (``rami.engine.fair``), from the table's secret."""
+    return derive_seed(secret, "deal")
+
+
+def bot_seed(secret: bytes, seat: int, number: int) -> bytes:
+    """The seed of a built-in bot's choice at ``seat`` after update ``number``: the same on
+    every replay, unknowable without the table's secret."""
+    return derive_seed(secret, f"bot {seat}", number)
