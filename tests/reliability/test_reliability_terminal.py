@@ -174,11 +174,15 @@ def test_the_client_never_writes_what_a_server_lets_through(
     server: ServerThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A server that cleans nothing: what the client shows is up to the client alone.
-    def raw(text: str, limit: int) -> str:
+    def raw(text: str, limit: int | None = None) -> str:
+        return text[:limit]
+
+    def raw_name(text: str, limit: int, what: str, *, required: bool) -> str:
         return text[:limit]
 
     monkeypatch.setattr(rami.server.services, "clean_text", raw)
-    monkeypatch.setattr(rami.server.lobby, "clean_text", raw)
+    monkeypatch.setattr(rami.server.services, "clean_name", raw_name)
+    monkeypatch.setattr(rami.server.lobby, "clean_name", raw_name)
     stubs = Stubs(server.target)
     driver: Driver | None = None
     try:

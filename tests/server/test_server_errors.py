@@ -471,7 +471,8 @@ def test_a_stale_number_is_aborted_and_a_retry_is_never_applied_twice(stubs: Stu
     t = tallage(stubs)
     stale = Code.ABORTED
     start = t.number()
-    t.refuse(stale, "STALE", 0, number=start + 1, **discard("2h"))  # a number not reached yet
+    # A number not reached yet is a mistake, not a stale view: INVALID_ARGUMENT, as in Watch.
+    t.refuse(Code.INVALID_ARGUMENT, "BAD_NUMBER", 0, number=start + 1, **discard("2h"))
     t.refuse(stale, "STALE", 0, number=start - 1, **discard("2h"))  # before the deal
     discarded = t.act(0, number=start, **discard("2h"))
     assert discarded.number == start + 1

@@ -8,7 +8,7 @@ joker that can be taken back and laid again. Every play returned is legal.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 from .actions import Action, AddToMeld, Declare, Discard, Draw, Lay, LayStep, NewMeld, TakeJoker
 from .cards import CARDS, JOKER, Card
@@ -24,6 +24,7 @@ from .solver import (
     best_split,
     clean_opening_value,
     clean_set_and_run,
+    declaration_cards,
     finishes,
     last_cards,
     opening_bound,
@@ -232,23 +233,6 @@ def declarations(v: View) -> list[Declare]:
         if portuguese_declaration(rest, jokers_per_meld=_jpm(v)) is not None:
             out.append(Declare(card))
     return out
-
-
-def declaration_cards(
-    hand: Sequence[Card], *, jokers_per_meld: int = 1
-) -> tuple[tuple[Card, int], ...]:
-    """Each card (in card order) whose face-down leaves 13 complete cards, with the
-    declaration's multiplier (RULES.md §2: ×1, or ×2, ×3, ×4 for natural runs only)."""
-    if len(hand) != 14:
-        return ()
-    out = []
-    for card in sorted(last_cards(hand, FLAG_RUN, jokers_per_meld=jokers_per_meld)):
-        rest = list(hand)
-        rest.remove(card)
-        found = portuguese_declaration(rest, jokers_per_meld=jokers_per_meld)
-        if found is not None:
-            out.append((card, found[1]))
-    return tuple(out)
 
 
 def complete_declarations(v: View) -> tuple[tuple[Card, int], ...]:

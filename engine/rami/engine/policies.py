@@ -37,9 +37,30 @@ from .solver import (
 )
 from .views import View
 
-__all__ = ["POLICIES", "Policy", "greedy", "random_policy", "strong"]
+__all__ = ["POLICIES", "Policy", "greedy", "random_policy", "safe_move", "strong"]
 
 Policy = Callable[[View, random.Random], Action]
+
+
+def safe_move(v: View) -> Action:
+    """The move a table makes for a seat that is not there (its clock ran out, or its player
+    left): draw from the stock, then discard the costliest card the best split of the hand
+    leaves out of melds, never a joker while another card can go, and a card from a meld only
+    when no card is loose. Always legal: a discard after a draw."""
+    if v.phase == Phase.DRAW:
+        return Draw("stock")
+    hand = list(v.hand or ())
+    values = v.options.hand_values(v.variant)
+    split = deadwood_split(
+        hand,
+        values,
+        need_run=v.variant.sets_need_run,
+        jokers_per_meld=v.options.jokers_per_meld,
+    )
+    for pool in ([c for c in split.left if c != JOKER], [c for c in hand if c != JOKER], hand):
+        if pool:
+            return Discard(max(pool, key=lambda c: (values[c], c)))
+    raise ValueError("a play phase with no card in hand")
 
 
 def random_policy(v: View, rng: random.Random) -> Action:

@@ -47,6 +47,7 @@ __all__ = [
     "clean_set_and_run",
     "clear_caches",
     "deadwood",
+    "declaration_cards",
     "finishes",
     "last_cards",
     "opening_bound",
@@ -878,3 +879,20 @@ def last_cards(cards: Sequence[int], need: int, *, jokers_per_meld: int = 1) -> 
         if fl & need == need:
             found |= left
     return sorted(CARDS[c] for c in found)
+
+
+def declaration_cards(
+    hand: Sequence[Card], *, jokers_per_meld: int = 1
+) -> tuple[tuple[Card, int], ...]:
+    """Each card (in card order) whose face-down leaves 13 complete cards, with the
+    declaration's multiplier (RULES.md §2: ×1, or ×2, ×3, ×4 for natural runs only)."""
+    if len(hand) != 14:
+        return ()
+    out = []
+    for card in sorted(last_cards(hand, FLAG_RUN, jokers_per_meld=jokers_per_meld)):
+        rest = list(hand)
+        rest.remove(card)
+        found = portuguese_declaration(rest, jokers_per_meld=jokers_per_meld)
+        if found is not None:
+            out.append((card, found[1]))
+    return tuple(out)

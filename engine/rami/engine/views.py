@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from .cards import Card
 from .events import RoundResult
 from .game import Game, Phase, TableMeld
+from .solver import declaration_cards
 from .variants import Options, Variant
 
 __all__ = ["SeatPart", "View", "seat_part", "view"]
@@ -90,6 +91,9 @@ class SeatPart:
     can_lay: bool
     #: True when the rules let it declare now.
     can_declare: bool
+    #: The complete declarations it could make now: each card to put face down, with the
+    #: multiplier (``plays.complete_declarations`` of its view).
+    declarations: tuple[tuple[Card, int], ...] = ()
 
 
 def _own(
@@ -115,7 +119,11 @@ def seat_part(game: Game, seat: int | None) -> SeatPart | None:
     that shows every seat builds the spectator's view once and adds each seat's part."""
     if seat is None or not 0 <= seat < game.players:
         return None
-    return SeatPart(seat, *_own(game, seat))
+    own = _own(game, seat)
+    if not own[4]:
+        return SeatPart(seat, *own)
+    jpm = game.options.jokers_per_meld
+    return SeatPart(seat, *own, declaration_cards(own[0], jokers_per_meld=jpm))
 
 
 def view(game: Game, seat: int | None) -> View:

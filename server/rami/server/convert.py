@@ -29,6 +29,7 @@ from rami.engine import (
 from rami.engine import events as ev
 from rami.engine.analysis import Analysis
 from rami.engine.melds import RUN
+from rami.engine.plays import complete_declarations
 from rami.engine.views import SeatPart
 from rami.v1 import events_pb2, game_pb2, lobby_service_pb2, rules_service_pb2, table_service_pb2
 
@@ -421,6 +422,11 @@ def add_own_view(msg: game_pb2.View, own: View | SeatPart | None) -> None:
     msg.draw_sources.extend(_SOURCE_TO_PROTO[s] for s in own.draw_sources)
     msg.can_lay = own.can_lay
     msg.can_declare = own.can_declare
+    if own.can_declare:
+        found = own.declarations if isinstance(own, SeatPart) else complete_declarations(own)
+        msg.declarations.extend(
+            game_pb2.Declaration(card=card_to_proto(c), multiplier=m) for c, m in found
+        )
 
 
 def analysis_to_proto(a: Analysis) -> game_pb2.Analysis:

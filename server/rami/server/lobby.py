@@ -23,7 +23,7 @@ from .entries import Entry, EntryError, entry_from_dict
 from .errors import log_unexpected
 from .limits import TimeBudget
 from .refusals import Exhausted, Invalid, NotFound, PermissionDenied, Refusal
-from .sanitize import MAX_TABLE_NAME, clean_text
+from .sanitize import MAX_TABLE_NAME, clean_name
 from .storage import Storage, TableRow
 from .table import Table, TableConfig, start_entry
 from .tablestate import (
@@ -220,7 +220,8 @@ class Lobby:
             )
         if options.turn_seconds == 0 and self.config.turn_seconds:
             options = options.with_(turn_seconds=self.config.turn_seconds)
-        table_name = clean_text(name, MAX_TABLE_NAME) or f"{variant} table"
+        table_name = clean_name(name, MAX_TABLE_NAME, "table name", required=False)
+        table_name = table_name or f"{variant} table"
         owner = secrets.token_urlsafe(24)
         table_id = new_table_id()
         nonce = secrets.token_hex(16)

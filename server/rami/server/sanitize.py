@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["MAX_CHAT", "MAX_NAME", "MAX_TABLE_NAME", "clean_text", "name_key"]
+from .refusals import Invalid
+
+__all__ = ["MAX_CHAT", "MAX_NAME", "MAX_TABLE_NAME", "clean_name", "clean_text", "name_key"]
 
 MAX_NAME = 24
 MAX_TABLE_NAME = 40
@@ -21,10 +23,10 @@ _ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@
 _BLANK = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e\u2028\u2029")
 
 
-def clean_text(text: str, limit: int) -> str:
+def clean_text(text: str, limit: int | None = None) -> str:
     """``text`` without escape sequences, control or format characters (bidi overrides
     included) and letters that draw nothing, whitespace collapsed, cut to ``limit``
-    characters."""
+    characters (when given)."""
     text = _ESCAPES.sub("", text)
     kept = []
     for ch in text:
@@ -35,6 +37,19 @@ def clean_text(text: str, limit: int) -> str:
             kept.append(ch)
     # Cut, then strip again: the cut may end on a space that was inside the text.
     return " ".join("".join(kept).split())[:limit].rstrip()
+
+
+def clean_name(text: str, limit: int, what: str, *, required: bool) -> str:
+    """The one rule for names (a table's, a player's, a bot's): cleaned as :func:`clean_text`
+    does, then 1 to ``limit`` characters. A longer name is refused, never cut; an empty one is
+    refused when ``required``, else returned empty (the server then chooses the name)."""
+    name = clean_text(text)
+    if len(name) > limit or (required and not name):
+        raise Invalid(
+            "BAD_NAME",
+            f"a {what} needs 1 to {limit} printable characters, not {len(name)}",
+        )
+    return name
 
 
 def name_key(name: str) -> str:

@@ -36,7 +36,7 @@ from .limits import RateLimiter, StreamCounter, TimeBudget
 from .lobby import Lobby
 from .records import record_inputs, record_json
 from .refusals import Invalid, PermissionDenied, Precondition, Refusal, Unauthenticated
-from .sanitize import MAX_CHAT, MAX_NAME, clean_text, name_key
+from .sanitize import MAX_CHAT, MAX_NAME, clean_name, clean_text, name_key
 from .table import Committed, Table, Watcher, stale, start_entry
 from .tablestate import WAITING, TableState, hash_token
 
@@ -253,9 +253,7 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
         self, request: lobby_service_pb2.JoinTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_service_pb2.JoinTableResponse:
         table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
-        name = clean_text(request.name, MAX_NAME)
-        if not name:
-            raise Invalid("BAD_NAME", f"a name needs 1 to {MAX_NAME} printable characters")
+        name = clean_name(request.name, MAX_NAME, "player's name", required=True)
         wanted = request.seat if request.HasField("seat") else None
         if len(request.entropy) > MAX_ENTROPY:
             raise Invalid("BAD_ENTROPY", f"entropy is at most {MAX_ENTROPY} bytes")
@@ -300,11 +298,12 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
         wanted = request.seat if request.HasField("seat") else None
         policy = request.policy or "strong"
         seated: list[int] = []
+        chosen = clean_name(request.name, MAX_NAME, "bot's name", required=False)
 
         def plan(state: TableState) -> list[Entry]:
             _owner_or_seat(state, token)
             seat = state.free_seat(wanted)
-            name = clean_text(request.name, MAX_NAME) or f"{policy.capitalize()} bot {seat + 1}"
+            name = chosen or f"{policy.capitalize()} bot {seat + 1}"
             _check_name(state, name, bot=True)
             seated.append(seat)
             return _with_start(state, [AddBot(seat, name, policy)])
@@ -469,7 +468,9 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         after = request.after if request.HasField("after") else None
 
         def seat_of(state: TableState) -> int | None:
-            seat = _seat(state, token) if token else None
+            # No token, or the owner's token of a seatless owner: a spectator's stream.
+            owner_only = bool(token) and state.is_owner(token) and state.seat_of(token) is None
+            seat = _seat(state, token) if token and not owner_only else None
             table.check_after(state, after)  # before the seat comes back: a refusal changes nothing
             return seat
 

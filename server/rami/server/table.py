@@ -37,7 +37,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
-from rami.engine import POLICIES, Action, Discard, Draw, Phase, RuleError, View
+from rami.engine import POLICIES, Phase, RuleError, view
+from rami.engine.policies import safe_move
 
 from .convert import (
     ViewEncoder,
@@ -181,17 +182,6 @@ Job = Change[Any] | Read[Any]
 #: every message sent, would get the GIL only at each switch interval, and watchers would fall
 #: behind a fast table of bots and be cut off.
 _LEAST_AUTO_DELAY = 0.001
-
-
-def safe_move(game_view: View) -> Action:
-    """The move the server makes for a seat whose clock ran out: draw from the stock, then
-    throw back the card drawn (or, with nothing drawn, the costliest card)."""
-    if game_view.phase == Phase.DRAW:
-        return Draw("stock")
-    hand = list(game_view.hand or ())
-    if game_view.drawn is not None and game_view.drawn in hand:
-        return Discard(game_view.drawn)
-    return Discard(max(hand, key=lambda c: (c % 13 == 0, c % 13, c)))
 
 
 def new_seed() -> str:
@@ -651,7 +641,14 @@ class Table:
                 rng = random.Random(state.bot_seed(seat))
                 return [Act(seat, policy(seat_view, rng))]
             reason = "timeout" if fallback or kind == "bot" else kind
-            return [Act(seat, safe_move(seat_view), reason)]
+            first = Act(seat, safe_move(seat_view), reason)
+            if reason != "timeout" or game.phase != Phase.DRAW:
+                return [first]
+            # The clock is the turn's: when it runs out the rest of the turn is played at
+            # once, the draw and the discard in one change.
+            after = game.clone()
+            after.apply(seat, first.action)
+            return [first, Act(seat, safe_move(view(after, seat)), reason)]
 
         done = self._enqueue(Change(plan, lambda _: None))
         done.add_done_callback(lambda d: self._auto_done(d, number, kind, fallback))
@@ -689,7 +686,12 @@ def _cut_off(watcher: Watcher, table: Table) -> Refusal:
 def stale(state: TableState, number: int) -> None:
     """Refuse a command decided on update ``number`` when the game changed since (so a retry
     is never applied twice)."""
-    if number < state.game_number or number > state.number:
+    if number > state.number:
+        raise Invalid(
+            "BAD_NUMBER",
+            f"update {number} has not happened: the table is at {state.number}",
+        )
+    if number < state.game_number:
         raise Aborted(
             "STALE",
             f"this action was decided on update {number}, but the game is at update "

@@ -401,8 +401,11 @@ class TableState:
                 events = self._start(seed)
             case Act(seat, action, auto):
                 game = self._playing()
+                # One timeout a turn: the discard that follows a timed-out draw is its rest.
+                last = self.entries[-1] if self.entries else None
+                rest = isinstance(last, Act) and last.auto == "timeout" and last.seat == seat
                 done = game.apply(self._seat_arg(seat), action)
-                events = [TurnTimedOut(seat)] if auto == "timeout" else []
+                events = [TurnTimedOut(seat)] if auto == "timeout" and not rest else []
                 events.extend(done)
                 if game.phase == Phase.GAME_OVER:
                     self.status = FINISHED

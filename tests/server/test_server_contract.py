@@ -1,0 +1,144 @@
+"""The contract as a bot author reads it (issue: no guessing, no trap): what each field and
+refusal means holds through a real server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+from server_support import cards, md, stacked_deck
+from test_server_errors import draw, seated
+
+from rami.server.testing import Stubs
+from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2
+
+Code = grpc.StatusCode
+
+# Seat 1 plays first and draws 6♠: three natural runs and 6♠ to put face down (a hand of runs
+# only, which pays more, RULES.md §2); the scattered hand has no meld at all.
+RUNS = "2c 3c 4c 5c 6d 7d 8d 9d 9h 10h Jh Qh Kh"
+SCATTERED = "2c 5d 8h Js 3c 6d 9h Qs 4c 7d 10h Ks Ah"
+
+
+def test_a_view_lists_the_complete_declarations_and_none_for_an_incomplete_hand(
+    stubs: Stubs,
+) -> None:
+    complete = seated(stubs, "portuguese", 2, stacked_deck("portuguese", 2, {1: RUNS}, "Kc", "6s"))
+    complete.act(1, **draw())
+    v = complete.view(1)
+    assert v.phase == game_pb2.PHASE_PLAY and v.can_declare
+    found = {(d.card, d.multiplier) for d in v.declarations}
+    assert found and all(m >= 1 for _, m in found)
+    # Each one listed is accepted as is.
+    card = v.declarations[0].card
+    done = complete.act(1, declare=table_service_pb2.DeclareAction(card=card))
+    assert done.view.results and done.view.results[-1].ending == game_pb2.ROUND_ENDING_DECLARE
+    assert done.view.results[-1].multiplier == v.declarations[0].multiplier
+
+    # can_declare is true in the play phase whatever the hand: declarations is what tells.
+    scattered = seated(
+        stubs, "portuguese", 2, stacked_deck("portuguese", 2, {1: SCATTERED}, "Kc", "6s")
+    )
+    scattered.act(1, **draw())
+    v = scattered.view(1)
+    assert v.can_declare and not v.declarations
+    assert sorted(v.hand) == sorted(cards(SCATTERED + " 6s"))
+    # Nobody else is told anything of it.
+    assert not scattered.view(0).declarations and not scattered.view(0).can_declare
+
+
+def _updates_until(stubs: Stubs, table_id: str, token: str, pred: Any, timeout: float) -> list[Any]:
+    """The seat's updates from its opening snapshot until one matches ``pred``."""
+    call = stubs.table.Watch(
+        table_service_pb2.WatchRequest(table_id=table_id), metadata=md(token), timeout=timeout
+    )
+    seen = []
+    try:
+        for msg in call:
+            if msg.HasField("update"):
+                seen.append(msg.update)
+                if pred(msg.update):
+                    return seen
+    finally:
+        call.cancel()
+    raise AssertionError("the stream ended first")
+
+
+def test_a_timeout_plays_the_rest_of_the_turn_at_once_and_keeps_jokers_and_melds(
+    stubs: Stubs,
+) -> None:
+    # Seat 1 plays first; it will draw the joker from the stock and hold four melds, K♦ loose.
+    hand = "2c 3c 4c 5d 6d 7d 8h 9h 10h Js Qs Ks Kd"
+    deck = stacked_deck("portuguese", 2, {1: hand}, "5c", "JK")
+    table = seated(stubs, "portuguese", 2, deck, turn_seconds=1)
+    start = table.number()
+    updates = _updates_until(
+        stubs,
+        table.table_id,
+        table.tokens[1],
+        lambda u: u.view.turn == 0 and u.number > start,
+        timeout=20,
+    )
+    played = [u for u in updates if u.number > start]
+    timed_out = [e for u in played for e in u.events if e.HasField("turn_timed_out")]
+    assert len(timed_out) == 1, "one timeout for the turn, not one per phase"
+    drawn = [e.card_drawn for u in played for e in u.events if e.HasField("card_drawn")]
+    thrown = [e.card_discarded for u in played for e in u.events if e.HasField("card_discarded")]
+    assert [d.source for d in drawn] == [game_pb2.DRAW_SOURCE_STOCK]
+    # Not the joker it drew, and no card of its melds: the loose K♦.
+    assert [t.card for t in thrown] == cards("Kd")
+    assert sorted(played[-1].view.hand) == sorted(cards(hand.replace("Kd", "JK")))
+
+
+def test_one_rule_for_names_longer_is_refused_never_cut(stubs: Stubs) -> None:
+    from test_server_errors import refused
+
+    def create(name: str) -> Any:
+        return stubs.lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                name=name, variant=game_pb2.VARIANT_TALLAGE, options=game_pb2.Options(players=3)
+            ),
+            timeout=10,
+        )
+
+    bad = Code.INVALID_ARGUMENT
+    refused(lambda: create("t" * 41), bad, "BAD_NAME")
+    assert create("t" * 40).table.name == "t" * 40
+    # Escape sequences and control characters are removed before counting.
+    assert create("\x1b[31m" + "t" * 40 + "\x07").table.name == "t" * 40
+    chosen = create("")
+    assert chosen.table.name == "tallage table"
+    table_id, owner = chosen.table.table_id, chosen.owner_token
+
+    def join(name: str) -> Any:
+        return stubs.lobby.JoinTable(
+            lobby_service_pb2.JoinTableRequest(table_id=table_id, name=name), timeout=10
+        )
+
+    def bot(name: str) -> Any:
+        return stubs.lobby.AddBot(
+            lobby_service_pb2.AddBotRequest(table_id=table_id, policy="random", name=name),
+            metadata=md(owner),
+            timeout=10,
+        )
+
+    for call in (join, bot):
+        refused(lambda c=call: c("n" * 25), bad, "BAD_NAME")  # type: ignore[misc]
+    refused(lambda: join(""), bad, "BAD_NAME")
+    assert join("n" * 24).table.seats[0].name == "n" * 24
+    assert bot("").table.seats[1].name == "Random bot 2"
+
+
+def test_the_owners_token_watches_as_a_spectator(stubs: Stubs) -> None:
+    table = seated(stubs, "portuguese", 2)
+    call = stubs.table.Watch(
+        table_service_pb2.WatchRequest(table_id=table.table_id),
+        metadata=md(table.owner),
+        timeout=10,
+    )
+    try:
+        first = next(call)
+    finally:
+        call.cancel()
+    assert first.update.snapshot
+    assert not first.update.view.HasField("seat") and not first.update.view.hand
