@@ -1,6 +1,7 @@
 """Helpers of the reliability tests: channels that come back fast after a restart, a client
 interceptor that times and keeps every acknowledged command, a watcher that resumes by number,
-card mentions in text, and the checks every finished game's record must pass."""
+a proxy that loses answers, card mentions in text, and the checks every finished game's record
+must pass."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from rami.v1 import game_pb2, table_service_pb2, table_service_pb2_grpc
 __all__ = [
     "ACT",
     "Acks",
+    "LossyProxy",
     "Resuming",
     "actions_of",
     "card_mentions",
@@ -157,6 +159,96 @@ class Resuming:
                 await asyncio.sleep(0.05)
             finally:
                 call.cancel()
+
+
+class LossyProxy:
+    """A TCP proxy in front of a server that loses answers as a network does: after
+    :meth:`lose`, every byte the server sends is dropped (a call's request reaches the server,
+    which applies it, but its answer never arrives), until :meth:`cut` ends every connection
+    (the client sees it lost). New connections are forwarded whole again."""
+
+    def __init__(self, upstream: str) -> None:
+        host, port = upstream.rsplit(":", 1)
+        self.upstream = (host, int(port))
+        self.losing = False
+        self.cuts = 0
+        self._server: asyncio.Server | None = None
+        self._links: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> LossyProxy:
+        """Listen on a free port of 127.0.0.1."""
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self
+
+    @property
+    def target(self) -> str:
+        """``host:port`` of the proxy."""
+        assert self._server is not None
+        return f"127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+
+    def lose(self) -> None:
+        """Drop whatever the server sends from now on, until :meth:`cut`."""
+        self.losing = True
+
+    async def cut(self) -> None:
+        """End every connection (a reset, both ways), and forward whole again."""
+        self._abort()
+        self.cuts += 1
+        await asyncio.sleep(0)
+
+    def _abort(self) -> None:
+        for client, server in list(self._links):
+            client.transport.abort()
+            server.transport.abort()
+        self._links.clear()
+        self.losing = False
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self.upstream)
+        except OSError:
+            writer.transport.abort()
+            return
+        link = (writer, up_writer)
+        self._links.add(link)
+        pumps = [
+            asyncio.ensure_future(self._pump(reader, up_writer, lossy=False)),
+            asyncio.ensure_future(self._pump(up_reader, writer, lossy=True)),
+        ]
+        self._tasks.update(pumps)
+        try:
+            # Never ends cancelled: Python 3.11's start_server logs a connection task that does.
+            await asyncio.gather(*pumps, return_exceptions=True)
+        finally:
+            self._tasks.difference_update(pumps)
+            self._links.discard(link)
+            for w in link:
+                w.transport.abort()
+
+    async def _pump(
+        self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, *, lossy: bool
+    ) -> None:
+        try:
+            while data := await src.read(65536):
+                if lossy and self.losing:
+                    continue
+                dst.write(data)
+                await dst.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            dst.transport.abort()
+
+    async def close(self) -> None:
+        """Stop listening and end every connection."""
+        self._abort()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
 def actions_of(record: dict[str, Any]) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ from rami.server.entries import (
     EntryError,
     Join,
     Leave,
+    Mark,
     NextDeal,
     Return,
     Start,
@@ -30,7 +31,7 @@ from rami.server.entries import (
 )
 from rami.server.lobby import Lobby, LobbyConfig, rebuild, summarize
 from rami.server.refusals import Aborted, Invalid, Precondition, Refusal, Unavailable
-from rami.server.storage import Append, Conflict, SqliteStorage
+from rami.server.storage import SCHEMA_VERSION, Append, Conflict, SqliteStorage
 from rami.server.table import Table, TableConfig, stale
 from rami.server.tablestate import (
     FINISHED,
@@ -78,6 +79,16 @@ EVERY_KIND: list[Entry] = [
     NextDeal(),
     Chat(0, "gg"),
 ]
+MARK = Mark("0123456789abcdef" * 2, "fedcba9876543210")
+#: Entries made by calls with a request id: each carries its call's mark.
+EVERY_KIND += [
+    Join(0, "Ana", "ab" * 32, "0f" * 32, MARK),
+    AddBot(1, "Strong bot 2", "strong", MARK),
+    Leave(1, MARK),
+    Start(SEED, MARK),
+    Act(0, Draw("stock"), request=MARK),
+    Chat(0, "gg", MARK),
+]
 
 
 @pytest.mark.parametrize("entry", EVERY_KIND, ids=lambda e: type(e).__name__)
@@ -100,6 +111,9 @@ def test_every_entry_reads_back_as_it_was_written(entry: Entry) -> None:
             {"type": "act", "seat": 0, "action": {"type": "draw", "source": "stock"}, "auto": "x"},
             "auto is one of",
         ),
+        ({"type": "leave", "seat": 0, "request": MARK.key}, "digest is 16 hex digits"),
+        ({"type": "leave", "seat": 0, "digest": MARK.digest}, "request is 32 hex digits"),
+        ({"type": "chat", "seat": 0, "text": "x", **MARK.put({}), "request": "ab"}, "32 hex"),
     ],
 )
 def test_a_malformed_entry_is_refused_with_what_is_wrong(stored: Any, says: str) -> None:
@@ -115,6 +129,11 @@ def test_a_damaged_stored_log_names_the_table_and_the_entry() -> None:
     # An entry that reads but does not apply (a seat taken twice) is named the same way.
     entries = [Join(0, "Ana", "h0").to_dict(), Join(0, "Bo", "h1").to_dict()]
     with pytest.raises(EntryError, match=r"table t9, stored entry 2: seat 0 is taken"):
+        rebuild("t9", spec, entries)
+    # A request applied twice: the log is not the one the table wrote.
+    entries = [Join(0, "Ana", "h0").to_dict(), Chat(0, "a", MARK).to_dict()]
+    entries.append(Chat(0, "b", MARK).to_dict())
+    with pytest.raises(EntryError, match=r"table t9, stored entry 3: .*applied already"):
         rebuild("t9", spec, entries)
 
 
@@ -439,7 +458,67 @@ def test_a_version_1_database_is_migrated_on_open(tmp_path: Path) -> None:
 
     run(main)
     db = sqlite3.connect(str(path))
-    assert db.execute("PRAGMA user_version").fetchone() == (2,)
+    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    db.close()
+
+
+#: The directory of schema version 2, as that version wrote it.
+_V2_SCHEMA = """
+CREATE TABLE tables (table_id TEXT PRIMARY KEY, created REAL NOT NULL, spec TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'waiting', number INTEGER NOT NULL DEFAULT 0,
+    seats TEXT NOT NULL DEFAULT '[]', options TEXT NOT NULL DEFAULT '{}',
+    variant TEXT NOT NULL DEFAULT '', client TEXT NOT NULL DEFAULT '',
+    private INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE entries (table_id TEXT NOT NULL REFERENCES tables(table_id),
+    number INTEGER NOT NULL, entry TEXT NOT NULL, status TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (table_id, number)) WITHOUT ROWID;
+CREATE TABLE tokens (token_hash TEXT PRIMARY KEY, table_id TEXT NOT NULL) WITHOUT ROWID;
+PRAGMA user_version = 2;
+"""
+
+
+def test_a_version_2_database_is_migrated_on_open_and_keeps_create_requests(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "rami.db"
+    db = sqlite3.connect(str(path))
+    db.executescript(_V2_SCHEMA)
+    spec = TableSpec("old", "tallage", Options(players=2).to_dict(), owner_hash="own").to_dict()
+    db.execute(
+        "INSERT INTO tables (table_id, created, spec, number, seats, options, variant)"
+        " VALUES ('t1', 1.0, ?, 1, '[]', ?, 'tallage')",
+        (json.dumps(spec), json.dumps(spec["options"])),
+    )
+    db.execute(
+        "INSERT INTO entries VALUES ('t1', 1, ?, 'waiting')",
+        (json.dumps(Join(0, "Ana", "tok").to_dict()),),
+    )
+    db.commit()
+    db.close()
+    mark = Mark("ab" * 16, "cd" * 8)
+
+    async def main() -> None:
+        storage = await open_storage(tmp_path)
+        stored = await storage.load_table("t1")
+        assert stored is not None and stored.row.number == 1 and len(stored.entries) == 1
+        assert await storage.created_by("") is None  # the tables there were made without one
+        seats = [{"name": "", "kind": "empty", "policy": "", "away": False}] * 2
+        assert await storage.create_table("t2", spec, seats, "own2", mark) is None
+        found = await storage.created_by(mark.key)
+        assert found is not None and (found.table_id, found.request) == ("t2", mark)
+        # The same mark again stores nothing, and names the table it made.
+        again = await storage.create_table("t3", spec, seats, "own3", mark)
+        assert again == found and await storage.get_table("t3") is None
+        await storage.close()
+
+    run(main)
+    db = sqlite3.connect(str(path))
+    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (3,)
+    with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
+        db.execute(
+            "INSERT INTO tables (table_id, created, spec, request) VALUES ('t4', 1, '{}', ?)",
+            (mark.key,),
+        )
     db.close()
 
 

@@ -5,6 +5,11 @@ turn, sends the action with the number of the view it was decided on, and, when 
 drops, reconnects and resumes from the last update it saw. A refusal is counted and answered
 with a safe move, so a bot never stalls its table.
 
+Every call that changes something (the join, each command) carries a request id. When its
+answer is lost (the server restarting, the connection dropping), the kit sends the same call
+again with the same id: the server applies it once and answers it as the first time, so a join
+never takes two seats and every command the server applied is acknowledged to the bot.
+
 Commands go on one Play stream with the updates (by default: about half the server's work
 per command), or, with ``stream=False``, as unary Act calls beside a Watch stream.
 
@@ -17,8 +22,9 @@ import asyncio
 import logging
 import random
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import grpc
 
@@ -31,7 +37,7 @@ from rami.v1 import (
     table_service_pb2_grpc,
 )
 
-from .convert import action_to_request, view_from_proto
+from .convert import action_to_request, new_request_id, view_from_proto
 
 __all__ = [
     "CHANNEL_OPTIONS",
@@ -63,7 +69,11 @@ _RETRY = {
     grpc.StatusCode.INTERNAL,
     grpc.StatusCode.UNKNOWN,
 }
+#: Failures after which a call's answer may have been lost: the call is sent again, with the
+#: same request id (RESOURCE_EXHAUSTED is answered by waiting, as a refusal).
+_LOST = _RETRY - {grpc.StatusCode.RESOURCE_EXHAUSTED}
 _CODES = {c.value[0]: c for c in grpc.StatusCode}
+R = TypeVar("R")
 #: A command refused for its content is answered once with a safe move.
 _REFUSED = (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT)
 
@@ -86,6 +96,8 @@ class BotResult:
     rate_limited: int = 0
     final: game_pb2.View | None = None
     acknowledged: list[int] = field(default_factory=list)
+    #: Calls sent again with their request id after their answer was lost.
+    retries: int = 0
     #: The randomness this bot sent for the deal when it joined, and the table's commitment to
     #: its deals as it was then: the game's record must show both (docs/records.md).
     entropy: bytes = b""
@@ -158,7 +170,7 @@ async def _play(
 ) -> BotResult:
     table = table_service_pb2_grpc.TableServiceStub(channel)
     result = BotResult()
-    metadata = await _join(channel, table_id, name, seat, token, result)
+    metadata = await _join(channel, table_id, name, seat, token, result, max_reconnects)
     last: int | None = None
     decided = -1  # the latest update number this bot has acted on
     while True:
@@ -178,7 +190,9 @@ async def _play(
                         return result
                     while _my_turn(view) and view.number > decided:
                         decided = view.number
-                        after = await _act(table, table_id, metadata, view, decide, result)
+                        after = await _act(
+                            table, table_id, metadata, view, decide, result, max_reconnects
+                        )
                         if after is None:
                             break
                         view = after
@@ -196,20 +210,41 @@ async def _join(
     seat: int | None,
     token: str | None,
     result: BotResult,
+    max_reconnects: int,
 ) -> tuple[tuple[str, str], ...]:
     """Take a seat (or the seat of ``token``); the metadata of its commands."""
     if token is None:
         lobby = lobby_service_pb2_grpc.LobbyServiceStub(channel)
         result.entropy = secrets.token_bytes(32)
-        joined = await lobby.JoinTable(
-            lobby_service_pb2.JoinTableRequest(
-                table_id=table_id, name=name, seat=seat, entropy=result.entropy
-            )
+        request = lobby_service_pb2.JoinTableRequest(
+            table_id=table_id,
+            name=name,
+            seat=seat,
+            request_id=new_request_id(),
+            entropy=result.entropy,
         )
+        joined = await _sent(lambda: lobby.JoinTable(request), result, max_reconnects)
         token, result.seat = joined.token, joined.seat
         result.deal_commitment = joined.table.deal_commitment
     result.token = token
     return ((TOKEN_METADATA, token),)
+
+
+async def _sent(call: Callable[[], Awaitable[R]], result: BotResult, max_reconnects: int) -> R:
+    """The answer of ``call()``, a call whose request carries a request id: after a failure
+    that may have lost its answer, it is sent again as it is (the server applies it once, and
+    answers it as the first time), with a growing pause, at most ``max_reconnects`` times."""
+    lost = 0
+    while True:
+        try:
+            return await call()
+        except grpc.aio.AioRpcError as e:
+            if e.code() not in _LOST or lost >= max_reconnects:
+                raise
+            lost += 1
+            result.retries += 1
+            log.info("answer lost (%s: %s); sending the call again", e.code().name, e.details())
+            await asyncio.sleep(min(2.0, 0.05 * lost))
 
 
 async def _dropped(
@@ -222,8 +257,9 @@ async def _dropped(
     log.info("stream dropped (%s: %s); resuming after %s", e.code().name, e.details(), last)
     await asyncio.sleep(min(2.0, 0.05 * result.reconnects))
     # Resume one update early: if the stream or a command failed on this seat's turn, the
-    # view it was decided on comes again and is decided anew (a command that did get
-    # through makes the retry stale: ABORTED, never a second move).
+    # view it was decided on comes again. A command still unanswered is sent again with its
+    # request id; without one, the view is decided anew (a command that did get through makes
+    # that retry stale: ABORTED, never a second move).
     return last - 1 if last else last
 
 
@@ -236,6 +272,8 @@ class _Command:
     action: Action
     attempt: int = 0
     waits: int = 0
+    #: The same on every copy of the command, on this stream or the next.
+    request_id: str = field(default_factory=new_request_id)
 
 
 class _Stream:
@@ -259,7 +297,9 @@ class _Stream:
         self.pending[self._ids] = command
         request = table_service_pb2.PlayRequest(
             command_id=self._ids,
-            act=action_to_request(self.table_id, command.number, command.action),
+            act=action_to_request(
+                self.table_id, command.number, command.action, command.request_id
+            ),
         )
         if delay:
             loop = asyncio.get_running_loop()
@@ -289,14 +329,20 @@ async def _play_stream(
     max_reconnects: int,
 ) -> BotResult:
     """The game on Play streams: the update an accepted command became is its answer, a
-    refusal comes on the stream (and the stream goes on)."""
+    refusal comes on the stream (and the stream goes on). The commands a dropped stream left
+    unanswered are sent again on the next, with their request ids: each is applied once, and
+    answered (``accepted_before`` when the first copy got through)."""
     table = table_service_pb2_grpc.TableServiceStub(channel)
     result = BotResult()
-    metadata = await _join(channel, table_id, name, seat, token, result)
+    metadata = await _join(channel, table_id, name, seat, token, result, max_reconnects)
     last: int | None = None
     decided = -1  # the latest update number this bot has acted on
+    unanswered: list[_Command] = []
     while True:
         stream = _Stream(table_id, last)
+        for command in unanswered:
+            stream.send(command)
+        result.retries += len(unanswered)
         call = table.Play(stream.requests(), metadata=metadata)
         try:
             async for msg in call:
@@ -305,6 +351,13 @@ async def _play_stream(
                     command = stream.pending.pop(msg.refused.command_id, None)
                     if command is not None:
                         _refused(msg.refused, command, result, stream.send)
+                    continue
+                if kind == "accepted_before":
+                    before = msg.accepted_before
+                    command = stream.pending.pop(before.command_id, None)
+                    if command is not None:
+                        result.actions += 1
+                        result.acknowledged.append(before.number)
                     continue
                 if kind != "update":
                     continue  # a heartbeat
@@ -324,7 +377,9 @@ async def _play_stream(
                     stream.send(_Command(view.number, engine_view, decide(engine_view)))
         except grpc.aio.AioRpcError as e:
             last = await _dropped(e, result, max_reconnects, last)
-            decided = -1
+            unanswered = list(stream.pending.values())
+            if not unanswered:
+                decided = -1  # the view it is at comes again: decided anew
         finally:
             stream.close()
             call.cancel()  # a stream left behind would count against the seat's streams
@@ -362,16 +417,16 @@ async def _act(
     view: game_pb2.View,
     decide: Decide,
     result: BotResult,
+    max_reconnects: int,
 ) -> game_pb2.View | None:
     """Decide and send one action; the view after it, or None when it is not ours to act on."""
     engine_view = view_from_proto(view)
     action = decide(engine_view)
-    attempt, waits = 0, 0
+    request = action_to_request(table_id, view.number, action, new_request_id())
+    attempt, waits, lost = 0, 0, 0
     while attempt < 2:
         try:
-            response = await table.Act(
-                action_to_request(table_id, view.number, action), metadata=metadata
-            )
+            response = await table.Act(request, metadata=metadata)
         except grpc.aio.AioRpcError as e:
             if e.code() == grpc.StatusCode.ABORTED:
                 return None  # the game moved on: the stream brings the newer view
@@ -380,12 +435,20 @@ async def _act(
                 result.rate_limited += 1
                 await asyncio.sleep(min(1.0, 0.05 * waits))
                 continue
+            if e.code() in _LOST and lost < max_reconnects:
+                # Its answer may be lost: the same request, with the same id, is applied once
+                # and answered as the first time.
+                lost += 1
+                result.retries += 1
+                await asyncio.sleep(min(2.0, 0.05 * lost))
+                continue
             if e.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT):
                 result.refused.append(f"{action!r}: {e.details()}")
                 log.warning("refused %r: %s", action, e.details())
                 if attempt == 0:
                     attempt = 1
                     action = _safe(engine_view)
+                    request = action_to_request(table_id, view.number, action, new_request_id())
                     continue
                 return None
             raise

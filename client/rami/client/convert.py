@@ -2,10 +2,13 @@
 
 A proto View becomes an engine :class:`~rami.engine.views.View`, so the engine's policies,
 solver and formatting work on what a remote client sees; an engine action becomes an
-``ActRequest``.
+``ActRequest``. A call that changes something carries a request id (:func:`new_request_id`),
+the same on every retry of the call.
 """
 
 from __future__ import annotations
+
+import secrets
 
 from rami.engine import (
     CARDS,
@@ -39,6 +42,7 @@ __all__ = [
     "cards",
     "event_from_proto",
     "meld_from_proto",
+    "new_request_id",
     "options_to_proto",
     "result_from_proto",
     "variant_id",
@@ -177,9 +181,18 @@ def _lay_to_proto(lay: Lay) -> game_pb2.Lay:
     return game_pb2.Lay(steps=steps)
 
 
-def action_to_request(table_id: str, number: int, action: Action) -> table_service_pb2.ActRequest:
-    """An Act command for an engine action decided on update ``number``."""
-    req = table_service_pb2.ActRequest(table_id=table_id, number=number)
+def new_request_id() -> str:
+    """A fresh request id: 24 random bytes, 32 characters (long and random enough for every
+    call, CreateTable and JoinTable included). A retry of a call sends the same one."""
+    return secrets.token_urlsafe(24)
+
+
+def action_to_request(
+    table_id: str, number: int, action: Action, request_id: str = ""
+) -> table_service_pb2.ActRequest:
+    """An Act command for an engine action decided on update ``number`` (with ``request_id``,
+    to send again safely)."""
+    req = table_service_pb2.ActRequest(table_id=table_id, number=number, request_id=request_id)
     if isinstance(action, Draw):
         stock = action.source == "stock"
         req.draw.source = game_pb2.DRAW_SOURCE_STOCK if stock else game_pb2.DRAW_SOURCE_DISCARD

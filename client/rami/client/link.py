@@ -2,9 +2,11 @@
 
 :class:`Link` wraps one gRPC channel. Its calls raise :class:`Refused` with the server's own
 reason when the server says no, and :class:`Unreachable` when the server can't be reached, so
-the interface never shows a traceback. :meth:`Link.updates` watches a table and, when the
-connection drops, waits for it to come back and resumes from the last update it saw
-(``WatchRequest.after``), telling the caller through ``on_status``.
+the interface never shows a traceback. A call that changes something carries a request id,
+and when its answer is lost with the connection it is sent again with the same id, so the
+server applies it once. :meth:`Link.updates` watches a table and, when the connection drops,
+waits for it to come back and resumes from the last update it saw (``WatchRequest.after``),
+telling the caller through ``on_status``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from rami.v1 import (
     table_service_pb2_grpc,
 )
 
+from .convert import new_request_id
 from .safetext import safe
 
 __all__ = [
@@ -54,6 +57,11 @@ _LOST = {
     grpc.StatusCode.DEADLINE_EXCEEDED,
     grpc.StatusCode.INTERNAL,
 }
+#: After these, a call's answer may have been lost on the way: a call with a request id is
+#: sent again (a call that ran out of time is not: its time is spent).
+_RESEND = _LOST - {grpc.StatusCode.DEADLINE_EXCEEDED}
+#: The most times one call is sent again.
+_RESENDS = 10
 
 R = TypeVar("R", bound=Message)
 
@@ -164,12 +172,32 @@ class Link:
         token: str | None = None,
         timeout: float = 10.0,
     ) -> R:
-        """One unary call; waits (up to ``timeout``) for a dropped connection to come back."""
+        """One unary call; waits (up to ``timeout``) for a dropped connection to come back.
+
+        A call that changes something (its request has a ``request_id``) is sent with a new
+        id when it has none, and, while its answer may have been lost on the way, sent again
+        with the same id (within ``timeout``): the server applies it once, and answers every
+        copy as the first."""
         metadata = ((TOKEN_METADATA, token),) if token else None
-        try:
-            return await method(request, metadata=metadata, timeout=timeout, wait_for_ready=True)
-        except grpc.aio.AioRpcError as e:
-            raise plain_error(e, self.target) from None
+        resend = "request_id" in request.DESCRIPTOR.fields_by_name
+        if resend and not request.request_id:  # type: ignore[attr-defined]
+            given = request
+            request = type(given)()
+            request.CopyFrom(given)
+            request.request_id = new_request_id()  # type: ignore[attr-defined]
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        sent = 0
+        while True:
+            left = max(end - loop.time(), 0.0)
+            try:
+                return await method(request, metadata=metadata, timeout=left, wait_for_ready=True)
+            except grpc.aio.AioRpcError as e:
+                if resend and e.code() in _RESEND and sent < _RESENDS and end - loop.time() > 0.5:
+                    sent += 1
+                    await asyncio.sleep(0.2)
+                    continue
+                raise plain_error(e, self.target) from None
 
     async def updates(
         self,

@@ -670,6 +670,13 @@ def encode_accepted(command_id: int) -> bytes:
     return table_service_pb2.PlayResponse(accepted=command_id).SerializeToString()
 
 
+def encode_accepted_before(command_id: int, number: int) -> bytes:
+    """A PlayResponse saying a command of the stream was a retry of one accepted before, which
+    became update ``number``."""
+    before = table_service_pb2.AcceptedBefore(command_id=command_id, number=number)
+    return table_service_pb2.PlayResponse(accepted_before=before).SerializeToString()
+
+
 def encode_refused(
     command_id: int, code: int, reason: str, message: str, metadata: dict[str, str]
 ) -> bytes:

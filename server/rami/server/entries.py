@@ -5,14 +5,18 @@ JSON object (``to_dict``) and read back with :func:`entry_from_dict`, which chec
 and says clearly what is wrong with an entry that does not read (:class:`EntryError`), so a
 damaged log fails loudly instead of rebuilding a different table.
 
+An entry a client's call made with a request id carries that call's :class:`Mark`, so a retry
+of the call finds it in the log (``retries.py``).
+
 >>> entry_from_dict({"type": "chat", "seat": 1, "text": "gg"})
-Chat(seat=1, text='gg')
->>> entry_from_dict(Leave(2).to_dict())
-Leave(seat=2)
+Chat(seat=1, text='gg', request=None)
+>>> entry_from_dict(Leave(2, Mark("ab" * 16, "cd" * 8)).to_dict()).request
+Mark(key='abababababababababababababababab', digest='cdcdcdcdcdcdcdcd')
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +33,7 @@ __all__ = [
     "EntryError",
     "Join",
     "Leave",
+    "Mark",
     "NextDeal",
     "Return",
     "Start",
@@ -44,6 +49,39 @@ class EntryError(ValueError):
     """A stored entry that does not read as any entry."""
 
 
+_KEY, _DIGEST = re.compile(r"[0-9a-f]{32}"), re.compile(r"[0-9a-f]{16}")
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """What the log keeps of a call's request id: ``key``, a digest of the id and of whose
+    call it was (never the id itself), and ``digest``, a digest of the request, to tell a retry
+    from another request under the same id."""
+
+    key: str
+    digest: str
+
+    def put(self, d: dict[str, Any]) -> dict[str, Any]:
+        """``d`` (an entry as stored) with the mark in it."""
+        d["request"], d["digest"] = self.key, self.digest
+        return d
+
+
+def _with(d: dict[str, Any], mark: Mark | None) -> dict[str, Any]:
+    return d if mark is None else mark.put(d)
+
+
+def _mark(d: dict[str, Any]) -> Mark | None:
+    key, digest = d.get("request"), d.get("digest")
+    if key is None and digest is None:
+        return None
+    if not (isinstance(key, str) and _KEY.fullmatch(key)):
+        raise EntryError(f"a {d['type']!r} entry's request is 32 hex digits, not {key!r}")
+    if not (isinstance(digest, str) and _DIGEST.fullmatch(digest)):
+        raise EntryError(f"a {d['type']!r} entry's digest is 16 hex digits, not {digest!r}")
+    return Mark(key, digest)
+
+
 @dataclass(frozen=True, slots=True)
 class Join:
     """A player sat down; ``token`` is the hash of the seat's token (``hash_token``),
@@ -53,6 +91,7 @@ class Join:
     name: str
     token: str
     entropy: str = ""
+    request: Mark | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as stored."""
@@ -64,7 +103,7 @@ class Join:
         }
         if self.entropy:
             d["entropy"] = self.entropy
-        return d
+        return _with(d, self.request)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +113,17 @@ class AddBot:
     seat: int
     name: str
     policy: str
+    request: Mark | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as stored."""
-        return {"type": "bot", "seat": self.seat, "name": self.name, "policy": self.policy}
+        d: dict[str, Any] = {
+            "type": "bot",
+            "seat": self.seat,
+            "name": self.name,
+            "policy": self.policy,
+        }
+        return _with(d, self.request)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +131,11 @@ class Leave:
     """A player left: the seat is free again before the game, played for during it."""
 
     seat: int
+    request: Mark | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as stored."""
-        return {"type": "leave", "seat": self.seat}
+        return _with({"type": "leave", "seat": self.seat}, self.request)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,10 +156,12 @@ class Start:
     deals keeps dealing from its game ``seed`` (hex)."""
 
     seed: str = ""
+    request: Mark | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as stored."""
-        return {"type": "start", "seed": self.seed} if self.seed else {"type": "start"}
+        d = {"type": "start", "seed": self.seed} if self.seed else {"type": "start"}
+        return _with(d, self.request)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +171,7 @@ class Act:
     seat: int
     action: Action
     auto: str | None = None
+    request: Mark | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as stored."""
@@ -132,7 +182,7 @@ class Act:
         }
         if self.auto:
             d["auto"] = self.auto
-        return d
+        return _with(d, self.request)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,10 +200,11 @@ class Chat:
 
     seat: int
     text: str
+    request: Mark | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The entry as stored."""
-        return {"type": "chat", "seat": self.seat, "text": self.text}
+        return _with({"type": "chat", "seat": self.seat, "text": self.text}, self.request)
 
 
 Entry = Join | AddBot | Leave | Return | Start | Act | NextDeal | Chat
@@ -184,19 +235,25 @@ def entry_from_dict(d: Any) -> Entry:
             if not _is_hex(entropy, 2 * MAX_ENTROPY):
                 raise EntryError(f"a 'join' entry's entropy is hex, not {entropy!r}")
             return Join(
-                _field(d, "seat", int), _field(d, "name", str), _field(d, "token", str), entropy
+                _field(d, "seat", int),
+                _field(d, "name", str),
+                _field(d, "token", str),
+                entropy,
+                _mark(d),
             )
         case "bot":
-            return AddBot(_field(d, "seat", int), _field(d, "name", str), _field(d, "policy", str))
+            return AddBot(
+                _field(d, "seat", int), _field(d, "name", str), _field(d, "policy", str), _mark(d)
+            )
         case "leave":
-            return Leave(_field(d, "seat", int))
+            return Leave(_field(d, "seat", int), _mark(d))
         case "return":
             return Return(_field(d, "seat", int))
         case "start":
             seed = _field(d, "seed", str) if "seed" in d else ""
             if not _is_hex(seed, 256):
                 raise EntryError(f"a 'start' entry's seed is hex, not {seed!r}")
-            return Start(seed)
+            return Start(seed, _mark(d))
         case "act":
             auto = d.get("auto")
             if auto is not None and auto not in AUTO_REASONS:
@@ -205,10 +262,10 @@ def entry_from_dict(d: Any) -> Entry:
                 action = action_from_dict(d.get("action"))
             except MalformedAction as e:
                 raise EntryError(f"an 'act' entry's action does not read: {e}") from None
-            return Act(_field(d, "seat", int), action, auto)
+            return Act(_field(d, "seat", int), action, auto, _mark(d))
         case "next":
             return NextDeal()
         case "chat":
-            return Chat(_field(d, "seat", int), _field(d, "text", str))
+            return Chat(_field(d, "seat", int), _field(d, "text", str), _mark(d))
         case kind:
             raise EntryError(f"unknown entry type {kind!r}")

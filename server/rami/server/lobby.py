@@ -19,12 +19,12 @@ from rami.engine import Card, Options, RuleError, get_variant
 from rami.engine.cards import full_deck
 
 from .dealing import ServerKey
-from .entries import Entry, EntryError, entry_from_dict
+from .entries import Entry, EntryError, Mark, entry_from_dict
 from .errors import log_unexpected
 from .limits import TimeBudget
 from .refusals import Exhausted, Invalid, NotFound, PermissionDenied, Refusal
 from .sanitize import MAX_TABLE_NAME, clean_name
-from .storage import Storage, TableRow
+from .storage import Created, Storage, TableRow
 from .table import Table, TableConfig, start_entry
 from .tablestate import (
     FINISHED,
@@ -202,8 +202,17 @@ class Lobby:
         hand_analysis: bool,
         decks: list[list[Card]],
         client: str,
+        request: Mark | None = None,
+        owner: str | None = None,
     ) -> tuple[Table, str]:
-        """A new table and its owner's token."""
+        """A new table and its owner's token (``owner``, or a new one). With a ``request``
+        mark, a request that created a table already gets that table instead, and creates
+        nothing (``owner`` is then the token derived from its id, the same every time)."""
+        if request is not None:
+            assert owner is not None, "a request id's owner token is derived from it"
+            before = await self.storage.created_by(request.key)
+            if before is not None:
+                return await self._created_before(before, request), owner
         v = get_variant(variant)
         if decks and not self.config.allow_stacked_decks:
             raise PermissionDenied("STACKED_DECKS_OFF", "this server does not allow stacked decks")
@@ -222,7 +231,7 @@ class Lobby:
             options = options.with_(turn_seconds=self.config.turn_seconds)
         table_name = clean_name(name, MAX_TABLE_NAME, "table name", required=False)
         table_name = table_name or f"{variant} table"
-        owner = secrets.token_urlsafe(24)
+        owner = owner or secrets.token_urlsafe(24)
         table_id = new_table_id()
         nonce = secrets.token_hex(16)
         secret = self.key.table_secret(table_id, nonce)
@@ -241,10 +250,24 @@ class Lobby:
         commitment = TableState(table_id, spec, secret=secret).fair_deal().commitment
         spec = replace(spec, deal_commitment=commitment)
         state = TableState(table_id, spec, secret=secret)
-        await self.storage.create_table(
-            table_id, spec.to_dict(), state.directory_seats(), spec.owner_hash
+        before = await self.storage.create_table(
+            table_id, spec.to_dict(), state.directory_seats(), spec.owner_hash, request
         )
-        return self._hold(state), owner
+        if before is not None:  # a copy of this request, sent meanwhile, created it first
+            assert request is not None
+            return await self._created_before(before, request), owner
+        # (A copy of this request that found it stored may have loaded it meanwhile.)
+        return self.tables.get(table_id) or self._hold(state), owner
+
+    async def _created_before(self, before: Created, request: Mark) -> Table:
+        """The table an earlier copy of a CreateTable request made (or REQUEST_ID_REUSED, when
+        that id made another request)."""
+        if before.request.digest != request.digest:
+            raise Invalid(
+                "REQUEST_ID_REUSED",
+                "this request id was used for another request: a new request needs a new id",
+            )
+        return await self.get(before.table_id)
 
     async def get(self, table_id: str) -> Table:
         """The table of an id (loaded from storage when this process does not hold it), or

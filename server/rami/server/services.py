@@ -2,7 +2,9 @@
 asks the lobby), and answers.
 
 Refusals are raised as exceptions and turned into status codes by the decorators of
-``errors.py``, the one place that maps them.
+``errors.py``, the one place that maps them. A call that changes something and carries a
+request id is planned as a retry first (``retries.py``): when its table's log holds the entry
+its first copy made, it changes nothing and is answered from that entry.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ import contextlib
 import logging
 import re
 import secrets
+from dataclasses import replace
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TypeVar
 
 import grpc
+from google.protobuf.message import Message
 
 from rami.engine import POLICIES, MalformedAction, Meld, MeldError, RuleError, View, get_variant
 from rami.engine.analysis import analyse
@@ -30,12 +34,13 @@ from rami.v1 import (
 )
 
 from . import convert
-from .entries import Act, AddBot, Chat, Entry, Join, Leave, Return
+from .entries import Act, AddBot, Chat, Entry, Join, Leave, Mark, Return
 from .errors import UNDECODABLE, log_unexpected, refusal_of, streaming, unary
 from .limits import RateLimiter, StreamCounter, TimeBudget
 from .lobby import Lobby
 from .records import record_inputs, record_json
 from .refusals import Invalid, PermissionDenied, Precondition, Refusal, Unauthenticated
+from .retries import check_request_id, derived_token, mark
 from .sanitize import MAX_CHAT, MAX_NAME, clean_name, clean_text, name_key
 from .table import Committed, Table, Watcher, stale, start_entry
 from .tablestate import WAITING, TableState, hash_token
@@ -126,6 +131,16 @@ def _check_name(state: TableState, name: str, *, bot: bool = False) -> None:
         raise Precondition("NAME_TAKEN", f"a bot at this table is called {name!r} already")
 
 
+def _marked(method: str, request: Message, token: str | None) -> Mark | None:
+    """The mark of a call that carries its token, with its request id checked: its key is the
+    id in the token's scope (None without an id, or without a token: the call is refused for
+    the token's sake, as ever)."""
+    request_id = check_request_id(request.request_id)  # type: ignore[attr-defined]
+    if not request_id or not token:
+        return None
+    return mark(method, hash_token(token), request_id, request)
+
+
 def _returning(state: TableState, seat: int) -> list[Entry]:
     """A seat whose player left comes back when it acts or watches with its token."""
     return [Return(seat)] if state.seats[seat].away else []
@@ -209,6 +224,9 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
     async def CreateTable(
         self, request: lobby_service_pb2.CreateTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_service_pb2.CreateTableResponse:
+        # Its id is known across the server, and its retry answers with the owner's token.
+        request_id = check_request_id(request.request_id, secret=True)
+        marked = mark("CreateTable", "create", request_id, request) if request_id else None
         variant = convert.variant_from_proto(request.variant)
         options = convert.options_from_proto(request.options)
         decks = [list(convert.cards_from_proto(d.cards)) for d in request.stacked_decks]
@@ -220,6 +238,8 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
             hand_analysis=request.hand_analysis if request.HasField("hand_analysis") else True,
             decks=decks,
             client=_client(context),
+            request=marked,
+            owner=derived_token(request_id, "owner") if request_id else None,
         )
         return lobby_service_pb2.CreateTableResponse(
             table=convert.table_info(table.summary), owner_token=owner
@@ -252,21 +272,36 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
     async def JoinTable(
         self, request: lobby_service_pb2.JoinTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_service_pb2.JoinTableResponse:
+        # Its id is known at the table, and its retry answers with the seat's token.
+        request_id = check_request_id(request.request_id, secret=True)
         table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
         name = clean_name(request.name, MAX_NAME, "player's name", required=True)
         wanted = request.seat if request.HasField("seat") else None
         if len(request.entropy) > MAX_ENTROPY:
             raise Invalid("BAD_ENTROPY", f"entropy is at most {MAX_ENTROPY} bytes")
         entropy = request.entropy.hex()
-        token = secrets.token_urlsafe(24)
+        marked = mark("JoinTable", "join", request_id, request) if request_id else None
+        token = (
+            derived_token(request_id, "seat", table.table_id)
+            if request_id
+            else secrets.token_urlsafe(24)
+        )
+        found: list[Join] = []
 
         def plan(state: TableState) -> list[Entry]:
+            before = state.answered(marked)
+            if isinstance(before, Join):
+                found.append(before)
+                return []
             seat = state.free_seat(wanted)
             _check_name(state, name)
-            return _with_start(state, [Join(seat, name, hash_token(token), entropy)])
+            return _with_start(state, [Join(seat, name, hash_token(token), entropy, marked)])
 
         def reply(done: Committed | None) -> lobby_service_pb2.JoinTableResponse:
-            assert done is not None
+            if done is None:  # a retry: the seat its first copy took
+                return lobby_service_pb2.JoinTableResponse(
+                    seat=found[0].seat, token=token, table=convert.table_info(table.summary)
+                )
             return lobby_service_pb2.JoinTableResponse(
                 seat=done.table.state.seat_of(token) or 0,
                 token=token,
@@ -279,11 +314,18 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
     async def LeaveTable(
         self, request: lobby_service_pb2.LeaveTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_service_pb2.LeaveTableResponse:
-        table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
         token = _token(context)
+        marked = _marked("LeaveTable", request, token)
+        table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
+
+        def plan(state: TableState) -> list[Entry]:
+            if state.answered(marked) is not None:
+                return []  # a retry: left already
+            return [Leave(_seat(state, token), marked)]
+
         return await self.change(
             table,
-            lambda state: [Leave(_seat(state, token))],
+            plan,
             lambda done: lobby_service_pb2.LeaveTableResponse(
                 table=convert.table_info(table.summary)
             ),
@@ -293,20 +335,25 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
     async def AddBot(
         self, request: lobby_service_pb2.AddBotRequest, context: grpc.aio.ServicerContext
     ) -> lobby_service_pb2.AddBotResponse:
-        table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
         token = _token(context)
+        marked = _marked("AddBot", request, token)
+        table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
         wanted = request.seat if request.HasField("seat") else None
         policy = request.policy or "strong"
         seated: list[int] = []
         chosen = clean_name(request.name, MAX_NAME, "bot's name", required=False)
 
         def plan(state: TableState) -> list[Entry]:
+            before = state.answered(marked)
+            if isinstance(before, AddBot):
+                seated.append(before.seat)  # a retry: the seat its first copy took
+                return []
             _owner_or_seat(state, token)
             seat = state.free_seat(wanted)
             name = chosen or f"{policy.capitalize()} bot {seat + 1}"
             _check_name(state, name, bot=True)
             seated.append(seat)
-            return _with_start(state, [AddBot(seat, name, policy)])
+            return _with_start(state, [AddBot(seat, name, policy, marked)])
 
         return await self.change(
             table,
@@ -320,12 +367,15 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
     async def StartTable(
         self, request: lobby_service_pb2.StartTableRequest, context: grpc.aio.ServicerContext
     ) -> lobby_service_pb2.StartTableResponse:
-        table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
         token = _token(context)
+        marked = _marked("StartTable", request, token)
+        table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
 
         def plan(state: TableState) -> list[Entry]:
+            if state.answered(marked) is not None:
+                return []  # a retry: started already
             _owner_or_seat(state, token)
-            return [start_entry(state)]
+            return [replace(start_entry(state), request=marked)]
 
         return await self.change(
             table,
@@ -373,7 +423,9 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
             table,
             seat_of,
             request,
+            token,
             lambda done: convert.encode_act_response(done.first, done.table.view_bytes(seats[0])),
+            lambda number, seat: convert.encode_act_response(number, table.view_bytes(seat)),
         )
 
     async def _act(
@@ -381,13 +433,27 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         table: Table,
         seat_of: Callable[[TableState], int],
         request: table_service_pb2.ActRequest,
+        token: str | None,
         reply: Callable[[Committed], T],
+        again: Callable[[int, int], T],
         ack: tuple[Watcher, int] | None = None,
     ) -> T:
         """One command of a seat, from Act or from a Play stream: the same checks, the same
-        pipeline; answers with ``reply`` of the updates it became."""
+        pipeline; answers with ``reply`` of the updates it became, or, when it is a retry of a
+        command accepted before, with ``again`` of that command's number and seat."""
+        if request.table_id != table.table_id:  # a Play stream's command may leave it empty
+            on_table = table_service_pb2.ActRequest()
+            on_table.CopyFrom(request)
+            on_table.table_id = table.table_id
+            request = on_table
+        marked = _marked("Act", request, token)
+        found: list[Act] = []
 
         def plan(state: TableState) -> list[Entry]:
+            before = state.answered(marked)
+            if isinstance(before, Act):
+                found.append(before)
+                return []
             seat = seat_of(state)
             self.commands.take(f"{table.table_id}:{seat}")
             action = convert.action_from_proto(request)
@@ -396,10 +462,12 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
             stale(state, request.number)
             # The seat comes back only once its command is accepted: a refused command
             # changes nothing.
-            return [Act(seat, action), *_returning(state, seat)]
+            return [Act(seat, action, request=marked), *_returning(state, seat)]
 
         def answer(done: Committed | None) -> T:
-            assert done is not None
+            if done is None:
+                before = found[0]
+                return again(table.state.number_of(before), before.seat)
             return reply(done)
 
         return await self.change(table, plan, answer, ack)
@@ -408,21 +476,27 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
     async def Chat(
         self, request: table_service_pb2.ChatRequest, context: grpc.aio.ServicerContext
     ) -> table_service_pb2.ChatResponse:
-        table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
         token = _token(context)
+        marked = _marked("Chat", request, token)
+        table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
+        found: list[int] = []
 
         def plan(state: TableState) -> list[Entry]:
+            before = state.answered(marked)
+            if before is not None:
+                found.append(state.number_of(before))  # a retry: posted already
+                return []
             seat = _seat(state, token)
             self.chat.take(f"{table.table_id}:{seat}")
             text = clean_text(request.text, MAX_CHAT)
             if not text:
                 raise Invalid("EMPTY_CHAT", "write something printable")
-            return [Chat(seat, text)]
+            return [Chat(seat, text, marked)]
 
         return await self.change(
             table,
             plan,
-            lambda done: table_service_pb2.ChatResponse(number=done.first if done else 0),
+            lambda done: table_service_pb2.ChatResponse(number=done.first if done else found[0]),
         )
 
     @unary
@@ -531,7 +605,9 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
                 if commands is None:
                     # Commands are taken once the stream watches (it has its first message):
                     # the update of each then reaches this stream, as its acknowledgement.
-                    commands = asyncio.create_task(self._commands(requests, table, seat, watcher))
+                    commands = asyncio.create_task(
+                        self._commands(requests, table, seat, watcher, token)
+                    )
                 command = watcher.acks.pop(number, None) if number else None
                 if command is not None:
                     # Appended, the field is part of the same response.
@@ -548,9 +624,11 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         table: Table,
         seat: int,
         watcher: Watcher,
+        token: str | None,
     ) -> None:
         """The commands of a Play stream, each applied like an Act; a refusal goes out on the
-        stream (and the stream goes on)."""
+        stream (and the stream goes on), and so does the answer to a retry of a command
+        accepted before."""
         async for request in requests:
             try:
                 if request is UNDECODABLE:
@@ -560,8 +638,19 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
                 act = request.act
                 if act.table_id and act.table_id != table.table_id:
                     raise Invalid("OTHER_TABLE", "a Play stream plays at the table it opened")
+                command_id = request.command_id
+
+                def accepted_before(number: int, _: int, command_id: int = command_id) -> None:
+                    table.deliver(watcher, convert.encode_accepted_before(command_id, number))
+
                 await self._act(
-                    table, lambda _: seat, act, lambda done: None, (watcher, request.command_id)
+                    table,
+                    lambda _: seat,
+                    act,
+                    token,
+                    lambda done: None,
+                    accepted_before,
+                    (watcher, command_id),
                 )
             except Exception as e:
                 if not isinstance(e, Refusal | RuleError):

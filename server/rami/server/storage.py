@@ -2,10 +2,11 @@
 
 A table is its spec and its log of entries (JSON objects, ``entries.py``); replaying the log
 rebuilds it. The directory keeps a row per table that the lobby lists without loading any
-table: its spec, status, update number, seats and options, and the tokens that prove
-something at it. An append carries the number of its first entry, so a writer that is not
-where it thinks it is fails (:class:`Conflict`) instead of forking the log, and the directory
-row changes in the same transaction as the entries that change it.
+table: its spec, status, update number, seats and options, the tokens that prove something at
+it, and the mark of the request id it was created with (``retries.py``), so a CreateTable sent
+again finds the table its first copy made. An append carries the number of its first entry,
+so a writer that is not where it thinks it is fails (:class:`Conflict`) instead of forking
+the log, and the directory row changes in the same transaction as the entries that change it.
 
 :class:`SqliteStorage`, the embedded default, keeps everything in one SQLite file. Its work is
 done on a thread of its own, so a slow disk or another process holding the file's write lock
@@ -30,10 +31,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from .entries import Mark
+
 __all__ = [
     "SCHEMA_VERSION",
     "Append",
     "Conflict",
+    "Created",
     "SqliteStorage",
     "Storage",
     "StoredTable",
@@ -43,11 +47,19 @@ __all__ = [
 T = TypeVar("T")
 
 #: The version of the SQLite schema this code writes (``PRAGMA user_version``).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class Conflict(Exception):
     """An append whose first number is not the one after the table's last stored entry."""
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    """The table a CreateTable request made, and that request's mark."""
+
+    table_id: str
+    request: Mark
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +110,19 @@ class Storage(Protocol):
     """Where tables live: the directory and the logs."""
 
     async def create_table(
-        self, table_id: str, spec: dict[str, Any], seats: list[dict[str, Any]], owner: str
-    ) -> None:
-        """Store a new table (no entries yet); ``owner`` is the hash of its owner's token."""
+        self,
+        table_id: str,
+        spec: dict[str, Any],
+        seats: list[dict[str, Any]],
+        owner: str,
+        request: Mark | None = None,
+    ) -> Created | None:
+        """Store a new table (no entries yet); ``owner`` is the hash of its owner's token,
+        ``request`` the mark of the request id it is created with. When a table was created
+        with that mark's key already, store nothing and return that table's id and mark."""
+
+    async def created_by(self, key: str) -> Created | None:
+        """The table created by a request whose mark has this key, and that mark, or None."""
 
     async def append(self, append: Append) -> None:
         """Store entries of a table; durable when it returns. Raises :class:`Conflict` when
@@ -141,7 +163,10 @@ CREATE TABLE IF NOT EXISTS tables (
     options TEXT NOT NULL DEFAULT '{}',
     variant TEXT NOT NULL DEFAULT '',
     client TEXT NOT NULL DEFAULT '',
-    private INTEGER NOT NULL DEFAULT 0
+    private INTEGER NOT NULL DEFAULT 0,
+    -- the mark of the request id the table was created with ('': none)
+    request TEXT NOT NULL DEFAULT '',
+    request_digest TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS entries (
     table_id TEXT NOT NULL REFERENCES tables(table_id),
@@ -174,6 +199,8 @@ CREATE TABLE IF NOT EXISTS tokens (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS tables_by_status ON tables (status, created);
 CREATE INDEX IF NOT EXISTS tables_by_client ON tables (client, status);
+-- A request id creates one table at most.
+CREATE UNIQUE INDEX IF NOT EXISTS tables_by_request ON tables (request) WHERE request != '';
 """
 
 #: Version 1's tables lack these columns (and the tokens table): added, then filled.
@@ -184,6 +211,11 @@ _V2_COLUMNS = (
     "variant TEXT NOT NULL DEFAULT ''",
     "client TEXT NOT NULL DEFAULT ''",
     "private INTEGER NOT NULL DEFAULT 0",
+)
+#: Version 2's tables lack these columns: the mark of the request a table was created with.
+_V3_COLUMNS = (
+    "request TEXT NOT NULL DEFAULT ''",
+    "request_digest TEXT NOT NULL DEFAULT ''",
 )
 
 #: What a migration needs to know of a table that only its log says: its seats and options
@@ -274,17 +306,33 @@ class SqliteStorage:
     # -- the directory ----------------------------------------------------------------------
 
     async def create_table(
-        self, table_id: str, spec: dict[str, Any], seats: list[dict[str, Any]], owner: str
-    ) -> None:
-        await self._run(self._create, table_id, spec, seats, owner)
+        self,
+        table_id: str,
+        spec: dict[str, Any],
+        seats: list[dict[str, Any]],
+        owner: str,
+        request: Mark | None = None,
+    ) -> Created | None:
+        return await self._run(self._create, table_id, spec, seats, owner, request)
 
     def _create(
-        self, table_id: str, spec: dict[str, Any], seats: list[dict[str, Any]], owner: str
-    ) -> None:
+        self,
+        table_id: str,
+        spec: dict[str, Any],
+        seats: list[dict[str, Any]],
+        owner: str,
+        request: Mark | None,
+    ) -> Created | None:
         with _transaction(self._db):
+            if request is not None:
+                # In the transaction that would store the table: a request that raced its own
+                # retry finds the table the first one stored.
+                before = self._created_by(request.key)
+                if before is not None:
+                    return before
             self._db.execute(
                 "INSERT INTO tables (table_id, created, spec, seats, options, variant, client,"
-                " private) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " private, request, request_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     table_id,
                     time.time(),
@@ -294,10 +342,22 @@ class SqliteStorage:
                     spec["variant"],
                     spec.get("client", ""),
                     int(bool(spec.get("private"))),
+                    request.key if request else "",
+                    request.digest if request else "",
                 ),
             )
             if owner:
                 self._db.execute("INSERT OR IGNORE INTO tokens VALUES (?, ?)", (owner, table_id))
+        return None
+
+    async def created_by(self, key: str) -> Created | None:
+        return await self._run(self._created_by, key)
+
+    def _created_by(self, key: str) -> Created | None:
+        r = self._db.execute(
+            "SELECT table_id, request, request_digest FROM tables WHERE request = ?", (key,)
+        ).fetchone()
+        return Created(r[0], Mark(r[1], r[2])) if r and key else None
 
     async def get_table(self, table_id: str) -> TableRow | None:
         return await self._run(self._get, table_id)
@@ -608,12 +668,24 @@ def _connect(path: str, summarize: Summarize | None) -> sqlite3.Connection:
             f"{path}: schema version {version} is newer than this server's ({SCHEMA_VERSION})"
         )
     old = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'tables'").fetchone()
-    if old and version < 2:
+    if old and version < SCHEMA_VERSION:
+        # Every step and the new version in one transaction: a migration cut short is undone
+        # whole, and runs again at the next open.
         with _transaction(db):
-            _migrate_v1(db, summarize)
+            if version < 2:
+                _migrate_v1(db, summarize)
+            _migrate_v2(db)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     db.executescript(_SCHEMA)  # IF NOT EXISTS throughout: makes what is missing
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     return db
+
+
+def _migrate_v2(db: sqlite3.Connection) -> None:
+    """Version 2 to 3: the columns of the request mark a table was created with (none, for
+    the tables there are)."""
+    for column in _V3_COLUMNS:
+        db.execute(f"ALTER TABLE tables ADD COLUMN {column}")
 
 
 def _migrate_v1(db: sqlite3.Connection, summarize: Summarize | None) -> None:

@@ -8,7 +8,8 @@ own (:class:`PlayerJoined`, :class:`PlayerLeft`, :class:`PlayerReturned`,
 refusal (``refusals.py``) or the engine's ``RuleError`` and changes nothing. What leaves the
 table about its game leaves through the engine's views (:meth:`TableState.public_view`,
 :meth:`TableState.seat_part`) and :meth:`TableState.players`, which is built from the public
-view alone.
+view alone. An entry a call made with a request id carries its mark, and the table knows each
+mark once (:meth:`TableState.answered`): a retry of the call finds the entry it made.
 """
 
 from __future__ import annotations
@@ -27,7 +28,19 @@ from rami.engine.game import max_rounds
 from rami.engine.views import SeatPart, seat_part
 
 from .dealing import bot_seed, deal_tip
-from .entries import Act, AddBot, Chat, Entry, EntryError, Join, Leave, NextDeal, Return, Start
+from .entries import (
+    Act,
+    AddBot,
+    Chat,
+    Entry,
+    EntryError,
+    Join,
+    Leave,
+    Mark,
+    NextDeal,
+    Return,
+    Start,
+)
 from .refusals import Invalid, Precondition
 
 __all__ = [
@@ -231,6 +244,10 @@ class TableState:
     game_number: int = 0
     #: The table's secret (``dealing.py``): its deals and its bots' choices are made from it.
     secret: bytes = field(default=b"", repr=False)
+    #: The number of the entry each request id's mark made (its key: a digest, 32 characters),
+    #: for every entry of the log that carries one: one small item per such entry, as long as
+    #: the table is in memory, rebuilt with the log when it is loaded.
+    requests: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.options = Options.from_dict(self.spec.options)
@@ -366,6 +383,29 @@ class TableState:
         """The hashes of every token that proves something here: the owner's, the seats'."""
         return tuple(h for h in (self.spec.owner_hash, *(s.token_hash for s in self.seats)) if h)
 
+    def answered(self, mark: Mark | None) -> Entry | None:
+        """The entry a call with this request mark made, when it was a retry (None for a call
+        without an id, or one not applied yet). The same id with another request is refused
+        (INVALID_ARGUMENT, ``REQUEST_ID_REUSED``)."""
+        number = self.requests.get(mark.key, 0) if mark is not None else 0
+        if not number:
+            return None
+        entry = self.entries[number - 1]
+        made = getattr(entry, "request", None)
+        assert mark is not None and made is not None
+        if made.digest != mark.digest:
+            raise Invalid(
+                "REQUEST_ID_REUSED",
+                "this request id was used for another request: a new request needs a new id",
+            )
+        return entry
+
+    def number_of(self, entry: Entry) -> int:
+        """The update number of an entry that carries a request mark."""
+        mark = getattr(entry, "request", None)
+        assert mark is not None
+        return self.requests[mark.key]
+
     def auto_seat(self) -> tuple[int, str] | None:
         """The seat the server plays for now and why (``bot`` or ``away``), or None."""
         game = self.game
@@ -382,7 +422,11 @@ class TableState:
 
     def apply(self, entry: Entry) -> list[Event]:
         """Check and apply one entry; return its events. Raises and changes nothing when the
-        entry is not allowed now."""
+        entry is not allowed now (an entry whose request mark is known already included: a
+        request is applied once)."""
+        mark: Mark | None = getattr(entry, "request", None)
+        if mark is not None and mark.key in self.requests:
+            raise Invalid("REQUEST_ID_REUSED", "this request id was applied already")
         match entry:
             case Join(seat, name, token, entropy):
                 seat_ = Seat(name, "player", "", token, entropy=entropy)
@@ -418,6 +462,8 @@ class TableState:
         self.entries.append(entry)
         if isinstance(entry, Start | Act | NextDeal):
             self.game_number = self.number
+        if mark is not None:
+            self.requests[mark.key] = self.number
         return events
 
     def _seat_arg(self, seat: int) -> int:
