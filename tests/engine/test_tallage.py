@@ -431,7 +431,7 @@ def test_a_whole_hand_finish_with_a_taken_discard_lays_it() -> None:
 
 def test_a_whole_hand_finish_needs_a_clean_set_and_a_clean_run() -> None:
     game = deal("tallage", ["Ac 2c 3c 4c 5c 6c 4h 5h 6h 3d 4d 5d 6d 7d Ks", ""], "Ah")
-    refused(game, 0, "lay Ac 2c 3c 4c 5c 6c, 4h 5h 6h, 3d 4d 5d 6d 7d", "OPENING_NEEDS_CLEAN_MELDS")
+    refused(game, 0, "lay Ac 2c 3c 4c 5c 6c, 4h 5h 6h, 3d 4d 5d 6d 7d", "NOT_A_FINISH")
 
 
 def test_option_jokers_per_meld_2_lets_an_opening_hold_a_meld_with_two_jokers() -> None:

@@ -51,8 +51,14 @@ def reference_analysis(
             out.opening_value = opening.score
             out.opening_melds.extend(convert.meld_to_proto(m) for m in opening.melds)
             out.can_open = opening.score >= options.opening and opening.score > bar
-    out.finish_discards.extend(
-        convert.card_to_proto(c) for c in finishes(hand, jokers_per_meld=jpm)
+    found = finishes(hand, jokers_per_meld=jpm)
+    out.finish_discards.extend(convert.card_to_proto(c) for c in found)
+    out.finishes.extend(
+        game_pb2.Finish(
+            discard=convert.card_to_proto(c),
+            melds=[convert.meld_to_proto(m) for m in split.melds],
+        )
+        for c, split in found.items()
     )
     return out
 

@@ -142,3 +142,119 @@ def test_the_owners_token_watches_as_a_spectator(stubs: Stubs) -> None:
         call.cancel()
     assert first.update.snapshot
     assert not first.update.view.HasField("seat") and not first.update.view.hand
+
+
+# -- the lobby: start after bots, close, expiry ------------------------------------------------
+
+
+def _new(stubs: Stubs, players: int = 3) -> Any:
+    return stubs.lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            name="lobby",
+            variant=game_pb2.VARIANT_TALLAGE,
+            options=game_pb2.Options(players=players),
+        ),
+        timeout=10,
+    )
+
+
+def test_add_bots_then_start_works_when_the_bots_filled_the_table(stubs: Stubs) -> None:
+    created = _new(stubs, 2)
+    table_id, owner = created.table.table_id, md(created.owner_token)
+    for _ in range(2):
+        stubs.lobby.AddBot(
+            lobby_service_pb2.AddBotRequest(table_id=table_id, policy="random"),
+            metadata=owner,
+            timeout=10,
+        )
+    started = stubs.lobby.StartTable(
+        lobby_service_pb2.StartTableRequest(table_id=table_id), metadata=owner, timeout=10
+    )
+    assert started.table.status in (
+        lobby_service_pb2.TABLE_STATUS_PLAYING,
+        lobby_service_pb2.TABLE_STATUS_FINISHED,
+    )
+
+
+def test_the_owner_closes_a_waiting_table_and_it_frees_a_place(tmp_path: Any) -> None:
+    from test_server_errors import refused
+
+    from rami.server.testing import ServerThread
+
+    with (
+        ServerThread(str(tmp_path / "rami.db"), max_tables_per_client=3) as srv,
+        Stubs(srv.target) as stubs,
+    ):
+        tables = [_new(stubs) for _ in range(3)]
+        refused(lambda: _new(stubs), Code.RESOURCE_EXHAUSTED, "TOO_MANY_TABLES")
+        first = tables[0]
+        table_id, owner = first.table.table_id, md(first.owner_token)
+        seat = stubs.lobby.JoinTable(
+            lobby_service_pb2.JoinTableRequest(table_id=table_id, name="Ana"), timeout=10
+        )
+        close = lobby_service_pb2.CloseTableRequest(table_id=table_id)
+        refused(
+            lambda: stubs.lobby.CloseTable(close, metadata=md(seat.token), timeout=10),
+            Code.PERMISSION_DENIED,
+            "NOT_OWNER",
+        )
+        closed = stubs.lobby.CloseTable(close, metadata=owner, timeout=10)
+        assert closed.table.status == lobby_service_pb2.TABLE_STATUS_CLOSED
+        again = stubs.lobby.CloseTable(close, metadata=owner, timeout=10)
+        assert again.table == closed.table
+        # Nobody joins or starts it; its place counts no more.
+        join = lobby_service_pb2.JoinTableRequest(table_id=table_id, name="Bo")
+        refused(
+            lambda: stubs.lobby.JoinTable(join, timeout=10),
+            Code.FAILED_PRECONDITION,
+            "TABLE_CLOSED",
+        )
+        start = lobby_service_pb2.StartTableRequest(table_id=table_id)
+        refused(
+            lambda: stubs.lobby.StartTable(start, metadata=owner, timeout=10),
+            Code.FAILED_PRECONDITION,
+            "TABLE_CLOSED",
+        )
+        _new(stubs)
+        listed = stubs.lobby.ListTables(
+            lobby_service_pb2.ListTablesRequest(status=lobby_service_pb2.TABLE_STATUS_CLOSED),
+            timeout=10,
+        )
+        assert [t.table_id for t in listed.tables] == [table_id]
+
+
+def test_a_table_whose_game_has_begun_is_not_closed(stubs: Stubs) -> None:
+    from test_server_errors import refused
+
+    playing = seated(stubs, "portuguese", 2)
+    refused(
+        lambda: stubs.lobby.CloseTable(
+            lobby_service_pb2.CloseTableRequest(table_id=playing.table_id),
+            metadata=md(playing.owner),
+            timeout=10,
+        ),
+        Code.FAILED_PRECONDITION,
+        "TABLE_STARTED",
+    )
+
+
+def test_a_waiting_table_left_alone_is_closed_after_the_expiry(tmp_path: Any) -> None:
+    import time
+
+    from rami.server.testing import ServerThread
+
+    with ServerThread(str(tmp_path / "rami.db"), waiting_expiry=0.4) as srv:
+        with Stubs(srv.target) as stubs:
+            table_id = _new(stubs).table.table_id
+            get = lobby_service_pb2.GetTableRequest(table_id=table_id)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                info = stubs.lobby.GetTable(get, timeout=10).table
+                if info.status == lobby_service_pb2.TABLE_STATUS_CLOSED:
+                    break
+                time.sleep(0.05)
+            assert info.status == lobby_service_pb2.TABLE_STATUS_CLOSED
+        # Closed, it is not reloaded at the next start.
+        srv.halt()
+        srv.start()
+        assert table_id not in srv.server.lobby.tables  # type: ignore[union-attr]

@@ -17,6 +17,7 @@ STATUS_WORDS = {
     lobby_service_pb2.TABLE_STATUS_WAITING: "waiting",
     lobby_service_pb2.TABLE_STATUS_PLAYING: "playing",
     lobby_service_pb2.TABLE_STATUS_FINISHED: "finished",
+    lobby_service_pb2.TABLE_STATUS_CLOSED: "closed",
 }
 
 

@@ -48,6 +48,9 @@ class Analysis:
     can_open: bool = False
     #: Variants with a whole-hand finish: the cards that can be its last discard.
     finish_discards: tuple[Card, ...] = ()
+    #: The finishes themselves: for each of those cards, melds that lay every other card with
+    #: a clean set and a clean run (a Lay of these as new melds, then the card's Discard).
+    finishes: tuple[tuple[Card, tuple[Meld, ...]], ...] = ()
 
 
 def check_hand(variant: Variant, hand: Sequence[Card]) -> None:
@@ -87,6 +90,7 @@ def analyse(variant: Variant, options: Options, hand: Sequence[Card], bar: int) 
         if opening is not None:
             opening_value, opening_melds = opening.score, tuple(opening.melds)
             can_open = opening.score >= options.opening and opening.score > bar
+    found_finishes = finishes(hand, jokers_per_meld=jpm) if variant.has_finish else {}
     return Analysis(
         melds,
         left,
@@ -94,5 +98,6 @@ def analyse(variant: Variant, options: Options, hand: Sequence[Card], bar: int) 
         opening_value=opening_value,
         opening_melds=opening_melds,
         can_open=can_open,
-        finish_discards=tuple(finishes(hand, jokers_per_meld=jpm)),
+        finish_discards=tuple(found_finishes),
+        finishes=tuple((c, tuple(split.melds)) for c, split in found_finishes.items()),
     )

@@ -535,6 +535,13 @@ class Game:
                 refusal = self._opening_refusal(clean_set, clean_run, value)
                 if refusal is None:
                     opens = True
+                elif not finish and len(work) == 1:
+                    # Every card but one laid: a whole-hand finish, refused as one.
+                    raise IllegalAction(
+                        "a whole-hand finish needs at least one clean set and one clean run "
+                        f"among its melds: it lacks {_missing(clean_set, clean_run)}",
+                        "NOT_A_FINISH",
+                    )
                 elif not finish:
                     raise refusal
         else:
@@ -546,11 +553,9 @@ class Game:
     ) -> IllegalAction | None:
         """Why new melds are not an opening (RULES.md §3), or None when they are."""
         if not (clean_set and clean_run):
-            missing = "a clean set" if not clean_set else "a clean run"
-            if not clean_set and not clean_run:
-                missing = "a clean set and a clean run"
             return IllegalAction(
-                f"an opening needs at least one clean set and one clean run: it lacks {missing}",
+                "an opening needs at least one clean set and one clean run: it lacks "
+                f"{_missing(clean_set, clean_run)}",
                 "OPENING_NEEDS_CLEAN_MELDS",
             )
         least = self.options.opening
@@ -707,6 +712,13 @@ class Game:
         if self.variant.game_end == "rounds":
             return self.round >= self.options.rounds
         return max(self.totals) >= self.options.target or self.round >= self.options.round_cap
+
+
+def _missing(clean_set: bool, clean_run: bool) -> str:
+    """What a lay lacks of the clean set and clean run it needs."""
+    if not clean_set and not clean_run:
+        return "a clean set and a clean run"
+    return "a clean set" if not clean_set else "a clean run"
 
 
 def max_rounds(variant: Variant, options: Options) -> int:

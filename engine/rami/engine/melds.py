@@ -117,6 +117,11 @@ class Meld:
             raise MeldError(f"a set holds each suit once: {format_cards(naturals)} repeats a suit")
         if len(naturals) + jokers > 4:
             raise MeldError("a set has at most 4 cards")
+        if jokers_as and (len(jokers_as) != jokers or len(set(jokers_as)) != len(jokers_as)):
+            raise MeldError(
+                f"name one card per joker, each once: {jokers} joker"
+                f"{'s' if jokers != 1 else ''}, {len(jokers_as)} named"
+            )
         for j in jokers_as:
             jc = CARDS[j]
             if jc.rank != rank or jc.suit in suits:

@@ -58,6 +58,8 @@ class Server:
     lobby: Lobby
     storage: SqliteStorage
     health: health.aio.HealthServicer
+    #: Closes the waiting tables that went too long without a change.
+    expiring: asyncio.Task[None] | None = None
     _stopped: bool = field(default=False)
 
     async def stop(self, grace: float = 2.0) -> None:
@@ -65,6 +67,9 @@ class Server:
         if self._stopped:
             return
         self._stopped = True
+        if self.expiring is not None:
+            self.expiring.cancel()
+            await asyncio.gather(self.expiring, return_exceptions=True)
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         self.lobby.close()
@@ -128,7 +133,8 @@ async def serve(
     for name in ("", *SERVICE_NAMES):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     log.info("listening on %s:%d (storage %s, %d tables restored)", host, bound, db, restored)
-    return Server(server, bound, lobby, storage, health_servicer)
+    expiring = asyncio.get_running_loop().create_task(lobby.expire_forever(), name="expiry")
+    return Server(server, bound, lobby, storage, health_servicer, expiring)
 
 
 async def run(

@@ -39,6 +39,11 @@ def serve(
     loop: str = typer.Option(
         "auto", help="Event loop: auto (uvloop when installed), uvloop or asyncio."
     ),
+    waiting_expiry: float = typer.Option(
+        3600.0,
+        help="Seconds a table waiting for players may go without a change before the server "
+        "closes it (0: never).",
+    ),
     secret_file: str = typer.Option(
         "",
         help="The server's key, made there when missing: the deals and bots of every table "
@@ -55,6 +60,7 @@ def serve(
         allow_stacked_decks=allow_stacked_decks,
         turn_seconds=turn_seconds,
         max_tables_per_client=max_tables_per_client,
+        waiting_expiry=waiting_expiry,
     )
     tls = None
     if (tls_cert is None) != (tls_key is None):

@@ -8,6 +8,7 @@ from typing import Any
 
 from rami.engine import (
     CARDS,
+    JOKER,
     OPTION_SPECS,
     VARIANTS,
     Action,
@@ -34,6 +35,7 @@ from rami.engine.views import SeatPart
 from rami.v1 import events_pb2, game_pb2, lobby_service_pb2, rules_service_pb2, table_service_pb2
 
 from .tablestate import (
+    CLOSED,
     FINISHED,
     PLAYING,
     WAITING,
@@ -44,6 +46,7 @@ from .tablestate import (
     PlayerJoined,
     PlayerLeft,
     PlayerReturned,
+    TableClosed,
     TableState,
     TableSummary,
     TurnTimedOut,
@@ -137,16 +140,19 @@ def meld_to_proto(meld: Meld) -> game_pb2.Meld:
     if meld.kind == RUN:
         stands = meld.joker_cards()
         kind = game_pb2.MELD_KIND_RUN
+        jokers_as = stands
     else:
         stands = (
             [] if meld.is_clean else [CARDS[s * 13 + meld.rank - 1] for s in meld.missing_suits()]
         )
         kind = game_pb2.MELD_KIND_SET
+        jokers_as = stands[: meld.cards.count(JOKER)]
     return game_pb2.Meld(
         kind=kind,
         cards=cards_to_proto(meld.cards),
         stands_for=cards_to_proto(stands),
         opening_value=meld.opening_value(),
+        jokers_as=cards_to_proto(jokers_as),
     )
 
 
@@ -441,6 +447,10 @@ def analysis_to_proto(a: Analysis) -> game_pb2.Analysis:
         opening_melds=[meld_to_proto(m) for m in a.opening_melds],
         can_open=a.can_open,
         finish_discards=cards_to_proto(a.finish_discards),
+        finishes=[
+            game_pb2.Finish(discard=card_to_proto(c), melds=[meld_to_proto(m) for m in melds])
+            for c, melds in a.finishes
+        ],
     )
 
 
@@ -455,6 +465,7 @@ _STATUS_TO_PROTO = {
     WAITING: lobby_service_pb2.TABLE_STATUS_WAITING,
     PLAYING: lobby_service_pb2.TABLE_STATUS_PLAYING,
     FINISHED: lobby_service_pb2.TABLE_STATUS_FINISHED,
+    CLOSED: lobby_service_pb2.TABLE_STATUS_CLOSED,
 }
 _STATUS_FROM_PROTO = {v: k for k, v in _STATUS_TO_PROTO.items()}
 
@@ -513,6 +524,8 @@ def table_event_to_proto(e: Event) -> events_pb2.Event:
             return E.Event(player_left=E.PlayerLeft(seat=seat))
         case PlayerReturned(seat):
             return E.Event(player_returned=E.PlayerReturned(seat=seat))
+        case TableClosed(reason):
+            return E.Event(table_closed=E.TableClosed(reason=reason))
         case GameStarted(players):
             return E.Event(game_started=E.GameStarted(players=players_to_proto(players)))
         case TurnTimedOut(seat):

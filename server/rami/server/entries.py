@@ -29,6 +29,7 @@ __all__ = [
     "Act",
     "AddBot",
     "Chat",
+    "Close",
     "Entry",
     "EntryError",
     "Join",
@@ -207,7 +208,23 @@ class Chat:
         return _with({"type": "chat", "seat": self.seat, "text": self.text}, self.request)
 
 
-Entry = Join | AddBot | Leave | Return | Start | Act | NextDeal | Chat
+@dataclass(frozen=True, slots=True)
+class Close:
+    """A waiting table was closed: by its owner (``owner``), or by the server after it waited
+    too long without a change (``expired``)."""
+
+    reason: str
+    request: Mark | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as stored."""
+        return _with({"type": "close", "reason": self.reason}, self.request)
+
+
+#: Why a table was closed.
+CLOSE_REASONS = ("owner", "expired")
+
+Entry = Join | AddBot | Leave | Return | Start | Act | NextDeal | Chat | Close
 
 
 def _field(d: dict[str, Any], name: str, kind: type) -> Any:
@@ -267,5 +284,10 @@ def entry_from_dict(d: Any) -> Entry:
             return NextDeal()
         case "chat":
             return Chat(_field(d, "seat", int), _field(d, "text", str), _mark(d))
+        case "close":
+            reason = _field(d, "reason", str)
+            if reason not in CLOSE_REASONS:
+                raise EntryError(f"a 'close' entry's reason is one of {CLOSE_REASONS}")
+            return Close(reason, _mark(d))
         case kind:
             raise EntryError(f"unknown entry type {kind!r}")

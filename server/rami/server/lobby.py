@@ -11,6 +11,7 @@ import asyncio
 import base64
 import logging
 import secrets
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any
@@ -19,7 +20,7 @@ from rami.engine import Card, Options, RuleError, get_variant
 from rami.engine.cards import full_deck
 
 from .dealing import ServerKey
-from .entries import Entry, EntryError, Mark, entry_from_dict
+from .entries import Close, Entry, EntryError, Mark, entry_from_dict
 from .errors import log_unexpected
 from .limits import TimeBudget
 from .refusals import Exhausted, Invalid, NotFound, PermissionDenied, Refusal
@@ -27,7 +28,8 @@ from .sanitize import MAX_TABLE_NAME, clean_name
 from .storage import Created, Storage, TableRow
 from .table import Table, TableConfig, start_entry
 from .tablestate import (
-    FINISHED,
+    OVER,
+    WAITING,
     DealError,
     PlayerInfo,
     TableSpec,
@@ -64,6 +66,8 @@ class LobbyConfig:
     #: of every second, and the seconds it may save up.
     work_share: float = 0.2
     work_burst: float = 1.0
+    #: Seconds a waiting table may go without a change before the server closes it (0: never).
+    waiting_expiry: float = 3600.0
 
 
 def new_table_id() -> str:
@@ -181,7 +185,7 @@ class Lobby:
                     log_unexpected(log, f"table {table_id} could not be rebuilt; left out", e)
                 else:
                     table = self.tables.get(table_id) or self._hold(state)
-                    if table.status == FINISHED:
+                    if table.status in OVER:
                         self.finished(table)
                     elif state.is_full():
                         # A log from before a full table's start was stored with its last
@@ -306,7 +310,7 @@ class Lobby:
 
     def finished(self, table: Table) -> None:
         """Keep only the most recent finished tables in memory (the rest reload on demand)."""
-        if table.status != FINISHED:
+        if table.status not in OVER:
             return
         self._finished[table.table_id] = None
         self._finished.move_to_end(table.table_id)
@@ -317,6 +321,34 @@ class Lobby:
                 del self.tables[old]
                 t.close()
                 asyncio.get_running_loop().create_task(t.closing(), name=f"evict {old}")
+
+    def expire_waiting(self) -> int:
+        """Close every waiting table that has gone ``waiting_expiry`` seconds without a change
+        in this process (each through its queue, as any change); returns how many were asked."""
+        expiry = self.config.waiting_expiry
+        if expiry <= 0:
+            return 0
+        now = time.monotonic()
+        asked = 0
+        for table in list(self.tables.values()):
+            if table.status != WAITING or now - table.changed_at < expiry:
+                continue
+
+            def plan(state: TableState, t: Table = table) -> list[Entry]:
+                # Still waiting, and still idle: a join that came first keeps it open.
+                idle = time.monotonic() - t.changed_at >= expiry
+                return [Close("expired")] if state.status == WAITING and idle else []
+
+            table.change_later(plan)
+            asked += 1
+        return asked
+
+    async def expire_forever(self) -> None:
+        """Close idle waiting tables, checking a few times per expiry (the server's task)."""
+        period = min(60.0, max(0.05, self.config.waiting_expiry / 4))
+        while self.config.waiting_expiry > 0:
+            await asyncio.sleep(period)
+            self.expire_waiting()
 
     def close(self) -> None:
         """Stop every table's automatic moves and streams; refuse what is queued."""

@@ -14,8 +14,8 @@ import contextlib
 import logging
 import re
 import secrets
-from dataclasses import replace
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 from typing import TypeVar
 
 import grpc
@@ -34,7 +34,7 @@ from rami.v1 import (
 )
 
 from . import convert
-from .entries import Act, AddBot, Chat, Entry, Join, Leave, Mark, Return
+from .entries import Act, AddBot, Chat, Close, Entry, Join, Leave, Mark, Return
 from .errors import UNDECODABLE, log_unexpected, refusal_of, streaming, unary
 from .limits import RateLimiter, StreamCounter, TimeBudget
 from .lobby import Lobby
@@ -43,7 +43,7 @@ from .refusals import Invalid, PermissionDenied, Precondition, Refusal, Unauthen
 from .retries import check_request_id, derived_token, mark
 from .sanitize import MAX_CHAT, MAX_NAME, clean_name, clean_text, name_key
 from .table import Committed, Table, Watcher, stale, start_entry
-from .tablestate import WAITING, TableState, hash_token
+from .tablestate import CLOSED, FINISHED, PLAYING, WAITING, TableState, hash_token
 
 __all__ = ["TOKEN_METADATA", "LobbyService", "RulesService", "TableService"]
 
@@ -375,12 +375,45 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
             if state.answered(marked) is not None:
                 return []  # a retry: started already
             _owner_or_seat(state, token)
+            if state.status in (PLAYING, FINISHED):
+                return []  # it started by itself (its last seat was taken): nothing to do
             return [replace(start_entry(state), request=marked)]
 
         return await self.change(
             table,
             plan,
             lambda done: lobby_service_pb2.StartTableResponse(
+                table=convert.table_info(table.summary)
+            ),
+        )
+
+    @unary
+    async def CloseTable(
+        self, request: lobby_service_pb2.CloseTableRequest, context: grpc.aio.ServicerContext
+    ) -> lobby_service_pb2.CloseTableResponse:
+        token = _token(context)
+        marked = _marked("CloseTable", request, token)
+        table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
+
+        def plan(state: TableState) -> list[Entry]:
+            if state.answered(marked) is not None:
+                return []  # a retry: closed already
+            if not token:
+                raise Unauthenticated(
+                    "NO_TOKEN", f"send the table's owner token as the {TOKEN_METADATA!r} metadata"
+                )
+            if not state.is_owner(token):
+                if state.seat_of(token) is not None:
+                    raise PermissionDenied("NOT_OWNER", "only the table's creator may close it")
+                raise _Stranger(token, "this token is not this table's owner token")
+            if state.status == CLOSED:
+                return []
+            return [Close("owner", marked)]
+
+        return await self.change(
+            table,
+            plan,
+            lambda done: lobby_service_pb2.CloseTableResponse(
                 table=convert.table_info(table.summary)
             ),
         )

@@ -140,10 +140,10 @@ class Storage(Protocol):
         """One table with its entries, or None."""
 
     async def unfinished(self) -> list[str]:
-        """The ids of every table not finished, oldest first."""
+        """The ids of every table not over (finished or closed), oldest first."""
 
     async def active_tables(self, client: str) -> int:
-        """How many unfinished tables ``client`` created."""
+        """How many tables ``client`` created that are not over (finished or closed)."""
 
     async def token_known(self, token_hash: str) -> bool:
         """True when a token with this hash proves a seat or an ownership at some table."""
@@ -393,7 +393,8 @@ class SqliteStorage:
 
     def _unfinished(self) -> list[str]:
         rows = self._db.execute(
-            "SELECT table_id FROM tables WHERE status != 'finished' ORDER BY created, rowid"
+            "SELECT table_id FROM tables WHERE status NOT IN ('finished', 'closed')"
+            " ORDER BY created, rowid"
         )
         return [r[0] for r in rows]
 
@@ -402,7 +403,8 @@ class SqliteStorage:
 
     def _active(self, client: str) -> int:
         (n,) = self._db.execute(
-            "SELECT count(*) FROM tables WHERE client = ? AND status != 'finished'", (client,)
+            "SELECT count(*) FROM tables WHERE client = ? AND status NOT IN ('finished', 'closed')",
+            (client,),
         ).fetchone()
         return int(n)
 

@@ -50,7 +50,7 @@ from .convert import (
 from .entries import Act, Chat, Entry, Join, Leave, NextDeal, Start
 from .refusals import Aborted, Exhausted, Invalid, Refusal, Unavailable
 from .storage import Append, Storage
-from .tablestate import FINISHED, Event, TableState, TableSummary, load_state
+from .tablestate import FINISHED, OVER, Event, TableState, TableSummary, load_state
 
 __all__ = [
     "Change",
@@ -213,6 +213,8 @@ class Table:
         self.number = state.number
         self.watchers: set[Watcher] = set()
         self.deadline: float | None = None
+        #: When this process last committed a change of the table (or loaded it), monotonic.
+        self.changed_at = time.monotonic()
         self.closed = False
         self._turn_key: tuple[int, int] | None = None
         self._auto: asyncio.TimerHandle | None = None
@@ -384,12 +386,13 @@ class Table:
             ) from None
         # Committed: from here on, everyone may see it.
         self.number = state.number
+        self.changed_at = time.monotonic()
         self._dirty, self._summary_stale = False, True
         if job.ack is not None:
             job.ack[0].acks[first] = job.ack[1]
         self._fan_out(updates)
         self._schedule()
-        if state.status == FINISHED and self.on_finished is not None:
+        if state.status in OVER and self.on_finished is not None:
             self.on_finished(self)
         return job.reply(Committed(self, first, self.number))
 

@@ -32,6 +32,7 @@ from .entries import (
     Act,
     AddBot,
     Chat,
+    Close,
     Entry,
     EntryError,
     Join,
@@ -44,7 +45,9 @@ from .entries import (
 from .refusals import Invalid, Precondition
 
 __all__ = [
+    "CLOSED",
     "FINISHED",
+    "OVER",
     "PLAYING",
     "WAITING",
     "ChatPosted",
@@ -56,6 +59,7 @@ __all__ = [
     "PlayerLeft",
     "PlayerReturned",
     "Seat",
+    "TableClosed",
     "TableEvent",
     "TableSpec",
     "TableState",
@@ -65,7 +69,9 @@ __all__ = [
     "load_state",
 ]
 
-WAITING, PLAYING, FINISHED = "waiting", "playing", "finished"
+WAITING, PLAYING, FINISHED, CLOSED = "waiting", "playing", "finished", "closed"
+#: A table that will never change again: its game is over, or it was closed before one began.
+OVER = (FINISHED, CLOSED)
 
 
 class DealError(EntryError):
@@ -140,6 +146,13 @@ class PlayerJoined:
 
 
 @dataclass(frozen=True, slots=True)
+class TableClosed:
+    """A waiting table was closed (``owner``, ``expired``): nobody can join or start it."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class PlayerLeft:
     """A player left the table (during a game, the server plays for the seat)."""
 
@@ -175,7 +188,15 @@ class ChatPosted:
     text: str
 
 
-TableEvent = PlayerJoined | PlayerLeft | PlayerReturned | GameStarted | TurnTimedOut | ChatPosted
+TableEvent = (
+    PlayerJoined
+    | PlayerLeft
+    | PlayerReturned
+    | GameStarted
+    | TurnTimedOut
+    | ChatPosted
+    | TableClosed
+)
 Event = TableEvent | engine_events.Event
 
 
@@ -295,6 +316,7 @@ class TableState:
 
     def free_seat(self, wanted: int | None) -> int:
         """The seat to take: ``wanted`` if it is free, else the first free one."""
+        self._not_closed()
         if self.status != WAITING:
             raise Precondition("TABLE_STARTED", "the game has started: no seat can be taken")
         if wanted is not None:
@@ -455,6 +477,15 @@ class TableState:
                     self.status = FINISHED
             case NextDeal():
                 events = list(self._playing().apply(None, NextRound()))
+            case Close(reason):
+                self._not_closed()
+                if self.status != WAITING:
+                    raise Precondition(
+                        "TABLE_STARTED" if self.status == PLAYING else "GAME_OVER",
+                        "only a table still waiting for players can be closed",
+                    )
+                self.status = CLOSED
+                events = [TableClosed(reason)]
             case Chat(seat, text):
                 events = [ChatPosted(self._seat_arg(seat), text)]
             case _:
@@ -477,6 +508,7 @@ class TableState:
         return PlayerJoined(taken, seat.name, seat.kind)
 
     def _leave(self, seat: int) -> PlayerLeft:
+        self._not_closed()
         if self.status == WAITING:
             self.seats[seat] = Seat()
         elif self.status == PLAYING:
@@ -493,7 +525,12 @@ class TableState:
         self.seats[seat].away = False
         return PlayerReturned(seat)
 
+    def _not_closed(self) -> None:
+        if self.status == CLOSED:
+            raise Precondition("TABLE_CLOSED", "this table was closed before its game began")
+
     def _start(self, seed: str) -> list[Event]:
+        self._not_closed()
         if self.status != WAITING:
             raise Precondition("TABLE_STARTED", "the game has already started")
         seated = [s for s in self.seats if s.kind != "empty"]
