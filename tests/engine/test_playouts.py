@@ -48,7 +48,7 @@ from rami.engine import (
     view,
 )
 from rami.engine.actions import Action
-from rami.engine.plays import legal_plays
+from rami.engine.plays import discard_completions, legal_plays
 from rami.engine.solver import MOROCCAN_VALUES, best_opening, deadwood_split, portuguese_declaration
 
 VARIANTS = ("portuguese", "tallage", "simple")
@@ -441,10 +441,21 @@ def view_fields(game: Game, seat: int | None) -> dict[str, object]:
         "totals": tuple(game.totals),
         "results": tuple(game.results),
         "winners": game.winners,
-        "draw_sources": () if seat is None else tuple(game.draw_sources(seat)),
+        "draw_sources": () if seat is None else usable_sources(game, seat),
         "can_lay": seat is not None and game.can_lay(seat),
         "can_declare": seat is not None and game.can_declare(seat),
     }
+
+
+def usable_sources(game: Game, seat: int) -> tuple[str, ...]:
+    """Where the rules let the seat draw from, less tallage's discard when no lay this turn
+    could take it (it is taken only with one)."""
+    sources = tuple(game.draw_sources(seat))
+    if "discard" in sources and game.variant.must_lay_discard:
+        whole = dataclasses.replace(view(game, seat), draw_sources=sources)
+        if not discard_completions(whole):
+            return tuple(s for s in sources if s != "discard")
+    return sources
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -43,3 +43,29 @@ def test_the_safe_move_is_legal_and_keeps_jokers_and_melds(variant: str) -> None
             game.clone().apply(seat, move)  # legal: raises otherwise
             game.apply(seat, POLICIES["random"](v, rng))
     assert checked > 200
+
+
+def test_tallage_lists_the_discard_only_when_a_lay_this_turn_can_take_it() -> None:
+    from rami.engine.plays import discard_completions
+    from rami.engine.views import seat_part
+
+    listed = hidden = 0
+    for seed in range(30):
+        game, _ = Game.new("tallage", seed=seed)
+        rng = random.Random(seed)
+        for _ in range(300):
+            if game.phase not in (Phase.DRAW, Phase.PLAY):
+                break
+            seat = game.turn
+            v = view(game, seat)
+            part = seat_part(game, seat)
+            assert part is not None and part.draw_sources == v.draw_sources
+            if game.phase == Phase.DRAW and "discard" in game.draw_sources(seat):
+                if "discard" in v.draw_sources:
+                    listed += 1
+                    lay = discard_completions(v)[0]
+                    game.clone().apply(seat, Draw("discard", lay))  # it can be completed
+                else:
+                    hidden += 1
+            game.apply(seat, POLICIES["greedy"](v, rng))
+    assert listed > 0 and hidden > listed

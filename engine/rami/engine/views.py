@@ -9,7 +9,7 @@ reads the game's hidden state, so a hidden card can't leave by another door.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .cards import Card
 from .events import RoundResult
@@ -120,6 +120,8 @@ def seat_part(game: Game, seat: int | None) -> SeatPart | None:
     if seat is None or not 0 <= seat < game.players:
         return None
     own = _own(game, seat)
+    if "discard" in own[2] and game.variant.must_lay_discard:
+        own = (own[0], own[1], view(game, seat).draw_sources, own[3], own[4])
     if not own[4]:
         return SeatPart(seat, *own)
     jpm = game.options.jokers_per_meld
@@ -138,7 +140,7 @@ def view(game: Game, seat: int | None) -> View:
         seat = None
     # Positional, in the order of View's fields (matching 25 keywords costs a fifth of a view,
     # and a view is made before every decision of every bot); a test checks every field.
-    return View(
+    v = View(
         game.variant,  # variant
         game.options,  # options
         seat,  # seat
@@ -166,3 +168,15 @@ def view(game: Game, seat: int | None) -> View:
         can_lay,  # can_lay
         can_declare,  # can_declare
     )
+    if "discard" in draw_sources and game.variant.must_lay_discard and not _discard_usable(v):
+        # Tallage: the discard is taken only with a lay that uses it; none can, so it is
+        # not a place to draw from this turn.
+        return replace(v, draw_sources=tuple(s for s in draw_sources if s != "discard"))
+    return v
+
+
+def _discard_usable(v: View) -> bool:
+    """True when some lay this turn takes the top discard (tallage)."""
+    from .plays import discard_completions  # plays reads views: imported when first needed
+
+    return bool(discard_completions(v))
