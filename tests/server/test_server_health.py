@@ -124,6 +124,12 @@ def test_reflection_v1_and_v1alpha_list_every_service_and_resolve_files(
     ]
     assert table.name == "rami/v1/table_service.proto"
     assert set(table.dependency) <= {f.name for f in imports}
+    reasons = _reflect(stubs, version, file_containing_symbol="rami.v1.ErrorReason")
+    (errors,) = [
+        descriptor_pb2.FileDescriptorProto.FromString(raw)
+        for raw in reasons.file_descriptor_response.file_descriptor_proto
+    ]
+    assert errors.name == "rami/v1/errors.proto" and errors.enum_type[0].name == "ErrorReason"
     missing = _reflect(stubs, version, file_containing_symbol="rami.v1.NoSuchThing")
     assert missing.error_response.error_code == grpc.StatusCode.NOT_FOUND.value[0]
 

@@ -13,6 +13,7 @@ import grpc
 from grpc_health.v1 import health_pb2
 
 from rami.v1 import (
+    errors_pb2,  # noqa: F401  (imported, ErrorReason is described by reflection too)
     lobby_service_pb2,
     lobby_service_pb2_grpc,
     rules_service_pb2,

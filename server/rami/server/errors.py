@@ -2,7 +2,8 @@
 
 Every refusal becomes a status code with a google.rpc.ErrorInfo detail: ``reason`` is a stable
 machine-readable code (``NOT_YOUR_TURN``, ``OPENING_BELOW_BAR``...), ``domain`` is
-``rami.v1``, and the message says which rule in words.
+``rami.v1``, and the message says which rule in words. The contract lists every reason with
+its code: ``ErrorReason`` in ``proto/rami/v1/errors.proto`` (a test keeps it to the code's).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from .refusals import (
 )
 
 __all__ = [
+    "DOMAIN",
     "UNDECODABLE",
     "Aborted",
     "DecodeGuard",
@@ -55,6 +57,7 @@ __all__ = [
     "unary",
 ]
 
+#: The ErrorInfo domain of every refusal; its reasons are ErrorReason's (errors.proto).
 DOMAIN = "rami.v1"
 #: The longest message of a refusal, in characters.
 MAX_ERROR_MESSAGE = 300
