@@ -5,11 +5,12 @@ Commands are drawn at random, shaped to reach deep: actions with random fields, 
 phase or out of turn, cards not held (another seat's, the discard's, values that are no card),
 lays of random steps, stale, future and replayed numbers, other seats' and other tables'
 tokens, forged and mangled tokens, bytes that are no message, and messages over the 64 KiB
-limit. Each one the server refuses must come back with a status code and reason documented in
-``docs/operations.md``, leave the table exactly as it was (its number, every seat's view and
-the spectator's, and the hidden state behind them), and name no card that its sender may not
-see; the server must answer the next call. A few commands are legal and accepted: they move
-the game on, and the next command is judged against the new state.
+limit. Each one the server refuses must come back with a status code and reason the contract
+lists together (``ErrorReason`` in ``proto/rami/v1/errors.proto``), leave the table exactly as
+it was (its number, every seat's view and the spectator's, and the hidden state behind them),
+and name no card that its sender may not see; the server must answer the next call. A few
+commands are legal and accepted: they move the game on, and the next command is judged against
+the new state.
 
 CI runs a fixed-seed sample (``RAMI_FUZZ_EXAMPLES``, 500 by default); ``make fuzz`` runs 10,000
 (``RAMI_FUZZ_SEED`` picks another seed).
@@ -20,11 +21,9 @@ from __future__ import annotations
 import logging
 import os
 import random
-import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import astuple, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -35,7 +34,14 @@ from grpc_status import rpc_status
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from reliability_support import card_mentions
-from server_support import RPC_TIMEOUT, VARIANTS, md, stacked_deck, without_presence
+from server_support import (
+    RPC_TIMEOUT,
+    VARIANTS,
+    error_reasons,
+    md,
+    stacked_deck,
+    without_presence,
+)
 
 from rami.client.convert import action_to_request, view_from_proto
 from rami.engine import POLICIES, Card
@@ -49,24 +55,17 @@ from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2
 T = RPC_TIMEOUT
 EXAMPLES = int(os.environ.get("RAMI_FUZZ_EXAMPLES", "500"))
 SEED = os.environ.get("RAMI_FUZZ_SEED")
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 #: Nothing happens at a table on its own: no bots, no clock, no next deal, no away seat played.
 STILL = TableConfig(bot_delay=3600.0, round_pause=3600.0, away_delay=3600.0, heartbeat=0.5)
 TABLES = ("tallage", "portuguese", "simple", "waiting", "finished")
 
 
 def documented() -> dict[str, set[str]]:
-    """Status code → reasons, from the table of ``docs/operations.md``."""
+    """Status code → reasons, from the contract's ErrorReason (``errors.proto``)."""
     catalog: dict[str, set[str]] = {}
-    in_table = False
-    for line in DOCS.read_text().splitlines():
-        if line.startswith("#"):
-            in_table = line.lstrip("#").strip() == "Status codes and reasons"
-            continue
-        m = re.match(r"^\| `([A-Z_]+)` \|.*\|(.*)\|\s*$", line)
-        if in_table and m:
-            catalog[m.group(1)] = set(re.findall(r"`([A-Z_]+)`", m.group(2)))
-    assert catalog, f"no status table in {DOCS}"
+    for reason, code in error_reasons().items():
+        catalog.setdefault(code.name, set()).add(reason)
+    assert catalog, "no reasons in errors.proto"
     return catalog
 
 

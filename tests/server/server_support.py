@@ -6,6 +6,8 @@ Everything here talks to a real server over 127.0.0.1 and bounds every call in t
 from __future__ import annotations
 
 import asyncio
+import functools
+import importlib.resources
 import os
 import random
 import re
@@ -13,6 +15,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -21,8 +24,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf import descriptor_pb2
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
+from grpc_tools import protoc
 
 from rami.client.convert import action_to_request, view_from_proto
 from rami.engine import POLICIES, Action, Card, get_variant, parse_cards
@@ -37,7 +42,10 @@ __all__ = [
     "SeatStream",
     "card_mentions",
     "cards",
+    "comments",
+    "contract",
     "error_of",
+    "error_reasons",
     "md",
     "rami_server",
     "stacked_deck",
@@ -98,7 +106,69 @@ def error_of(e: grpc.RpcError) -> ErrorOf:
             infos.append(info)
     assert len(infos) == 1, f"expected one ErrorInfo in {status!r}"
     info = infos[0]
+    # Every refusal a test meets is one the contract lists, with the code it says.
+    documented = error_reasons().get(info.reason)
+    assert documented == e.code(), f"{e.code()} {info.reason}: errors.proto says {documented}"  # type: ignore[attr-defined]
     return ErrorOf(e.code(), info.reason, info.domain, dict(info.metadata), status.message)  # type: ignore[attr-defined]
+
+
+# -- the contract, as protoc reads it (comments included) -------------------------------------
+
+
+PROTO = Path(__file__).resolve().parents[2] / "proto"
+#: The prefix of every ErrorReason value; the reason on the wire is the rest of its name.
+REASON_PREFIX = "ERROR_REASON_"
+
+
+@functools.cache
+def contract() -> dict[str, descriptor_pb2.FileDescriptorProto]:
+    """Every file of ``proto/rami/v1`` by name, with its comments (protoc's source info)."""
+    include = str(importlib.resources.files("grpc_tools") / "_proto")
+    files = sorted(str(p.relative_to(PROTO)) for p in (PROTO / "rami" / "v1").glob("*.proto"))
+    with tempfile.TemporaryDirectory(prefix="rami-contract-") as scratch:
+        out = Path(scratch) / "contract.binpb"
+        done = protoc.main(
+            [
+                "protoc",
+                f"-I{PROTO}",
+                f"-I{include}",
+                "--include_source_info",
+                f"--descriptor_set_out={out}",
+                *files,
+            ]
+        )
+        assert done == 0, f"protoc could not read {files}"
+        described = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes())
+    return {f.name: f for f in described.file}
+
+
+def comments(file: descriptor_pb2.FileDescriptorProto) -> dict[tuple[int, ...], str]:
+    """The leading comment of each element of ``file``, by its source-info path."""
+    return {
+        tuple(loc.path): loc.leading_comments
+        for loc in file.source_code_info.location
+        if loc.leading_comments
+    }
+
+
+@functools.cache
+def error_reasons() -> dict[str, grpc.StatusCode]:
+    """Every reason of the contract's ErrorReason (the name without its prefix), with the status
+    code its comment opens with."""
+    file = contract()["rami/v1/errors.proto"]
+    (index, enum), *_ = [(i, e) for i, e in enumerate(file.enum_type) if e.name == "ErrorReason"]
+    said = comments(file)
+    reasons: dict[str, grpc.StatusCode] = {}
+    for i, value in enumerate(enum.value):
+        assert value.name.startswith(REASON_PREFIX), value.name
+        if value.number == 0:
+            continue
+        # 5: a file's enums, 2: an enum's values.
+        comment = " ".join(said.get((5, index, 2, i), "").split())
+        code, _, when = comment.partition(": ")
+        assert code in grpc.StatusCode.__members__ and when, f"{value.name}: {comment!r}"
+        reasons[value.name.removeprefix(REASON_PREFIX)] = grpc.StatusCode[code]
+    return reasons
 
 
 def stacked_deck(

@@ -3,22 +3,30 @@ stateless RulesService: the variants, meld checks and hand analysis."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
 import grpc
 import pytest
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor_pool import DescriptorPool
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
-from server_support import DOMAIN, RPC_TIMEOUT, VARIANTS, cards, error_of
+from server_support import DOMAIN, RPC_TIMEOUT, VARIANTS, cards, error_of, rami_server
 
 from rami.server.testing import ServerThread, Stubs
 from rami.v1 import game_pb2, rules_service_pb2
 
 T = RPC_TIMEOUT
 SERVICES = ("rami.v1.RulesService", "rami.v1.LobbyService", "rami.v1.TableService")
+REFLECTIONS = ("grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection")
+SERVING = health_pb2.HealthCheckResponse.SERVING
+BUF = Path(__file__).resolve().parents[2] / "tools" / "node_modules" / ".bin" / "buf"
 
 
 def test_health_check_answers_serving(server: ServerThread, stubs: Stubs) -> None:
@@ -36,12 +44,94 @@ def test_health_check_answers_serving(server: ServerThread, stubs: Stubs) -> Non
         watch.cancel()
 
 
-def _reflect(stubs: Stubs, **request: object) -> reflection_pb2.ServerReflectionResponse:
-    stub = reflection_pb2_grpc.ServerReflectionStub(stubs.channel)
-    responses = stub.ServerReflectionInfo(
-        iter([reflection_pb2.ServerReflectionRequest(**request)]), timeout=T
+def test_health_answers_check_watch_and_list_for_the_server_and_each_service(
+    stubs: Stubs,
+) -> None:
+    health = health_pb2_grpc.HealthStub(stubs.channel)
+    listed = health.List(health_pb2.HealthListRequest(), timeout=T)
+    assert {name: s.status for name, s in listed.statuses.items()} == {
+        name: SERVING for name in ("", *SERVICES)
+    }
+    for service in ("", *SERVICES):
+        request = health_pb2.HealthCheckRequest(service=service)
+        assert health.Check(request, timeout=T).status == SERVING, service
+        watch = health.Watch(request, timeout=T)
+        try:
+            assert next(watch).status == SERVING, service
+        finally:
+            watch.cancel()
+    unknown = health.Watch(health_pb2.HealthCheckRequest(service="no.such.Service"), timeout=T)
+    try:
+        assert next(unknown).status == health_pb2.HealthCheckResponse.SERVICE_UNKNOWN
+    finally:
+        unknown.cancel()
+
+
+def test_health_list_follows_every_status_change(tmp_path: Path) -> None:
+    srv = ServerThread(str(tmp_path / "rami.db")).start()
+    try:
+        assert srv.server is not None
+        server = srv.server
+        with Stubs(srv.target) as stubs:
+            health = health_pb2_grpc.HealthStub(stubs.channel)
+            # What stop() tells everyone first, before it refuses new calls.
+            for name in ("", *SERVICES):
+                srv.call(server.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING))
+            listed = health.List(health_pb2.HealthListRequest(), timeout=T)
+            assert {s.status for s in listed.statuses.values()} == {
+                health_pb2.HealthCheckResponse.NOT_SERVING
+            }
+            assert set(listed.statuses) == {"", *SERVICES}
+    finally:
+        srv.stop()
+
+
+def _reflect(
+    stubs: Stubs, version: str = "v1alpha", **request: object
+) -> reflection_pb2.ServerReflectionResponse:
+    """One request to the reflection service ``version`` (v1 and v1alpha have the same messages
+    on the wire, only the service's name differs)."""
+    info = stubs.channel.stream_stream(
+        f"/grpc.reflection.{version}.ServerReflection/ServerReflectionInfo",
+        request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+        response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
     )
+    responses = info(iter([reflection_pb2.ServerReflectionRequest(**request)]), timeout=T)
     return next(iter(responses))
+
+
+@pytest.mark.parametrize("version", ["v1", "v1alpha"])
+def test_reflection_v1_and_v1alpha_list_every_service_and_resolve_files(
+    stubs: Stubs, version: str
+) -> None:
+    listed = _reflect(stubs, version, list_services="")
+    names = {s.name for s in listed.list_services_response.service}
+    assert names == {*SERVICES, "grpc.health.v1.Health", *REFLECTIONS}
+    for name in sorted(names):
+        found = _reflect(stubs, version, file_containing_symbol=name)
+        files = [
+            descriptor_pb2.FileDescriptorProto.FromString(raw)
+            for raw in found.file_descriptor_response.file_descriptor_proto
+        ]
+        package, service = name.rsplit(".", 1)
+        assert any(
+            f.package == package and any(s.name == service for s in f.service) for f in files
+        ), (name, found)
+    by_name = _reflect(stubs, version, file_by_filename="rami/v1/table_service.proto")
+    (table, *imports) = [
+        descriptor_pb2.FileDescriptorProto.FromString(raw)
+        for raw in by_name.file_descriptor_response.file_descriptor_proto
+    ]
+    assert table.name == "rami/v1/table_service.proto"
+    assert set(table.dependency) <= {f.name for f in imports}
+    reasons = _reflect(stubs, version, file_containing_symbol="rami.v1.ErrorReason")
+    (errors,) = [
+        descriptor_pb2.FileDescriptorProto.FromString(raw)
+        for raw in reasons.file_descriptor_response.file_descriptor_proto
+    ]
+    assert errors.name == "rami/v1/errors.proto" and errors.enum_type[0].name == "ErrorReason"
+    missing = _reflect(stubs, version, file_containing_symbol="rami.v1.NoSuchThing")
+    assert missing.error_response.error_code == grpc.StatusCode.NOT_FOUND.value[0]
 
 
 def test_reflection_lists_the_services_and_describes_them(stubs: Stubs) -> None:
@@ -79,6 +169,106 @@ def test_a_generic_client_builds_every_service_from_reflection(stubs: Stubs) -> 
         "google.protobuf.Timestamp"
     )
     assert pool.FindEnumTypeByName("rami.v1.Card").values_by_name["CARD_JOKER"].number == 53
+
+
+@pytest.fixture
+def logged_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """``rami-server`` at info level: its address and its log."""
+    log = tmp_path / "server.log"
+    with rami_server(tmp_path / "rami.db", log, log_level="info") as (_, address):
+        yield address, log
+
+
+def _raw(channel: grpc.Channel, kind: str, method: str, data: bytes) -> grpc.StatusCode:
+    """Send ``data`` as the request of ``method`` and read the answer to its end: its code."""
+    try:
+        if kind == "unary":
+            channel.unary_unary(method)(data, timeout=T)
+        elif kind == "server_stream":
+            for _ in channel.unary_stream(method)(data, timeout=T):
+                break  # a health watch would go on: its first answer will do
+        else:
+            list(channel.stream_stream(method)(iter([data]), timeout=T))
+    except grpc.RpcError as e:
+        return e.code()
+    return grpc.StatusCode.OK
+
+
+def test_generic_tools_meet_no_traceback_in_the_servers_log(
+    logged_server: tuple[str, Path],
+) -> None:
+    """What grpcurl, buf curl and grpc-health-probe send, and what they send by mistake: every
+    call is answered with a status, and the server logs no error for any."""
+    address, log = logged_server
+    health = "/grpc.health.v1.Health/"
+    reflection = [f"/{name}/ServerReflectionInfo" for name in REFLECTIONS]
+    check = health_pb2.HealthCheckRequest(service="rami.v1.TableService").SerializeToString()
+    listing = reflection_pb2.ServerReflectionRequest(list_services="").SerializeToString()
+    garbage = b"\xff\xff\xff"
+    calls = [
+        ("unary", health + "Check", check, grpc.StatusCode.OK),
+        ("server_stream", health + "Watch", check, grpc.StatusCode.OK),
+        ("unary", health + "List", b"", grpc.StatusCode.OK),
+        *(("bidi", method, listing, grpc.StatusCode.OK) for method in reflection),
+        # Methods that no service has: gRPC's own UNIMPLEMENTED.
+        ("unary", health + "NoSuchMethod", b"", grpc.StatusCode.UNIMPLEMENTED),
+        ("unary", "/rami.v1.TableService/NoSuchMethod", b"", grpc.StatusCode.UNIMPLEMENTED),
+        ("unary", "/no.such.Service/Method", b"", grpc.StatusCode.UNIMPLEMENTED),
+        (
+            "bidi",
+            "/grpc.reflection.v9.ServerReflection/ServerReflectionInfo",
+            listing,
+            grpc.StatusCode.UNIMPLEMENTED,
+        ),
+        # Bytes that are no message of the method: INVALID_ARGUMENT, as on the game's services.
+        ("unary", health + "Check", garbage, grpc.StatusCode.INVALID_ARGUMENT),
+        ("server_stream", health + "Watch", garbage, grpc.StatusCode.INVALID_ARGUMENT),
+        ("unary", health + "List", garbage, grpc.StatusCode.INVALID_ARGUMENT),
+        *(("bidi", method, garbage, grpc.StatusCode.INVALID_ARGUMENT) for method in reflection),
+    ]
+    with grpc.insecure_channel(address) as channel:
+        answered = [(method, _raw(channel, kind, method, data)) for kind, method, data, _ in calls]
+        assert answered == [(method, code) for _, method, _, code in calls]
+        # Still serving, and the log is read after a last call it answered.
+        stub = health_pb2_grpc.HealthStub(channel)
+        assert stub.Check(health_pb2.HealthCheckRequest(), timeout=T).status == SERVING
+    text = log.read_text()
+    assert "listening on" in text, text
+    assert " ERROR " not in text and "Traceback" not in text, text[-3000:]
+
+
+def _buf_curl(address: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BUF), "curl", "--protocol", "grpc", "--http2-prior-knowledge", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.skipif(not BUF.exists() or shutil.which("node") is None, reason="`make buf` first")
+def test_buf_curl_lists_every_method_by_reflection_v1_and_v1alpha_and_calls_health(
+    logged_server: tuple[str, Path],
+) -> None:
+    address, log = logged_server
+    url = f"http://{address}"
+    methods = {
+        f"{m.containing_service.full_name}/{m.name}"
+        for module in (rules_service_pb2,)
+        for m in module.DESCRIPTOR.services_by_name["RulesService"].methods
+    }
+    for protocol in ("grpc-v1", "grpc-v1alpha"):
+        done = _buf_curl(address, "--list-methods", "--reflect-protocol", protocol, url)
+        assert done.returncode == 0, (protocol, done.stderr)
+        listed = set(done.stdout.split())
+        assert methods <= listed, (protocol, listed)
+        assert {"grpc.health.v1.Health/List", "rami.v1.TableService/Play"} <= listed, listed
+        assert {f"{name}/ServerReflectionInfo" for name in REFLECTIONS} <= listed, listed
+    for method, answer in (("List", '"statuses"'), ("Check", '"SERVING"')):
+        done = _buf_curl(address, "--data", "{}", f"{url}/grpc.health.v1.Health/{method}")
+        assert done.returncode == 0 and answer in done.stdout, (method, done.stdout, done.stderr)
+    text = log.read_text()
+    assert " ERROR " not in text and "Traceback" not in text, text[-3000:]
 
 
 # -- RulesService ----------------------------------------------------------------------------

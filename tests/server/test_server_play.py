@@ -15,7 +15,15 @@ from dataclasses import dataclass, field
 
 import grpc
 import pytest
-from server_support import RPC_TIMEOUT, SeatStream, error_of, first_match, md
+from server_support import (
+    DOMAIN,
+    RPC_TIMEOUT,
+    SeatStream,
+    error_of,
+    error_reasons,
+    first_match,
+    md,
+)
 
 from rami.client.convert import action_to_request, view_from_proto
 from rami.engine import POLICIES
@@ -282,6 +290,9 @@ def test_refused_commands_are_answered_on_the_stream_which_goes_on(
                 assert answer.HasField("refused"), answer
                 assert answer.refused.command_id == request.command_id
                 assert answer.refused.message
+                # As an ErrorInfo would say it, with the code the contract gives the reason.
+                assert answer.refused.domain == DOMAIN
+                assert answer.refused.code == error_reasons()[answer.refused.reason].value[0]
                 return f"{answer.refused.code}:{answer.refused.reason}"
 
             def act(r: table_service_pb2.ActRequest) -> table_service_pb2.PlayRequest:

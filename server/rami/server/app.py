@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_health.v1 import health_pb2
 
 from rami.v1 import (
+    errors_pb2,  # noqa: F401  (imported, ErrorReason is described by reflection too)
     lobby_service_pb2,
     lobby_service_pb2_grpc,
     rules_service_pb2,
@@ -24,6 +24,7 @@ from rami.v1 import (
 
 from .dealing import ServerKey
 from .errors import DecodeGuard
+from .introspection import HEALTH, HealthServicer, add_health, add_reflection
 from .lobby import Lobby, LobbyConfig, summarize
 from .services import LobbyService, RulesService, TableService
 from .storage import SqliteStorage
@@ -47,6 +48,7 @@ SERVICE_NAMES = (
     lobby_service_pb2.DESCRIPTOR.services_by_name["LobbyService"].full_name,
     table_service_pb2.DESCRIPTOR.services_by_name["TableService"].full_name,
 )
+PLAY = f"/{SERVICE_NAMES[2]}/Play"
 
 
 @dataclass
@@ -57,7 +59,7 @@ class Server:
     port: int
     lobby: Lobby
     storage: SqliteStorage
-    health: health.aio.HealthServicer
+    health: HealthServicer
     #: Closes the waiting tables that went too long without a change.
     expiring: asyncio.Task[None] | None = None
     _stopped: bool = field(default=False)
@@ -102,7 +104,8 @@ async def serve(
     lobby = Lobby(storage, lobby_config or LobbyConfig(), table_config or TableConfig(), key)
     restored = await lobby.restore()
     server = grpc.aio.server(
-        interceptors=[DecodeGuard()],
+        # Play answers a request that is no message on its stream, in words (``services``).
+        interceptors=[DecodeGuard(answering={PLAY})],
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE),
             ("grpc.keepalive_time_ms", 30_000),
@@ -117,11 +120,9 @@ async def serve(
     add_sending_bytes(
         table_service_pb2_grpc.add_TableServiceServicer_to_server, TableService(lobby), server
     )
-    health_servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server
-    )
+    # What generic tools ask of any server: health (Check, Watch, List), reflection v1, v1alpha.
+    health_servicer = add_health(server)
+    add_reflection((*SERVICE_NAMES, HEALTH), server)
     address = f"{host}:{port}"
     if tls is not None:
         bound = server.add_secure_port(address, grpc.ssl_server_credentials([tls]))

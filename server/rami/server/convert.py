@@ -34,6 +34,7 @@ from rami.engine.plays import complete_declarations
 from rami.engine.views import SeatPart
 from rami.v1 import events_pb2, game_pb2, lobby_service_pb2, rules_service_pb2, table_service_pb2
 
+from .errors import DOMAIN
 from .tablestate import (
     CLOSED,
     FINISHED,
@@ -695,6 +696,11 @@ def encode_refused(
 ) -> bytes:
     """A PlayResponse refusing one command of the stream."""
     refused = table_service_pb2.CommandRefused(
-        command_id=command_id, code=code, reason=reason, message=message, metadata=metadata
+        command_id=command_id,
+        code=code,
+        reason=reason,
+        message=message,
+        metadata=metadata,
+        domain=DOMAIN,
     )
     return table_service_pb2.PlayResponse(refused=refused).SerializeToString()

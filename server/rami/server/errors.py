@@ -2,7 +2,8 @@
 
 Every refusal becomes a status code with a google.rpc.ErrorInfo detail: ``reason`` is a stable
 machine-readable code (``NOT_YOUR_TURN``, ``OPENING_BELOW_BAR``...), ``domain`` is
-``rami.v1``, and the message says which rule in words.
+``rami.v1``, and the message says which rule in words. The contract lists every reason with
+its code: ``ErrorReason`` in ``proto/rami/v1/errors.proto`` (a test keeps it to the code's).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import functools
 import inspect
 import logging
 import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from typing import Any, TypeVar
 
 import grpc
@@ -36,6 +37,7 @@ from .refusals import (
 )
 
 __all__ = [
+    "DOMAIN",
     "UNDECODABLE",
     "Aborted",
     "DecodeGuard",
@@ -55,6 +57,7 @@ __all__ = [
     "unary",
 ]
 
+#: The ErrorInfo domain of every refusal; its reasons are ErrorReason's (errors.proto).
 DOMAIN = "rami.v1"
 #: The longest message of a refusal, in characters.
 MAX_ERROR_MESSAGE = 300
@@ -181,9 +184,13 @@ def _undecodable() -> grpc.Status:
 class DecodeGuard(grpc.aio.ServerInterceptor):
     """A request whose bytes do not parse as the method's message is malformed input like any
     other: INVALID_ARGUMENT (``BAD_MESSAGE``), instead of gRPC's UNKNOWN and a logged
-    traceback per request."""
+    traceback per request, on every service (health and reflection too).
 
-    def __init__(self) -> None:
+    The request streams of the methods in ``answering`` (Play) meet UNDECODABLE among their
+    requests and answer it themselves; any other method's call ends with the refusal."""
+
+    def __init__(self, answering: Collection[str] = ()) -> None:
+        self._answering = frozenset(answering)
         self._handlers: dict[str, grpc.RpcMethodHandler] = {}
 
     async def intercept_service(
@@ -195,13 +202,13 @@ class DecodeGuard(grpc.aio.ServerInterceptor):
         guarded = self._handlers.get(method)
         if guarded is None:
             handler = await continuation(handler_call_details)
-            guarded = _guard(handler)
+            guarded = _guard(handler, method in self._answering)
             if handler is not None and len(self._handlers) < 1000:
                 self._handlers[method] = guarded
         return guarded
 
 
-def _guard(handler: Any) -> Any:
+def _guard(handler: Any, answering: bool) -> Any:
     if handler is None or handler.request_deserializer is None:
         return handler
     parse = handler.request_deserializer
@@ -213,30 +220,68 @@ def _guard(handler: Any) -> Any:
             return _UNDECODABLE
 
     if handler.request_streaming:
-        # A stream of requests (Play) meets UNDECODABLE among them, and answers it.
-        if handler.stream_stream is None:
+        if answering:
+            return handler._replace(request_deserializer=tolerant)
+        method = handler.stream_stream or handler.stream_unary
+        if method is None or not _is_async(method):
             return handler
-        return handler._replace(request_deserializer=tolerant)
+        kind = "stream_stream" if handler.stream_stream is not None else "stream_unary"
+        return handler._replace(request_deserializer=tolerant, **{kind: _checking(method)})
+    method = handler.unary_unary or handler.unary_stream
+    if method is None or not _is_async(method):
+        return handler  # a method that runs in a thread: gRPC's own handling
+    kind = "unary_unary" if handler.unary_unary is not None else "unary_stream"
+    return handler._replace(request_deserializer=tolerant, **{kind: _refusing(method)})
 
-    if handler.unary_unary is not None:
-        call = handler.unary_unary
 
-        async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+def _is_async(method: Any) -> bool:
+    return inspect.iscoroutinefunction(method) or inspect.isasyncgenfunction(method)
+
+
+def _refusing(method: Any) -> Any:
+    """``method`` (of one request), refusing an undecodable request before it runs."""
+    if inspect.isasyncgenfunction(method):
+
+        async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             if request is _UNDECODABLE:
                 await context.abort_with_status(_undecodable())
-            return await call(request, context)
+            async with contextlib.aclosing(method(request, context)) as items:
+                async for item in items:
+                    yield item
 
-        return handler._replace(request_deserializer=tolerant, unary_unary=unary_unary)
-    stream = handler.unary_stream
-    if stream is None or not inspect.isasyncgenfunction(stream):
-        return handler  # e.g. the health service's Watch, which writes rather than yields
+        return stream
 
-    async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+    # A coroutine: a unary method, or a stream that writes (the health service's Watch).
+    async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
         if request is _UNDECODABLE:
             await context.abort_with_status(_undecodable())
-            return
-        async with contextlib.aclosing(stream(request, context)) as items:
-            async for item in items:
-                yield item
+        return await method(request, context)
 
-    return handler._replace(request_deserializer=tolerant, unary_stream=unary_stream)
+    return call
+
+
+def _checking(method: Any) -> Any:
+    """``method`` (of a stream of requests), its call refused at the first request that is
+    undecodable (server reflection's stream)."""
+
+    async def checked(
+        requests: AsyncIterator[Any], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[Any]:
+        async for request in requests:
+            if request is _UNDECODABLE:
+                await context.abort_with_status(_undecodable())
+            yield request
+
+    if inspect.isasyncgenfunction(method):
+
+        async def stream(requests: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            async with contextlib.aclosing(method(checked(requests, context), context)) as items:
+                async for item in items:
+                    yield item
+
+        return stream
+
+    async def call(requests: Any, context: grpc.aio.ServicerContext) -> Any:
+        return await method(checked(requests, context), context)
+
+    return call

@@ -479,11 +479,10 @@ class TableState:
                 events = list(self._playing().apply(None, NextRound()))
             case Close(reason):
                 self._not_closed()
+                if self.status == PLAYING:
+                    raise Precondition("TABLE_STARTED", "its game has begun: it cannot be closed")
                 if self.status != WAITING:
-                    raise Precondition(
-                        "TABLE_STARTED" if self.status == PLAYING else "GAME_OVER",
-                        "only a table still waiting for players can be closed",
-                    )
+                    raise Precondition("GAME_OVER", "its game is over: it cannot be closed")
                 self.status = CLOSED
                 events = [TableClosed(reason)]
             case Chat(seat, text):
