@@ -24,7 +24,7 @@ from .limits import TimeBudget
 from .refusals import Exhausted, Invalid, NotFound, PermissionDenied, Refusal
 from .sanitize import MAX_TABLE_NAME, clean_text
 from .storage import Storage, TableRow
-from .table import Table, TableConfig, new_seed
+from .table import Checkpoints, Table, TableConfig, new_seed
 from .tablestate import (
     FINISHED,
     PlayerInfo,
@@ -58,8 +58,12 @@ class LobbyConfig:
     spectator_streams_per_client: int = 64
     #: Play streams of one client address that have not sent their `open` yet.
     opening_streams_per_client: int = 16
-    #: Server time one client address may spend in hand analyses and game records: this share
-    #: of every second, and the seconds it may save up.
+    #: A resume that replays more than this many updates is from far back: one client
+    #: address may have this many of them replaying at once, on its time budget (``work``).
+    far_resume: int = 256
+    far_resumes_per_client: int = 2
+    #: Server time one client address may spend in hand analyses, game records and replays
+    #: from far back: this share of every second, and the seconds it may save up.
     work_share: float = 0.2
     work_burst: float = 1.0
 
@@ -89,15 +93,23 @@ def summary_of_row(row: TableRow) -> TableSummary:
     )
 
 
-def rebuild(table_id: str, spec: dict[str, Any], entries: list[dict[str, Any]]) -> TableState:
+def rebuild(
+    table_id: str,
+    spec: dict[str, Any],
+    entries: list[dict[str, Any]],
+    checkpoints: Checkpoints | None = None,
+) -> TableState:
     """A table rebuilt from its stored spec and log; an entry that does not read, or does not
-    apply, raises ``EntryError`` naming the table and the entry."""
+    apply, raises ``EntryError`` naming the table and the entry. ``checkpoints`` is offered
+    the state on the way, for the table's replays."""
     state = TableState(table_id, TableSpec.from_dict(spec))
     for number, d in enumerate(entries, 1):
         try:
             state.apply(entry_from_dict(d))
         except (EntryError, Refusal, RuleError) as e:
             raise EntryError(f"table {table_id}, stored entry {number}: {e}") from None
+        if checkpoints is not None:
+            checkpoints.offer(state, len(entries))
     return state
 
 
@@ -129,11 +141,14 @@ class Lobby:
         self.tables: dict[str, Table] = {}
         self._loading: dict[str, asyncio.Future[Table | None]] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
-        #: Server time spent on each client's analyses and records (shared by every service).
-        self.work = TimeBudget(config.work_share, config.work_burst)
+        #: Server time spent on each client's analyses, records and replays from far back
+        #: (shared by every service).
+        self.work = TimeBudget(
+            config.work_share, config.work_burst, "solver, record and replay time"
+        )
 
-    def _hold(self, state: TableState) -> Table:
-        table = Table(state, self.storage, self.table_config, on_finished=self.finished)
+    def _hold(self, state: TableState, checkpoints: Checkpoints | None = None) -> Table:
+        table = Table(state, self.storage, self.table_config, self.finished, checkpoints)
         self.tables[state.table_id] = table
         return table
 
@@ -155,12 +170,14 @@ class Lobby:
         try:
             stored = await self.storage.load_table(table_id)
             if stored is not None:
+                c = self.table_config
+                checkpoints = Checkpoints(c.checkpoint_every, c.checkpoints)
                 try:
-                    state = rebuild(table_id, stored.row.spec, stored.entries)
+                    state = rebuild(table_id, stored.row.spec, stored.entries, checkpoints)
                 except Exception as e:
                     log_unexpected(log, f"table {table_id} could not be rebuilt; left out", e)
                 else:
-                    table = self.tables.get(table_id) or self._hold(state)
+                    table = self.tables.get(table_id) or self._hold(state, checkpoints)
                     if table.status == FINISHED:
                         self.finished(table)
                     elif state.is_full():
