@@ -89,7 +89,8 @@ def test_a_round_of_tallage_opening_adding_and_taking_a_joker_back(
         d.expect(r"You discarded 2♦\.")
         d.expect(r"Greedy bot 2 drew from the stock\.")
         d.expect(r"Greedy bot 2 discarded ")
-        d.expect(r"It's your turn: take a card with draw stock, or draw discard to take ")
+        # No lay could take the bot's discard (A♦): only the stock is offered.
+        d.expect(r"It's your turn: take a card with draw stock\.")
         d.type("discard 5s")
         d.expect(r"Refused: Draw first: you discard after taking a card\. Nothing was played\.")
         d.type("draw stock")

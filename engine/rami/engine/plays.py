@@ -34,6 +34,7 @@ from .views import View
 
 __all__ = [
     "additions",
+    "chain_additions",
     "complete_declarations",
     "declaration_cards",
     "declarations",
@@ -146,6 +147,38 @@ def additions(v: View, hand: list[Card]) -> Iterator[AddToMeld]:
                     yield AddToMeld(number, (card,), end)
 
 
+def chain_additions(v: View, hand: list[Card], card: Card) -> Iterator[AddToMeld]:
+    """``card`` added to a run of the table together with the natural cards of ``hand`` that
+    join it to one of the run's ends (7♥ 8♥ 9♥ with 10♥ in hand takes J♥), keeping a card of
+    the hand to discard: one addition per run that can take it so."""
+    if card == JOKER:
+        return
+    jpm = _jpm(v)
+    for number, tm in enumerate(v.melds, 1):
+        if tm.meld.kind != RUN or _foreign(tm.meld, card):
+            continue
+        pool = sorted(c for c in set(hand) if c != JOKER and not _foreign(tm.meld, c))
+        frontier: list[tuple[Meld, tuple[Card, ...]]] = [(tm.meld, ())]
+        seen = {tm.meld.cards}
+        found = None
+        while frontier and found is None:
+            nxt = []
+            for meld, chain in frontier:
+                if chain and _fits(meld, card, None, jpm) is not None:
+                    found = chain
+                    break
+                for c in pool:
+                    if c in chain:
+                        continue
+                    grown = _fits(meld, c, None, jpm)
+                    if grown is not None and grown.cards not in seen:
+                        seen.add(grown.cards)
+                        nxt.append((grown, (*chain, c)))
+            frontier = nxt
+        if found is not None and len(hand) - len(found) >= 1:
+            yield AddToMeld(number, (*found, card))
+
+
 def joker_swaps(v: View, hand: list[Card]) -> Iterator[tuple[TakeJoker, LayStep]]:
     """Every joker that a card of ``hand`` takes back, with a place to lay the joker again."""
     jpm = _jpm(v)
@@ -213,6 +246,7 @@ def discard_completions(v: View) -> list[Lay]:
             out.append(m)
         # Those of the taken card alone: what the rest of the hand could lay does not matter.
         out.extend(Lay((a,)) for a in additions(v, [taken]))
+        out.extend(Lay((a,)) for a in chain_additions(v, list(v.hand), taken))
         out.extend(Lay(s) for s in joker_swaps(v, [taken]))
     elif clean_set_and_run(hand):  # else no opening and no finish, said without a search
         o = opening(v, hand, must=taken)
