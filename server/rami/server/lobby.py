@@ -194,9 +194,7 @@ class Lobby:
                 try:
                     nonce = stored.row.spec.get("deal_nonce", "")
                     secret = self.key.table_secret(table_id, nonce)
-                    state = rebuild(
-                        table_id, stored.row.spec, stored.entries, secret, checkpoints
-                    )
+                    state = rebuild(table_id, stored.row.spec, stored.entries, secret, checkpoints)
                 except DealError as e:  # names the table and the key, never a card
                     log.error("%s; the table is left out", e)
                 except Exception as e:
