@@ -12,15 +12,20 @@ and then nothing, from other loopback addresses (127.0.0.2, 127.0.0.3: Linux rou
 - never-speaking sockets are closed after ``--handshake-seconds``, connections without
   calls after ``--idle-connection-seconds``;
 - but Watch and Play streams of a seat that sits thinking are not cut, however long it
-  thinks, and an idle client's next call goes through.
+  thinks, and an idle client's next call goes through;
+- and the terminal client, its connection closed while it sat in the lobby, shows nothing of
+  it (gRPC logs the server's GOAWAY on standard error by default).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import resource
 import selectors
+import shutil
 import socket
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -30,9 +35,10 @@ from typing import Any
 import grpc
 import pytest
 from server_support import RPC_TIMEOUT, md, rami_server
+from test_client_tmux import Pane, _env
 
 from rami.client.botkit import CHANNEL_OPTIONS
-from rami.server.connections import ConnectionLimits
+from rami.server.connections import ConnectionLimits, tcp_connections
 from rami.server.table import TableConfig
 from rami.server.testing import ServerThread
 from rami.v1 import (
@@ -369,3 +375,24 @@ async def sit_thinking(target: str) -> None:
             await reader.close()
         for ch in (idle, watching, playing):
             await ch.close(None)
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_the_terminal_client_shows_nothing_of_a_closed_idle_connection(tmp_path: Path) -> None:
+    flags = ["--idle-connection-seconds", "1"]
+    client = Path(sys.executable).parent / "rami-client"
+    pane = Pane(f"rami-connections-{os.getpid()}")
+    with rami_server(tmp_path / "r.db", tmp_path / "server.log", args=flags) as (_proc, address):
+        try:
+            pane.start(f"{client} connect {address} --name Ana", _env())
+            pane.wait_for(r"No tables yet")
+            # Ana reads; the server closes her connection, which has no call.
+            deadline = time.monotonic() + 10
+            while tcp_connections(port_of(address)):
+                assert time.monotonic() < deadline, "the idle connection was never closed"
+                time.sleep(0.1)
+            pane.type("tables", "Enter")
+            screen = pane.wait_for(r"(?s)> tables.*No tables yet.*> tables.*No tables yet")
+            assert "goaway" not in screen.lower() and "chttp2" not in screen, screen
+        finally:
+            pane.tmux("kill-server")
