@@ -391,9 +391,18 @@ def rami_server(
     port: int = 0,
     args: Sequence[str] = (),
     log_level: str = "warning",
+    open_files: tuple[int, int] | None = None,
 ) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """``rami-server`` on 127.0.0.1 (``port`` 0: a free one), its log appended to ``log``;
-    always killed on the way out. Yields the process and its ``host:port``."""
+    always killed on the way out. Yields the process and its ``host:port``. ``open_files``:
+    the (soft, hard) limit of open files it starts with (RLIMIT_NOFILE)."""
+
+    def limit_files() -> None:
+        import resource
+
+        if open_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, open_files)
+
     with log.open("a") as err:
         proc = subprocess.Popen(
             [
@@ -411,6 +420,7 @@ def rami_server(
             stderr=err,
             text=True,
             start_new_session=True,
+            preexec_fn=limit_files if open_files is not None else None,
         )
     try:
         assert proc.stdout is not None
