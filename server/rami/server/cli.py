@@ -9,6 +9,7 @@ import typer
 
 from .app import LOOPS, run, run_loop
 from .lobby import LobbyConfig
+from .table import TableConfig
 
 __all__ = ["app", "main"]
 
@@ -49,6 +50,11 @@ def serve(
         help="The server's key, made there when missing: the deals and bots of every table "
         "come from it; keep it apart from the database (default: DB path + '.key').",
     ),
+    watcher_queue: int = typer.Option(
+        TableConfig().watcher_queue,
+        min=1,
+        help="A stream this many updates behind is cut off (TOO_SLOW; it resumes with after).",
+    ),
 ) -> None:
     """Serve Rami tables on HOST:PORT until SIGTERM or SIGINT."""
     logging.basicConfig(
@@ -76,7 +82,8 @@ def serve(
         typer.echo(f"rami-server: --loop is one of {', '.join(LOOPS)}", err=True)
         raise typer.Exit(2)
     try:
-        run_loop(run(host, port, db, config, tls, secret_file or None), loop)
+        table_config = TableConfig(watcher_queue=watcher_queue)
+        run_loop(run(host, port, db, config, tls, secret_file or None, table_config), loop)
     except ImportError:
         typer.echo("rami-server: uvloop is not installed (pip install uvloop)", err=True)
         raise typer.Exit(2) from None
