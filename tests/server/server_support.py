@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -44,6 +45,7 @@ __all__ = [
     "cards",
     "comments",
     "contract",
+    "die_with_parent",
     "error_of",
     "error_reasons",
     "md",
@@ -383,6 +385,18 @@ class Driver:
 # -- the real rami-server, as a process ---------------------------------------------------
 
 
+def die_with_parent(parent: int) -> None:
+    """In a child of ``parent`` (a ``preexec_fn``, or the first thing a child process does):
+    be killed when ``parent`` dies, however it dies (SIGKILL included), or exit at once if it
+    has died already. Linux only (PR_SET_PDEATHSIG); the kernel watches the parent's thread
+    that started the child."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 @contextmanager
 def rami_server(
     db: Path,
@@ -391,9 +405,12 @@ def rami_server(
     port: int = 0,
     args: Sequence[str] = (),
     log_level: str = "warning",
+    with_parent: int | None = None,
 ) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """``rami-server`` on 127.0.0.1 (``port`` 0: a free one), its log appended to ``log``;
-    always killed on the way out. Yields the process and its ``host:port``."""
+    always killed on the way out. Yields the process and its ``host:port``. ``with_parent``
+    (this process's pid): the server is also killed by the kernel when this process dies
+    with no way out (see :func:`die_with_parent`; call from the main thread)."""
     with log.open("a") as err:
         proc = subprocess.Popen(
             [
@@ -411,6 +428,7 @@ def rami_server(
             stderr=err,
             text=True,
             start_new_session=True,
+            preexec_fn=None if with_parent is None else partial(die_with_parent, with_parent),
         )
     try:
         assert proc.stdout is not None
