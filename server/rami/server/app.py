@@ -181,6 +181,7 @@ async def run(
     tls: tuple[bytes, bytes] | None = None,
     secret_file: str | None = None,
     connections: ConnectionLimits | None = None,
+    table_config: TableConfig | None = None,
 ) -> None:
     """Raise the open-file limit, then serve until SIGTERM or SIGINT and shut down gracefully."""
     raise_open_file_limit()
@@ -189,6 +190,7 @@ async def run(
         port,
         db,
         lobby_config=lobby_config,
+        table_config=table_config,
         tls=tls,
         secret_file=secret_file,
         connections=connections,

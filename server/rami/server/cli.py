@@ -10,6 +10,7 @@ import typer
 from .app import LOOPS, run, run_loop
 from .connections import ConnectionLimits
 from .lobby import LobbyConfig
+from .table import TableConfig
 
 __all__ = ["app", "main"]
 
@@ -69,6 +70,11 @@ def serve(
         help="Seconds a connection may go without any call before it is closed (0: never);"
         " an open Watch or Play stream is a call.",
     ),
+    watcher_queue: int = typer.Option(
+        TableConfig().watcher_queue,
+        min=1,
+        help="A stream this many updates behind is cut off (TOO_SLOW; it resumes with after).",
+    ),
 ) -> None:
     """Serve Rami tables on HOST:PORT until SIGTERM or SIGINT."""
     logging.basicConfig(
@@ -111,7 +117,10 @@ def serve(
         idle_seconds=idle_connection_seconds,
     )
     try:
-        run_loop(run(host, port, db, config, tls, secret_file or None, connections), loop)
+        table_config = TableConfig(watcher_queue=watcher_queue)
+        run_loop(
+            run(host, port, db, config, tls, secret_file or None, connections, table_config), loop
+        )
     except ImportError:
         typer.echo("rami-server: uvloop is not installed (pip install uvloop)", err=True)
         raise typer.Exit(2) from None
