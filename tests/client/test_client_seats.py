@@ -77,7 +77,7 @@ def _play_across_two_clients(server: ServerThread, stubs: Stubs, book: SeatBook)
     )
     first = _client(server, book)
     try:
-        first.expect(r"1  [a-z2-7]{16}  waiting")
+        first.expect(r"1  [a-z2-7]{6,16}  waiting")
         first.type("join 1")
         first.expect(r"You sit at seat 0")
         first.type("bot greedy")

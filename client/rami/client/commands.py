@@ -176,7 +176,8 @@ COMMANDS: tuple[Command, ...] = (
         "tables",
         "tables",
         "list the tables on the server",
-        "tables lists every public table: its number in the list, id, game, status and seats.",
+        "tables lists every public table: its number in the list, its short id (the start of "
+        "its id, enough to tell it apart), game, status and seats.",
         frozenset({LOBBY}),
         ("list", "ls"),
     ),
@@ -193,16 +194,20 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "join",
         "join [TABLE]",
-        "sit at a table (its number in the list, or its id)",
-        "join 2 sits at the second table of the last list; join with no table takes the "
-        "newest table with a free seat.",
+        "sit at a table (its number in the list, or its short id)",
+        "join k3vq7a sits at the table whose id starts so (the short id the list shows, which "
+        "stays the same as tables come and go; the whole id works too, for a private table). "
+        "join 2 sits at the second table of the list you saw, if the server's list still has "
+        "it there: when tables were created or closed since, nothing is done and the list is "
+        "shown again. join with no table takes the newest table with a free seat.",
         frozenset({LOBBY}),
     ),
     Command(
         "watch",
         "watch TABLE",
         "watch a table as a spectator",
-        "watch 2 follows the second table of the last list without taking a seat.",
+        "watch k3vq7a (a short id) or watch 2 (the list you saw, checked as for join) follows "
+        "a table without taking a seat.",
         frozenset({LOBBY}),
     ),
     Command(

@@ -63,7 +63,7 @@ from .printer import Printer
 from .safetext import safe
 from .seats import SavedSeat, SeatBook
 from .staging import Stage, plan
-from .tablelist import joinable, table_list_lines, table_summary
+from .tablelist import SHORT_ID, joinable, table_list_lines, table_summary
 
 __all__ = ["ClientSession"]
 
@@ -75,7 +75,8 @@ _SEAT_GONE = (
 )
 
 _NOT_HERE = {
-    LOBBY: "You are not at a table: tables lists them, join N sits at one, create starts one.",
+    LOBBY: "You are not at a table: tables lists them, join N or join ID sits at one, "
+    "create starts one.",
     WAITING: "The game has not started yet: bot seats a bot, start starts it.",
     WATCHING: "You are watching: spectators can't play. leave returns to the lobby.",
     PLAYING: "That is for the lobby: leave this table first.",
@@ -517,10 +518,7 @@ class ClientSession:
     # -- the lobby ---------------------------------------------------------------------------
 
     async def _do_tables(self, args: str) -> None:
-        response = await self.link.call(
-            self.link.lobby.ListTables, lobby_service_pb2.ListTablesRequest()
-        )
-        self.tables = list(response.tables)
+        self.tables = await self._list_tables()
         self.out.lines(table_list_lines(self.tables))
         held = {s.table_id for s in self.seats.at(self.link.target)} if self.seats else set()
         for i, t in enumerate(self.tables, 1):
@@ -535,20 +533,77 @@ class ClientSession:
         self.name = safe(args, 24) or self.name
         self.out.info(f"You will join tables as {self.name}.")
 
-    async def _resolve(self, ref: str) -> lobby_service_pb2.TableInfo:
-        """The table a person means: its number in the last list, or its id."""
-        if ref.isdigit() and self.tables and 1 <= int(ref) <= len(self.tables):
-            table_id = self.tables[int(ref) - 1].table_id
-        else:
-            table_id = ref
-        request = lobby_service_pb2.GetTableRequest(table_id=table_id)
-        response = await self.link.call(self.link.lobby.GetTable, request)
+    async def _resolve(self, ref: str) -> lobby_service_pb2.TableInfo | None:
+        """The table a person means: its number in the list as printed, its short id (any
+        start of its id that no other listed table shares), or its whole id. None when the
+        list has changed under the number (said, and the list printed again)."""
+        if ref.isdigit() and len(ref) < SHORT_ID:
+            return await self._numbered(int(ref))
+        request = lobby_service_pb2.GetTableRequest(table_id=ref)
+        try:
+            response = await self.link.call(self.link.lobby.GetTable, request)
+        except Refused as e:
+            if e.code != grpc.StatusCode.NOT_FOUND:
+                raise
+            listed = await self._list_tables()
+            fits = [t for t in listed if t.table_id.startswith(ref.lower())]
+            if len(fits) > 1:
+                ids = ", ".join(safe(t.table_id, 32) for t in fits)
+                raise ValueError(
+                    f"{ref!r} starts more than one table id ({ids}): type more of it"
+                ) from None
+            if not fits:
+                raise
+            return fits[0]
         table: lobby_service_pb2.TableInfo = response.table
         return table
 
+    async def _list_tables(self) -> list[lobby_service_pb2.TableInfo]:
+        response = await self.link.call(
+            self.link.lobby.ListTables, lobby_service_pb2.ListTablesRequest()
+        )
+        return list(response.tables)
+
+    async def _numbered(self, number: int) -> lobby_service_pb2.TableInfo | None:
+        """Table ``number`` of the list as printed, if the server's list still has it there."""
+        if not self.tables:
+            raise ValueError(
+                f"there is no list to count {number} in yet: tables lists the tables, then "
+                "join N or join ID"
+            )
+        if not 1 <= number <= len(self.tables):
+            raise ValueError(
+                f"the list you saw has tables 1 to {len(self.tables)}: tables lists them anew"
+            )
+        seen = self.tables[number - 1]
+        fresh = await self._list_tables()
+        if number <= len(fresh) and fresh[number - 1].table_id == seen.table_id:
+            return fresh[number - 1]
+        now = (
+            f"number {number} is now {safe(fresh[number - 1].name, 40)}"
+            if number <= len(fresh)
+            else f"there is no number {number} now"
+        )
+        where = [i for i, t in enumerate(fresh, 1) if t.table_id == seen.table_id]
+        then = (
+            f"{safe(seen.name, 40)}, which you saw there, is number {where[0]}"
+            if where
+            else f"{safe(seen.name, 40)}, which you saw there, is no longer listed"
+        )
+        self.out.error(
+            f"The tables have changed since the list you saw: {now}, and {then}. Nothing was "
+            "done; here is the list again (a short id, join ID, stays the same)."
+        )
+        self.tables = fresh
+        self.out.lines(table_list_lines(fresh))
+        return None
+
     async def _do_join(self, args: str) -> None:
         if args:
-            table = await self._resolve(args.split()[0])
+            found = await self._resolve(args.split()[0])
+            if found is None:
+                return
+            table = found
         else:
             await self._do_tables("")
             # A seat of one's own comes first, then the newest table with a free seat.
@@ -608,6 +663,8 @@ class ClientSession:
         if not args:
             raise ValueError("watch which table? watch 2, or its id (tables lists them)")
         table = await self._resolve(args.split()[0])
+        if table is None:
+            return
         self.out.line([("class:good", "Watching "), ("", table_summary(table))])
         await self._watch_table(table.table_id, None, table.name)
 

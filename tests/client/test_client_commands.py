@@ -1,0 +1,95 @@
+"""End to end, the commands around the moves: tables named by a stable id, what save says of a
+running game, moves refused before they are staged, confirmations (an incomplete declaration,
+quit during a game), undo of a staged step, and a rematch after the game is over.
+
+Each test types into the real client on a real server, with a stacked deck (client_decks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from client_decks import stacked_deck
+from client_harness import Driver
+from client_server import ServerThread, Stubs, running_server, server_stubs
+
+from rami.client import cli
+from rami.client.convert import VARIANT_IDS
+from rami.client.look import Look
+from rami.v1 import game_pb2, lobby_service_pb2
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServerThread]:
+    """A real server on 127.0.0.1 for this test."""
+    yield from running_server(tmp_path)
+
+
+@pytest.fixture
+def stubs(server: ServerThread) -> Iterator[Stubs]:
+    """Blocking stubs on it."""
+    yield from server_stubs(server)
+
+
+TALLAGE_HAND = "Qs Ks As 8c 8d 8h 7h 8h 9h 4c JK 6c Jh 2d 5s"
+#: Thirteen cards to lay at once (the opening), 2♦ to discard, J♥ left alone in the hand.
+TALLAGE_ONE_LEFT = "Qs Ks As 8c 8d 8h 7h 8h 9h 10h 4c JK 6c Jh 2d"
+PORTUGUESE_HAND = "3d 4d 5d 7c 8c 9c 10c Ks Kd Kh 9h JK Jh"
+
+
+def _table(
+    stubs: Stubs, variant: str, hand: str, stock: str, name: str = "", **options: int
+) -> str:
+    deck = stacked_deck(variant, [hand, None], "3s", stock)
+    response = stubs.lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            name=name or f"{variant} e2e",
+            variant=VARIANT_IDS[variant],
+            options=game_pb2.Options(players=2, **options),
+            stacked_decks=[lobby_service_pb2.Deck(cards=[c + 1 for c in deck])],
+        )
+    )
+    return response.table.table_id
+
+
+def _client(server: ServerThread) -> Driver:
+    look = Look(color=True, ascii=False)
+    return Driver(lambda: cli._connect(server.target, "Ana", look, None)).start()
+
+
+def _sit_with_a_bot(d: Driver, variant: str) -> None:
+    d.expect(r"Connected to 127\.0\.0\.1")
+    d.expect(rf"1  [a-z2-7]{{6,16}}  waiting\s+{variant} e2e: {variant}, 0/2 seated")
+    d.type("join 1")
+    d.expect(r"You sit at seat 0")
+    d.type("bot greedy")
+    d.expect(r"Greedy bot 2 \(a bot\) sat down at seat 1\.")
+    d.expect(r"The game begins: Ana and Greedy bot 2\.")
+
+
+# -- item 4: tables by a stable id --------------------------------------------------------------
+
+
+def test_join_by_number_refuses_when_the_list_moved_and_a_short_id_joins(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    first = _table(stubs, "portuguese", PORTUGUESE_HAND, "2s", name="First")
+    d = _client(server)
+    try:
+        d.expect(r"Connected to")
+        d.expect(rf"1  {first[:6]}\S*  waiting\s+First: ")
+        _table(stubs, "portuguese", PORTUGUESE_HAND, "2s", name="Second")  # listed first now
+        d.type("join 1")
+        d.expect(r"The tables have changed since the list you saw: number 1 is now Second")
+        d.expect(r"1  \S+  waiting\s+Second: ")
+        d.expect(r"2  \S+  waiting\s+First: ")
+        d.type(f"join {first[:6]}")
+        d.expect(r"You sit at seat 0: First: portuguese")
+        d.type("leave")
+        d.expect(r"You are back in the lobby")
+        d.type("watch 2")  # the list just printed: 2 is First
+        d.expect(r"Watching First: portuguese")
+    finally:
+        d.close()
