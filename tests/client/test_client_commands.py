@@ -93,3 +93,23 @@ def test_join_by_number_refuses_when_the_list_moved_and_a_short_id_joins(
         d.expect(r"Watching First: portuguese")
     finally:
         d.close()
+
+
+# -- item 5: save tells the truth about a running game ------------------------------------------
+
+
+def test_save_mid_game_says_replay_needs_the_finished_game(
+    server: ServerThread, stubs: Stubs, tmp_path: Path
+) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"It's your turn: take a card")
+        d.type(f"save {tmp_path / 'running.json'}")
+        d.expect(
+            r"Saved the game so far \(still running\) to .*running\.json\. rami-client replay "
+            r"steps only through a finished game: save again once it is over\."
+        )
+    finally:
+        d.close()

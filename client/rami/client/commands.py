@@ -144,8 +144,9 @@ COMMANDS: tuple[Command, ...] = (
         "save",
         "save FILE",
         "save the game record (JSON) to FILE",
-        "save game.json writes the game record; rami-client replay game.json steps through it. "
-        "The record is whole once the game is over.",
+        "save game.json writes the game record. Once the game is over the record is whole and "
+        "rami-client replay game.json steps through it; saved during the game, it holds the "
+        "game so far, which replay does not show (save again when the game is over).",
         _AT_TABLE,
     ),
     Command(

@@ -512,8 +512,15 @@ class ClientSession:
             path.write_text(json.dumps(json.loads(response.record_json), indent=1) + "\n")
         except OSError as e:
             raise ValueError(f"could not write {path}: {e.strerror}") from None
-        whole = "the whole game" if response.complete else "the game so far (still running)"
-        self.out.info(f"Saved {whole} to {path}. rami-client replay {path} steps through it.")
+        if response.complete:
+            self.out.info(
+                f"Saved the whole game to {path}. rami-client replay {path} steps through it."
+            )
+        else:
+            self.out.info(
+                f"Saved the game so far (still running) to {path}. rami-client replay steps "
+                "only through a finished game: save again once it is over."
+            )
 
     # -- the lobby ---------------------------------------------------------------------------
 
