@@ -48,7 +48,7 @@ from .hints import hint_lines
 from .keys import key_bindings
 from .link import Link, LinkError, Refused
 from .look import STYLE, Look
-from .moves import MOVES, MoveError, missing_cards, parse_move
+from .moves import MOVES, MoveError, check_ranks, missing_cards, parse_move
 from .narrate import Scene, narrate
 from .newtable import NewTable, parse_create
 from .panel import (
@@ -726,6 +726,7 @@ def _my_turn(view: game_pb2.View) -> bool:
 
 def _is_card(word: str) -> bool:
     try:
+        check_ranks(word)
         Card.parse(word)
     except ValueError:
         return False
