@@ -113,3 +113,58 @@ def test_save_mid_game_says_replay_needs_the_finished_game(
         )
     finally:
         d.close()
+
+
+# -- item 7: moves that can never work are refused before they are staged ----------------------
+
+
+def test_a_joker_take_is_refused_at_once_before_opening_and_without_the_card(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "tallage", TALLAGE_HAND, "10c 5c", round_cap=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "tallage")
+        d.expect(r"It's your turn: you play first with 15 cards, without drawing\.")
+        d.type("take 1 7h")
+        d.expect(r"You have not opened yet: you take a joker back only once you have opened")
+        d.type("lay qs ks as, 8C 8D 8H, 7♥ 8♥ 9♥, 4c JK 6c")
+        d.expect(r"and opened with 78")
+        d.type("discard 2d")
+        d.expect(r"It's your turn: take a card with draw stock")
+        d.type("draw stock")
+        d.expect(r"You drew 5♣ from the stock\.")
+        d.type("take 4 7h")
+        d.expect(r"You don't hold 7♥\. Nothing was staged\.")
+        d.type("take 9 5c")
+        d.expect(r"There is no meld 9 on the table\. Nothing was staged\.")
+        d.type("take 1 5c")
+        d.expect(r"Meld 1 has no joker that 5♣ can replace\. Nothing was staged\.")
+        d.type("discard 5s")  # nothing staged: it goes through
+        d.expect(r"You discarded 5♠\.")
+    finally:
+        d.close()
+
+
+def test_draw_discard_with_one_card_in_hand_is_refused_at_once(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "tallage", TALLAGE_ONE_LEFT, "10c 5c", round_cap=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "tallage")
+        d.expect(r"It's your turn: you play first with 15 cards, without drawing\.")
+        d.type("lay qs ks as, 8c 8d 8h, 7h 8h 9h 10h, 4c JK 6c")
+        d.expect(r"and opened with")
+        d.type("discard 2d")
+        d.expect(r"You discarded 2♦\.")
+        d.expect(r"Greedy bot 2 discarded ")
+        d.expect(r"It's your turn: take a card with draw stock")
+        d.type("draw discard")
+        d.expect(r"You can't take the discard now: holding one card, you draw from the stock\.")
+        d.type("cancel")
+        d.expect(r"Nothing is staged\.")
+        d.type("draw stock")
+        d.expect(r"You drew 5♣ from the stock\.")
+    finally:
+        d.close()

@@ -23,7 +23,18 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.shortcuts import CompleteStyle
 
-from rami.engine import Card, Draw, Meld, Variant
+from rami.engine import (
+    Action,
+    AddToMeld,
+    Card,
+    Draw,
+    Lay,
+    Meld,
+    MeldError,
+    NewMeld,
+    TakeJoker,
+    Variant,
+)
 from rami.v1 import (
     game_pb2,
     lobby_service_pb2,
@@ -285,7 +296,18 @@ class ClientSession:
         variant = variant_of(view.variant)
         assert variant is not None  # a move is only parsed at a table's game
         top = card(view.discard_top)
+        cannot = self._cannot(action, view, variant)
+        if cannot:
+            self.out.error(cannot)
+            return
         decided = plan(action, self.stage, variant=variant, discard_top=top)
+        if decided.send is None and decided.stage.steps:
+            # What waits for its lay must be playable from what is held (and what it brings).
+            held = list(cards(view.hand)) + ([decided.stage.draw] if decided.stage.draw else [])
+            short = missing_cards(Lay(decided.stage.steps), held)
+            if short:
+                self.out.error(self._not_held(short, held, "Nothing was staged."))
+                return
         if decided.note:
             self.out.warn(_sentence(decided.note))
         if decided.send is None:
@@ -307,12 +329,61 @@ class ClientSession:
         self.stage = decided.stage
         self._set_view(response.view)
 
-    def _not_held(self, missing: list[Card], hand: list[Card]) -> str:
+    def _not_held(
+        self, missing: list[Card], hand: list[Card], done: str = "Nothing was played."
+    ) -> str:
         held = self.look.card_text
         names = ", ".join(held(c) for c in missing)
         similar = sorted({c for c in hand for m in missing if c.rank == m.rank and c != m})
         also = f" (you hold {', '.join(held(c) for c in similar)})" if similar else ""
-        return f"You don't hold {names}{also}. Nothing was played."
+        return f"You don't hold {names}{also}. {done}"
+
+    def _cannot(self, action: Action, view: game_pb2.View, variant: Variant) -> str:
+        """Why ``action`` can never go through, from what the view shows ("" when it may):
+        said at once, before anything is staged or sent."""
+        offered = game_pb2.DRAW_SOURCE_DISCARD in view.draw_sources
+        drawing = _my_turn(view) and view.phase == game_pb2.PHASE_DRAW
+        if isinstance(action, Draw) and action.source == "discard" and drawing and not offered:
+            why = _no_discard(view, variant)
+            if why:
+                return f"You can't take the discard now: {why}."
+        lay = action.lay if isinstance(action, Draw) else action
+        if not isinstance(lay, Lay) or not _my_turn(view):
+            return ""
+        me = my_seat(view)
+        opened = me is not None and me < len(view.players) and view.players[me].opened
+        table = {m.number: meld_from_proto(m.meld) for m in view.melds}
+        steps = (*self.stage.steps, *lay.steps)
+        held = list(cards(view.hand)) + ([self.stage.draw] if self.stage.draw else [])
+        short = missing_cards(Lay(steps), held)
+        laid = 0
+        for i, step in enumerate(steps):
+            if isinstance(step, NewMeld):
+                laid += 1
+            if not isinstance(step, TakeJoker):
+                continue
+            if variant.has_opening and not opened:
+                return (
+                    "You have not opened yet: you take a joker back only once you have opened "
+                    "(from the turn after your opening). Nothing was staged."
+                )
+            if step.card in short:
+                return self._not_held([step.card], held, "Nothing was staged.")
+            if step.meld not in table and not (1 <= step.meld <= len(table) + laid):
+                return f"There is no meld {step.meld} on the table. Nothing was staged."
+            touched = any(
+                isinstance(s, AddToMeld | TakeJoker) and s.meld == step.meld for s in steps[:i]
+            )
+            if step.meld in table and not touched:
+                try:
+                    table[step.meld].with_joker_taken(step.card)
+                except MeldError:
+                    name = self.look.card_text(step.card)
+                    return (
+                        f"Meld {step.meld} has no joker that {name} can replace. "
+                        "Nothing was staged."
+                    )
+        return ""
 
     # -- the watch stream --------------------------------------------------------------------
 
@@ -722,6 +793,21 @@ class ClientSession:
 
 def _my_turn(view: game_pb2.View) -> bool:
     return my_seat(view) == view.turn and view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
+
+
+def _no_discard(view: game_pb2.View, variant: Variant) -> str:
+    """Why the rules keep the discard from the player now, as far as the view tells ("" when
+    only the server can say: in tallage, whether a lay this turn can take it)."""
+    if card(view.discard_top) is None:
+        return "the discard pile is empty"
+    if variant.moroccan_draw_rules:
+        if view.first_circuit:
+            return "nobody takes the discard during the first circuit of the table"
+        if len(view.hand) == 1:
+            return "holding one card, you draw from the stock"
+    if variant.must_lay_discard:
+        return ""
+    return "the rules do not offer it this turn; draw stock"
 
 
 def _is_card(word: str) -> bool:
