@@ -168,3 +168,64 @@ def test_draw_discard_with_one_card_in_hand_is_refused_at_once(
         d.expect(r"You drew 5♣ from the stock\.")
     finally:
         d.close()
+
+
+# -- item 8: an incomplete declaration asks first -----------------------------------------------
+
+
+def test_an_incomplete_declaration_asks_before_showing_the_hand(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"It's your turn: take a card")
+        d.type("draw stock")
+        d.expect(r"You drew 2♠ from the stock\.")
+        d.type("declare 3d")
+        d.expect(r"With 3♦ face down your hand is not complete: declaring shows your 13 cards")
+        d.expect(r"declare 2♠ would be complete\. Type yes to declare anyway")
+        d.type("no")
+        d.expect(r"Not declared\.")
+        d.type("declare 2s")
+        d.expect(r"You declared a complete hand:")
+        d.expect(r"Game over after 1 round: You win with 0\.")
+    finally:
+        d.close()
+
+
+# -- item 15: undo a staged step, and quit asks during a game -----------------------------------
+
+
+def test_undo_drops_the_last_staged_step_and_quit_asks_during_a_game(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "tallage", TALLAGE_HAND, "10c 5c", round_cap=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "tallage")
+        d.expect(r"It's your turn: you play first with 15 cards, without drawing\.")
+        d.type("lay qs ks as, 8C 8D 8H, 7♥ 8♥ 9♥, 4c JK 6c")
+        d.expect(r"and opened with 78")
+        d.type("discard 2d")
+        d.expect(r"It's your turn: take a card with draw stock")
+        d.type("draw stock")
+        d.expect(r"You drew 5♣ from the stock\.")
+        d.type("undo")
+        d.expect(r"Nothing is staged to undo\.")
+        d.type("take 4 5c")
+        d.expect(r"Now say where the joker goes")
+        d.type("undo")
+        d.expect(r"Undid take 4 5c; nothing is staged now\.")
+        d.type("discard 5s")  # nothing staged is left to finish first
+        d.expect(r"You discarded 5♠\.")
+        d.type("quit")
+        d.expect(r"The game is still on: if you quit, the server plays your seat")
+        d.expect(r"Type yes to quit")
+        d.type("no")
+        d.expect(r"You stay at the table\.")
+        d.type("table")
+        d.expect(r"Tallage")
+    finally:
+        d.close()

@@ -83,6 +83,8 @@ def _play_across_two_clients(server: ServerThread, stubs: Stubs, book: SeatBook)
         first.type("bot greedy")
         first.expect(r"It's your turn: take a card")
         first.type("quit")
+        first.expect(r"The game is still on: if you quit, the server plays your seat")
+        first.type("yes")
         first.expect(r"You left the game: the server plays your seat until you take it back")
     finally:
         first.close()

@@ -100,14 +100,26 @@ COMMANDS: tuple[Command, ...] = (
         "declare CARD",
         "portuguese: put CARD face down and show the other 13",
         "declare 9c puts 9♣ face down and shows your other 13 cards: they must all be in "
-        "melds, with at least one clean run. hint tells you which cards can go face down.",
+        "melds, with at least one clean run. hint tells you which cards can go face down. "
+        "When the hand would not be complete (and the table shows an incomplete declaration "
+        "rather than refusing it), the client asks first: yes declares anyway.",
         frozenset({PLAYING}),
     ),
     Command(
         "cancel",
         "cancel",
-        "drop a staged draw or joker take",
-        "cancel forgets a draw discard or take that is waiting for its lay.",
+        "drop everything staged (a draw discard, joker takes)",
+        "cancel forgets every draw discard, take or lay that is waiting for its lay; nothing "
+        "staged has been sent, so nothing changes at the table. undo drops only the last.",
+        frozenset({PLAYING}),
+    ),
+    Command(
+        "undo",
+        "undo",
+        "drop the last staged command, keeping the rest",
+        "undo takes back the last command that was staged and not yet sent (draw discard, "
+        "take 2 5s, or a lay waiting for a joker's place): draw discard; take 4 5c, then undo, "
+        "leaves draw discard staged. What was sent can't be undone.",
         frozenset({PLAYING}),
     ),
     Command(
@@ -231,8 +243,10 @@ COMMANDS: tuple[Command, ...] = (
         "quit",
         "quit",
         "leave the client (Ctrl-D too)",
-        "quit closes the client. A game you are seated at goes on, the server playing your "
-        "seat; rami-client connect remembers the seat, and join takes it back next time.",
+        "quit closes the client. During a game it asks first (yes quits); Ctrl-D quits "
+        "without asking. A game you are seated at goes on, the server playing your seat; "
+        "rami-client connect remembers the seat, and join takes it back next time. In "
+        "rami-client play the game ends with the client.",
         _ANY,
         ("exit", "q"),
     ),
@@ -266,7 +280,7 @@ def not_in_variant(variant: Variant | None) -> frozenset[str]:
     else:
         hidden.add("declare")
     if not variant.has_opening:
-        hidden.update(("add", "take", "cancel"))
+        hidden.update(("add", "take", "cancel", "undo"))
     return frozenset(hidden)
 
 

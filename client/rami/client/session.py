@@ -27,6 +27,7 @@ from rami.engine import (
     Action,
     AddToMeld,
     Card,
+    Declare,
     Draw,
     Lay,
     Meld,
@@ -122,6 +123,10 @@ class ClientSession:
         self._streamed: game_pb2.View | None = None
         self.tables: list[lobby_service_pb2.TableInfo] = []
         self.stage = Stage()
+        #: The stages before each staged command, with what was typed (undo goes back one).
+        self._staged_before: list[tuple[Stage, str]] = []
+        #: A question waiting for yes: what to say if not, and what yes does.
+        self._question: tuple[str, Callable[[], Awaitable[None]]] | None = None
         self.by_rank = False
         self.note = ""
         self.done = False
@@ -250,6 +255,19 @@ class ClientSession:
         if not line:
             return
         self.out.line([("class:dim", "> "), ("class:dim", line)])
+        question, self._question = self._question, None
+        if question is not None:
+            answer = line.lower()
+            if answer in ("yes", "y"):
+                try:
+                    await question[1]()
+                except (LinkError, MoveError, ValueError) as e:
+                    self.out.error(_sentence(str(e)))
+                self._refresh()
+                return
+            self.out.info(question[0])
+            if answer in ("no", "n"):
+                return
         name, args = split_command(line)
         command = find(name)
         if command is None and self.where == PLAYING and _is_card(name):
@@ -289,10 +307,21 @@ class ClientSession:
 
     # -- moves -------------------------------------------------------------------------------
 
-    async def _move(self, name: str, args: str) -> None:
+    def ask(self, question: str, no: str, yes: Callable[[], Awaitable[None]]) -> None:
+        """Put ``question``: the next line yes (or y) runs ``yes``; anything else says ``no``
+        (and runs as a command unless it is no)."""
+        self.out.warn(question)
+        self._question = (no, yes)
+
+    async def _move(self, name: str, args: str, *, confirmed: bool = False) -> None:
         view = self.view
         assert view is not None and self.table_id is not None
         action = parse_move(name, args)
+        if isinstance(action, Declare) and not confirmed:
+            question = self._incomplete(action.card, view)
+            if question:
+                self.ask(question, "Not declared.", lambda: self._move(name, args, confirmed=True))
+                return
         variant = variant_of(view.variant)
         assert variant is not None  # a move is only parsed at a table's game
         top = card(view.discard_top)
@@ -311,6 +340,9 @@ class ClientSession:
         if decided.note:
             self.out.warn(_sentence(decided.note))
         if decided.send is None:
+            if self.stage.empty:
+                self._staged_before = []
+            self._staged_before.append((self.stage, f"{name} {args}".strip()))
             self.stage = decided.stage
             return
         hand = list(cards(view.hand))
@@ -337,6 +369,25 @@ class ClientSession:
         similar = sorted({c for c in hand for m in missing if c.rank == m.rank and c != m})
         also = f" (you hold {', '.join(held(c) for c in similar)})" if similar else ""
         return f"You don't hold {names}{also}. {done}"
+
+    def _incomplete(self, face_down: Card, view: game_pb2.View) -> str:
+        """The question to put before an incomplete declaration ("" when it is complete, or
+        when the server would refuse it anyway and nothing would be shown)."""
+        if not view.can_declare or not _my_turn(view):
+            return ""
+        if view.options.false_declaration == game_pb2.FALSE_DECLARATION_REJECT:
+            return ""
+        complete = [card(d.card) for d in view.declarations]
+        if face_down in complete:
+            return ""
+        text = self.look.card_text
+        would = " or ".join(f"declare {text(c)}" for c in complete if c is not None)
+        hint = f" {would} would be complete." if would else " No card makes it complete now."
+        return (
+            f"With {text(face_down)} face down your hand is not complete: declaring shows your "
+            f"13 cards to everyone, {text(face_down)} becomes an ordinary discard and play goes "
+            f"on.{hint} Type yes to declare anyway; anything else does not."
+        )
 
     def _cannot(self, action: Action, view: game_pb2.View, variant: Variant) -> str:
         """Why ``action`` can never go through, from what the view shows ("" when it may):
@@ -551,6 +602,19 @@ class ClientSession:
             return
         self.out.info(f"Dropped {self.stage.describe()}.")
         self.stage = Stage()
+
+    async def _do_undo(self, args: str) -> None:
+        if self.stage.empty or not self._staged_before:
+            self._staged_before = []
+            self.out.info("Nothing is staged to undo.")
+            return
+        self.stage, typed = self._staged_before.pop()
+        rest = (
+            f"still staged: {self.stage.describe()}."
+            if not self.stage.empty
+            else ("nothing is staged now.")
+        )
+        self.out.info(f"Undid {typed}; {rest}")
 
     async def _do_hint(self, args: str) -> None:
         assert self.table_id is not None and self.view is not None
@@ -788,6 +852,27 @@ class ClientSession:
         self._print_help(args)
 
     async def _do_quit(self, args: str) -> None:
+        view = self.view
+        if self.where == PLAYING and view is not None and view.phase != game_pb2.PHASE_GAME_OVER:
+            if self.local:
+                then = "the game ends with the client"
+            elif self.seats is not None:
+                then = (
+                    "the server plays your seat until you take it back (rami-client connect, "
+                    "then join)"
+                )
+            else:
+                then = "the server plays your seat from now on"
+            self.ask(
+                f"The game is still on: if you quit, {then}. Type yes to quit; anything else "
+                "keeps you at the table.",
+                "You stay at the table.",
+                self._quit,
+            )
+            return
+        await self._quit()
+
+    async def _quit(self) -> None:
         self.done = True
 
 
