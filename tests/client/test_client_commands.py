@@ -229,3 +229,84 @@ def test_undo_drops_the_last_staged_step_and_quit_asks_during_a_game(
         d.expect(r"Tallage")
     finally:
         d.close()
+
+
+# -- item 16: a rematch after the game is over --------------------------------------------------
+
+
+def test_rematch_creates_a_table_like_the_last_and_seats_its_bots(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"It's your turn: take a card")
+        d.type("rematch")
+        d.expect(r"A rematch is for when the game is over")
+        d.type("draw stock")
+        d.expect(r"You drew 2♠ from the stock\.")
+        d.type("declare 2s")
+        d.expect(r"Game over after 1 round: You win with 0\.")
+        d.type("rematch")
+        found = d.expect(r"Rematch: a new table (\S+) with the same game and options")
+        new_id = found.group(1)
+        d.expect(r"You sit at seat 0: portuguese e2e \(rematch\): portuguese")
+        d.expect(r"Greedy bot 2 \(a bot\) sat down at seat 1\.")
+        d.expect(r"The game begins: Ana and Greedy bot 2\.")
+    finally:
+        d.close()
+    table = stubs.lobby.GetTable(lobby_service_pb2.GetTableRequest(table_id=new_id)).table
+    assert table.variant == game_pb2.VARIANT_PORTUGUESE
+    assert table.options.rounds == 1 and table.options.players == 2
+
+
+#: Thirteen cards that make no meld together, for a second person who only draws and discards.
+LOOSE_HAND = "Ac 3c 5c 7d 9d Jd 2h 4h 6h 8s 10s Qs Kc"
+
+
+def test_rematch_tells_the_other_players_the_new_table_in_the_chat(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    deck = stacked_deck("portuguese", [PORTUGUESE_HAND, LOOSE_HAND], "3s", "2s 2s")
+    stubs.lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            name="pair",
+            variant=VARIANT_IDS["portuguese"],
+            options=game_pb2.Options(players=2, rounds=1),
+            stacked_decks=[lobby_service_pb2.Deck(cards=[c + 1 for c in deck])],
+        )
+    )
+    ana = _client(server)
+    look = Look(color=True, ascii=False)
+    bea = Driver(lambda: cli._connect(server.target, "Bea", look, None)).start()
+    try:
+        ana.expect(r"1  \S+  waiting\s+pair: ")
+        ana.type("join 1")
+        ana.expect(r"You sit at seat 0")
+        bea.expect(r"1  \S+  waiting\s+pair: ")
+        bea.type("join 1")
+        bea.expect(r"You sit at seat 1")
+        bea.expect(r"It's your turn: take a card")
+        bea.type("draw stock")
+        bea.expect(r"You drew 2♠ from the stock\.")
+        bea.type("discard 2s")
+        ana.expect(r"It's your turn: take a card")
+        ana.type("draw stock")
+        ana.expect(r"You drew 2♠ from the stock\.")
+        ana.type("declare 2s")
+        ana.expect(r"Game over after 1 round: You win with 0\.")
+        bea.expect(r"Game over after 1 round: Ana wins with 0\.")
+        ana.type("rematch")
+        new_id = ana.expect(r"Rematch: a new table (\S+) with the same game").group(1)
+        ana.expect(r"You sit at seat 0: pair \(rematch\)")
+        ana.expect(r"The game starts when Bea sits down \(they were told its id in this table's")
+        bea.expect(rf"Ana: Rematch at table {new_id}: join {new_id} to play again\.")
+        bea.type("leave")
+        bea.expect(r"You are back in the lobby")
+        bea.type(f"join {new_id}")
+        bea.expect(r"You sit at seat 1: pair \(rematch\)")
+        ana.expect(r"The game begins: Ana and Bea\.")
+    finally:
+        bea.close()
+        ana.close()

@@ -163,6 +163,16 @@ COMMANDS: tuple[Command, ...] = (
         _AT_TABLE,
     ),
     Command(
+        "rematch",
+        "rematch",
+        "after the game: a new table with the same game, options and bots",
+        "rematch, once the game is over, creates a new table with the same game and options, "
+        "sits you there and seats the same built-in bots. Other players are not seated for "
+        "you: the client writes the new table's id in the old table's chat, and the game "
+        "starts when they join (or when you type start).",
+        frozenset({PLAYING}),
+    ),
+    Command(
         "bot",
         "bot [random|greedy|strong]",
         "seat a built-in bot at this table",

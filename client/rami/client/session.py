@@ -498,7 +498,10 @@ class ClientSession:
         if after.phase == game_pb2.PHASE_GAME_OVER:
             self._forget_seat()  # nothing left to come back to
             if any(m.WhichOneof("kind") == "game_ended" for m in update.events):
-                self.out.info("save FILE keeps the game record; leave goes back to the lobby.")
+                self.out.info(
+                    "save FILE keeps the game record; rematch starts a new table with the same "
+                    "game, options and bots; leave goes back to the lobby."
+                )
 
     def _snapshot(self, view: game_pb2.View) -> None:
         if view.phase == game_pb2.PHASE_WAITING:
@@ -655,6 +658,64 @@ class ClientSession:
             self.out.info(
                 f"Saved the game so far (still running) to {path}. rami-client replay steps "
                 "only through a finished game: save again once it is over."
+            )
+
+    async def _do_rematch(self, args: str) -> None:
+        view = self.view
+        assert view is not None and self.table_id is not None
+        if view.phase != game_pb2.PHASE_GAME_OVER:
+            raise ValueError(
+                "a rematch is for when the game is over: rematch then starts a new table with "
+                "the same game, options and bots"
+            )
+        old_id, me = self.table_id, my_seat(view)
+        got = await self.link.call(
+            self.link.lobby.GetTable, lobby_service_pb2.GetTableRequest(table_id=old_id)
+        )
+        name = got.table.name or self.table_name
+        if not name.endswith(" (rematch)"):
+            name = f"{name} (rematch)"
+        request = lobby_service_pb2.CreateTableRequest(
+            name=name[:60],
+            variant=view.variant,
+            options=view.options,
+            private=got.table.private,
+        )
+        created = await self.link.call(self.link.lobby.CreateTable, request)
+        new_id = created.table.table_id
+        bots = [p.policy for p in view.players if p.kind == game_pb2.SEAT_KIND_BOT]
+        others = [
+            safe(p.name, 24)
+            for p in view.players
+            if p.kind == game_pb2.SEAT_KIND_PLAYER and p.seat != me
+        ]
+        self.out.info(
+            f"Rematch: a new table {new_id} with the same game and options; you sit there and "
+            f"its {len(bots)} bot seat{'s' if len(bots) != 1 else ''} get the same bots."
+        )
+        told = ""
+        if others:
+            # The other players learn the new table from the old table's chat.
+            chat = table_service_pb2.ChatRequest(
+                table_id=old_id, text=f"Rematch at table {new_id}: join {new_id} to play again."
+            )
+            try:
+                await self.link.call(self.link.table.Chat, chat, token=self.token)
+                told = "they were told its id in this table's chat"
+            except Refused as e:
+                told = (
+                    f"they could not be told in the chat ({_sentence(str(e))}): give them {new_id}"
+                )
+        await self._leave()
+        await self.join(created.table)
+        for policy in bots:
+            bot = lobby_service_pb2.AddBotRequest(table_id=new_id, policy=policy or "strong")
+            await self.link.call(self.link.lobby.AddBot, bot, token=self.token)
+        if others:
+            self.out.info(
+                f"The game starts when {' and '.join(others)} "
+                f"{'sits' if len(others) == 1 else 'sit'} down ({told}); start begins it with "
+                "whoever is seated."
             )
 
     # -- the lobby ---------------------------------------------------------------------------
