@@ -135,11 +135,17 @@ def test_a_joker_take_is_refused_at_once_before_opening_and_without_the_card(
         d.type("draw stock")
         d.expect(r"You drew 5♣ from the stock\.")
         d.type("take 4 7h")
-        d.expect(r"You don't hold 7♥\. Nothing was staged\.")
+        d.expect(r"You don't hold 7♥\. Nothing was staged or sent\.")
         d.type("take 9 5c")
-        d.expect(r"There is no meld 9 on the table\. Nothing was staged\.")
+        d.expect(r"There is no meld 9 on the table\. Nothing was staged or sent\.")
         d.type("take 1 5c")
-        d.expect(r"Meld 1 has no joker that 5♣ can replace\. Nothing was staged\.")
+        d.expect(r"Meld 1 has no joker that 5♣ can replace\. Nothing was staged or sent\.")
+        d.type("take 4 5c")
+        d.expect(r"Now say where the joker goes")
+        d.type("lay 9s 10s")  # still waiting for the joker, and not held
+        d.expect(r"You don't hold 9♠, 10♠\. Nothing was staged\.")
+        d.type("cancel")
+        d.expect(r"Dropped take 4 5c\.")
         d.type("discard 5s")  # nothing staged: it goes through
         d.expect(r"You discarded 5♠\.")
     finally:

@@ -416,12 +416,12 @@ class ClientSession:
             if variant.has_opening and not opened:
                 return (
                     "You have not opened yet: you take a joker back only once you have opened "
-                    "(from the turn after your opening). Nothing was staged."
+                    "(from the turn after your opening). Nothing was staged or sent."
                 )
             if step.card in short:
-                return self._not_held([step.card], held, "Nothing was staged.")
+                return self._not_held([step.card], held, "Nothing was staged or sent.")
             if step.meld not in table and not (1 <= step.meld <= len(table) + laid):
-                return f"There is no meld {step.meld} on the table. Nothing was staged."
+                return f"There is no meld {step.meld} on the table. Nothing was staged or sent."
             touched = any(
                 isinstance(s, AddToMeld | TakeJoker) and s.meld == step.meld for s in steps[:i]
             )
@@ -432,7 +432,7 @@ class ClientSession:
                     name = self.look.card_text(step.card)
                     return (
                         f"Meld {step.meld} has no joker that {name} can replace. "
-                        "Nothing was staged."
+                        "Nothing was staged or sent."
                     )
         return ""
 
