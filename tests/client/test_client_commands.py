@@ -91,6 +91,13 @@ def test_join_by_number_refuses_when_the_list_moved_and_a_short_id_joins(
         d.expect(r"You are back in the lobby")
         d.type("watch 2")  # the list just printed: 2 is First
         d.expect(r"Watching First: portuguese")
+        d.type("leave")
+        d.expect(r"You are back in the lobby")
+        d.keys("watch \t")  # Tab offers the short ids, in the list's order
+        d.expect(rf"\b[a-z2-7]{{6}} {first[:6]}\b")  # Second's, then First's
+        d.keys("\x15")  # Ctrl-U: the line is dropped
+        d.type("help join")
+        d.expect(r"join \[TABLE\]")
     finally:
         d.close()
 

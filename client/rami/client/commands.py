@@ -223,7 +223,8 @@ COMMANDS: tuple[Command, ...] = (
         "stays the same as tables come and go; the whole id works too, for a private table). "
         "join 2 sits at the second table of the list you saw, if the server's list still has "
         "it there: when tables were created or closed since, nothing is done and the list is "
-        "shown again. join with no table takes the newest table with a free seat.",
+        "shown again. Tab completes the short ids of the last list. join with no table takes "
+        "the newest table with a free seat.",
         frozenset({LOBBY}),
     ),
     Command(

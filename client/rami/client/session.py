@@ -75,7 +75,7 @@ from .printer import Printer
 from .safetext import safe
 from .seats import SavedSeat, SeatBook
 from .staging import Stage, plan
-from .tablelist import SHORT_ID, joinable, table_list_lines, table_summary
+from .tablelist import SHORT_ID, joinable, short_ids, table_list_lines, table_summary
 
 __all__ = ["ClientSession"]
 
@@ -166,7 +166,11 @@ class ClientSession:
                 (m.number, meld_from_proto(m.meld), names[m.owner] if m.owner < len(names) else "")
                 for m in view.melds
             )
-        listed = tuple((str(i), table_summary(t)) for i, t in enumerate(self.tables, 1))
+        shorts = short_ids([t.table_id for t in self.tables])
+        listed = tuple(
+            (short, f"{i}: {table_summary(t)}")
+            for i, (t, short) in enumerate(zip(self.tables, shorts, strict=True), 1)
+        )
         return Situation(self.where, self.look, tuple(self._hand()), melds, listed, self._variant())
 
     def _variant(self) -> Variant | None:
