@@ -162,14 +162,45 @@ def test_the_toolbar_says_whose_turn_the_clock_the_table_and_the_players() -> No
 
 
 def test_the_toolbar_breaks_its_lines_to_fit_the_terminal() -> None:
-    bar = text(toolbar_fragments(_view(), LOOK, width=60)).split("\n")
-    assert bar[1:] == [
-        " Tallage · round 2 · bar 79 (opening 71+)",
-        " game ends at 201 · stock 41 · discard 9♣",
+    bar = text(toolbar_fragments(_view(), LOOK, width=80, rows=24)).split("\n")
+    assert bar == [
+        " Your turn: draw stock or draw discard (9♣) to lay it at once",
+        " Tallage · round 2 · bar 79 (opening 71+) · game ends at 201 · stock 41",
+        " discard 9♣",
         "▶You 14 cards, 12 pts │  Sara 11 cards, 34 pts, opened",
         " Strong bot 3 14 cards, 0 pts",
     ]
-    assert all(len(line) <= 60 for line in bar[1:])
+    # A small window: fewer words, and no line longer than the window (words kept whole).
+    bar = [
+        b.rstrip() for b in text(toolbar_fragments(_view(), LOOK, width=60, rows=15)).split("\n")
+    ]
+    assert bar == [
+        " Your turn: draw stock or draw discard (9♣) to lay it at",
+        " once",
+        " Tallage · round 2 · bar 79 · to 201 · stock 41",
+        " discard 9♣",
+        "▶You 14c 12p │  Sara 11c 34p open │  Strong bot 3 14c 0p",
+    ]
+    assert all(len(line) < 60 for line in bar)
+
+
+def test_the_panel_fits_a_small_window_and_keeps_room_for_the_events() -> None:
+    view = _view(phase=game_pb2.PHASE_PLAY)
+    panel = text(panel_fragments(view, LOOK, width=60, rows=15)).split("\n")
+    assert panel[:2] == [
+        "Table [1] Sara: Q♣ K♣ A♣",
+        "Hand  3♣ 4♣ 5♣ 9♣  10♦ Q♦  2♥ 10♥ Q♥  7♠ 8♠ Q♠ K♠  JK  (14)",
+    ]
+    # Many melds: only the newest that fit the room left, and how many more table shows.
+    meld = view.melds[0]
+    for n in range(2, 9):
+        view.melds.add(number=n, owner=1, meld=meld.meld)
+    panel = text(panel_fragments(view, LOOK, width=60, rows=15)).split("\n")
+    assert panel[0].startswith("Table +") and "(table)" in panel[0] and "[8] Sara" in panel[0]
+    assert panel[1].startswith("Hand ")
+    assert all(len(line) < 60 for line in panel)
+    tall = text(panel_fragments(view, LOOK, width=80, rows=24)).split("\n")
+    assert tall[0].startswith("Table    [1] Sara") and sum(t.count("Sara:") for t in tall) == 8
 
 
 def test_the_toolbar_names_the_player_to_move_and_what_they_do() -> None:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import grpc
 from prompt_toolkit import PromptSession
-from prompt_toolkit.application import get_app_or_none
+from prompt_toolkit.application import Application, get_app_or_none
+from prompt_toolkit.data_structures import Size
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.shortcuts import CompleteStyle
@@ -52,6 +53,7 @@ from .moves import MOVES, MoveError, missing_cards, parse_move
 from .narrate import Scene, narrate
 from .newtable import NewTable, parse_create
 from .panel import (
+    menu_rows,
     my_seat,
     panel_fragments,
     prompt_fragments,
@@ -116,6 +118,8 @@ class ClientSession:
         self._watcher: asyncio.Task[None] | None = None
         self._followed = asyncio.Event()
         self._session: PromptSession[str] | None = None
+        #: The terminal's size at the last drawing (a change redraws the whole screen).
+        self._size: Size | None = None
 
     # -- where the person is -----------------------------------------------------------------
 
@@ -158,19 +162,50 @@ class ClientSession:
     # -- the prompt --------------------------------------------------------------------------
 
     @staticmethod
-    def _width() -> int:
+    def _terminal() -> Size:
         app = get_app_or_none()
-        return app.output.get_size().columns if app is not None else 100
+        return app.output.get_size() if app is not None else Size(rows=40, columns=100)
 
     def _message(self) -> StyleAndTextTuples:
         staged = "" if self.stage.empty else self.stage.describe()
+        size = self._terminal()
         panel = panel_fragments(
-            self.view, self.look, by_rank=self.by_rank, staged=staged, width=self._width()
+            self.view,
+            self.look,
+            by_rank=self.by_rank,
+            staged=staged,
+            width=size.columns,
+            rows=size.rows,
         )
         return [*panel, *prompt_fragments(self.view, self.look)]
 
     def _toolbar(self) -> StyleAndTextTuples:
-        return toolbar_fragments(self.view, self.look, note=self.note, width=self._width())
+        size = self._terminal()
+        return toolbar_fragments(
+            self.view, self.look, note=self.note, width=size.columns, rows=size.rows
+        )
+
+    def _before_render(self, app: Application[str]) -> None:
+        """Fit the prompt to the terminal before each drawing: the room kept for the
+        completion menu shrinks with the window, and a new size redraws the screen."""
+        size = app.output.get_size()
+        if self._session is not None:
+            self._session.reserve_space_for_menu = menu_rows(size.rows)
+        if self._size is not None and size != self._size:
+            app.create_background_task(self._repaint(app))
+        self._size = size
+
+    async def _repaint(self, app: Application[str]) -> None:
+        """After a resize: clear the screen (lines the terminal rewrapped would stay behind)
+        and print again the last lines that fit above the panel."""
+        await asyncio.sleep(0)
+        if not app.is_running:
+            return
+        size = app.output.get_size()
+        app.renderer.clear()
+        used = app.layout.container.preferred_height(size.columns, size.rows).preferred
+        self.out.again(size.rows - used, size.columns)
+        app.invalidate()
 
     def _refresh(self) -> None:
         if self._session is not None and self._session.app.is_running:
@@ -195,7 +230,9 @@ class ClientSession:
             color_depth=self.look.color_depth,
             refresh_interval=1.0,
             erase_when_done=True,
+            reserve_space_for_menu=menu_rows(self._terminal().rows),
         )
+        self._session.app.before_render += self._before_render
         with patch_stdout():
             for line in greeting:
                 self.out.info(line)
