@@ -212,6 +212,14 @@ def test_the_toolbar_names_the_player_to_move_and_what_they_do() -> None:
     assert clock_text(_view(), 0.0, LOOK) == ""  # no clock at this table
 
 
+def test_after_a_simple_finish_the_toolbar_says_to_discard_the_last_card() -> None:
+    view = _view(phase=game_pb2.PHASE_PLAY, variant=game_pb2.VARIANT_SIMPLE, hand=[C("Qd") + 1])
+    view.players[0].hand_size = 1
+    bar = text(toolbar_fragments(view, LOOK, width=120))
+    assert bar.startswith(" Your turn: discard your last card to go out"), bar
+    assert "You 1 card, 12 pts" in bar
+
+
 def test_the_panel_shows_the_melds_with_owners_and_the_sorted_hand() -> None:
     view = _view(phase=game_pb2.PHASE_PLAY, drawn=C("10h") + 1)
     panel = text(panel_fragments(view, LOOK, staged="draw discard (9c)"))

@@ -94,7 +94,7 @@ def _arrangement(analysis: game_pb2.Analysis, look: Look) -> StyleAndTextTuples:
     return out
 
 
-def _variant_facts(analysis: game_pb2.Analysis, view: View) -> list[str]:
+def _variant_facts(analysis: game_pb2.Analysis, view: View, look: Look) -> list[str]:
     facts: list[str] = []
     variant = view.variant
     if variant.has_opening and view.seat is not None and not view.opened[view.seat]:
@@ -105,13 +105,13 @@ def _variant_facts(analysis: game_pb2.Analysis, view: View) -> list[str]:
         else:
             facts.append("No opening yet: it needs a clean set and a clean run.")
     if variant.declares and analysis.declare_cards:
-        names = ", ".join(c.code() for c in cards(analysis.declare_cards))
+        names = ", ".join(look.card_text(c) for c in cards(analysis.declare_cards))
         times = f" (x{analysis.multiplier})" if analysis.multiplier > 1 else ""
         facts.append(f"You can declare{times}, putting face down: {names}.")
     elif variant.declares and analysis.multiplier:
         facts.append("Your 13 cards are complete: draw, then declare the card you don't need.")
     if analysis.finish_discards and variant.has_finish:
-        names = ", ".join(c.code() for c in cards(analysis.finish_discards))
+        names = ", ".join(look.card_text(c) for c in cards(analysis.finish_discards))
         facts.append(f"You can lay everything but one card, keeping: {names}.")
     return facts
 
@@ -119,7 +119,7 @@ def _variant_facts(analysis: game_pb2.Analysis, view: View) -> list[str]:
 def hint_lines(analysis: game_pb2.Analysis, view: View, look: Look) -> list[StyleAndTextTuples]:
     """The lines of a hint: arrangement, what the variant allows, plays now, a suggestion."""
     lines: list[StyleAndTextTuples] = [_arrangement(analysis, look)]
-    lines += [[("", fact)] for fact in _variant_facts(analysis, view)]
+    lines += [[("", fact)] for fact in _variant_facts(analysis, view, look)]
     if view.my_turn:
         plays = plays_now(view)
         suggestion = _suggestion(view)

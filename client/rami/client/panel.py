@@ -26,6 +26,7 @@ __all__ = [
     "menu_rows",
     "my_seat",
     "panel_fragments",
+    "plural",
     "prompt_fragments",
     "seat_names",
     "toolbar_fragments",
@@ -51,6 +52,11 @@ def menu_rows(rows: int) -> int:
 def _table_room(rows: int) -> int:
     """The most lines the melds take in the panel: the events above need room too."""
     return max(1, (rows - 12) // 2)
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 card``, ``2 cards``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def my_seat(view: game_pb2.View) -> int | None:
@@ -112,6 +118,8 @@ def _my_play(view: game_pb2.View) -> str:
     if rules is not None and rules.declares:
         return "discard a card, or declare the card you put face down"
     if rules is not None and rules.lays_whole_hand:
+        if len(view.hand) == 1:
+            return "discard your last card to go out"
         return "finish (lay all but one card) if you can, then discard"
     if not view.can_lay:
         return "discard a card"
@@ -193,7 +201,7 @@ def _players(view: game_pb2.View, look: Look, short: bool = False) -> list[Style
             (style, name),
         ]
         if view.phase != game_pb2.PHASE_WAITING:
-            facts = f" {p.hand_size} cards, {p.total} pts"
+            facts = f" {plural(p.hand_size, 'card')}, {p.total} pts"
             if short:
                 facts = f" {p.hand_size}c {p.total}p"
             if opening and p.opened:
@@ -386,7 +394,7 @@ def table_lines(view: game_pb2.View, look: Look, name: str = "") -> list[StyleAn
         )
     for p, who in zip(view.players, names, strict=True):
         turn = view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY) and p.seat == view.turn
-        facts = f"seat {p.seat}{b}{p.hand_size} cards{b}{p.total} points"
+        facts = f"seat {p.seat}{b}{plural(p.hand_size, 'card')}{b}{plural(p.total, 'point')}"
         if p.opened and rules is not None and rules.has_opening:
             facts += f"{b}opened"
         if p.kind == game_pb2.SEAT_KIND_BOT:

@@ -12,13 +12,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import secrets
+import textwrap
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import grpc
 from prompt_toolkit import PromptSession
-from prompt_toolkit.application import Application, get_app_or_none
+from prompt_toolkit.application import Application, get_app_or_none, get_app_session
 from prompt_toolkit.data_structures import Size
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.patch_stdout import patch_stdout
@@ -32,7 +34,17 @@ from rami.v1 import (
 )
 
 from .cardtext import cards_fragments
-from .commands import LOBBY, PLAYING, WAITING, WATCHING, available, find, split_command, suggest
+from .commands import (
+    LOBBY,
+    PLAYING,
+    WAITING,
+    WATCHING,
+    available,
+    details,
+    find,
+    split_command,
+    suggest,
+)
 from .completion import Situation, TableCompleter
 from .convert import (
     VARIANT_IDS,
@@ -164,10 +176,14 @@ class ClientSession:
     @staticmethod
     def _terminal() -> Size:
         app = get_app_or_none()
-        return app.output.get_size() if app is not None else Size(rows=40, columns=100)
+        output = app.output if app is not None else get_app_session().output
+        try:
+            return output.get_size()
+        except Exception:  # an output that can't tell its size
+            return Size(rows=40, columns=100)
 
     def _message(self) -> StyleAndTextTuples:
-        staged = "" if self.stage.empty else self.stage.describe()
+        staged = "" if self.stage.empty else self.stage.describe(self.look.card_text)
         size = self._terminal()
         panel = panel_fragments(
             self.view,
@@ -321,7 +337,9 @@ class ClientSession:
         variant = variant_of(view.variant)
         assert variant is not None  # a move is only parsed at a table's game
         top = card(view.discard_top)
-        decided = plan(action, self.stage, variant=variant, discard_top=top)
+        decided = plan(
+            action, self.stage, variant=variant, discard_top=top, card_text=self.look.card_text
+        )
         if decided.note:
             self.out.warn(_sentence(decided.note))
         if decided.send is None:
@@ -338,7 +356,7 @@ class ClientSession:
         try:
             response = await self.link.call(self.link.table.Act, request, token=self.token)
         except Refused as e:
-            self.out.error(_refusal(e))
+            self.out.error(_refusal(e, seat_names(view)))
             return
         self.stage = decided.stage
         self._set_view(response.view)
@@ -514,7 +532,7 @@ class ClientSession:
         if self.stage.empty:
             self.out.info("Nothing is staged.")
             return
-        self.out.info(f"Dropped {self.stage.describe()}.")
+        self.out.info(f"Dropped {self.stage.describe(self.look.card_text)}.")
         self.stage = Stage()
 
     async def _do_hint(self, args: str) -> None:
@@ -670,21 +688,39 @@ class ClientSession:
     # -- help and quit -----------------------------------------------------------------------
 
     def _print_help(self, args: str) -> None:
+        width = max(20, self._terminal().columns - 1)
         word = args.strip()
         if word:
             command = find(word)
             if command is None:
                 raise ValueError(f"there is no command {word!r}; help lists them")
-            self.out.line([("class:heading", command.usage)])
-            self.out.text(f"  {command.details}")
+            for line in _wrap(command.usage, width, ""):
+                self.out.line([("class:heading", line)])
+            for line in _wrap(details(command, self._variant()), width, "  "):
+                self.out.text(line)
             return
         self.out.line([("class:heading", "Commands you can use now")])
+        column = 34 if width >= 79 else 0
         for command in available(self.where, self._variant()):
-            self.out.line([("class:me", f"  {command.usage:<34} "), ("", command.summary)])
-        self.out.info(
-            "Tab completes commands and cards; F1 help, F2 sorts the hand, "
-            "F3 shows the table. help COMMAND explains one."
+            if column and len(command.usage) <= column:
+                lines = _wrap(command.summary, width - column - 3, "")
+                self.out.line([("class:me", f"  {command.usage:<{column}} "), ("", lines[0])])
+                for line in lines[1:]:
+                    self.out.text(" " * (column + 3) + line)
+                continue
+            for line in _wrap(command.usage, width, "  "):
+                self.out.line([("class:me", line)])
+            for line in _wrap(command.summary, width, "      "):
+                self.out.text(line)
+        keys = (
+            "F1 help, F3 shows the table"
+            if self.where == WATCHING
+            else ("F1 help, F2 sorts the hand, F3 shows the table")
         )
+        for line in _wrap(
+            f"Tab completes commands and cards; {keys}. help COMMAND explains one.", width, ""
+        ):
+            self.out.info(line)
 
     async def _do_help(self, args: str) -> None:
         self._print_help(args)
@@ -705,6 +741,13 @@ def _is_card(word: str) -> bool:
     return True
 
 
+def _wrap(text: str, width: int, indent: str) -> list[str]:
+    """``text`` in lines of at most ``width`` columns, broken between words."""
+    return textwrap.wrap(
+        text, width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
+    ) or [indent]
+
+
 def _sentence(text: str) -> str:
     """``text`` as a sentence: a capital first, a full stop last."""
     text = text.strip()
@@ -714,7 +757,16 @@ def _sentence(text: str) -> str:
     return text if text[-1] in ".!?)" else text + "."
 
 
-def _refusal(error: Refused) -> str:
+def _refusal(error: Refused, names: Sequence[str] = ()) -> str:
     if error.reason == "STALE":
         return "The table moved on before your move arrived; nothing was played. Look again."
-    return f"Refused: {_sentence(str(error))} Nothing was played."
+    text = _sentence(str(error))
+    if names:  # the server speaks of seats; the person knows the players by name
+
+        def name(match: re.Match[str]) -> str:
+            seat = int(match.group(1))
+            return names[seat] if seat < len(names) else match.group(0)
+
+        text = re.sub(r"\b[Ss]eat (\d+)\b", name, text)
+        text = text[0].upper() + text[1:]
+    return f"Refused: {text} Nothing was played."
