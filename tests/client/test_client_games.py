@@ -302,3 +302,29 @@ def test_a_spectators_help_has_no_hand_to_sort(server: ServerThread, stubs: Stub
         assert "sort" not in shown, shown
     finally:
         d.close()
+
+
+def test_a_tallage_hint_says_how_far_the_opening_is_short(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "tallage", "2c 2d 2h 3s 4s 5s 7c 9d Jh Kc 8d 10h Qs 6h Ad", "10c 5c")
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "tallage")
+        d.expect(r"It's your turn: you play first with 15 cards")
+        d.type("hint")
+        d.expect(r"Your best opening is worth 18: short of 71 by 53 points\.")
+    finally:
+        d.close()
+
+
+def test_a_portuguese_hint_says_a_set_needs_a_clean_run(server: ServerThread, stubs: Stubs) -> None:
+    _table(stubs, "portuguese", "Ks Kd Kh 2c 5d 9h Jc 4s 7d 10s Qh 3c 8h", "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.type("hint")
+        d.expect(r"Best arrangement: no melds")
+        d.expect(r"Your set K♦ K♥ K♠ counts only beside a clean run \(three in a row of one suit")
+    finally:
+        d.close()

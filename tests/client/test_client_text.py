@@ -3,12 +3,15 @@ sentences, score tables, and other people's text made safe."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 from prompt_toolkit.formatted_text import fragment_list_to_text
 
 from rami.client import tableevents as te
 from rami.client.cardtext import hand_fragments, meld_fragments, meld_text
+from rami.client.convert import options_to_proto, view_from_proto
+from rami.client.hints import hint_lines
 from rami.client.look import Look
 from rami.client.narrate import Scene, narrate
 from rami.client.panel import (
@@ -20,7 +23,7 @@ from rami.client.panel import (
 )
 from rami.client.safetext import safe
 from rami.client.scores import game_table, round_table
-from rami.engine import Card, Meld, TableMeld, parse_cards
+from rami.engine import Card, Meld, Options, TableMeld, View, parse_cards
 from rami.engine import events as ev
 from rami.v1 import game_pb2
 
@@ -348,3 +351,18 @@ def test_safe_text_keeps_words_and_drops_every_control() -> None:
 def test_a_lost_connection_comes_first_in_the_toolbar() -> None:
     bar = text(toolbar_fragments(_view(turn=1), LOOK, note="connection lost: reconnecting..."))
     assert bar.startswith(" connection lost: reconnecting...   Sara's turn (taking a card)")
+
+
+def _engine_view(hand: str) -> View:
+    options = options_to_proto(dataclasses.asdict(Options(players=3)))
+    return view_from_proto(_view(hand=[c + 1 for c in parse_cards(hand)], options=options))
+
+
+def test_a_hint_without_an_opening_says_what_the_hand_lacks() -> None:
+    view = _engine_view("7h 8h 9h 2c 5d Kc")
+    analysis = game_pb2.Analysis(points_left=10)
+    said = lines(hint_lines(analysis, view, LOOK))
+    assert "No opening yet: you have a clean run (7♥ 8♥ 9♥) but no clean set." in said
+    view = _engine_view("2c 5d Kc")
+    said = lines(hint_lines(analysis, view, LOOK))
+    assert "No opening yet: you have neither a clean set nor a clean run." in said
