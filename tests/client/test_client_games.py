@@ -328,3 +328,38 @@ def test_a_portuguese_hint_says_a_set_needs_a_clean_run(server: ServerThread, st
         d.expect(r"Your set K♦ K♥ K♠ counts only beside a clean run \(three in a row of one suit")
     finally:
         d.close()
+
+
+def test_after_a_declaration_the_score_table_shows_the_cards_paid_for(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    # The bot holds a run and a set: after Ana declares it pays only for the rest.
+    deck = stacked_deck(
+        "portuguese",
+        [PORTUGUESE_HAND, "4h 5h 6h Qc Qd Qs 2h 7s 9d Jd 3c 6c Ac"],
+        "3s",
+        "2s 2s",
+    )
+    stubs.lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            name="portuguese e2e",
+            variant=VARIANT_IDS["portuguese"],
+            options=game_pb2.Options(players=2, rounds=1),
+            stacked_decks=[lobby_service_pb2.Deck(cards=[c + 1 for c in deck])],
+        )
+    )
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"It's your turn: take a card")
+        d.type("draw stock")
+        d.expect(r"You drew 2♠ from the stock\.")
+        d.type("declare 2s")
+        d.expect(r"Round 1: You declared a complete hand\.")
+        d.expect(r"player\s+paid\s+total\s+(paid for|left in hand)")
+        row = d.expect(r"Greedy bot 2\s+(\d+)\s+\1\s+(.*)")
+        paid = row.group(2).split()
+        assert 0 < len(paid) < 13, paid
+        assert not {"4♥", "5♥", "6♥"} & set(paid), paid  # the run was not paid for
+    finally:
+        d.close()

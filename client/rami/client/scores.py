@@ -6,7 +6,9 @@ from collections.abc import Sequence
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
+from rami.engine import Card, Variant
 from rami.engine.events import RoundResult
+from rami.engine.solver import deadwood_split
 
 from .cardtext import cards_fragments
 from .look import Look
@@ -36,11 +38,32 @@ def ending_text(result: RoundResult, names: Sequence[str]) -> str:
     return f"Round {result.round}: {who} went out (Rami)."
 
 
-def round_table(result: RoundResult, names: Sequence[str], look: Look) -> StyleAndTextTuples:
-    """The round's score table: each player's cards left, points paid and total."""
+def paid_for(
+    result: RoundResult, hand: Sequence[Card], variant: Variant | None, jokers_per_meld: int = 1
+) -> tuple[Card, ...]:
+    """The cards of a hand that were paid for: after a declaration, only those its best split
+    leaves over (what was paid); otherwise the whole hand."""
+    if result.ending == "declare" and variant is not None:
+        split = deadwood_split(
+            hand, variant.values, need_run=True, jokers_per_meld=max(1, jokers_per_meld)
+        )
+        return tuple(split.left)
+    return tuple(hand)
+
+
+def round_table(
+    result: RoundResult,
+    names: Sequence[str],
+    look: Look,
+    variant: Variant | None = None,
+    jokers_per_meld: int = 1,
+) -> StyleAndTextTuples:
+    """The round's score table: each player's points paid, total, and the cards paid for (after
+    a declaration, the cards left over from the hand's best melds)."""
     width = max([len(n) for n in names] + [6])
+    shown = "paid for" if result.ending == "declare" and variant is not None else "left in hand"
     out: StyleAndTextTuples = [
-        ("class:heading", f"  {'player'.ljust(width)}  {'paid':>5}  {'total':>5}  left in hand"),
+        ("class:heading", f"  {'player'.ljust(width)}  {'paid':>5}  {'total':>5}  {shown}"),
         ("", "\n"),
     ]
     for seat, name in enumerate(names):
@@ -49,6 +72,7 @@ def round_table(result: RoundResult, names: Sequence[str], look: Look) -> StyleA
         style = "class:good" if seat == result.winner else ""
         out.append((style, f"  {name.ljust(width)}  {paid:>5}  {total:>5}  "))
         hand = result.hands[seat] if seat < len(result.hands) else ()
+        hand = paid_for(result, hand, variant, jokers_per_meld)
         if seat == result.winner and result.ending != "void":
             out.append(("class:dim", "(went out)" if result.ending != "declare" else "(declared)"))
         elif hand:

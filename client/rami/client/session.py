@@ -418,6 +418,8 @@ class ClientSession:
             melds_before=melds_before,
             drawn=card(after.drawn) if me is not None else None,
             rounds=len(after.results),
+            variant=variant_of(after.variant),
+            jokers_per_meld=after.options.jokers_per_meld or 1,
         )
         for msg in update.events:
             event = event_from_proto(msg)
