@@ -8,6 +8,7 @@ the score table at the end. The bots hold junk, so they never open, finish or de
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -361,5 +362,25 @@ def test_after_a_declaration_the_score_table_shows_the_cards_paid_for(
         paid = row.group(2).split()
         assert 0 < len(paid) < 13, paid
         assert not {"4♥", "5♥", "6♥"} & set(paid), paid  # the run was not paid for
+    finally:
+        d.close()
+
+
+def test_pile_tells_the_discards_and_who_threw_them(server: ServerThread, stubs: Stubs) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        thrown = d.expect(r"Greedy bot 2 discarded (\S+)\.").group(1)
+        d.expect(r"It's your turn: take a card")
+        d.expect(rf"Pile\s+{re.escape(thrown)} Greedy bot 2 · 3♠")  # the panel's line
+        d.type("pile")
+        d.expect(r"The discard pile \(2 cards\), the newest first")
+        d.expect(rf"{re.escape(thrown)}\s+discarded by Greedy bot 2\n")
+        d.expect(r"3♠\s+turned up\n")
+        d.type("draw discard")
+        d.expect(rf"You took {re.escape(thrown)} from the discard pile\.")
+        d.type("pile")
+        d.expect(rf"{re.escape(thrown)}\s+discarded by Greedy bot 2, taken by You")
     finally:
         d.close()

@@ -21,6 +21,7 @@ from rami.client.panel import (
     table_lines,
     toolbar_fragments,
 )
+from rami.client.pile import Pile
 from rami.client.safetext import safe
 from rami.client.scores import game_table, round_table
 from rami.engine import Card, Meld, Options, TableMeld, View, parse_cards
@@ -366,3 +367,24 @@ def test_a_hint_without_an_opening_says_what_the_hand_lacks() -> None:
     view = _engine_view("2c 5d Kc")
     said = lines(hint_lines(analysis, view, LOOK))
     assert "No opening yet: you have neither a clean set nor a clean run." in said
+
+
+def test_the_pile_follows_throws_takes_a_rebuilt_stock_and_the_view() -> None:
+    pile = Pile()
+    pile.apply(ev.RoundStarted(1, 0, "", C("3s"), 1))
+    pile.apply(ev.Discarded(1, C("9c")))
+    pile.apply(ev.Drew(0, "discard", C("9c")))
+    pile.apply(ev.Discarded(0, C("Kh")))
+    names = ["You", "Sara"]
+    assert text(pile.line(names, LOOK)) == "K♥ You · 3♠"
+    assert lines(pile.lines(names, LOOK, 2))[1:] == [
+        "  K♥  discarded by You",
+        "  9♣  discarded by Sara, taken by You",
+        "  3♠  turned up",
+    ]
+    pile.apply(ev.StockRebuilt(1, 40))
+    assert text(pile.line(names, LOOK)) == "K♥ You"
+    pile.sync(C("Kh"))  # agrees: nothing changes
+    assert text(pile.line(names, LOOK)) == "K♥ You"
+    pile.sync(C("2d"))  # a view that disagrees starts the pile again from its top
+    assert text(pile.line(names, LOOK)) == "2♦"

@@ -134,6 +134,14 @@ COMMANDS: tuple[Command, ...] = (
         _AT_TABLE,
     ),
     Command(
+        "pile",
+        "pile",
+        "the discard pile's last cards: who threw them, who took them",
+        "pile lists the cards thrown on the discard pile this round, the newest first, with "
+        "who discarded each and who took it back up. The panel shows the top few.",
+        frozenset({PLAYING, WATCHING}),
+    ),
+    Command(
         "say",
         "say TEXT",
         "write in the table's chat",

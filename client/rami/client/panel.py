@@ -329,10 +329,12 @@ def panel_fragments(
     staged: str = "",
     width: int = 100,
     rows: int = 40,
+    pile: StyleAndTextTuples = (),
 ) -> StyleAndTextTuples:
-    """What stays above the prompt: the melds on the table, the hand, anything staged (lines
-    broken to fit ``width`` columns; in a small window, shorter labels and only the melds
-    that leave room for the events above)."""
+    """What stays above the prompt: the melds on the table, the discard pile's top cards (in
+    a window of 20 rows or more), the hand, anything staged (lines broken to fit ``width``
+    columns; in a small window, shorter labels and only the melds that leave room for the
+    events above)."""
     if view is None:
         return []
     out: StyleAndTextTuples = []
@@ -344,6 +346,9 @@ def panel_fragments(
     if playing and (view.melds or (rules is not None and rules.has_opening)):
         out += _table(view, look, width, rows, size)
         out.append(("", "\n"))
+    moving = view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
+    if moving and pile and rows >= 20:
+        out += [*_label("Pile", size), *pile, ("", "\n")]
     seat = my_seat(view)
     if seat is None:
         return [*out, *_label("Watching"), ("class:dim", "as a spectator"), ("", "\n")]

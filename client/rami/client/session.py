@@ -73,6 +73,7 @@ from .panel import (
     table_lines,
     toolbar_fragments,
 )
+from .pile import Pile
 from .printer import Printer
 from .safetext import safe
 from .seats import SavedSeat, SeatBook
@@ -124,6 +125,8 @@ class ClientSession:
         self._streamed: game_pb2.View | None = None
         self.tables: list[lobby_service_pb2.TableInfo] = []
         self.stage = Stage()
+        #: The discard pile's recent throws, followed from the stream.
+        self.pile = Pile()
         self.by_rank = False
         self.note = ""
         self.done = False
@@ -192,6 +195,7 @@ class ClientSession:
             staged=staged,
             width=size.columns,
             rows=size.rows,
+            pile=self.pile.line(seat_names(self.view), self.look) if self.view else [],
         )
         return [*panel, *prompt_fragments(self.view, self.look)]
 
@@ -424,7 +428,10 @@ class ClientSession:
         for msg in update.events:
             event = event_from_proto(msg)
             if event is not None:
+                self.pile.apply(event)
                 self.out.lines(narrate(event, scene))
+        if after.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY):
+            self.pile.sync(card(after.discard_top))
         if update.snapshot:
             self._snapshot(after)
         if before is None or after.number >= before.number:
@@ -475,6 +482,7 @@ class ClientSession:
         self.table_id, self.token, self.table_name = table_id, token, name
         self.view = self._streamed = None
         self.stage = Stage()
+        self.pile = Pile()
         self._followed = asyncio.Event()
         watcher = asyncio.get_running_loop().create_task(self._watch(), name="watch")
         self._watcher = watcher
@@ -550,6 +558,13 @@ class ClientSession:
             raise ValueError("sort suit or sort rank")
         self.by_rank = (not self.by_rank) if not word else word == "rank"
         self.out.info(f"Your hand is sorted by {'rank' if self.by_rank else 'suit'}.")
+
+    async def _do_pile(self, args: str) -> None:
+        if self.view is None:
+            self.out.info("The table has not arrived yet.")
+            return
+        names = seat_names(self.view)
+        self.out.lines(self.pile.lines(names, self.look, self.view.discard_size))
 
     async def _do_table(self, args: str) -> None:
         if self.view is None:
