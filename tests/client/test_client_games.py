@@ -384,3 +384,28 @@ def test_pile_tells_the_discards_and_who_threw_them(server: ServerThread, stubs:
         d.expect(rf"{re.escape(thrown)}\s+discarded by Greedy bot 2, taken by You")
     finally:
         d.close()
+
+
+def test_scores_is_a_sheet_of_every_round_and_table_marks_the_dealer(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"It's your turn: take a card")
+        d.type("scores")
+        d.expect(r"No round has finished yet\.")
+        d.type("table")
+        d.expect(r"You\s+seat 0 · 13 cards · 0 points · dealer")
+        d.type("draw stock")
+        d.type("declare 2s")
+        paid = d.expect(r"Greedy bot 2\s+(\d+)\s+\1\s").group(1)
+        d.expect(r"Game over after 1 round")
+        d.type("scores")
+        d.expect(r"Scores after 1 round")
+        d.expect(r"round\s+You\s+Greedy bot 2")
+        d.expect(rf"\n\s+1\s+0\s+{paid}\s+You declared")
+        d.expect(rf"total\s+0\s+{paid}\n")
+    finally:
+        d.close()

@@ -23,7 +23,7 @@ from rami.client.panel import (
 )
 from rami.client.pile import Pile
 from rami.client.safetext import safe
-from rami.client.scores import game_table, round_table
+from rami.client.scores import game_table, round_table, score_sheet
 from rami.engine import Card, Meld, Options, TableMeld, View, parse_cards
 from rami.engine import events as ev
 from rami.v1 import game_pb2
@@ -161,7 +161,8 @@ def test_the_toolbar_says_whose_turn_the_clock_the_table_and_the_players() -> No
         "Tallage · round 2 · bar 79 (opening 71+) · game ends at 201 · stock 41 · discard 9♣"
     )
     assert players == (
-        "▶You 14 cards, 12 pts │  Sara 11 cards, 34 pts, opened │  Strong bot 3 14 cards, 0 pts"
+        "▶You 14 cards, 12 pts │  Sara 11 cards, 34 pts, opened │  Strong bot 3 14 cards, 0 pts, "
+        "dealer"
     )
 
 
@@ -172,7 +173,7 @@ def test_the_toolbar_breaks_its_lines_to_fit_the_terminal() -> None:
         " Tallage · round 2 · bar 79 (opening 71+) · game ends at 201 · stock 41",
         " discard 9♣",
         "▶You 14 cards, 12 pts │  Sara 11 cards, 34 pts, opened",
-        " Strong bot 3 14 cards, 0 pts",
+        " Strong bot 3 14 cards, 0 pts, dealer",
     ]
     # A small window: fewer words, and no line longer than the window (words kept whole).
     bar = [
@@ -183,7 +184,7 @@ def test_the_toolbar_breaks_its_lines_to_fit_the_terminal() -> None:
         " once",
         " Tallage · round 2 · bar 79 · to 201 · stock 41",
         " discard 9♣",
-        "▶You 14c 12p │  Sara 11c 34p open │  Strong bot 3 14c 0p",
+        "▶You 14c 12p │  Sara 11c 34p open │  Strong bot 3 14c 0p D",
     ]
     assert all(len(line) < 60 for line in bar)
 
@@ -388,3 +389,27 @@ def test_the_pile_follows_throws_takes_a_rebuilt_stock_and_the_view() -> None:
     assert text(pile.line(names, LOOK)) == "K♥ You"
     pile.sync(C("2d"))  # a view that disagrees starts the pile again from its top
     assert text(pile.line(names, LOOK)) == "2♦"
+
+
+def test_the_toolbar_and_the_table_mark_the_dealer() -> None:
+    view = _view(dealer=1)
+    bar = text(toolbar_fragments(view, LOOK, width=120)).split("\n")[2]
+    assert "Sara 11 cards, 34 pts, opened, dealer" in bar
+    assert "Sara 11c 34p open D" in text(toolbar_fragments(view, LOOK, width=60, rows=15))
+    table = lines(table_lines(view, LOOK))
+    assert any(t.startswith("    Sara") and t.endswith("· dealer") for t in table), table
+
+
+def test_the_score_sheet_has_a_row_per_round_and_the_totals() -> None:
+    results = [
+        ev.RoundResult(1, "rami", 1, (47, 0, 6), (47, 0, 6)),
+        ev.RoundResult(2, "void", None, (0, 0, 0), (47, 0, 6)),
+        ev.RoundResult(3, "declare", 0, (0, 20, 40), (47, 20, 46), 2),
+    ]
+    sheet = lines(score_sheet(results, ["You", "Sara", "Strong bot 3"]))
+    assert sheet[0] == "Scores after 3 rounds"
+    assert sheet[1].split() == ["round", "You", "Sara", "Strong", "bot", "3"]
+    assert sheet[2].split() == ["1", "47", "0", "6", "Sara", "went", "out"]
+    assert sheet[3].split() == ["2", "0", "0", "0", "void"]
+    assert sheet[4].split() == ["3", "0", "20", "40", "You", "declared", "(x2)"]
+    assert sheet[5].split() == ["total", "47", "20", "46"]

@@ -134,6 +134,15 @@ COMMANDS: tuple[Command, ...] = (
         _AT_TABLE,
     ),
     Command(
+        "scores",
+        "scores",
+        "the score sheet: what everyone paid in each round, and the totals",
+        "scores lists every finished round: the points each player paid, how the round "
+        "ended, and the totals so far.",
+        frozenset({PLAYING, WATCHING}),
+        ("score",),
+    ),
+    Command(
         "pile",
         "pile",
         "the discard pile's last cards: who threw them, who took them",

@@ -206,6 +206,8 @@ def _players(view: game_pb2.View, look: Look, short: bool = False) -> list[Style
                 facts = f" {p.hand_size}c {p.total}p"
             if opening and p.opened:
                 facts += ", opened" if not short else " open"
+            if p.seat == view.dealer:
+                facts += ", dealer" if not short else " D"
             if p.away:
                 facts += ", away"
             elif not p.connected:
@@ -404,6 +406,8 @@ def table_lines(view: game_pb2.View, look: Look, name: str = "") -> list[StyleAn
             facts += f"{b}opened"
         if p.kind == game_pb2.SEAT_KIND_BOT:
             facts += f"{b}{p.policy} bot"
+        if p.seat == view.dealer and view.round:
+            facts += f"{b}dealer"
         if view.phase == game_pb2.PHASE_WAITING:
             facts = f"seat {p.seat}" + (f"{b}{p.policy} bot" if p.policy else "")
         lines.append(

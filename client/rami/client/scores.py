@@ -13,7 +13,7 @@ from rami.engine.solver import deadwood_split
 from .cardtext import cards_fragments
 from .look import Look
 
-__all__ = ["ending_text", "game_table", "round_table"]
+__all__ = ["ending_text", "game_table", "round_table", "score_sheet"]
 
 
 def _name(names: Sequence[str], seat: int | None) -> str:
@@ -80,6 +80,44 @@ def round_table(
         else:
             out.append(("class:dim", "-"))
         out.append(("", "\n"))
+    return out
+
+
+def _ending_note(result: RoundResult, names: Sequence[str]) -> str:
+    who = _name(names, result.winner)
+    if result.ending == "void":
+        return "void"
+    if result.ending == "rami_sec":
+        return f"{who}: Rami sec"
+    if result.ending == "declare":
+        times = f" (x{result.multiplier})" if result.multiplier > 1 else ""
+        return f"{who} declared{times}"
+    return f"{who} went out"
+
+
+def score_sheet(results: Sequence[RoundResult], names: Sequence[str]) -> list[StyleAndTextTuples]:
+    """Every finished round in a row: what each player paid and how the round ended, then the
+    totals."""
+    if not results:
+        return [[("class:dim", "No round has finished yet.")]]
+    widths = [max(len(n), 5) for n in names]
+    plural = "s" if len(results) != 1 else ""
+    head = "  round" + "".join(f"  {n:>{w}}" for n, w in zip(names, widths, strict=True))
+    out: list[StyleAndTextTuples] = [
+        [("class:heading", f"Scores after {len(results)} round{plural}")],
+        [("class:label", head)],
+    ]
+    for r in results:
+        row: StyleAndTextTuples = [("", f"  {r.round:>5}")]
+        for seat, w in enumerate(widths):
+            paid = r.points[seat] if seat < len(r.points) else 0
+            style = "class:good" if seat == r.winner else ""
+            row.append((style, f"  {paid:>{w}}"))
+        row.append(("class:dim", f"  {_ending_note(r, names)}"))
+        out.append(row)
+    last = results[-1].totals
+    totals = "".join(f"  {(last[s] if s < len(last) else 0):>{w}}" for s, w in enumerate(widths))
+    out.append([("class:heading", f"  total{totals}")])
     return out
 
 

@@ -54,6 +54,7 @@ from .convert import (
     event_from_proto,
     meld_from_proto,
     options_to_proto,
+    result_from_proto,
     variant_of,
     view_from_proto,
 )
@@ -76,6 +77,7 @@ from .panel import (
 from .pile import Pile
 from .printer import Printer
 from .safetext import safe
+from .scores import score_sheet
 from .seats import SavedSeat, SeatBook
 from .staging import Stage, plan
 from .tablelist import joinable, table_list_lines, table_summary
@@ -558,6 +560,13 @@ class ClientSession:
             raise ValueError("sort suit or sort rank")
         self.by_rank = (not self.by_rank) if not word else word == "rank"
         self.out.info(f"Your hand is sorted by {'rank' if self.by_rank else 'suit'}.")
+
+    async def _do_scores(self, args: str) -> None:
+        if self.view is None:
+            self.out.info("The table has not arrived yet.")
+            return
+        results = [result_from_proto(r) for r in self.view.results]
+        self.out.lines(score_sheet(results, seat_names(self.view)))
 
     async def _do_pile(self, args: str) -> None:
         if self.view is None:
