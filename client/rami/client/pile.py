@@ -110,7 +110,8 @@ class Pile:
         for t in reversed(self.throws):
             who = "turned up" if t.by is None else f"discarded by {_name(names, t.by)}"
             row: StyleAndTextTuples = [("", "  "), *card_fragments(t.card, look)]
-            row.append(("class:dim", f"  {who}"))
+            pad = " " * max(1, 4 - len(look.card_text(t.card)))
+            row.append(("class:dim", f"{pad}{who}"))
             if t.taken_by is not None:
                 row.append(("", f", taken by {_name(names, t.taken_by)}"))
             out.append(row)
