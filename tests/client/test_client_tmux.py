@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -94,7 +95,8 @@ class Pane:
 
 @pytest.fixture
 def pane() -> Iterator[Pane]:
-    p = Pane(f"rami-test-{os.getpid()}")
+    # A socket of its own per test: a server killed at one test's end can't take the next's.
+    p = Pane(f"rami-test-{os.getpid()}-{secrets.token_hex(4)}")
     try:
         yield p
     finally:
@@ -119,7 +121,7 @@ def test_play_shows_the_hand_and_the_toolbar_and_takes_commands(pane: Pane) -> N
     assert len(hand.group(1).split()) == 13
     assert re.search(r"Your turn: draw stock or draw discard", screen)
     assert re.search(r"Portuguese Rami · round 1 of 5 · stock \d+ · discard \S+", screen)
-    assert re.search(r"▶You 13 cards, 0 pts │\s+Strong bot 2 1[34] cards, 0 pts", screen)
+    assert re.search(r"▶You 13 cards, 0 pts, dealer │\s+Strong bot 2 1[34] cards, 0 pts", screen)
     # Suits are coloured: a red suit symbol comes right after a colour escape.
     pane.wait_for(r"\x1b\[[0-9;]*(31|91)[0-9;]*m[^\x1b]*[♥♦]", colours=True)
 
