@@ -14,7 +14,6 @@ import contextlib
 import json
 import re
 import secrets
-import textwrap
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
@@ -34,17 +33,7 @@ from rami.v1 import (
 )
 
 from .cardtext import cards_fragments
-from .commands import (
-    LOBBY,
-    PLAYING,
-    WAITING,
-    WATCHING,
-    available,
-    details,
-    find,
-    split_command,
-    suggest,
-)
+from .commands import LOBBY, PLAYING, WAITING, WATCHING, find, split_command, suggest
 from .completion import Situation, TableCompleter
 from .convert import (
     VARIANT_IDS,
@@ -58,6 +47,7 @@ from .convert import (
     variant_of,
     view_from_proto,
 )
+from .helptext import help_lines
 from .hints import hint_lines
 from .keys import key_bindings
 from .link import Link, LinkError, Refused
@@ -714,39 +704,8 @@ class ClientSession:
     # -- help and quit -----------------------------------------------------------------------
 
     def _print_help(self, args: str) -> None:
-        width = max(20, self._terminal().columns - 1)
-        word = args.strip()
-        if word:
-            command = find(word)
-            if command is None:
-                raise ValueError(f"there is no command {word!r}; help lists them")
-            for line in _wrap(command.usage, width, ""):
-                self.out.line([("class:heading", line)])
-            for line in _wrap(details(command, self._variant()), width, "  "):
-                self.out.text(line)
-            return
-        self.out.line([("class:heading", "Commands you can use now")])
-        column = 34 if width >= 79 else 0
-        for command in available(self.where, self._variant()):
-            if column and len(command.usage) <= column:
-                lines = _wrap(command.summary, width - column - 3, "")
-                self.out.line([("class:me", f"  {command.usage:<{column}} "), ("", lines[0])])
-                for line in lines[1:]:
-                    self.out.text(" " * (column + 3) + line)
-                continue
-            for line in _wrap(command.usage, width, "  "):
-                self.out.line([("class:me", line)])
-            for line in _wrap(command.summary, width, "      "):
-                self.out.text(line)
-        keys = (
-            "F1 help, F3 shows the table"
-            if self.where == WATCHING
-            else ("F1 help, F2 sorts the hand, F3 shows the table")
-        )
-        for line in _wrap(
-            f"Tab completes commands and cards; {keys}. help COMMAND explains one.", width, ""
-        ):
-            self.out.info(line)
+        columns = self._terminal().columns
+        self.out.lines(help_lines(args.strip(), self.where, self._variant(), columns))
 
     async def _do_help(self, args: str) -> None:
         self._print_help(args)
@@ -765,13 +724,6 @@ def _is_card(word: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _wrap(text: str, width: int, indent: str) -> list[str]:
-    """``text`` in lines of at most ``width`` columns, broken between words."""
-    return textwrap.wrap(
-        text, width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False
-    ) or [indent]
 
 
 def _sentence(text: str) -> str:
@@ -794,5 +746,5 @@ def _refusal(error: Refused, names: Sequence[str] = ()) -> str:
             return names[seat] if seat < len(names) else match.group(0)
 
         text = re.sub(r"\b[Ss]eat (\d+)\b", name, text)
-        text = text[0].upper() + text[1:]
+        text = text[:1].upper() + text[1:]
     return f"Refused: {text} Nothing was played."
