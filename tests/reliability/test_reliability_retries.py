@@ -634,3 +634,17 @@ def test_rami_client_sends_a_change_again_with_its_id_after_a_lost_answer(
         assert view_of(stubs, table_id, joined.token).seat == joined.seat
         assert [c.text for c in events(stubs, table_id, "chat_posted")] == ["hello"]
         assert table_now(stubs, table_id).number == said.number == 2
+
+
+def test_a_request_ids_token_cannot_be_made_from_the_id_alone(stubs: Stubs) -> None:
+    """Whoever learns a request id (from the database, say) cannot make its token without the
+    server's key: the token is an HMAC of the id keyed with it."""
+    from rami.server.retries import derived_token
+
+    table_id = create(stubs).table.table_id
+    rid = new_id()
+    joined = join(stubs, table_id, "Ana", request_id=rid)
+    assert joined.token != derived_token(rid, "seat", table_id)
+    owner_id = new_id()
+    owner = create(stubs, request_id=owner_id).owner_token
+    assert owner != derived_token(owner_id, "owner")

@@ -94,6 +94,10 @@ class ServerKey:
             return cls.ephemeral()
         return cls.load(db + ".key")
 
+    def token_key(self) -> bytes:
+        """The key the tokens of request ids are made with (``retries.derived_token``)."""
+        return hmac.new(self._key, b"rami request tokens", hashlib.sha256).digest()
+
     def table_secret(self, table_id: str, nonce: str) -> bytes:
         """The secret of one table, from its id and the nonce its spec keeps."""
         message = b"rami table secret\0" + table_id.encode() + b"\0" + nonce.encode()

@@ -90,10 +90,13 @@ def mark(method: str, scope: str, request_id: str, request: Message) -> Mark:
     return Mark(key, digest)
 
 
-def derived_token(request_id: str, purpose: str, table_id: str = "") -> str:
+def derived_token(
+    request_id: str, purpose: str, table_id: str = "", server_key: bytes = b""
+) -> str:
     """The token a call with ``request_id`` answers with (``purpose``: ``owner`` or ``seat``),
-    the same on every retry: 24 bytes of an HMAC keyed with the id, 32 base64url characters
-    like every token (as unguessable as the id is)."""
-    message = f"rami.v1 {purpose} token\0{table_id}".encode()
-    raw = hmac.new(request_id.encode(), message, hashlib.sha256).digest()[:24]
+    the same on every retry: 24 bytes of an HMAC of the id keyed with the server's key (so
+    that whoever learns an id from the database alone still cannot make its token), 32
+    base64url characters like every token."""
+    message = f"rami.v1 {purpose} token\0{table_id}\0{request_id}".encode()
+    raw = hmac.new(server_key or request_id.encode(), message, hashlib.sha256).digest()[:24]
     return base64.urlsafe_b64encode(raw).decode()

@@ -239,7 +239,11 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
             decks=decks,
             client=_client(context),
             request=marked,
-            owner=derived_token(request_id, "owner") if request_id else None,
+            owner=(
+                derived_token(request_id, "owner", server_key=self.lobby.key.token_key())
+                if request_id
+                else None
+            ),
         )
         return lobby_service_pb2.CreateTableResponse(
             table=convert.table_info(table.summary), owner_token=owner
@@ -282,7 +286,7 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
         entropy = request.entropy.hex()
         marked = mark("JoinTable", "join", request_id, request) if request_id else None
         token = (
-            derived_token(request_id, "seat", table.table_id)
+            derived_token(request_id, "seat", table.table_id, server_key=self.lobby.key.token_key())
             if request_id
             else secrets.token_urlsafe(24)
         )
