@@ -145,10 +145,17 @@ async def run(
     lobby_config: LobbyConfig,
     tls: tuple[bytes, bytes] | None = None,
     secret_file: str | None = None,
+    table_config: TableConfig | None = None,
 ) -> None:
     """Serve until SIGTERM or SIGINT, then shut down gracefully."""
     server = await serve(
-        host, port, db, lobby_config=lobby_config, tls=tls, secret_file=secret_file
+        host,
+        port,
+        db,
+        lobby_config=lobby_config,
+        table_config=table_config,
+        tls=tls,
+        secret_file=secret_file,
     )
     secure = " with TLS" if tls else ""
     print(f"rami-server listening on {host}:{server.port}{secure} (storage: {db})", flush=True)

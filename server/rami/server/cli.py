@@ -9,6 +9,7 @@ import typer
 
 from .app import LOOPS, run, run_loop
 from .lobby import LobbyConfig
+from .table import TableConfig
 
 __all__ = ["app", "main"]
 
@@ -44,6 +45,11 @@ def serve(
         help="Seconds a table waiting for players may go without a change before the server "
         "closes it (0: never).",
     ),
+    drop_grace: float = typer.Option(
+        30.0,
+        help="Seconds a player may be disconnected during a game before, on their turn, the "
+        "server plays for them (as if they had left; they take the seat back by reconnecting).",
+    ),
     secret_file: str = typer.Option(
         "",
         help="The server's key, made there when missing: the deals and bots of every table "
@@ -76,7 +82,8 @@ def serve(
         typer.echo(f"rami-server: --loop is one of {', '.join(LOOPS)}", err=True)
         raise typer.Exit(2)
     try:
-        run_loop(run(host, port, db, config, tls, secret_file or None), loop)
+        tables = TableConfig(drop_grace=max(drop_grace, 0.0))
+        run_loop(run(host, port, db, config, tls, secret_file or None, tables), loop)
     except ImportError:
         typer.echo("rami-server: uvloop is not installed (pip install uvloop)", err=True)
         raise typer.Exit(2) from None

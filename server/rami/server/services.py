@@ -591,7 +591,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         try:
             if seat is not None:
                 await table.change(lambda state: _returning(state, seat), lambda _: None)
-            async for _, data in table.watch(seat, after):
+            async for _, data in table.watch(seat, after, take_over=request.take_over):
                 yield data
         finally:
             counter.close(key)
@@ -634,7 +634,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
             await table.change(lambda state: _returning(state, seat), lambda _: None)
             # The stream's items are encoded WatchResponses, which are PlayResponses as they
             # are (the same field numbers), and refusals (see ``wire``).
-            async for number, data in table.watch(seat, after, watcher):
+            async for number, data in table.watch(seat, after, watcher, first.open.take_over):
                 if commands is None:
                     # Commands are taken once the stream watches (it has its first message):
                     # the update of each then reaches this stream, as its acknowledgement.
