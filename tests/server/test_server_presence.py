@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -257,3 +258,63 @@ def test_a_stream_that_asks_takes_the_seat_over(server: ServerThread, stubs: Stu
     requests.put(None)
     play.cancel()
     spectator.cancel()
+
+
+def test_the_drop_grace_the_contract_states_is_the_servers() -> None:
+    text = (Path(__file__).resolve().parents[2] / "proto/rami/v1/table_service.proto").read_text()
+    found = re.search(r"drop grace,\s*//\s*(\d+) seconds", text)
+    assert found, "table_service.proto states the drop grace"
+    assert float(found.group(1)) == TableConfig().drop_grace
+
+
+def test_a_dropped_player_who_acts_gets_the_grace_again(tmp_path: Path) -> None:
+    """A seat dropped on its turn that comes back with a command (Act, with no stream) is
+    there: it is not marked away again before it has had the grace to finish its turn."""
+    # The server waits long before it plays an away seat: only the drops are seen.
+    patient = TableConfig(
+        bot_delay=0.05, round_pause=0.05, away_delay=60.0, heartbeat=0.5, drop_grace=0.5
+    )
+    with ServerThread(str(tmp_path / "rami.db"), patient) as server, Stubs(server.target) as stubs:
+        table_id = new_table(stubs, game_pb2.VARIANT_SIMPLE, 2)
+        tokens = [join(stubs, table_id, name) for name in ("Eva", "Bruno")]
+        streams = [watch(stubs, table_id, t) for t in tokens]
+        views = [
+            st.expect(lambda m: m.WhichOneof("kind") == "update", "(snapshot)").update.view
+            for st in streams
+        ]
+        turn = views[0].turn
+        gone = 1 - turn
+        mover = streams[turn]
+        streams[gone].cancel()  # the player who is not on turn drops
+        time.sleep(GRACE.drop_grace * 2)
+        view = views[turn]
+        if view.phase == game_pb2.PHASE_DRAW:
+            view = act(stubs, table_id, tokens[turn], view.number, draw_stock=True)
+        act(stubs, table_id, tokens[turn], view.number, discard=view.hand[0])
+        # Gone for longer than the grace: dropped as its turn begins.
+        left = mover.expect(event_of("player_left", gone), "saying the seat left")
+        # It draws (an Act brings it back), and has the grace again to discard.
+        act(stubs, table_id, tokens[gone], left.update.number, draw_stock=True)
+        mover.expect(event_of("player_returned", gone), "saying the seat came back")
+        with pytest.raises(pytest.fail.Exception):
+            mover.expect(event_of("player_left", gone), "(none)", timeout=0.3)
+        mover.cancel()
+
+
+def act(
+    stubs: Stubs,
+    table_id: str,
+    token: str,
+    number: int,
+    *,
+    draw_stock: bool = False,
+    discard: int = 0,
+) -> game_pb2.View:
+    """One action by Act; the seat's view after it."""
+    request = table_service_pb2.ActRequest(table_id=table_id, number=number)
+    if draw_stock:
+        request.draw.source = game_pb2.DRAW_SOURCE_STOCK
+    else:
+        request.discard.card = discard
+    done = stubs.table.Act(request, metadata=md(token), timeout=T)
+    return done.view

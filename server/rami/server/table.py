@@ -50,7 +50,7 @@ from .convert import (
     snapshot_head,
     update_head,
 )
-from .entries import Act, Chat, Entry, Join, Leave, NextDeal, Start
+from .entries import Act, Chat, Entry, Join, Leave, NextDeal, Return, Start
 from .refusals import Aborted, Exhausted, Invalid, Refusal, Unavailable
 from .storage import Append, Storage
 from .tablestate import (
@@ -424,12 +424,27 @@ class Table:
         if job.ack is not None:
             job.ack[0].acks[first] = job.ack[1]
         self._fan_out(updates)
+        self._present(entries)
         self._schedule()
         for told in events_of:
             self._log_events(told)
         if state.status in OVER and self.on_finished is not None:
             self.on_finished(self)
         return job.reply(Committed(self, first, self.number))
+
+    def _present(self, entries: Sequence[Entry]) -> None:
+        """A seat that acts or comes back with its token is there, stream or none: its grace
+        starts again (so a player who returns is not dropped before their stream opens)."""
+        if not self._gone:
+            return
+        now = time.monotonic()
+        there = {
+            e.seat
+            for e in entries
+            if isinstance(e, Return) or (isinstance(e, Act) and e.auto is None)
+        }
+        for seat in there & self._gone.keys():
+            self._gone[seat] = now
 
     def _log_events(self, events: list[Event]) -> None:
         """What operators want to see, at info level: who sat down, left, came back, and the
