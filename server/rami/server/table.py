@@ -387,6 +387,7 @@ class Table:
         connected = self.connected()
         updates: list[tuple[int, bytes, dict[int | None, bytes]]] = []
         events_of: list[list[Event]] = []
+        seats_before = len(state.seats)
         self._dirty = True
         try:
             for entry in entries:
@@ -424,6 +425,10 @@ class Table:
         if job.ack is not None:
             job.ack[0].acks[first] = job.ack[1]
         self._fan_out(updates)
+        if len(state.seats) != seats_before:
+            # The start dropped the empty seats and renumbered the others: who was gone while
+            # the table waited is not known by number any more.
+            self._gone.clear()
         self._present(entries)
         self._schedule()
         for told in events_of:
@@ -802,7 +807,7 @@ class Table:
             game = state.game
             if state.number != number or game is None or game.turn != seat:
                 return []  # something else happened first: its commit re-armed the drop
-            if seat not in self._gone or state.seats[seat].away:
+            if seat not in self._gone or state.seats[seat].away or self.connected().get(seat):
                 return []  # back in time
             log.info(
                 "table %s: seat %d gone for %g s on its turn: the server plays for it",
