@@ -7,7 +7,7 @@ PROTOS := $(wildcard proto/rami/v1/*.proto)
 GEN    := proto/rami/v1/.generated
 BUF    := tools/node_modules/.bin/buf
 
-.PHONY: install test lint buf serve bench load fuzz clean
+.PHONY: install test lint buf serve bench load fuzz go-example clean
 
 install: $(STAMP) $(GEN)
 
@@ -44,6 +44,11 @@ lint: install buf
 
 serve: install
 	$(VENV)/bin/rami-server --port 50051
+
+# The Go example bot, built offline in GOPATH mode against Debian's Go packages, its code
+# generated from the .proto files (examples/go/README.md): examples/go/build/bin/rami-go-bot.
+go-example:
+	examples/go/build.sh
 
 # The peers `make bench` compares the engine with: bench-only extras, never runtime
 # dependencies. One that cannot be installed here (no wheel for this Python) is left out, and

@@ -33,6 +33,14 @@ except ImportError:  # a baseline from before the choice of loops: asyncio's
 from rami.server.lobby import LobbyConfig
 from rami.server.table import TableConfig
 
+try:
+    from rami.server.connections import ConnectionLimits
+
+    #: The bench's clients, thousands of connections, all come from 127.0.0.1.
+    BENCH_CONNECTIONS: dict[str, Any] = {"connections": ConnectionLimits(per_address=0)}
+except ImportError:  # a baseline from before the bounds on connections
+    BENCH_CONNECTIONS = {}
+
 __all__ = ["BENCH_LOBBY", "BENCH_TABLES"]
 
 BENCH_TABLES = TableConfig(bot_delay=0.0, round_pause=0.0, away_delay=0.0, heartbeat=15.0)
@@ -47,7 +55,12 @@ BENCH_LOBBY = LobbyConfig(
 
 async def main_async(args: argparse.Namespace) -> None:
     server = await serve(
-        "127.0.0.1", args.port, args.db, lobby_config=BENCH_LOBBY, table_config=BENCH_TABLES
+        "127.0.0.1",
+        args.port,
+        args.db,
+        lobby_config=BENCH_LOBBY,
+        table_config=BENCH_TABLES,
+        **BENCH_CONNECTIONS,
     )
     print(f"port {server.port}", flush=True)
     loop = asyncio.get_running_loop()

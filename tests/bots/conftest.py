@@ -51,3 +51,23 @@ def js_bot(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
     return work / "bot.js"
+
+
+@pytest.fixture(scope="session")
+def go_bot(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Go example bot, built offline by ``examples/go/build.sh`` (GOPATH mode against
+    Debian's Go packages, its Go code generated from proto/ at build time). Skipped, saying
+    what is missing, where the Go toolchain or those packages are not installed."""
+    out = tmp_path_factory.mktemp("go")
+    done = subprocess.run(
+        ["bash", str(ROOT / "examples" / "go" / "build.sh"), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if done.returncode == 2:
+        pytest.skip(f"the Go example cannot be built here: {done.stderr.strip()}")
+    assert done.returncode == 0, f"build.sh failed:\n{done.stdout}\n{done.stderr}"
+    binary = Path(done.stdout.strip().splitlines()[-1])
+    assert binary.is_file(), done.stdout
+    return binary

@@ -7,12 +7,10 @@ delay). The games are short but whole (see conftest.SHORT); every wait is bounde
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-from bots_support import ROOT, Tables
+from bots_support import GAME_SECONDS, ROOT, Tables, run_all
 from typer.testing import CliRunner
 
 from rami.client.bot_cli import app, normalise_target
@@ -20,29 +18,6 @@ from rami.server.testing import ServerThread
 from rami.v1 import lobby_service_pb2
 
 BUILT_IN = ("strong", "greedy", "random")
-GAME_SECONDS = 60
-
-
-def _run_all(commands: dict[str, list[str]], cwd: Path) -> dict[str, subprocess.CompletedProcess]:
-    """Run the commands at once; wait for each, at most GAME_SECONDS more than the others."""
-    procs = {
-        key: subprocess.Popen(
-            cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        for key, cmd in commands.items()
-    }
-    done: dict[str, subprocess.CompletedProcess] = {}
-    deadline = time.monotonic() + GAME_SECONDS + 15
-    try:
-        for key, p in procs.items():
-            out, err = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
-            done[key] = subprocess.CompletedProcess(p.args, p.returncode, out, err)
-    finally:
-        for p in procs.values():
-            if p.poll() is None:
-                p.kill()
-                p.wait(timeout=5)
-    return done
 
 
 def _assert_finished(tables: Tables, table_id: str) -> None:
@@ -54,7 +29,7 @@ def test_js_bot_plays_a_whole_game_of_every_variant(
     js_bot: Path, tables: Tables, server: ServerThread
 ) -> None:
     ids = {v: tables.create(v, 4, BUILT_IN) for v in ("portuguese", "tallage", "simple")}
-    runs = _run_all(
+    runs = run_all(
         {
             v: [
                 "node",
@@ -83,7 +58,7 @@ def test_python_example_bot_plays_a_whole_game_of_every_variant(
 ) -> None:
     ids = {v: tables.create(v, 4, BUILT_IN) for v in ("portuguese", "tallage", "simple")}
     script = ROOT / "examples" / "python" / "bot.py"
-    runs = _run_all(
+    runs = run_all(
         {
             v: [
                 sys.executable,

@@ -2,53 +2,19 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import grpc
-from bots_support import ROOT, Tables
+from bots_support import ROOT, FixedPortServer, Tables, free_port
 
-from rami.server.table import TableConfig
-from rami.server.testing import ServerThread
 from rami.v1 import lobby_service_pb2
-
-SLOW_BOTS = TableConfig(bot_delay=0.05, round_pause=0.0, away_delay=0.0, heartbeat=0.5)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class FixedPortServer(ServerThread):
-    """A ServerThread on a chosen port, so that a restarted server is found where it was."""
-
-    def __init__(self, db: str, port: int) -> None:
-        super().__init__(db, SLOW_BOTS)
-        self.port = port
-
-    def start(self) -> FixedPortServer:
-        from rami.server.app import serve
-
-        self.thread.start()
-        self.server = self.call(
-            serve(
-                "127.0.0.1",
-                self.port,
-                self.db,
-                lobby_config=self.lobby_config,
-                table_config=self.table_config,
-            )
-        )
-        return self
 
 
 def test_connect_resumes_after_a_server_restart(tmp_path: Path) -> None:
-    db, port = str(tmp_path / "rami.db"), _free_port()
+    db, port = str(tmp_path / "rami.db"), free_port()
     first = FixedPortServer(db, port).start()
     target = f"127.0.0.1:{port}"
     channel = grpc.insecure_channel(target)

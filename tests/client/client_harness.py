@@ -126,9 +126,10 @@ class Driver:
             time.sleep(0.02)
 
     def close(self, timeout: float = 10.0) -> None:
-        """Quit the client (if it still runs) and wait for it to end."""
+        """Quit the client (if it still runs, saying yes if it asks) and wait for it to end."""
         if self.thread.is_alive():
             self.type("quit")
+            self.type("yes")  # quit asks during a game; otherwise the client has ended
             self.thread.join(timeout)
         self._pipe_cm.__exit__(None, None, None)
         assert not self.thread.is_alive(), "the client did not quit"

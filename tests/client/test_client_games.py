@@ -61,7 +61,7 @@ def _client(server: ServerThread) -> Driver:
 
 def _sit_with_a_bot(d: Driver, variant: str) -> None:
     d.expect(r"Connected to 127\.0\.0\.1")
-    d.expect(rf"1  [a-z2-7]{{16}}  waiting\s+{variant} e2e: {variant}, 0/2 seated")
+    d.expect(rf"1  [a-z2-7]{{6,16}}  waiting\s+{variant} e2e: {variant}, 0/2 seated")
     d.type("join 1")
     d.expect(r"You sit at seat 0")
     d.type("bot greedy")

@@ -126,6 +126,19 @@ def test_a_move_that_cant_be_read_says_why(name: str, args: str, says: str) -> N
         parse_move(name, args)
 
 
+@pytest.mark.parametrize("spelling", ["1h", "11h", "12s", "13c", "01h", "14d"])
+def test_a_rank_is_a_2_10_j_q_or_k_never_a_number_past_10(spelling: str) -> None:
+    # One rule, in the help and in the refusal alike: numbers are ranks 2 to 10 only.
+    with pytest.raises(MoveError, match=r"ranks are A, 2-10, J, Q and K: numbers stop at 10"):
+        parse_move("discard", spelling)
+    with pytest.raises(MoveError, match=r"numbers stop at 10"):
+        parse_move("lay", f"9h 10h {spelling}")
+    with pytest.raises(MoveError, match=r"numbers stop at 10"):
+        parse_move("take", f"2 {spelling}")
+    lay = find("lay")
+    assert lay is not None and "numbers stop at 10 (write A, J, Q, K)" in lay.details
+
+
 def test_cards_not_in_the_hand_are_found_before_anything_is_sent() -> None:
     hand = parse_cards("7h 8h 9h 5c JK")
     assert missing_cards(parse_move("lay", "7h 8h 9h"), hand) == []

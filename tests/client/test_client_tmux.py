@@ -127,6 +127,9 @@ def test_play_shows_the_hand_and_the_toolbar_and_takes_commands(pane: Pane) -> N
     pane.type("help", "Enter")
     pane.wait_for(r"Commands you can use now")
     pane.type("quit", "Enter")
+    # Mid-game, quit asks first (here the game ends with the client).
+    pane.wait_for(r"The game is still on: if you quit, the game ends with the client\.")
+    pane.type("yes", "Enter")
     deadline = time.monotonic() + 10
     while pane.alive():
         assert time.monotonic() < deadline, "the client did not quit"
@@ -138,6 +141,8 @@ def test_no_color_keeps_the_symbols_and_drops_the_colours(pane: Pane) -> None:
     coloured = pane.wait_for(r"Hand\s+.*[♣♦♥♠].*\(1[34] cards, by suit", colours=True)
     assert not re.search(r"\x1b\[[0-9;]*(31|91)m", coloured)
     pane.type("quit", "Enter")
+    pane.wait_for(r"Type yes to quit")
+    pane.type("yes", "Enter")
 
 
 def test_the_toolbar_shows_who_is_connected_as_it_changes(pane: Pane, tmp_path: Path) -> None:
@@ -183,3 +188,5 @@ def test_the_toolbar_shows_who_is_connected_as_it_changes(pane: Pane, tmp_path: 
         assert "Bruno came back." in screen
         bruno.cancel()
         pane.type("quit", "Enter")
+        pane.wait_for(r"yes to quit")  # the game is on: quit asks first
+        pane.type("yes", "Enter")

@@ -1,25 +1,31 @@
 """Helpers of the reliability tests: channels that come back fast after a restart, a client
 interceptor that times and keeps every acknowledged command, a watcher that resumes by number,
-a proxy that loses answers, card mentions in text, and the checks every finished game's record
-must pass."""
+a proxy that loses answers, card mentions in text, the checks every finished game's record must
+pass, and a long table written straight to a new database."""
 
 from __future__ import annotations
 
 import asyncio
+import random
 import socket
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
 from server_support import card_mentions, md
 
 from rami.client.botkit import CHANNEL_OPTIONS
-from rami.engine import Game, get_variant
+from rami.engine import POLICIES, Game, Phase, get_variant
 from rami.engine.cards import full_deck
 from rami.engine.record import replay_record
+from rami.server.entries import Act, AddBot, Join, NextDeal, Start
+from rami.server.lobby import summarize
+from rami.server.storage import Append, SqliteStorage
+from rami.server.tablestate import TableSpec, TableState, hash_token
 from rami.v1 import game_pb2, table_service_pb2, table_service_pb2_grpc
 
 __all__ = [
@@ -33,6 +39,7 @@ __all__ = [
     "check_cards_conserved",
     "free_port",
     "percentile",
+    "store_long_table",
 ]
 
 ACT = "/rami.v1.TableService/Act"
@@ -267,3 +274,51 @@ def check_cards_conserved(record: dict[str, Any]) -> Game:
     held += list(game.stock) + list(game.discard)
     assert sorted(held) == sorted(full_deck(v.decks, v.jokers)), "cards lost or made up"
     return game
+
+
+async def store_long_table(db: Path, table_id: str, updates: int, token: str | None = None) -> int:
+    """Write to a new database a portuguese table of four seats with at least ``updates``
+    updates, played by the engine's greedy policy; returns its number. Seats 1 to 3 are
+    built-in bots; seat 0 is one too, or, with ``token``, a player holding that token, and the
+    table then stops on a turn of seat 0: once loaded, it waits for that player."""
+    spec = TableSpec("long", "portuguese", {"players": 4, "rounds": 100}, client="long")
+    state = TableState(table_id, spec)
+    fresh = state.directory_seats()
+    first = Join(0, "Ana", hash_token(token)) if token else AddBot(0, "Greedy bot 1", "greedy")
+    state.apply(first)
+    for seat in (1, 2, 3):
+        state.apply(AddBot(seat, f"Greedy bot {seat + 1}", "greedy"))
+    state.apply(Start("5e" * 32))
+    rng = random.Random(1)
+    for _ in range(10 * updates):  # bounded: every round ends, and the game is long enough
+        game = state.game
+        assert game is not None and game.phase != Phase.GAME_OVER, "the game ended too soon"
+        if state.number >= updates and (
+            token is None or (game.turn == 0 and game.phase == Phase.DRAW)
+        ):
+            break
+        if game.phase == Phase.ROUND_OVER:
+            state.apply(NextDeal())
+            continue
+        view = state.seat_view(game.turn)
+        assert view is not None
+        state.apply(Act(game.turn, POLICIES["greedy"](view, rng)))
+    else:
+        raise AssertionError("the long table did not reach its length")
+    storage = await SqliteStorage.open(str(db), summarize)
+    try:
+        await storage.create_table(table_id, spec.to_dict(), fresh, "")
+        await storage.append(
+            Append(
+                table_id,
+                1,
+                [e.to_dict() for e in state.entries],
+                state.status,
+                state.directory_seats(),
+                state.options.to_dict(),
+                state.tokens(),
+            )
+        )
+    finally:
+        await storage.close()
+    return state.number

@@ -44,6 +44,7 @@ __all__ = [
     "cards",
     "comments",
     "contract",
+    "die_with_parent",
     "error_of",
     "error_reasons",
     "md",
@@ -383,6 +384,18 @@ class Driver:
 # -- the real rami-server, as a process ---------------------------------------------------
 
 
+def die_with_parent(parent: int) -> None:
+    """In a child of ``parent`` (a ``preexec_fn``, or the first thing a child process does):
+    be killed when ``parent`` dies, however it dies (SIGKILL included), or exit at once if it
+    has died already. Linux only (PR_SET_PDEATHSIG); the kernel watches the parent's thread
+    that started the child."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 @contextmanager
 def rami_server(
     db: Path,
@@ -391,9 +404,23 @@ def rami_server(
     port: int = 0,
     args: Sequence[str] = (),
     log_level: str = "warning",
+    open_files: tuple[int, int] | None = None,
+    with_parent: int | None = None,
 ) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """``rami-server`` on 127.0.0.1 (``port`` 0: a free one), its log appended to ``log``;
-    always killed on the way out. Yields the process and its ``host:port``."""
+    always killed on the way out. Yields the process and its ``host:port``. ``open_files``:
+    the (soft, hard) limit of open files it starts with (RLIMIT_NOFILE). ``with_parent``
+    (this process's pid): the server is also killed by the kernel when this process dies
+    with no way out (see :func:`die_with_parent`; call from the main thread)."""
+
+    def before_exec() -> None:
+        import resource
+
+        if open_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, open_files)
+        if with_parent is not None:
+            die_with_parent(with_parent)
+
     with log.open("a") as err:
         proc = subprocess.Popen(
             [
@@ -411,6 +438,7 @@ def rami_server(
             stderr=err,
             text=True,
             start_new_session=True,
+            preexec_fn=before_exec if open_files is not None or with_parent is not None else None,
         )
     try:
         assert proc.stdout is not None

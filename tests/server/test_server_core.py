@@ -44,6 +44,7 @@ from rami.server.tablestate import (
     TableSpec,
     TableState,
     TurnTimedOut,
+    load_state,
 )
 
 T = TypeVar("T")
@@ -542,6 +543,41 @@ def test_random_games_replayed_from_their_log_give_the_same_table() -> None:
             state.apply(Act(g.turn, POLICIES["random"](seat_view, rng)))
         again = rebuild(state.table_id, state.spec.to_dict(), [e.to_dict() for e in state.entries])
         assert snapshot(again) == snapshot(state)
+
+
+def test_a_fork_goes_on_as_its_table_would_and_leaves_it_as_it_was() -> None:
+    def seen(state: TableState) -> Any:
+        g = state.game
+        log = None if g is None else (list(g.log), list(g.results), list(g.melds), g.discard)
+        views = (state.public_view(), state.seat_view(0), state.seat_view(1))
+        return snapshot(state), state.options, log, views
+
+    rng = random.Random(12)
+    for variant in ("portuguese", "tallage", "simple"):
+        state = two_player_state(variant)
+        state.apply(Join(0, "Ana", "h0"))
+        state.apply(AddBot(1, "Bot", "random"))
+        state.apply(Start(SEED))
+        for _ in range(300):
+            g = state.game
+            assert g is not None
+            if g.phase == Phase.GAME_OVER:
+                break
+            if g.phase == Phase.ROUND_OVER:
+                state.apply(NextDeal())
+                continue
+            seat_view = state.seat_view(g.turn)
+            assert seat_view is not None
+            state.apply(Act(g.turn, POLICIES["random"](seat_view, rng)))
+        log = state.entries
+        for k in (1, 3, 4, 40, len(log) // 2, len(log) - 1):
+            at_k = load_state(state.table_id, state.spec, log[:k])
+            before = seen(at_k)
+            fork = at_k.fork()
+            for entry in log[k:]:
+                fork.apply(entry)
+            assert seen(fork) == seen(state), (variant, k)
+            assert seen(at_k) == before, (variant, k)
 
 
 def test_leaving_before_the_game_frees_the_seat_and_its_token() -> None:

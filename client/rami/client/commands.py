@@ -65,7 +65,8 @@ COMMANDS: tuple[Command, ...] = (
         "lay new melds from your hand (commas between melds)",
         "lay 7h 8h 9h, Ks Kd Kc lays two melds at once (your tallage opening, or a whole-hand "
         "finish). A joker stands for the gap it fills, or for the end it is written at: "
-        "lay JK 8h 9h puts it below. Cards: 10h, th, 10♥, qs, JK, in any case. "
+        "lay JK 8h 9h puts it below. Cards: 10h, th, 10♥, qs, JK, in any case; a rank is A, "
+        "2-10, J, Q or K, and numbers stop at 10 (write A, J, Q, K): 11h is not a card. "
         "Chain steps with ';': lay 4c 5c 6c; add 2 Kh",
         frozenset({PLAYING}),
     ),
@@ -99,14 +100,26 @@ COMMANDS: tuple[Command, ...] = (
         "declare CARD",
         "portuguese: put CARD face down and show the other 13",
         "declare 9c puts 9♣ face down and shows your other 13 cards: they must all be in "
-        "melds, with at least one clean run. hint tells you which cards can go face down.",
+        "melds, with at least one clean run. hint tells you which cards can go face down. "
+        "When the hand would not be complete (and the table shows an incomplete declaration "
+        "rather than refusing it), the client asks first: yes declares anyway.",
         frozenset({PLAYING}),
     ),
     Command(
         "cancel",
         "cancel",
-        "drop a staged draw or joker take",
-        "cancel forgets a draw discard or take that is waiting for its lay.",
+        "drop everything staged (a draw discard, joker takes)",
+        "cancel forgets every draw discard, take or lay that is waiting for its lay; nothing "
+        "staged has been sent, so nothing changes at the table. undo drops only the last.",
+        frozenset({PLAYING}),
+    ),
+    Command(
+        "undo",
+        "undo",
+        "drop the last staged command, keeping the rest",
+        "undo takes back the last command that was staged and not yet sent (draw discard, "
+        "take 2 5s, or a lay waiting for a joker's place): draw discard; take 4 5c, then undo, "
+        "leaves draw discard staged. What was sent can't be undone.",
         frozenset({PLAYING}),
     ),
     Command(
@@ -144,9 +157,20 @@ COMMANDS: tuple[Command, ...] = (
         "save",
         "save FILE",
         "save the game record (JSON) to FILE",
-        "save game.json writes the game record; rami-client replay game.json steps through it. "
-        "The record is whole once the game is over.",
+        "save game.json writes the game record. Once the game is over the record is whole and "
+        "rami-client replay game.json steps through it; saved during the game, it holds the "
+        "game so far, which replay does not show (save again when the game is over).",
         _AT_TABLE,
+    ),
+    Command(
+        "rematch",
+        "rematch",
+        "after the game: a new table with the same game, options and bots",
+        "rematch, once the game is over, creates a new table with the same game and options, "
+        "sits you there and seats the same built-in bots. Other players are not seated for "
+        "you: the client writes the new table's id in the old table's chat, and the game "
+        "starts when they join (or when you type start).",
+        frozenset({PLAYING}),
     ),
     Command(
         "bot",
@@ -176,7 +200,8 @@ COMMANDS: tuple[Command, ...] = (
         "tables",
         "tables",
         "list the tables on the server",
-        "tables lists every public table: its number in the list, id, game, status and seats.",
+        "tables lists every public table: its number in the list, its short id (the start of "
+        "its id, enough to tell it apart), game, status and seats.",
         frozenset({LOBBY}),
         ("list", "ls"),
     ),
@@ -194,16 +219,21 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "join",
         "join [TABLE]",
-        "sit at a table (its number in the list, or its id)",
-        "join 2 sits at the second table of the last list; join with no table takes the "
-        "newest table with a free seat.",
+        "sit at a table (its number in the list, or its short id)",
+        "join k3vq7a sits at the table whose id starts so (the short id the list shows, which "
+        "stays the same as tables come and go; the whole id works too, for a private table). "
+        "join 2 sits at the second table of the list you saw, if the server's list still has "
+        "it there: when tables were created or closed since, nothing is done and the list is "
+        "shown again. Tab completes the short ids of the last list. join with no table takes "
+        "the newest table with a free seat.",
         frozenset({LOBBY}),
     ),
     Command(
         "watch",
         "watch TABLE",
         "watch a table as a spectator",
-        "watch 2 follows the second table of the last list without taking a seat.",
+        "watch k3vq7a (a short id) or watch 2 (the list you saw, checked as for join) follows "
+        "a table without taking a seat.",
         frozenset({LOBBY}),
     ),
     Command(
@@ -225,8 +255,10 @@ COMMANDS: tuple[Command, ...] = (
         "quit",
         "quit",
         "leave the client (Ctrl-D too)",
-        "quit closes the client. A game you are seated at goes on, the server playing your "
-        "seat; rami-client connect remembers the seat, and join takes it back next time.",
+        "quit closes the client. During a game it asks first (yes quits); Ctrl-D quits "
+        "without asking. A game you are seated at goes on, the server playing your seat; "
+        "rami-client connect remembers the seat, and join takes it back next time. In "
+        "rami-client play the game ends with the client.",
         _ANY,
         ("exit", "q"),
     ),
@@ -260,7 +292,7 @@ def not_in_variant(variant: Variant | None) -> frozenset[str]:
     else:
         hidden.add("declare")
     if not variant.has_opening:
-        hidden.update(("add", "take", "cancel"))
+        hidden.update(("add", "take", "cancel", "undo"))
     return frozenset(hidden)
 
 

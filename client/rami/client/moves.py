@@ -1,7 +1,9 @@
 """A person's moves as the engine's actions: forgiving to read, checked against the hand.
 
 Cards may be written ``10h``, ``th``, ``10♥``, ``QS`` or ``jk``; melds are separated by commas
-(or ``|``); steps may be chained with ``;``.
+(or ``|``); steps may be chained with ``;``. A rank is A, 2-10, J, Q or K: numbers stop at 10,
+so ``11h`` and ``1h`` are refused rather than read as J♥ and A♥ (one rule, in help and
+refusals alike).
 
 >>> parse_move("draw", "")
 Draw(source='stock', lay=None)
@@ -11,6 +13,7 @@ Lay(steps=(AddToMeld(meld=3, cards=(Card.parse('10h'),), end='high'),))
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 
@@ -29,7 +32,7 @@ from rami.engine import (
     parse_action,
 )
 
-__all__ = ["MOVES", "MoveError", "cards_given", "missing_cards", "parse_move"]
+__all__ = ["MOVES", "MoveError", "cards_given", "check_ranks", "missing_cards", "parse_move"]
 
 #: The commands that are moves at the table.
 MOVES = ("draw", "lay", "add", "take", "discard", "declare")
@@ -49,6 +52,24 @@ class MoveError(ValueError):
     """A move that can't be read, in plain words."""
 
 
+#: A card written with a number for its rank: ``11h``, ``1♥``.
+_NUMBERED = re.compile(r"(\d+)([cdhs♣♦♥♠♧♢♡♤])", re.IGNORECASE)
+_LETTER_FOR = {"1": "A", "11": "J", "12": "Q", "13": "K"}
+
+
+def check_ranks(text: str) -> None:
+    """Refuse a card whose rank is a number other than 2 to 10 (``11h``, ``1h``, ``01h``)."""
+    for word in re.split(r"[\s,;|]+", text):
+        found = _NUMBERED.fullmatch(word)
+        if found is None or found.group(1) in {str(n) for n in range(2, 11)}:
+            continue
+        letter = _LETTER_FOR.get(found.group(1))
+        also = f" ({letter}{found.group(2)} is written so)" if letter else ""
+        raise MoveError(
+            f"{word!r} is not a card: ranks are A, 2-10, J, Q and K: numbers stop at 10{also}"
+        )
+
+
 def _source(word: str) -> str:
     w = word.strip().lower()
     if not w:
@@ -64,6 +85,7 @@ def _source(word: str) -> str:
 def parse_move(name: str, args: str) -> Action:
     """The action of a move command (``name`` is one of :data:`MOVES`)."""
     text = args.replace("|", ",").lower()
+    check_ranks(args)
     if name == "draw":
         first, _, rest = text.partition(";")
         text = f"{_source(first)}" + (f";{rest}" if rest else "")

@@ -24,7 +24,19 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.shortcuts import CompleteStyle
 
-from rami.engine import Card, Draw, Meld, Variant
+from rami.engine import (
+    Action,
+    AddToMeld,
+    Card,
+    Declare,
+    Draw,
+    Lay,
+    Meld,
+    MeldError,
+    NewMeld,
+    TakeJoker,
+    Variant,
+)
 from rami.v1 import (
     game_pb2,
     lobby_service_pb2,
@@ -49,7 +61,7 @@ from .hints import hint_lines
 from .keys import key_bindings
 from .link import Link, LinkError, Refused
 from .look import STYLE, Look
-from .moves import MOVES, MoveError, missing_cards, parse_move
+from .moves import MOVES, MoveError, check_ranks, missing_cards, parse_move
 from .narrate import Scene, narrate
 from .newtable import NewTable, parse_create
 from .panel import (
@@ -64,7 +76,7 @@ from .printer import Printer
 from .safetext import safe
 from .seats import SavedSeat, SeatBook
 from .staging import Stage, plan
-from .tablelist import joinable, table_list_lines, table_summary
+from .tablelist import SHORT_ID, joinable, short_ids, table_list_lines, table_summary
 
 __all__ = ["DEFAULT_TURN_SECONDS", "ClientSession"]
 
@@ -79,7 +91,8 @@ _SEAT_GONE = (
 )
 
 _NOT_HERE = {
-    LOBBY: "You are not at a table: tables lists them, join N sits at one, create starts one.",
+    LOBBY: "You are not at a table: tables lists them, join N or join ID sits at one, "
+    "create starts one.",
     WAITING: "The game has not started yet: bot seats a bot, start starts it.",
     WATCHING: "You are watching: spectators can't play. leave returns to the lobby.",
     PLAYING: "That is for the lobby: leave this table first.",
@@ -114,6 +127,10 @@ class ClientSession:
         self._streamed: game_pb2.View | None = None
         self.tables: list[lobby_service_pb2.TableInfo] = []
         self.stage = Stage()
+        #: The stages before each staged command, with what was typed (undo goes back one).
+        self._staged_before: list[tuple[Stage, str]] = []
+        #: A question waiting for yes: what to say if not, and what yes does.
+        self._question: tuple[str, Callable[[], Awaitable[None]]] | None = None
         self.by_rank = False
         self.note = ""
         self.done = False
@@ -153,7 +170,11 @@ class ClientSession:
                 (m.number, meld_from_proto(m.meld), names[m.owner] if m.owner < len(names) else "")
                 for m in view.melds
             )
-        listed = tuple((str(i), table_summary(t)) for i, t in enumerate(self.tables, 1))
+        shorts = short_ids([t.table_id for t in self.tables])
+        listed = tuple(
+            (short, f"{i}: {table_summary(t)}")
+            for i, (t, short) in enumerate(zip(self.tables, shorts, strict=True), 1)
+        )
         return Situation(self.where, self.look, tuple(self._hand()), melds, listed, self._variant())
 
     def _variant(self) -> Variant | None:
@@ -242,6 +263,19 @@ class ClientSession:
         if not line:
             return
         self.out.line([("class:dim", "> "), ("class:dim", line)])
+        question, self._question = self._question, None
+        if question is not None:
+            answer = line.lower()
+            if answer in ("yes", "y"):
+                try:
+                    await question[1]()
+                except (LinkError, MoveError, ValueError) as e:
+                    self.out.error(_sentence(str(e)))
+                self._refresh()
+                return
+            self.out.info(question[0])
+            if answer in ("no", "n"):
+                return
         name, args = split_command(line)
         command = find(name)
         if command is None and self.where == PLAYING and _is_card(name):
@@ -281,17 +315,42 @@ class ClientSession:
 
     # -- moves -------------------------------------------------------------------------------
 
-    async def _move(self, name: str, args: str) -> None:
+    def ask(self, question: str, no: str, yes: Callable[[], Awaitable[None]]) -> None:
+        """Put ``question``: the next line yes (or y) runs ``yes``; anything else says ``no``
+        (and runs as a command unless it is no)."""
+        self.out.warn(question)
+        self._question = (no, yes)
+
+    async def _move(self, name: str, args: str, *, confirmed: bool = False) -> None:
         view = self.view
         assert view is not None and self.table_id is not None
         action = parse_move(name, args)
+        if isinstance(action, Declare) and not confirmed:
+            question = self._incomplete(action.card, view)
+            if question:
+                self.ask(question, "Not declared.", lambda: self._move(name, args, confirmed=True))
+                return
         variant = variant_of(view.variant)
         assert variant is not None  # a move is only parsed at a table's game
         top = card(view.discard_top)
+        cannot = self._cannot(action, view, variant)
+        if cannot:
+            self.out.error(cannot)
+            return
         decided = plan(action, self.stage, variant=variant, discard_top=top)
+        if decided.send is None and decided.stage.steps:
+            # What waits for its lay must be playable from what is held (and what it brings).
+            held = list(cards(view.hand)) + ([decided.stage.draw] if decided.stage.draw else [])
+            short = missing_cards(Lay(decided.stage.steps), held)
+            if short:
+                self.out.error(self._not_held(short, held, "Nothing was staged."))
+                return
         if decided.note:
             self.out.warn(_sentence(decided.note))
         if decided.send is None:
+            if self.stage.empty:
+                self._staged_before = []
+            self._staged_before.append((self.stage, f"{name} {args}".strip()))
             self.stage = decided.stage
             return
         hand = list(cards(view.hand))
@@ -310,12 +369,80 @@ class ClientSession:
         self.stage = decided.stage
         self._set_view(response.view)
 
-    def _not_held(self, missing: list[Card], hand: list[Card]) -> str:
+    def _not_held(
+        self, missing: list[Card], hand: list[Card], done: str = "Nothing was played."
+    ) -> str:
         held = self.look.card_text
         names = ", ".join(held(c) for c in missing)
         similar = sorted({c for c in hand for m in missing if c.rank == m.rank and c != m})
         also = f" (you hold {', '.join(held(c) for c in similar)})" if similar else ""
-        return f"You don't hold {names}{also}. Nothing was played."
+        return f"You don't hold {names}{also}. {done}"
+
+    def _incomplete(self, face_down: Card, view: game_pb2.View) -> str:
+        """The question to put before an incomplete declaration ("" when it is complete, or
+        when the server would refuse it anyway and nothing would be shown)."""
+        if not view.can_declare or not _my_turn(view):
+            return ""
+        if view.options.false_declaration == game_pb2.FALSE_DECLARATION_REJECT:
+            return ""
+        complete = [card(d.card) for d in view.declarations]
+        if face_down in complete:
+            return ""
+        text = self.look.card_text
+        would = " or ".join(f"declare {text(c)}" for c in complete if c is not None)
+        hint = f" {would} would be complete." if would else " No card makes it complete now."
+        return (
+            f"With {text(face_down)} face down your hand is not complete: declaring shows your "
+            f"13 cards to everyone, {text(face_down)} becomes an ordinary discard and play goes "
+            f"on.{hint} Type yes to declare anyway; anything else does not."
+        )
+
+    def _cannot(self, action: Action, view: game_pb2.View, variant: Variant) -> str:
+        """Why ``action`` can never go through, from what the view shows ("" when it may):
+        said at once, before anything is staged or sent."""
+        offered = game_pb2.DRAW_SOURCE_DISCARD in view.draw_sources
+        drawing = _my_turn(view) and view.phase == game_pb2.PHASE_DRAW
+        if isinstance(action, Draw) and action.source == "discard" and drawing and not offered:
+            why = _no_discard(view, variant)
+            if why:
+                return f"You can't take the discard now: {why}."
+        lay = action.lay if isinstance(action, Draw) else action
+        if not isinstance(lay, Lay) or not _my_turn(view):
+            return ""
+        me = my_seat(view)
+        opened = me is not None and me < len(view.players) and view.players[me].opened
+        table = {m.number: meld_from_proto(m.meld) for m in view.melds}
+        steps = (*self.stage.steps, *lay.steps)
+        held = list(cards(view.hand)) + ([self.stage.draw] if self.stage.draw else [])
+        short = missing_cards(Lay(steps), held)
+        laid = 0
+        for i, step in enumerate(steps):
+            if isinstance(step, NewMeld):
+                laid += 1
+            if not isinstance(step, TakeJoker):
+                continue
+            if variant.has_opening and not opened:
+                return (
+                    "You have not opened yet: you take a joker back only once you have opened "
+                    "(from the turn after your opening). Nothing was staged or sent."
+                )
+            if step.card in short:
+                return self._not_held([step.card], held, "Nothing was staged or sent.")
+            if step.meld not in table and not (1 <= step.meld <= len(table) + laid):
+                return f"There is no meld {step.meld} on the table. Nothing was staged or sent."
+            touched = any(
+                isinstance(s, AddToMeld | TakeJoker) and s.meld == step.meld for s in steps[:i]
+            )
+            if step.meld in table and not touched:
+                try:
+                    table[step.meld].with_joker_taken(step.card)
+                except MeldError:
+                    name = self.look.card_text(step.card)
+                    return (
+                        f"Meld {step.meld} has no joker that {name} can replace. "
+                        "Nothing was staged or sent."
+                    )
+        return ""
 
     # -- the watch stream --------------------------------------------------------------------
 
@@ -405,7 +532,10 @@ class ClientSession:
         if after.phase == game_pb2.PHASE_GAME_OVER:
             self._forget_seat()  # nothing left to come back to
             if any(m.WhichOneof("kind") == "game_ended" for m in update.events):
-                self.out.info("save FILE keeps the game record; leave goes back to the lobby.")
+                self.out.info(
+                    "save FILE keeps the game record; rematch starts a new table with the same "
+                    "game, options and bots; leave goes back to the lobby."
+                )
 
     def _snapshot(self, view: game_pb2.View) -> None:
         if view.phase == game_pb2.PHASE_WAITING:
@@ -510,6 +640,19 @@ class ClientSession:
         self.out.info(f"Dropped {self.stage.describe()}.")
         self.stage = Stage()
 
+    async def _do_undo(self, args: str) -> None:
+        if self.stage.empty or not self._staged_before:
+            self._staged_before = []
+            self.out.info("Nothing is staged to undo.")
+            return
+        self.stage, typed = self._staged_before.pop()
+        rest = (
+            f"still staged: {self.stage.describe()}."
+            if not self.stage.empty
+            else ("nothing is staged now.")
+        )
+        self.out.info(f"Undid {typed}; {rest}")
+
     async def _do_hint(self, args: str) -> None:
         assert self.table_id is not None and self.view is not None
         request = table_service_pb2.AnalyseMyHandRequest(table_id=self.table_id)
@@ -541,16 +684,78 @@ class ClientSession:
             path.write_text(json.dumps(json.loads(response.record_json), indent=1) + "\n")
         except OSError as e:
             raise ValueError(f"could not write {path}: {e.strerror}") from None
-        whole = "the whole game" if response.complete else "the game so far (still running)"
-        self.out.info(f"Saved {whole} to {path}. rami-client replay {path} steps through it.")
+        if response.complete:
+            self.out.info(
+                f"Saved the whole game to {path}. rami-client replay {path} steps through it."
+            )
+        else:
+            self.out.info(
+                f"Saved the game so far (still running) to {path}. rami-client replay steps "
+                "only through a finished game: save again once it is over."
+            )
+
+    async def _do_rematch(self, args: str) -> None:
+        view = self.view
+        assert view is not None and self.table_id is not None
+        if view.phase != game_pb2.PHASE_GAME_OVER:
+            raise ValueError(
+                "a rematch is for when the game is over: rematch then starts a new table with "
+                "the same game, options and bots"
+            )
+        old_id, me = self.table_id, my_seat(view)
+        got = await self.link.call(
+            self.link.lobby.GetTable, lobby_service_pb2.GetTableRequest(table_id=old_id)
+        )
+        name = got.table.name or self.table_name
+        if not name.endswith(" (rematch)"):
+            name = f"{name} (rematch)"
+        request = lobby_service_pb2.CreateTableRequest(
+            name=name[:60],
+            variant=view.variant,
+            options=view.options,
+            private=got.table.private,
+        )
+        created = await self.link.call(self.link.lobby.CreateTable, request)
+        new_id = created.table.table_id
+        bots = [p.policy for p in view.players if p.kind == game_pb2.SEAT_KIND_BOT]
+        others = [
+            safe(p.name, 24)
+            for p in view.players
+            if p.kind == game_pb2.SEAT_KIND_PLAYER and p.seat != me
+        ]
+        self.out.info(
+            f"Rematch: a new table {new_id} with the same game and options; you sit there and "
+            f"its {len(bots)} bot seat{'s' if len(bots) != 1 else ''} get the same bots."
+        )
+        told = ""
+        if others:
+            # The other players learn the new table from the old table's chat.
+            chat = table_service_pb2.ChatRequest(
+                table_id=old_id, text=f"Rematch at table {new_id}: join {new_id} to play again."
+            )
+            try:
+                await self.link.call(self.link.table.Chat, chat, token=self.token)
+                told = "they were told its id in this table's chat"
+            except Refused as e:
+                told = (
+                    f"they could not be told in the chat ({_sentence(str(e))}): give them {new_id}"
+                )
+        await self._leave()
+        await self.join(created.table)
+        for policy in bots:
+            bot = lobby_service_pb2.AddBotRequest(table_id=new_id, policy=policy or "strong")
+            await self.link.call(self.link.lobby.AddBot, bot, token=self.token)
+        if others:
+            self.out.info(
+                f"The game starts when {' and '.join(others)} "
+                f"{'sits' if len(others) == 1 else 'sit'} down ({told}); start begins it with "
+                "whoever is seated."
+            )
 
     # -- the lobby ---------------------------------------------------------------------------
 
     async def _do_tables(self, args: str) -> None:
-        response = await self.link.call(
-            self.link.lobby.ListTables, lobby_service_pb2.ListTablesRequest()
-        )
-        self.tables = list(response.tables)
+        self.tables = await self._list_tables()
         self.out.lines(table_list_lines(self.tables))
         held = {s.table_id for s in self.seats.at(self.link.target)} if self.seats else set()
         for i, t in enumerate(self.tables, 1):
@@ -565,20 +770,77 @@ class ClientSession:
         self.name = safe(args, 24) or self.name
         self.out.info(f"You will join tables as {self.name}.")
 
-    async def _resolve(self, ref: str) -> lobby_service_pb2.TableInfo:
-        """The table a person means: its number in the last list, or its id."""
-        if ref.isdigit() and self.tables and 1 <= int(ref) <= len(self.tables):
-            table_id = self.tables[int(ref) - 1].table_id
-        else:
-            table_id = ref
-        request = lobby_service_pb2.GetTableRequest(table_id=table_id)
-        response = await self.link.call(self.link.lobby.GetTable, request)
+    async def _resolve(self, ref: str) -> lobby_service_pb2.TableInfo | None:
+        """The table a person means: its number in the list as printed, its short id (any
+        start of its id that no other listed table shares), or its whole id. None when the
+        list has changed under the number (said, and the list printed again)."""
+        if ref.isdigit() and len(ref) < SHORT_ID:
+            return await self._numbered(int(ref))
+        request = lobby_service_pb2.GetTableRequest(table_id=ref)
+        try:
+            response = await self.link.call(self.link.lobby.GetTable, request)
+        except Refused as e:
+            if e.code != grpc.StatusCode.NOT_FOUND:
+                raise
+            listed = await self._list_tables()
+            fits = [t for t in listed if t.table_id.startswith(ref.lower())]
+            if len(fits) > 1:
+                ids = ", ".join(safe(t.table_id, 32) for t in fits)
+                raise ValueError(
+                    f"{ref!r} starts more than one table id ({ids}): type more of it"
+                ) from None
+            if not fits:
+                raise
+            return fits[0]
         table: lobby_service_pb2.TableInfo = response.table
         return table
 
+    async def _list_tables(self) -> list[lobby_service_pb2.TableInfo]:
+        response = await self.link.call(
+            self.link.lobby.ListTables, lobby_service_pb2.ListTablesRequest()
+        )
+        return list(response.tables)
+
+    async def _numbered(self, number: int) -> lobby_service_pb2.TableInfo | None:
+        """Table ``number`` of the list as printed, if the server's list still has it there."""
+        if not self.tables:
+            raise ValueError(
+                f"there is no list to count {number} in yet: tables lists the tables, then "
+                "join N or join ID"
+            )
+        if not 1 <= number <= len(self.tables):
+            raise ValueError(
+                f"the list you saw has tables 1 to {len(self.tables)}: tables lists them anew"
+            )
+        seen = self.tables[number - 1]
+        fresh = await self._list_tables()
+        if number <= len(fresh) and fresh[number - 1].table_id == seen.table_id:
+            return fresh[number - 1]
+        now = (
+            f"number {number} is now {safe(fresh[number - 1].name, 40)}"
+            if number <= len(fresh)
+            else f"there is no number {number} now"
+        )
+        where = [i for i, t in enumerate(fresh, 1) if t.table_id == seen.table_id]
+        then = (
+            f"{safe(seen.name, 40)}, which you saw there, is number {where[0]}"
+            if where
+            else f"{safe(seen.name, 40)}, which you saw there, is no longer listed"
+        )
+        self.out.error(
+            f"The tables have changed since the list you saw: {now}, and {then}. Nothing was "
+            "done; here is the list again (a short id, join ID, stays the same)."
+        )
+        self.tables = fresh
+        self.out.lines(table_list_lines(fresh))
+        return None
+
     async def _do_join(self, args: str) -> None:
         if args:
-            table = await self._resolve(args.split()[0])
+            found = await self._resolve(args.split()[0])
+            if found is None:
+                return
+            table = found
         else:
             await self._do_tables("")
             # A seat of one's own comes first, then the newest table with a free seat.
@@ -638,6 +900,8 @@ class ClientSession:
         if not args:
             raise ValueError("watch which table? watch 2, or its id (tables lists them)")
         table = await self._resolve(args.split()[0])
+        if table is None:
+            return
         self.out.line([("class:good", "Watching "), ("", table_summary(table))])
         await self._watch_table(table.table_id, None, table.name)
 
@@ -687,6 +951,27 @@ class ClientSession:
         self._print_help(args)
 
     async def _do_quit(self, args: str) -> None:
+        view = self.view
+        if self.where == PLAYING and view is not None and view.phase != game_pb2.PHASE_GAME_OVER:
+            if self.local:
+                then = "the game ends with the client"
+            elif self.seats is not None:
+                then = (
+                    "the server plays your seat until you take it back (rami-client connect, "
+                    "then join)"
+                )
+            else:
+                then = "the server plays your seat from now on"
+            self.ask(
+                f"The game is still on: if you quit, {then}. Type yes to quit; anything else "
+                "keeps you at the table.",
+                "You stay at the table.",
+                self._quit,
+            )
+            return
+        await self._quit()
+
+    async def _quit(self) -> None:
         self.done = True
 
 
@@ -694,8 +979,24 @@ def _my_turn(view: game_pb2.View) -> bool:
     return my_seat(view) == view.turn and view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
 
 
+def _no_discard(view: game_pb2.View, variant: Variant) -> str:
+    """Why the rules keep the discard from the player now, as far as the view tells ("" when
+    only the server can say: in tallage, whether a lay this turn can take it)."""
+    if card(view.discard_top) is None:
+        return "the discard pile is empty"
+    if variant.moroccan_draw_rules:
+        if view.first_circuit:
+            return "nobody takes the discard during the first circuit of the table"
+        if len(view.hand) == 1:
+            return "holding one card, you draw from the stock"
+    if variant.must_lay_discard:
+        return ""
+    return "the rules do not offer it this turn; draw stock"
+
+
 def _is_card(word: str) -> bool:
     try:
+        check_ranks(word)
         Card.parse(word)
     except ValueError:
         return False

@@ -1,4 +1,5 @@
-"""Building and running the server: services, health, reflection, keepalive, shutdown."""
+"""Building and running the server: services, health, reflection, keepalive, connection bounds,
+shutdown."""
 
 from __future__ import annotations
 
@@ -22,6 +23,14 @@ from rami.v1 import (
     table_service_pb2_grpc,
 )
 
+from .connections import (
+    AddressBound,
+    ConnectionLimits,
+    connection_bound,
+    grpc_options,
+    open_file_limit,
+    raise_open_file_limit,
+)
 from .dealing import ServerKey
 from .errors import DecodeGuard
 from .introspection import HEALTH, HealthServicer, add_health, add_reflection
@@ -62,6 +71,8 @@ class Server:
     health: HealthServicer
     #: Closes the waiting tables that went too long without a change.
     expiring: asyncio.Task[None] | None = None
+    #: The sweep that holds each client address to its bound of connections, if any.
+    sweeper: asyncio.Task[None] | None = None
     _stopped: bool = field(default=False)
 
     async def stop(self, grace: float = 2.0) -> None:
@@ -69,6 +80,8 @@ class Server:
         if self._stopped:
             return
         self._stopped = True
+        if self.sweeper is not None:
+            self.sweeper.cancel()
         if self.expiring is not None:
             self.expiring.cancel()
             await asyncio.gather(self.expiring, return_exceptions=True)
@@ -93,13 +106,18 @@ async def serve(
     table_config: TableConfig | None = None,
     tls: tuple[bytes, bytes] | None = None,
     secret_file: str | None = None,
+    connections: ConnectionLimits | None = None,
 ) -> Server:
     """Start a server on ``host:port`` (port 0: any free port) and return it, bound.
 
     ``tls`` is a (private key, certificate chain) pair in PEM: the server then speaks TLS only.
     ``secret_file`` holds the server's key (``dealing.py``; by default ``db`` + ``.key``).
+    ``connections``: how many connections it holds, and how long the silent ones
+    (``connections.py``).
     """
     key = ServerKey.for_store(db, secret_file)
+    limits = connections or ConnectionLimits()
+    files = open_file_limit()
     storage = await SqliteStorage.open(db, summarize)
     lobby = Lobby(storage, lobby_config or LobbyConfig(), table_config or TableConfig(), key)
     restored = await lobby.restore()
@@ -112,6 +130,7 @@ async def serve(
             ("grpc.keepalive_timeout_ms", 10_000),
             ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
             ("grpc.keepalive_permit_without_calls", 1),
+            *grpc_options(limits, files),
         ],
     )
     rules_service_pb2_grpc.add_RulesServiceServicer_to_server(RulesService(lobby.work), server)
@@ -131,11 +150,27 @@ async def serve(
     if bound == 0:
         raise OSError(f"could not listen on {host}:{port}")
     await server.start()
+    sweeper = None
+    if limits.per_address > 0:
+        if AddressBound.available():
+            sweep = AddressBound(bound, limits.per_address, limits.sweep_seconds)
+            sweeper = asyncio.ensure_future(sweep.run())
+        else:
+            log.warning("no bound on connections per address: this system does not list them")
     for name in ("", *SERVICE_NAMES):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     log.info("listening on %s:%d (storage %s, %d tables restored)", host, bound, db, restored)
+    log.info(
+        "connections: at most %s in all (open files: %s), %s per address; handshake %g s, "
+        "closed after %s without a call",
+        connection_bound(limits, files) or "any number",
+        files or "no limit",
+        limits.per_address or "any number",
+        limits.handshake_seconds,
+        f"{limits.idle_seconds:g} s" if limits.idle_seconds > 0 else "no time",
+    )
     expiring = asyncio.get_running_loop().create_task(lobby.expire_forever(), name="expiry")
-    return Server(server, bound, lobby, storage, health_servicer, expiring)
+    return Server(server, bound, lobby, storage, health_servicer, expiring, sweeper)
 
 
 async def run(
@@ -145,9 +180,11 @@ async def run(
     lobby_config: LobbyConfig,
     tls: tuple[bytes, bytes] | None = None,
     secret_file: str | None = None,
+    connections: ConnectionLimits | None = None,
     table_config: TableConfig | None = None,
 ) -> None:
-    """Serve until SIGTERM or SIGINT, then shut down gracefully."""
+    """Raise the open-file limit, then serve until SIGTERM or SIGINT and shut down gracefully."""
+    raise_open_file_limit()
     server = await serve(
         host,
         port,
@@ -156,6 +193,7 @@ async def run(
         table_config=table_config,
         tls=tls,
         secret_file=secret_file,
+        connections=connections,
     )
     secure = " with TLS" if tls else ""
     print(f"rami-server listening on {host}:{server.port}{secure} (storage: {db})", flush=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from .app import LOOPS, run, run_loop
+from .connections import ConnectionLimits
 from .lobby import LobbyConfig
 from .table import TableConfig
 
@@ -55,6 +56,30 @@ def serve(
         help="The server's key, made there when missing: the deals and bots of every table "
         "come from it; keep it apart from the database (default: DB path + '.key').",
     ),
+    max_connections: int = typer.Option(
+        ConnectionLimits.max_connections,
+        help="Connections held at once, in all; lowered to fit the open-file limit (0: only"
+        " that). One beyond is closed at once.",
+    ),
+    max_connections_per_address: int = typer.Option(
+        ConnectionLimits.per_address,
+        help="Connections one client address may hold at once, its newest closed within a"
+        " second (0: no bound; Linux only).",
+    ),
+    handshake_seconds: float = typer.Option(
+        ConnectionLimits.handshake_seconds,
+        help="Seconds a new connection has to finish its handshake (TLS, HTTP/2) or be closed.",
+    ),
+    idle_connection_seconds: float = typer.Option(
+        ConnectionLimits.idle_seconds,
+        help="Seconds a connection may go without any call before it is closed (0: never);"
+        " an open Watch or Play stream is a call.",
+    ),
+    watcher_queue: int = typer.Option(
+        TableConfig().watcher_queue,
+        min=1,
+        help="A stream this many updates behind is cut off (TOO_SLOW; it resumes with after).",
+    ),
 ) -> None:
     """Serve Rami tables on HOST:PORT until SIGTERM or SIGINT."""
     logging.basicConfig(
@@ -81,9 +106,26 @@ def serve(
     if loop not in LOOPS:
         typer.echo(f"rami-server: --loop is one of {', '.join(LOOPS)}", err=True)
         raise typer.Exit(2)
+    if min(max_connections, max_connections_per_address, idle_connection_seconds) < 0 or not (
+        handshake_seconds > 0
+    ):
+        typer.echo(
+            "rami-server: connection bounds and idle seconds are 0 or more, handshake seconds"
+            " more than 0",
+            err=True,
+        )
+        raise typer.Exit(2)
+    connections = ConnectionLimits(
+        max_connections=max_connections,
+        per_address=max_connections_per_address,
+        handshake_seconds=handshake_seconds,
+        idle_seconds=idle_connection_seconds,
+    )
     try:
-        tables = TableConfig(drop_grace=max(drop_grace, 0.0))
-        run_loop(run(host, port, db, config, tls, secret_file or None, tables), loop)
+        table_config = TableConfig(watcher_queue=watcher_queue, drop_grace=max(drop_grace, 0.0))
+        run_loop(
+            run(host, port, db, config, tls, secret_file or None, connections, table_config), loop
+        )
     except ImportError:
         typer.echo("rami-server: uvloop is not installed (pip install uvloop)", err=True)
         raise typer.Exit(2) from None

@@ -82,18 +82,18 @@ class StreamCounter:
 @dataclass
 class TimeBudget:
     """Server time per key, for calls whose cost depends on what the client sends (the solver
-    on any hand, a long game's record): ``share`` of every second, saved up to ``burst``
-    seconds. A call is refused while the key's budget is spent; what it takes is measured and
-    charged when it ends. The event loop serves every table: no client may keep it busy."""
+    on any hand, a long game's record, a replay from far back): ``share`` of every second,
+    saved up to ``burst`` seconds. A call is refused while the key's budget is spent; what it
+    takes is measured and charged when it ends (or, for work done in slices, after each
+    slice). The event loop serves every table: no client may keep it busy."""
 
     share: float
     burst: float
     what: str = "solver and record time"
     _buckets: dict[str, _Bucket] = field(default_factory=dict)
 
-    @contextmanager
-    def spend(self, key: str) -> Iterator[None]:
-        """Run the block on ``key``'s budget, or refuse with RESOURCE_EXHAUSTED."""
+    def _bucket(self, key: str) -> _Bucket:
+        """``key``'s bucket, refilled to now."""
         now = time.monotonic()
         b = self._buckets.get(key)
         if b is None:
@@ -104,13 +104,29 @@ class TimeBudget:
             b = self._buckets[key] = _Bucket(self.burst, now)
         b.tokens = min(self.burst, b.tokens + (now - b.stamp) * self.share)
         b.stamp = now
-        if b.tokens <= 0:
+        return b
+
+    def check(self, key: str) -> None:
+        """Refuse with RESOURCE_EXHAUSTED while ``key``'s budget is spent."""
+        if self._bucket(key).tokens <= 0:
             raise Exhausted(
                 "RATE_LIMITED",
                 f"too much {self.what}: at most {self.share:.0%} of the server's time; slow down",
             )
+
+    def charge(self, key: str, seconds: float) -> float:
+        """Charge ``seconds`` of work to ``key``; returns the seconds until its budget is no
+        longer spent (0 when it is not)."""
+        b = self._bucket(key)
+        b.tokens -= seconds
+        return max(0.0, -b.tokens / self.share) if self.share > 0 else 0.0
+
+    @contextmanager
+    def spend(self, key: str) -> Iterator[None]:
+        """Run the block on ``key``'s budget, or refuse with RESOURCE_EXHAUSTED."""
+        self.check(key)
         start = time.perf_counter()
         try:
             yield
         finally:
-            b.tokens -= time.perf_counter() - start
+            self.charge(key, time.perf_counter() - start)

@@ -26,7 +26,7 @@ from .limits import TimeBudget
 from .refusals import Exhausted, Invalid, NotFound, PermissionDenied, Refusal
 from .sanitize import MAX_TABLE_NAME, clean_name
 from .storage import Created, Storage, TableRow
-from .table import Table, TableConfig, start_entry
+from .table import Checkpoints, Table, TableConfig, start_entry
 from .tablestate import (
     OVER,
     WAITING,
@@ -62,8 +62,12 @@ class LobbyConfig:
     spectator_streams_per_client: int = 64
     #: Play streams of one client address that have not sent their `open` yet.
     opening_streams_per_client: int = 16
-    #: Server time one client address may spend in hand analyses and game records: this share
-    #: of every second, and the seconds it may save up.
+    #: A resume that replays more than this many updates is from far back: one client
+    #: address may have this many of them replaying at once, on its time budget (``work``).
+    far_resume: int = 256
+    far_resumes_per_client: int = 2
+    #: Server time one client address may spend in hand analyses, game records and replays
+    #: from far back: this share of every second, and the seconds it may save up.
     work_share: float = 0.2
     work_burst: float = 1.0
     #: Seconds a waiting table may go without a change before the server closes it (0: never).
@@ -98,17 +102,24 @@ def summary_of_row(row: TableRow) -> TableSummary:
 
 
 def rebuild(
-    table_id: str, spec: dict[str, Any], entries: list[dict[str, Any]], secret: bytes = b""
+    table_id: str,
+    spec: dict[str, Any],
+    entries: list[dict[str, Any]],
+    secret: bytes = b"",
+    checkpoints: Checkpoints | None = None,
 ) -> TableState:
     """A table rebuilt from its stored spec and log with its secret; an entry that does not
     read, or does not apply, raises ``EntryError`` naming the table and the entry (and a deal
-    that the secret does not make raises ``DealError``)."""
+    that the secret does not make raises ``DealError``). ``checkpoints`` is offered the state
+    on the way, for the table's replays."""
     state = TableState(table_id, TableSpec.from_dict(spec), secret=secret)
     for number, d in enumerate(entries, 1):
         try:
             state.apply(entry_from_dict(d))
         except (EntryError, Refusal, RuleError) as e:
             raise EntryError(f"table {table_id}, stored entry {number}: {e}") from None
+        if checkpoints is not None:
+            checkpoints.offer(state, len(entries))
     return state
 
 
@@ -149,11 +160,14 @@ class Lobby:
         self.tables: dict[str, Table] = {}
         self._loading: dict[str, asyncio.Future[Table | None]] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
-        #: Server time spent on each client's analyses and records (shared by every service).
-        self.work = TimeBudget(config.work_share, config.work_burst)
+        #: Server time spent on each client's analyses, records and replays from far back
+        #: (shared by every service).
+        self.work = TimeBudget(
+            config.work_share, config.work_burst, "solver, record and replay time"
+        )
 
-    def _hold(self, state: TableState) -> Table:
-        table = Table(state, self.storage, self.table_config, on_finished=self.finished)
+    def _hold(self, state: TableState, checkpoints: Checkpoints | None = None) -> Table:
+        table = Table(state, self.storage, self.table_config, self.finished, checkpoints)
         self.tables[state.table_id] = table
         return table
 
@@ -175,16 +189,18 @@ class Lobby:
         try:
             stored = await self.storage.load_table(table_id)
             if stored is not None:
+                c = self.table_config
+                checkpoints = Checkpoints(c.checkpoint_every, c.checkpoints)
                 try:
                     nonce = stored.row.spec.get("deal_nonce", "")
                     secret = self.key.table_secret(table_id, nonce)
-                    state = rebuild(table_id, stored.row.spec, stored.entries, secret)
+                    state = rebuild(table_id, stored.row.spec, stored.entries, secret, checkpoints)
                 except DealError as e:  # names the table and the key, never a card
                     log.error("%s; the table is left out", e)
                 except Exception as e:
                     log_unexpected(log, f"table {table_id} could not be rebuilt; left out", e)
                 else:
-                    table = self.tables.get(table_id) or self._hold(state)
+                    table = self.tables.get(table_id) or self._hold(state, checkpoints)
                     if table.status in OVER:
                         self.finished(table)
                     elif state.is_full():

@@ -42,7 +42,7 @@ from .records import record_inputs, record_json
 from .refusals import Invalid, PermissionDenied, Precondition, Refusal, Unauthenticated
 from .retries import check_request_id, derived_token, mark
 from .sanitize import MAX_CHAT, MAX_NAME, clean_name, clean_text, name_key
-from .table import Committed, Table, Watcher, stale, start_entry
+from .table import Committed, Pace, Table, Watcher, stale, start_entry
 from .tablestate import CLOSED, FINISHED, PLAYING, WAITING, TableState, hash_token
 
 __all__ = ["TOKEN_METADATA", "LobbyService", "RulesService", "TableService"]
@@ -425,6 +425,26 @@ def _client(context: grpc.aio.ServicerContext) -> str:
     return peer.rsplit(":", 1)[0] if ":" in peer else peer
 
 
+class _FarResume(Pace):
+    """The pace of a resume from far back: each slice of its replay is charged to the client's
+    time budget, and the next waits while that budget is spent (the stream goes on, slower);
+    when the replay is over, the client's slot is free again."""
+
+    def __init__(self, work: TimeBudget, slots: StreamCounter, client: str) -> None:
+        self.work = work
+        self.slots = slots
+        self.client = client
+        self.over = False
+
+    async def slice(self, seconds: float) -> None:
+        await asyncio.sleep(self.work.charge(self.client, seconds))
+
+    def done(self) -> None:
+        if not self.over:
+            self.over = True
+            self.slots.close(self.client)
+
+
 class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
     """Playing at a table."""
 
@@ -438,6 +458,21 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
             c.spectator_streams_per_client, "spectator streams per client"
         )
         self.opening = StreamCounter(c.opening_streams_per_client, "Play streams not yet open")
+        self.far = StreamCounter(c.far_resumes_per_client, "resumes from far back per client")
+
+    def _pace(self, client: str, after: int | None, number: int) -> _FarResume | None:
+        """The pace of a resume after ``after`` on a table at ``number``: one from far back
+        takes one of the client's few slots and needs time left on its budget (or is refused
+        with RESOURCE_EXHAUSTED); one near the end goes at the table's own pace (None)."""
+        if after is None or number - after <= self.lobby.config.far_resume:
+            return None
+        self.far.open(client)
+        try:
+            self.lobby.work.check(client)
+        except BaseException:
+            self.far.close(client)
+            raise
+        return _FarResume(self.lobby.work, self.far, client)
 
     @unary
     async def Act(
@@ -574,26 +609,31 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         token = _token(context)
         after = request.after if request.HasField("after") else None
 
-        def seat_of(state: TableState) -> int | None:
+        def seat_of(state: TableState) -> tuple[int | None, int]:
             # No token, or the owner's token of a seatless owner: a spectator's stream.
             owner_only = bool(token) and state.is_owner(token) and state.seat_of(token) is None
             seat = _seat(state, token) if token and not owner_only else None
             table.check_after(state, after)  # before the seat comes back: a refusal changes nothing
-            return seat
+            return seat, state.number
 
-        seat = await self.read(table, seat_of)
+        seat, number = await self.read(table, seat_of)
+        client = _client(context)
         counter, key = (
-            (self.spectators, _client(context))
+            (self.spectators, client)
             if seat is None
             else (self.seat_streams, f"{table.table_id}:{seat}")
         )
         counter.open(key)
+        pace = None
         try:
+            pace = self._pace(client, after, number)
             if seat is not None:
                 await table.change(lambda state: _returning(state, seat), lambda _: None)
-            async for _, data in table.watch(seat, after, take_over=request.take_over):
+            async for _, data in table.watch(seat, after, pace=pace, take_over=request.take_over):
                 yield data
         finally:
+            if pace is not None:
+                pace.done()
             counter.close(key)
 
     @streaming
@@ -620,21 +660,25 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         token = _token(context)
         after = first.open.after if first.open.HasField("after") else None
 
-        def seat_of(state: TableState) -> int:
+        def seat_of(state: TableState) -> tuple[int, int]:
             seat = _seat(state, token)
             table.check_after(state, after)
-            return seat
+            return seat, state.number
 
-        seat = await self.read(table, seat_of)
+        seat, now = await self.read(table, seat_of)
         key = f"{table.table_id}:{seat}"
         self.seat_streams.open(key)
         watcher = table.watcher(seat)
         commands: asyncio.Task[None] | None = None
+        pace = None
         try:
+            pace = self._pace(client, after, now)
             await table.change(lambda state: _returning(state, seat), lambda _: None)
             # The stream's items are encoded WatchResponses, which are PlayResponses as they
             # are (the same field numbers), and refusals (see ``wire``).
-            async for number, data in table.watch(seat, after, watcher, first.open.take_over):
+            async for number, data in table.watch(
+                seat, after, watcher, pace, take_over=first.open.take_over
+            ):
                 if commands is None:
                     # Commands are taken once the stream watches (it has its first message):
                     # the update of each then reaches this stream, as its acknowledgement.
@@ -649,6 +693,8 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         finally:
             if commands is not None:
                 commands.cancel()
+            if pace is not None:
+                pace.done()
             self.seat_streams.close(key)
 
     async def _commands(

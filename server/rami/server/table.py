@@ -20,6 +20,15 @@ Reading a table (a watcher's first messages, a hand to analyse, a record) is a :
 on the same queue, so nobody ever observes a state that is not stored. Outside the task, only
 what is committed is read: the table's ``number`` and ``summary``.
 
+A stream resumed with ``after`` is sent what it missed by a replay of the log that runs
+outside the table's task: the read that opens the stream takes the log up to the number now
+committed and adds the watcher (so every later update reaches its mailbox: no gap, no
+duplicate); the stream's own task then replays, from the newest checkpoint at or before
+``after`` (:class:`Checkpoints`, a few forks of the state kept every so many updates), in
+slices of a few milliseconds with a turn of the event loop between them (and the client's
+time budget, for a resume from far back: see :class:`Pace`), and the table serves its
+commands meanwhile.
+
 A watcher whose mailbox is full is cut off (it may resume from its last number); it never
 slows the table or the others. The table plays for the seats nobody is at: built-in bots,
 seats whose player left, and the turn clock, which plays a safe move when it runs out.
@@ -34,7 +43,8 @@ import random
 import secrets
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
@@ -70,7 +80,9 @@ from .tablestate import (
 
 __all__ = [
     "Change",
+    "Checkpoints",
     "Committed",
+    "Pace",
     "Read",
     "Table",
     "TableConfig",
@@ -95,6 +107,12 @@ class TableConfig:
     away_delay: float = 0.3
     heartbeat: float = 15.0
     watcher_queue: int = 256
+    #: A fork of the state is kept every this many updates, the newest ``checkpoints`` of
+    #: them: a resume replays at most this many updates more than it missed.
+    checkpoint_every: int = 256
+    checkpoints: int = 3
+    #: The work of one slice of a replay, in seconds, before the event loop gets a turn.
+    replay_slice: float = 0.002
     #: Seconds a seat's player may be gone (no Watch or Play stream of the seat open) during
     #: a game before, on the seat's turn, the server marks the seat away as a LeaveTable
     #: would, and plays for it (its token brings it back, as ever).
@@ -199,6 +217,80 @@ class Read(Generic[T]):
 
 Job = Change[Any] | Read[Any]
 
+#: The most updates one slice of a replay encodes (its memory, whatever the machine's speed).
+_SLICE_ITEMS = 128
+
+
+class Checkpoints:
+    """A few states of a table, each a fork taken at a committed number, the newest kept: a
+    replay starts from the newest one at or before the update it resumes after, instead of
+    from the table's creation. One is taken whenever the table has moved ``every`` updates past
+    the newest (on a commit, or while the table is loaded); ``keep`` of them at most. They are
+    never changed: a replay forks the one it starts from."""
+
+    __slots__ = ("_kept", "every", "keep")
+
+    def __init__(self, every: int, keep: int) -> None:
+        self.every = every
+        self.keep = keep
+        self._kept: deque[TableState] = deque()
+
+    def offer(self, state: TableState, heading: int | None = None) -> None:
+        """Keep a fork of ``state`` (committed) if one is due. ``heading``: the number the
+        caller is on its way to (a table being loaded), so that no fork is made that would be
+        dropped before it gets there."""
+        if self.every <= 0 or self.keep <= 0:
+            return
+        number = state.number
+        newest = self._kept[-1].number if self._kept else 0
+        if number < newest + self.every:
+            return
+        if heading is not None and heading - number >= self.every * self.keep:
+            return
+        self._kept.append(state.fork())
+        while len(self._kept) > self.keep:
+            self._kept.popleft()
+
+    def before(self, number: int) -> TableState | None:
+        """The newest checkpoint at or before ``number`` (None: replay from the start)."""
+        for state in reversed(self._kept):
+            if state.number <= number:
+                return state
+        return None
+
+
+class Pace:
+    """How a stream's replay shares the server: after each slice, :meth:`slice` is awaited
+    with the server's time the slice took (the CPU time of the event loop's thread from the
+    start of its work to the last of its updates sent; here: one turn of the event loop);
+    :meth:`done` is called once when the replay is over, however it ends. The services pace a
+    resume from far back on the client's time budget (``services.py``)."""
+
+    async def slice(self, seconds: float) -> None:
+        """Between two slices of a replay (and after the last)."""
+        await asyncio.sleep(0)
+
+    def done(self) -> None:
+        """The replay is over."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Replay:
+    """What a resumed stream missed, taken between two changes: the updates after ``after``,
+    up to ``end`` (the number committed then), to replay from ``start`` (a checkpoint, or
+    None: the table's creation) by applying ``entries`` (those after ``start``, to ``end``),
+    with who was connected and the clock as they were then."""
+
+    start: TableState | None
+    entries: list[Entry]
+    after: int
+    end: int
+    seat: int | None
+    connected: dict[int, int]
+    deadline: float | None
+    turn_key: tuple[int, int] | None
+
+
 #: The least wait before an automatic move, even when the configured delay is 0. Back-to-back
 #: moves would keep the event loop from ever waiting: gRPC's poller thread, which completes
 #: every message sent, would get the GIL only at each switch interval, and watchers would fall
@@ -226,11 +318,16 @@ class Table:
         storage: Storage,
         config: TableConfig,
         on_finished: Callable[[Table], None] | None = None,
+        checkpoints: Checkpoints | None = None,
     ) -> None:
         self.state = state
         self.storage = storage
         self.config = config
         self.on_finished = on_finished
+        #: Forks of the state, for replays (those a load took, or none yet).
+        if checkpoints is None:
+            checkpoints = Checkpoints(config.checkpoint_every, config.checkpoints)
+        self.checkpoints = checkpoints
         #: The number of the latest stored update: all that anyone outside the task may see.
         self.number = state.number
         self.watchers: set[Watcher] = set()
@@ -422,6 +519,7 @@ class Table:
         self.number = state.number
         self.changed_at = time.monotonic()
         self._dirty, self._summary_stale = False, True
+        self.checkpoints.offer(state)
         if job.ack is not None:
             job.ack[0].acks[first] = job.ack[1]
         self._fan_out(updates)
@@ -620,24 +718,52 @@ class Table:
             loop = asyncio.get_running_loop()
             self._beat = loop.call_later(self.config.heartbeat / 2, self._heartbeats)
 
-    def _history(self, seat: int | None, after: int) -> list[Item]:
-        """The updates after ``after`` as ``seat`` saw them, by replaying the table's log."""
-        replay = TableState(self.table_id, self.state.spec, secret=self.state.secret)
-        encoder = ViewEncoder()
-        connected = self.connected()
-        out = []
-        for entry in self.state.entries:
-            events = replay.apply(entry)
-            if replay.number > after:
-                # Only the clock of the turn being played is kept: its updates show it, as
-                # they did live; older turns' clocks have run out anyway.
-                g = replay.game
-                same_turn = g is not None and self._turn_key == (g.round, g.turn_index)
-                deadline = self.deadline if same_turn else None
-                view = encoder.encode(replay, (seat,), connected, deadline)[seat]
-                head = update_head(replay.number, events)
-                out.append((replay.number, encode_update(head, view)))
-        return out
+    async def _replayed(
+        self, r: _Replay, watcher: Watcher, pace: Pace
+    ) -> AsyncGenerator[Item, None]:
+        """The updates ``r`` holds as its seat saw them, made by replaying the log outside the
+        table's task, in slices: each applies and encodes for ``replay_slice`` seconds at most
+        (and ``_SLICE_ITEMS`` updates), sends them, then waits for ``pace``. It stops early
+        when the watcher is cut off meanwhile, or the table closes (its stream then ends
+        ``TOO_SLOW`` or ``SHUTTING_DOWN``, resumable from the last update it sent)."""
+        try:
+            began, cpu = time.perf_counter(), time.thread_time()
+            start = r.start
+            state = (
+                TableState(self.table_id, self.state.spec, secret=self.state.secret)
+                if start is None
+                else start.fork()
+            )
+            encoder = ViewEncoder()
+            entries = iter(r.entries)
+            seat, limit = r.seat, self.config.replay_slice
+            while True:
+                batch: list[Item] = []
+                while state.number < r.end and len(batch) < _SLICE_ITEMS:
+                    events = state.apply(next(entries))
+                    if state.number > r.after:
+                        # Only the clock of the turn being played is kept: its updates show
+                        # it, as they did live; older turns' clocks have run out anyway.
+                        g = state.game
+                        same_turn = g is not None and r.turn_key == (g.round, g.turn_index)
+                        deadline = r.deadline if same_turn else None
+                        view = encoder.encode(state, (seat,), r.connected, deadline)[seat]
+                        head = update_head(state.number, events)
+                        batch.append((state.number, encode_update(head, view)))
+                    if time.perf_counter() - began >= limit:
+                        break
+                for item in batch:
+                    yield item
+                if watcher.cut or watcher.taken or self.closed:
+                    return  # the stream ends TOO_SLOW, TAKEN_OVER or SHUTTING_DOWN
+                # What the slice cost the server: its work, and the loop's while its updates
+                # went out (CPU time: a slow connection's waits are not counted).
+                await pace.slice(time.thread_time() - cpu)
+                if state.number >= r.end:
+                    return
+                began, cpu = time.perf_counter(), time.thread_time()
+        finally:
+            pace.done()
 
     def check_after(self, state: TableState, after: int | None) -> None:
         """Refuse to resume after an update that has not happened."""
@@ -651,10 +777,15 @@ class Table:
         """A new watcher of ``seat``, not yet watching (see :meth:`watch`)."""
         return Watcher(seat, Mailbox(self.config.watcher_queue))
 
-    def _open(self, watcher: Watcher, after: int | None, take_over: bool) -> list[Item]:
-        """A stream's first messages, and the watcher added (between two changes)."""
+    def _open(
+        self, watcher: Watcher, after: int | None, take_over: bool
+    ) -> tuple[list[Item] | _Replay, bytes]:
+        """A stream's first messages, or what it missed, to replay, and what its first message
+        says of the seat's other streams (``encode_stream_note``, or nothing); and the watcher
+        added (between two changes: every later update reaches its mailbox)."""
         self.check_after(self.state, after)
         seat = watcher.seat
+        first: list[Item] | _Replay
         others = 0 if seat is None else sum(1 for w in self.watchers if w.seat == seat)
         # Added first: the seat's own first messages show it connected, as it is.
         self._add(watcher, take_over)
@@ -662,38 +793,61 @@ class Table:
             first = [
                 (self.number, encode_update(snapshot_head(self.number), self.view_bytes(seat)))
             ]
-        else:
+        elif after == self.number:
             # A resumed stream that missed nothing opens with a heartbeat, so the watcher
             # knows at once that it is connected again.
-            first = self._history(seat, after) or [
-                (0, encode_heartbeat(self.number, self.presence()))
-            ]
-        if others:
-            # Appended, the field is part of the same message (WatchResponse's and
-            # PlayResponse's field numbers are the same).
-            number, data = first[0]
-            first[0] = (number, data + encode_stream_note(take_over, others))
+            first = [(0, encode_heartbeat(self.number, self.presence()))]
+        else:
+            start = self.checkpoints.before(after)
+            begin = 0 if start is None else start.number
+            first = _Replay(
+                start,
+                self.state.entries[begin : self.number],
+                after,
+                self.number,
+                seat,
+                self.connected(),
+                self.deadline,
+                self._turn_key,
+            )
         self._beat_later()
-        return first
+        # On the first message, appended (WatchResponse's and PlayResponse's field numbers
+        # are the same): the seat's other streams, taken over or counted.
+        return first, encode_stream_note(take_over, others) if others else b""
 
     async def watch(
         self,
         seat: int | None,
         after: int | None,
         watcher: Watcher | None = None,
+        pace: Pace | None = None,
         take_over: bool = False,
     ) -> AsyncIterator[Item]:
-        """The stream of one watcher, encoded: a snapshot (or what it missed), then every
-        update (and whatever else is put on ``watcher``'s queue). ``take_over``: the seat's
-        other streams end (ABORTED TAKEN_OVER)."""
+        """The stream of one watcher, encoded: a snapshot (or what it missed, replayed at
+        ``pace``), then every update (and whatever else is put on ``watcher``'s queue).
+        ``take_over``: the seat's other streams end (ABORTED TAKEN_OVER)."""
         if watcher is None:
             watcher = self.watcher(seat)
-        first = await self.read(lambda _: self._open(watcher, after, take_over))
+        pace = pace or Pace()
         try:
-            while first:  # popped: a snapshot is not kept for the life of the stream
-                item = first.pop(0)
-                watcher.last = item[0] or watcher.last
-                yield item
+            first, note = await self.read(lambda _: self._open(watcher, after, take_over))
+        except BaseException:
+            pace.done()
+            raise
+        try:
+            if isinstance(first, _Replay):
+                async with aclosing(self._replayed(first, watcher, pace)) as missed:
+                    async for item in missed:
+                        watcher.last = item[0]
+                        yield (item[0], item[1] + note) if note else item
+                        note = b""
+            else:
+                pace.done()
+                while first:  # popped: a snapshot is not kept for the life of the stream
+                    item = first.pop(0)
+                    watcher.last = item[0] or watcher.last
+                    yield (item[0], item[1] + note) if note else item
+                    note = b""
             queue = watcher.queue
             while True:
                 got = await queue.get() if queue.empty() else queue.get_nowait()

@@ -14,10 +14,11 @@ mark once (:meth:`TableState.answered`): a retry of the call finds the entry it 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import hmac
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from rami.engine import POLICIES, Game, NextRound, Options, Phase, View, get_variant, view
@@ -400,6 +401,35 @@ class TableState:
         return [
             {"name": s.name, "kind": s.kind, "policy": s.policy, "away": s.away} for s in self.seats
         ]
+
+    def fork(self) -> TableState:
+        """An independent copy, to apply more entries to without changing this one. What only
+        grows is shared, not copied: the entries, the game's log of actions and its finished
+        rounds' results are immutable values, and only the lists that hold them are new (a
+        whole deep copy of a long game would copy thousands of actions)."""
+        game = self.game
+        if game is not None:
+            shared: dict[int, Any] = {
+                id(game.log): list(game.log),
+                id(game.results): list(game.results),
+                id(game.variant): game.variant,
+                id(game.options): game.options,
+            }
+            game = copy.deepcopy(game, shared)
+        seats = [replace(s) for s in self.seats]
+        out = TableState(
+            self.table_id,
+            self.spec,
+            seats,
+            self.status,
+            game,
+            list(self.entries),
+            self.game_number,
+            self.secret,
+            dict(self.requests),
+        )
+        out.options = self.options  # the players of a started game, not the spec's
+        return out
 
     def tokens(self) -> tuple[str, ...]:
         """The hashes of every token that proves something here: the owner's, the seats'."""

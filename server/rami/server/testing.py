@@ -16,28 +16,39 @@ import grpc
 from rami.v1 import lobby_service_pb2_grpc, rules_service_pb2_grpc, table_service_pb2_grpc
 
 from .app import Server, serve
+from .connections import ConnectionLimits
 from .lobby import LobbyConfig
 from .table import TableConfig
 
-__all__ = ["FAST", "ServerThread", "Stubs"]
+__all__ = ["CONNECTIONS", "FAST", "ServerThread", "Stubs"]
 
 T = TypeVar("T")
 
 #: Built-in bots, away seats and the next deal move at once; heartbeats every half second.
 FAST = TableConfig(bot_delay=0.0, round_pause=0.0, away_delay=0.0, heartbeat=0.5)
+#: The server's connection settings, but no bound per address (the tests' clients share one).
+CONNECTIONS = ConnectionLimits(per_address=0)
 
 
 class ServerThread:
     """A server on 127.0.0.1 (any free port) running on its own event loop in a thread.
 
-    Test defaults: stacked decks allowed, generous per-client limits, instant bots.
+    Test defaults: stacked decks allowed, generous per-client limits, instant bots, no bound on
+    connections per address (``connections``: the server's connection settings).
     :meth:`halt` then :meth:`start` stop the server and start a new one on the same port and
     database, as a crash and restart look to a client.
     """
 
-    def __init__(self, db: str, table_config: TableConfig = FAST, **lobby: Any) -> None:
+    def __init__(
+        self,
+        db: str,
+        table_config: TableConfig = FAST,
+        connections: ConnectionLimits = CONNECTIONS,
+        **lobby: Any,
+    ) -> None:
         self.db = db
         self.table_config = table_config
+        self.connections = connections
         settings: dict[str, Any] = {
             "allow_stacked_decks": True,
             "max_tables_per_client": 1000,
@@ -64,6 +75,7 @@ class ServerThread:
                 self.db,
                 lobby_config=self.lobby_config,
                 table_config=self.table_config,
+                connections=self.connections,
             )
         )
         self.port = self.server.port

@@ -1,0 +1,325 @@
+"""End to end, the commands around the moves: tables named by a stable id, what save says of a
+running game, moves refused before they are staged, confirmations (an incomplete declaration,
+quit during a game), undo of a staged step, and a rematch after the game is over.
+
+Each test types into the real client on a real server, with a stacked deck (client_decks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from client_decks import stacked_deck
+from client_harness import Driver
+from client_server import ServerThread, Stubs, running_server, server_stubs
+
+from rami.client import cli
+from rami.client.convert import VARIANT_IDS
+from rami.client.look import Look
+from rami.v1 import game_pb2, lobby_service_pb2
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServerThread]:
+    """A real server on 127.0.0.1 for this test."""
+    yield from running_server(tmp_path)
+
+
+@pytest.fixture
+def stubs(server: ServerThread) -> Iterator[Stubs]:
+    """Blocking stubs on it."""
+    yield from server_stubs(server)
+
+
+TALLAGE_HAND = "Qs Ks As 8c 8d 8h 7h 8h 9h 4c JK 6c Jh 2d 5s"
+#: Thirteen cards to lay at once (the opening), 2♦ to discard, J♥ left alone in the hand.
+TALLAGE_ONE_LEFT = "Qs Ks As 8c 8d 8h 7h 8h 9h 10h 4c JK 6c Jh 2d"
+PORTUGUESE_HAND = "3d 4d 5d 7c 8c 9c 10c Ks Kd Kh 9h JK Jh"
+
+
+def _table(
+    stubs: Stubs, variant: str, hand: str, stock: str, name: str = "", **options: int
+) -> str:
+    deck = stacked_deck(variant, [hand, None], "3s", stock)
+    response = stubs.lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            name=name or f"{variant} e2e",
+            variant=VARIANT_IDS[variant],
+            options=game_pb2.Options(players=2, **options),
+            stacked_decks=[lobby_service_pb2.Deck(cards=[c + 1 for c in deck])],
+        )
+    )
+    return response.table.table_id
+
+
+def _client(server: ServerThread) -> Driver:
+    look = Look(color=True, ascii=False)
+    return Driver(lambda: cli._connect(server.target, "Ana", look, None)).start()
+
+
+def _sit_with_a_bot(d: Driver, variant: str) -> None:
+    d.expect(r"Connected to 127\.0\.0\.1")
+    d.expect(rf"1  [a-z2-7]{{6,16}}  waiting\s+{variant} e2e: {variant}, 0/2 seated")
+    d.type("join 1")
+    d.expect(r"You sit at seat 0")
+    d.type("bot greedy")
+    d.expect(r"Greedy bot 2 \(a bot\) sat down at seat 1\.")
+    d.expect(r"The game begins: Ana and Greedy bot 2\.")
+
+
+# -- item 4: tables by a stable id --------------------------------------------------------------
+
+
+def test_join_by_number_refuses_when_the_list_moved_and_a_short_id_joins(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    first = _table(stubs, "portuguese", PORTUGUESE_HAND, "2s", name="First")
+    d = _client(server)
+    try:
+        d.expect(r"Connected to")
+        d.expect(rf"1  {first[:6]}\S*  waiting\s+First: ")
+        _table(stubs, "portuguese", PORTUGUESE_HAND, "2s", name="Second")  # listed first now
+        d.type("join 1")
+        d.expect(r"The tables have changed since the list you saw: number 1 is now Second")
+        d.expect(r"1  \S+  waiting\s+Second: ")
+        d.expect(r"2  \S+  waiting\s+First: ")
+        d.type(f"join {first[:6]}")
+        d.expect(r"You sit at seat 0: First: portuguese")
+        d.type("leave")
+        d.expect(r"You are back in the lobby")
+        d.type("watch 2")  # the list just printed: 2 is First
+        d.expect(r"Watching First: portuguese")
+        d.type("leave")
+        d.expect(r"You are back in the lobby")
+        d.keys("watch \t")  # Tab offers the short ids, in the list's order
+        d.expect(rf"\b[a-z2-7]{{6}} {first[:6]}\b")  # Second's, then First's
+        d.keys("\x15")  # Ctrl-U: the line is dropped
+        d.type("help join")
+        d.expect(r"join \[TABLE\]")
+    finally:
+        d.close()
+
+
+# -- item 5: save tells the truth about a running game ------------------------------------------
+
+
+def test_save_mid_game_says_replay_needs_the_finished_game(
+    server: ServerThread, stubs: Stubs, tmp_path: Path
+) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"It's your turn: take a card")
+        d.type(f"save {tmp_path / 'running.json'}")
+        d.expect(
+            r"Saved the game so far \(still running\) to .*running\.json\. rami-client replay "
+            r"steps only through a finished game: save again once it is over\."
+        )
+    finally:
+        d.close()
+
+
+# -- item 7: moves that can never work are refused before they are staged ----------------------
+
+
+def test_a_joker_take_is_refused_at_once_before_opening_and_without_the_card(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "tallage", TALLAGE_HAND, "10c 5c", round_cap=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "tallage")
+        d.expect(r"It's your turn: you play first with 15 cards, without drawing\.")
+        d.type("take 1 7h")
+        d.expect(r"You have not opened yet: you take a joker back only once you have opened")
+        d.type("lay qs ks as, 8C 8D 8H, 7♥ 8♥ 9♥, 4c JK 6c")
+        d.expect(r"and opened with 78")
+        d.type("discard 2d")
+        d.expect(r"It's your turn: take a card with draw stock")
+        d.type("draw stock")
+        d.expect(r"You drew 5♣ from the stock\.")
+        d.type("take 4 7h")
+        d.expect(r"You don't hold 7♥\. Nothing was staged or sent\.")
+        d.type("take 9 5c")
+        d.expect(r"There is no meld 9 on the table\. Nothing was staged or sent\.")
+        d.type("take 1 5c")
+        d.expect(r"Meld 1 has no joker that 5♣ can replace\. Nothing was staged or sent\.")
+        d.type("take 4 5c")
+        d.expect(r"Now say where the joker goes")
+        d.type("lay 9s 10s")  # still waiting for the joker, and not held
+        d.expect(r"You don't hold 9♠, 10♠\. Nothing was staged\.")
+        d.type("cancel")
+        d.expect(r"Dropped take 4 5c\.")
+        d.type("discard 5s")  # nothing staged: it goes through
+        d.expect(r"You discarded 5♠\.")
+    finally:
+        d.close()
+
+
+def test_draw_discard_with_one_card_in_hand_is_refused_at_once(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "tallage", TALLAGE_ONE_LEFT, "10c 5c", round_cap=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "tallage")
+        d.expect(r"It's your turn: you play first with 15 cards, without drawing\.")
+        d.type("lay qs ks as, 8c 8d 8h, 7h 8h 9h 10h, 4c JK 6c")
+        d.expect(r"and opened with")
+        d.type("discard 2d")
+        d.expect(r"You discarded 2♦\.")
+        d.expect(r"Greedy bot 2 discarded ")
+        d.expect(r"It's your turn: take a card with draw stock")
+        d.type("draw discard")
+        d.expect(r"You can't take the discard now: holding one card, you draw from the stock\.")
+        d.type("cancel")
+        d.expect(r"Nothing is staged\.")
+        d.type("draw stock")
+        d.expect(r"You drew 5♣ from the stock\.")
+    finally:
+        d.close()
+
+
+# -- item 8: an incomplete declaration asks first -----------------------------------------------
+
+
+def test_an_incomplete_declaration_asks_before_showing_the_hand(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"It's your turn: take a card")
+        d.type("draw stock")
+        d.expect(r"You drew 2♠ from the stock\.")
+        d.type("declare 3d")
+        d.expect(r"With 3♦ face down your hand is not complete: declaring shows your 13 cards")
+        d.expect(r"declare 2♠ would be complete\. Type yes to declare anyway")
+        d.type("no")
+        d.expect(r"Not declared\.")
+        d.type("declare 2s")
+        d.expect(r"You declared a complete hand:")
+        d.expect(r"Game over after 1 round: You win with 0\.")
+    finally:
+        d.close()
+
+
+# -- item 15: undo a staged step, and quit asks during a game -----------------------------------
+
+
+def test_undo_drops_the_last_staged_step_and_quit_asks_during_a_game(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "tallage", TALLAGE_HAND, "10c 5c", round_cap=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "tallage")
+        d.expect(r"It's your turn: you play first with 15 cards, without drawing\.")
+        d.type("lay qs ks as, 8C 8D 8H, 7♥ 8♥ 9♥, 4c JK 6c")
+        d.expect(r"and opened with 78")
+        d.type("discard 2d")
+        d.expect(r"It's your turn: take a card with draw stock")
+        d.type("draw stock")
+        d.expect(r"You drew 5♣ from the stock\.")
+        d.type("undo")
+        d.expect(r"Nothing is staged to undo\.")
+        d.type("take 4 5c")
+        d.expect(r"Now say where the joker goes")
+        d.type("undo")
+        d.expect(r"Undid take 4 5c; nothing is staged now\.")
+        d.type("discard 5s")  # nothing staged is left to finish first
+        d.expect(r"You discarded 5♠\.")
+        d.type("quit")
+        d.expect(r"The game is still on: if you quit, the server plays your seat")
+        d.expect(r"Type yes to quit")
+        d.type("no")
+        d.expect(r"You stay at the table\.")
+        d.type("table")
+        d.expect(r"Tallage")
+    finally:
+        d.close()
+
+
+# -- item 16: a rematch after the game is over --------------------------------------------------
+
+
+def test_rematch_creates_a_table_like_the_last_and_seats_its_bots(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"It's your turn: take a card")
+        d.type("rematch")
+        d.expect(r"A rematch is for when the game is over")
+        d.type("draw stock")
+        d.expect(r"You drew 2♠ from the stock\.")
+        d.type("declare 2s")
+        d.expect(r"Game over after 1 round: You win with 0\.")
+        d.type("rematch")
+        found = d.expect(r"Rematch: a new table (\S+) with the same game and options")
+        new_id = found.group(1)
+        d.expect(r"You sit at seat 0: portuguese e2e \(rematch\): portuguese")
+        d.expect(r"Greedy bot 2 \(a bot\) sat down at seat 1\.")
+        d.expect(r"The game begins: Ana and Greedy bot 2\.")
+    finally:
+        d.close()
+    table = stubs.lobby.GetTable(lobby_service_pb2.GetTableRequest(table_id=new_id)).table
+    assert table.variant == game_pb2.VARIANT_PORTUGUESE
+    assert table.options.rounds == 1 and table.options.players == 2
+
+
+#: Thirteen cards that make no meld together, for a second person who only draws and discards.
+LOOSE_HAND = "Ac 3c 5c 7d 9d Jd 2h 4h 6h 8s 10s Qs Kc"
+
+
+def test_rematch_tells_the_other_players_the_new_table_in_the_chat(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    deck = stacked_deck("portuguese", [PORTUGUESE_HAND, LOOSE_HAND], "3s", "2s 2s")
+    stubs.lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            name="pair",
+            variant=VARIANT_IDS["portuguese"],
+            options=game_pb2.Options(players=2, rounds=1),
+            stacked_decks=[lobby_service_pb2.Deck(cards=[c + 1 for c in deck])],
+        )
+    )
+    ana = _client(server)
+    look = Look(color=True, ascii=False)
+    bea = Driver(lambda: cli._connect(server.target, "Bea", look, None)).start()
+    try:
+        ana.expect(r"1  \S+  waiting\s+pair: ")
+        ana.type("join 1")
+        ana.expect(r"You sit at seat 0")
+        bea.expect(r"1  \S+  waiting\s+pair: ")
+        bea.type("join 1")
+        bea.expect(r"You sit at seat 1")
+        bea.expect(r"It's your turn: take a card")
+        bea.type("draw stock")
+        bea.expect(r"You drew 2♠ from the stock\.")
+        bea.type("discard 2s")
+        ana.expect(r"It's your turn: take a card")
+        ana.type("draw stock")
+        ana.expect(r"You drew 2♠ from the stock\.")
+        ana.type("declare 2s")
+        ana.expect(r"Game over after 1 round: You win with 0\.")
+        bea.expect(r"Game over after 1 round: Ana wins with 0\.")
+        ana.type("rematch")
+        new_id = ana.expect(r"Rematch: a new table (\S+) with the same game").group(1)
+        ana.expect(r"You sit at seat 0: pair \(rematch\)")
+        ana.expect(r"The game starts when Bea sits down \(they were told its id in this table's")
+        bea.expect(rf"Ana: Rematch at table {new_id}: join {new_id} to play again\.")
+        bea.type("leave")
+        bea.expect(r"You are back in the lobby")
+        bea.type(f"join {new_id}")
+        bea.expect(r"You sit at seat 1: pair \(rematch\)")
+        ana.expect(r"The game begins: Ana and Bea\.")
+    finally:
+        bea.close()
+        ana.close()
