@@ -234,9 +234,11 @@ def test_a_stream_that_asks_takes_the_seat_over(server: ServerThread, stubs: Stu
         assert ended.error is not None
         refusal = error_of(ended.error)
         assert (refusal.code, refusal.reason) == (grpc.StatusCode.ABORTED, "TAKEN_OVER")
-    # A stream that resumes may take over as well (from its own dead stream, say).
-    resumed = watch(stubs, table_id, token, after=first.update.number, take_over=True)
-    assert resumed.expect(lambda m: True, "(the first)").took_over
+    # A stream that resumes may take over as well (from its own dead stream, say): told on
+    # the first update it replays.
+    resumed = watch(stubs, table_id, token, after=first.update.number - 1, take_over=True)
+    replayed = resumed.expect(lambda m: True, "(the first)")
+    assert replayed.took_over and replayed.update.number == first.update.number
     assert new.done.wait(WAIT)
     assert error_of(new.error).reason == "TAKEN_OVER"  # type: ignore[arg-type]
     # A spectator takes nothing over, even when it asks.
