@@ -8,6 +8,7 @@ the score table at the end. The bots hold junk, so they never open, finish or de
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -139,9 +140,9 @@ def test_tallage_takes_the_discard_with_the_lay_typed_after_it(
         d.expect(r"Greedy bot 2 discarded J♥\.")
         d.expect(r"It's your turn: take a card with draw stock, or draw discard to take J♥\.")
         d.type("draw discard")
-        d.expect(r"You take Jh when you lay it: now type the lay that uses it")
+        d.expect(r"You take J♥ when you lay it: now type the lay that uses it")
         d.type("discard 6d")
-        d.expect(r"First finish draw discard \(Jh\) with a lay, or cancel it\.")
+        d.expect(r"First finish draw discard \(J♥\) with a lay, or cancel it\.")
         d.type("add 3 10h jh")
         d.expect(r"You took J♥ from the discard pile\.")
         d.expect(r"You added 10♥ J♥ to \[3\] \(now 7♥ 8♥ 9♥ 10♥ J♥\)\.")
@@ -164,11 +165,19 @@ def test_a_round_of_simple_with_a_hint_then_a_finish(server: ServerThread, stubs
         d.expect(r"It's your turn: take a card")
         d.type("draw")
         d.expect(r"You drew 7♣ from the stock\.")
+        d.type("help lay")
+        d.expect(r"lay CARDS")
+        start = d.cursor
+        d.type("help hint")
+        d.expect(r"> help hint")
+        assert " add " not in d.screen.text()[start : d.cursor]  # simple has no add
         d.type("hint")
         d.expect(r"Best arrangement: .*nothing left over|left over: Q♦")
-        d.expect(r"You can lay everything but one card, keeping: Qd\.")
+        d.expect(r"You can lay everything but one card, keeping: Q♦\.")
         d.type("lay Ks Kd Kh, 4c 5c 6c 7c, 9h JK Jh, 2c 2d 2s")
         d.expect(r"You laid \[1\] K♦ K♥ K♠, .* and \[4\] 2♣ 2♦ 2♠, leaving one card to discard\.")
+        d.type("table")
+        d.expect(r"You\s+seat 0 · 1 card · 0 points")
         d.type("discard qd")
         d.expect(r"Round 1: You went out \(Rami\)\.")
         d.expect(r"Game over after 1 round: You win with 0\.")
@@ -191,7 +200,7 @@ def test_a_round_of_portuguese_ends_with_a_declaration(server: ServerThread, stu
         d.type("say good game, all")
         d.expect(r"You: good game, all")
         d.type("hint")
-        d.expect(r"You can declare, putting face down: 2s\.")
+        d.expect(r"You can declare, putting face down: 2♠\.")
         d.type("declare 2S")
         d.expect(r"You declared a complete hand:")
         d.expect(r"Round 1: You declared a complete hand\.")
@@ -239,5 +248,165 @@ def test_a_spectator_watches_bots_and_goes_back_to_the_lobby(
         d.expect(r"There is no command 'dicsard'\. Did you mean discard\?")
         d.type("join nosuchtable")
         d.expect(r"No table 'nosuchtable'\.")
+    finally:
+        d.close()
+
+
+def test_refusals_name_the_player_and_help_fits_the_window(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    table_id = _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = Driver(
+        lambda: cli._connect(server.target, "Ana", Look(color=True, ascii=False), None),
+        columns=60,
+    ).start()
+    try:
+        d.expect(r"Connected to 127\.0\.0\.1")
+        d.type("tables")
+        d.expect(r"portuguese e2e")
+        d.type("join 1")
+        d.expect(r"You sit at seat 0")
+        d.type("say hello")  # runs once the client follows the table
+        d.expect(r"You: hello")
+        stubs.lobby.JoinTable(lobby_service_pb2.JoinTableRequest(table_id=table_id, name="Bob"))
+        d.expect(r"The game begins: Ana and Bob\.")
+        d.expect(r"Round 1: You deal; Bob plays first")
+        d.type("draw stock")
+        d.expect(r"Refused: It is Bob's turn, not yours\. Nothing was played\.")
+        d.type("help")
+        start = d.cursor
+        d.expect(r"help COMMAND\s+explains\s+one\.")
+        shown = d.screen.text()[start : d.cursor].split("\n")
+        # Every line of the help fits 60 columns: lines break between words, not in them.
+        assert all(len(line) < 60 for line in shown), [x for x in shown if len(x) >= 60]
+        assert any("sort your hand by suit" in line for line in shown)
+        d.type("help create")
+        start = d.cursor
+        d.expect(r"See\s+docs/rules\.md\s+for\s+every\s+option\.")
+        shown = d.screen.text()[start : d.cursor].split("\n")
+        assert all(len(line) < 60 for line in shown), [x for x in shown if len(x) >= 60]
+    finally:
+        d.close()
+
+
+def test_a_spectators_help_has_no_hand_to_sort(server: ServerThread, stubs: Stubs) -> None:
+    table_id = _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        d.expect(r"Connected to")
+        d.type(f"watch {table_id}")
+        d.expect(r"Watching portuguese e2e")
+        d.type("help")
+        start = d.cursor
+        d.expect(r"help COMMAND\s+explains\s+one\.")
+        shown = d.screen.text()[start : d.cursor]
+        assert "leave this table" in shown
+        assert "sort" not in shown, shown
+    finally:
+        d.close()
+
+
+def test_a_tallage_hint_says_how_far_the_opening_is_short(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "tallage", "2c 2d 2h 3s 4s 5s 7c 9d Jh Kc 8d 10h Qs 6h Ad", "10c 5c")
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "tallage")
+        d.expect(r"It's your turn: you play first with 15 cards")
+        d.type("hint")
+        d.expect(r"Your best opening is worth 18: short of 71 by 53 points\.")
+    finally:
+        d.close()
+
+
+def test_a_portuguese_hint_says_a_set_needs_a_clean_run(server: ServerThread, stubs: Stubs) -> None:
+    _table(stubs, "portuguese", "Ks Kd Kh 2c 5d 9h Jc 4s 7d 10s Qh 3c 8h", "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.type("hint")
+        d.expect(r"Best arrangement: no melds")
+        d.expect(r"Your set K♦ K♥ K♠ counts only beside a clean run \(three in a row of one suit")
+    finally:
+        d.close()
+
+
+def test_after_a_declaration_the_score_table_shows_the_cards_paid_for(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    # The bot holds a run and a set: after Ana declares it pays only for the rest.
+    deck = stacked_deck(
+        "portuguese",
+        [PORTUGUESE_HAND, "4h 5h 6h Qc Qd Qs 2h 7s 9d Jd 3c 6c Ac"],
+        "3s",
+        "2s 2s",
+    )
+    stubs.lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            name="portuguese e2e",
+            variant=VARIANT_IDS["portuguese"],
+            options=game_pb2.Options(players=2, rounds=1),
+            stacked_decks=[lobby_service_pb2.Deck(cards=[c + 1 for c in deck])],
+        )
+    )
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"It's your turn: take a card")
+        d.type("draw stock")
+        d.expect(r"You drew 2♠ from the stock\.")
+        d.type("declare 2s")
+        d.expect(r"Round 1: You declared a complete hand\.")
+        d.expect(r"player\s+paid\s+total\s+(paid for|left in hand)")
+        row = d.expect(r"Greedy bot 2\s+(\d+)\s+\1\s+(.*)")
+        paid = row.group(2).split()
+        assert 0 < len(paid) < 13, paid
+        assert not {"4♥", "5♥", "6♥"} & set(paid), paid  # the run was not paid for
+    finally:
+        d.close()
+
+
+def test_pile_tells_the_discards_and_who_threw_them(server: ServerThread, stubs: Stubs) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        thrown = d.expect(r"Greedy bot 2 discarded (\S+)\.").group(1)
+        d.expect(r"It's your turn: take a card")
+        d.expect(rf"Pile\s+{re.escape(thrown)} Greedy bot 2 · 3♠")  # the panel's line
+        d.type("pile")
+        d.expect(r"The discard pile \(2 cards\), the newest first")
+        d.expect(rf"{re.escape(thrown)}\s+discarded by Greedy bot 2\n")
+        d.expect(r"3♠\s+turned up\n")
+        d.type("draw discard")
+        d.expect(rf"You took {re.escape(thrown)} from the discard pile\.")
+        d.type("pile")
+        d.expect(rf"{re.escape(thrown)}\s+discarded by Greedy bot 2, taken by You")
+    finally:
+        d.close()
+
+
+def test_scores_is_a_sheet_of_every_round_and_table_marks_the_dealer(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"It's your turn: take a card")
+        d.type("scores")
+        d.expect(r"No round has finished yet\.")
+        d.type("table")
+        d.expect(r"You\s+seat 0 · 13 cards · 0 points · dealer")
+        d.type("draw stock")
+        d.type("declare 2s")
+        paid = d.expect(r"Greedy bot 2\s+(\d+)\s+\1\s").group(1)
+        d.expect(r"Game over after 1 round")
+        d.type("scores")
+        d.expect(r"Scores after 1 round")
+        d.expect(r"round\s+You\s+Greedy bot 2")
+        d.expect(rf"\n\s+1\s+0\s+{paid}\s+You declared")
+        d.expect(rf"total\s+0\s+{paid}\n")
     finally:
         d.close()

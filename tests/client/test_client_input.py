@@ -20,6 +20,7 @@ from rami.client.commands import (
 from rami.client.completion import Situation, TableCompleter, card_matches
 from rami.client.convert import event_from_proto
 from rami.client.link import parse_address
+from rami.client.look import Look
 from rami.client.moves import MoveError, missing_cards, parse_move
 from rami.client.newtable import parse_create
 from rami.client.staging import Stage, plan
@@ -156,6 +157,12 @@ def test_a_tallage_discard_waits_for_the_lay_that_uses_it() -> None:
     first = plan(Draw("discard"), Stage(), variant=TALLAGE, discard_top=C("9c"))
     assert first.send is None and first.stage == Stage(draw=C("9c"))
     assert "when you lay it" in first.note
+    # The notes write the card as the screen does (symbols unless the terminal can't).
+    shown = plan(
+        Draw("discard"), Stage(), variant=TALLAGE, discard_top=C("9c"), card_text=Look().card_text
+    )
+    assert shown.note.startswith("you take 9♣ when you lay it")
+    assert shown.stage.describe(Look().card_text) == "draw discard (9♣)"
     lay = parse_move("lay", "9c 10c Jc")
     second = plan(lay, first.stage, variant=TALLAGE, discard_top=C("9c"))
     assert second.send == Draw("discard", lay) and second.stage.empty

@@ -3,12 +3,15 @@ sentences, score tables, and other people's text made safe."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 from prompt_toolkit.formatted_text import fragment_list_to_text
 
 from rami.client import tableevents as te
 from rami.client.cardtext import hand_fragments, meld_fragments, meld_text
+from rami.client.convert import options_to_proto, view_from_proto
+from rami.client.hints import hint_lines
 from rami.client.look import Look
 from rami.client.narrate import Scene, narrate
 from rami.client.panel import (
@@ -18,9 +21,10 @@ from rami.client.panel import (
     table_lines,
     toolbar_fragments,
 )
+from rami.client.pile import Pile
 from rami.client.safetext import safe
-from rami.client.scores import game_table, round_table
-from rami.engine import Card, Meld, TableMeld, parse_cards
+from rami.client.scores import game_table, round_table, score_sheet
+from rami.engine import Card, Meld, Options, TableMeld, View, parse_cards
 from rami.engine import events as ev
 from rami.v1 import game_pb2
 
@@ -157,19 +161,51 @@ def test_the_toolbar_says_whose_turn_the_clock_the_table_and_the_players() -> No
         "Tallage · round 2 · bar 79 (opening 71+) · game ends at 201 · stock 41 · discard 9♣"
     )
     assert players == (
-        "▶You 14 cards, 12 pts │  Sara 11 cards, 34 pts, opened │  Strong bot 3 14 cards, 0 pts"
+        "▶You 14 cards, 12 pts │  Sara 11 cards, 34 pts, opened │  Strong bot 3 14 cards, 0 pts, "
+        "dealer"
     )
 
 
 def test_the_toolbar_breaks_its_lines_to_fit_the_terminal() -> None:
-    bar = text(toolbar_fragments(_view(), LOOK, width=60)).split("\n")
-    assert bar[1:] == [
-        " Tallage · round 2 · bar 79 (opening 71+)",
-        " game ends at 201 · stock 41 · discard 9♣",
+    bar = text(toolbar_fragments(_view(), LOOK, width=80, rows=24)).split("\n")
+    assert bar == [
+        " Your turn: draw stock or draw discard (9♣) to lay it at once",
+        " Tallage · round 2 · bar 79 (opening 71+) · game ends at 201 · stock 41",
+        " discard 9♣",
         "▶You 14 cards, 12 pts │  Sara 11 cards, 34 pts, opened",
-        " Strong bot 3 14 cards, 0 pts",
+        " Strong bot 3 14 cards, 0 pts, dealer",
     ]
-    assert all(len(line) <= 60 for line in bar[1:])
+    # A small window: fewer words, and no line longer than the window (words kept whole).
+    bar = [
+        b.rstrip() for b in text(toolbar_fragments(_view(), LOOK, width=60, rows=15)).split("\n")
+    ]
+    assert bar == [
+        " Your turn: draw stock or draw discard (9♣) to lay it at",
+        " once",
+        " Tallage · round 2 · bar 79 · to 201 · stock 41",
+        " discard 9♣",
+        "▶You 14c 12p │  Sara 11c 34p open │  Strong bot 3 14c 0p D",
+    ]
+    assert all(len(line) < 60 for line in bar)
+
+
+def test_the_panel_fits_a_small_window_and_keeps_room_for_the_events() -> None:
+    view = _view(phase=game_pb2.PHASE_PLAY)
+    panel = text(panel_fragments(view, LOOK, width=60, rows=15)).split("\n")
+    assert panel[:2] == [
+        "Table [1] Sara: Q♣ K♣ A♣",
+        "Hand  3♣ 4♣ 5♣ 9♣  10♦ Q♦  2♥ 10♥ Q♥  7♠ 8♠ Q♠ K♠  JK  (14)",
+    ]
+    # Many melds: only the newest that fit the room left, and how many more table shows.
+    meld = view.melds[0]
+    for n in range(2, 9):
+        view.melds.add(number=n, owner=1, meld=meld.meld)
+    panel = text(panel_fragments(view, LOOK, width=60, rows=15)).split("\n")
+    assert panel[0].startswith("Table +") and "(table)" in panel[0] and "[8] Sara" in panel[0]
+    assert panel[1].startswith("Hand ")
+    assert all(len(line) < 60 for line in panel)
+    tall = text(panel_fragments(view, LOOK, width=80, rows=24)).split("\n")
+    assert tall[0].startswith("Table    [1] Sara") and sum(t.count("Sara:") for t in tall) == 8
 
 
 def test_the_toolbar_names_the_player_to_move_and_what_they_do() -> None:
@@ -179,6 +215,14 @@ def test_the_toolbar_names_the_player_to_move_and_what_they_do() -> None:
     bar = text(toolbar_fragments(_view(phase=game_pb2.PHASE_PLAY, can_lay=True), LOOK))
     assert "Your turn: open with melds worth 80 or more if you can, then discard" in bar
     assert clock_text(_view(), 0.0, LOOK) == ""  # no clock at this table
+
+
+def test_after_a_simple_finish_the_toolbar_says_to_discard_the_last_card() -> None:
+    view = _view(phase=game_pb2.PHASE_PLAY, variant=game_pb2.VARIANT_SIMPLE, hand=[C("Qd") + 1])
+    view.players[0].hand_size = 1
+    bar = text(toolbar_fragments(view, LOOK, width=120))
+    assert bar.startswith(" Your turn: discard your last card to go out"), bar
+    assert "You 1 card, 12 pts" in bar
 
 
 def test_the_panel_shows_the_melds_with_owners_and_the_sorted_hand() -> None:
@@ -309,3 +353,63 @@ def test_safe_text_keeps_words_and_drops_every_control() -> None:
 def test_a_lost_connection_comes_first_in_the_toolbar() -> None:
     bar = text(toolbar_fragments(_view(turn=1), LOOK, note="connection lost: reconnecting..."))
     assert bar.startswith(" connection lost: reconnecting...   Sara's turn (taking a card)")
+
+
+def _engine_view(hand: str) -> View:
+    options = options_to_proto(dataclasses.asdict(Options(players=3)))
+    return view_from_proto(_view(hand=[c + 1 for c in parse_cards(hand)], options=options))
+
+
+def test_a_hint_without_an_opening_says_what_the_hand_lacks() -> None:
+    view = _engine_view("7h 8h 9h 2c 5d Kc")
+    analysis = game_pb2.Analysis(points_left=10)
+    said = lines(hint_lines(analysis, view, LOOK))
+    assert "No opening yet: you have a clean run (7♥ 8♥ 9♥) but no clean set." in said
+    view = _engine_view("2c 5d Kc")
+    said = lines(hint_lines(analysis, view, LOOK))
+    assert "No opening yet: you have neither a clean set nor a clean run." in said
+
+
+def test_the_pile_follows_throws_takes_a_rebuilt_stock_and_the_view() -> None:
+    pile = Pile()
+    pile.apply(ev.RoundStarted(1, 0, "", C("3s"), 1))
+    pile.apply(ev.Discarded(1, C("9c")))
+    pile.apply(ev.Drew(0, "discard", C("9c")))
+    pile.apply(ev.Discarded(0, C("Kh")))
+    names = ["You", "Sara"]
+    assert text(pile.line(names, LOOK)) == "K♥ You · 3♠"
+    assert lines(pile.lines(names, LOOK, 2))[1:] == [
+        "  K♥  discarded by You",
+        "  9♣  discarded by Sara, taken by You",
+        "  3♠  turned up",
+    ]
+    pile.apply(ev.StockRebuilt(1, 40))
+    assert text(pile.line(names, LOOK)) == "K♥ You"
+    pile.sync(C("Kh"))  # agrees: nothing changes
+    assert text(pile.line(names, LOOK)) == "K♥ You"
+    pile.sync(C("2d"))  # a view that disagrees starts the pile again from its top
+    assert text(pile.line(names, LOOK)) == "2♦"
+
+
+def test_the_toolbar_and_the_table_mark_the_dealer() -> None:
+    view = _view(dealer=1)
+    bar = text(toolbar_fragments(view, LOOK, width=120)).split("\n")[2]
+    assert "Sara 11 cards, 34 pts, opened, dealer" in bar
+    assert "Sara 11c 34p open D" in text(toolbar_fragments(view, LOOK, width=60, rows=15))
+    table = lines(table_lines(view, LOOK))
+    assert any(t.startswith("    Sara") and t.endswith("· dealer") for t in table), table
+
+
+def test_the_score_sheet_has_a_row_per_round_and_the_totals() -> None:
+    results = [
+        ev.RoundResult(1, "rami", 1, (47, 0, 6), (47, 0, 6)),
+        ev.RoundResult(2, "void", None, (0, 0, 0), (47, 0, 6)),
+        ev.RoundResult(3, "declare", 0, (0, 20, 40), (47, 20, 46), 2),
+    ]
+    sheet = lines(score_sheet(results, ["You", "Sara", "Strong bot 3"]))
+    assert sheet[0] == "Scores after 3 rounds"
+    assert sheet[1].split() == ["round", "You", "Sara", "Strong", "bot", "3"]
+    assert sheet[2].split() == ["1", "47", "0", "6", "Sara", "went", "out"]
+    assert sheet[3].split() == ["2", "0", "0", "0", "void"]
+    assert sheet[4].split() == ["3", "0", "20", "40", "You", "declared", "(x2)"]
+    assert sheet[5].split() == ["total", "47", "20", "46"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -38,7 +39,7 @@ class Pane:
         )
         return done.stdout
 
-    def start(self, command: str, env: dict[str, str]) -> None:
+    def start(self, command: str, env: dict[str, str], size: tuple[int, int] = (120, 40)) -> None:
         assert TMUX is not None
         subprocess.run(
             [
@@ -50,9 +51,9 @@ class Pane:
                 "-s",
                 "rami",
                 "-x",
-                "120",
+                str(size[0]),
                 "-y",
-                "40",
+                str(size[1]),
                 command,
             ],
             env=env,
@@ -76,6 +77,9 @@ class Pane:
                 raise AssertionError(f"{pattern!r} not on screen within {timeout}s:\n{screen}")
             time.sleep(0.1)
 
+    def resize(self, columns: int, rows: int) -> None:
+        self.tmux("resize-window", "-t", "rami", "-x", str(columns), "-y", str(rows))
+
     def alive(self) -> bool:
         assert TMUX is not None
         return (
@@ -91,7 +95,8 @@ class Pane:
 
 @pytest.fixture
 def pane() -> Iterator[Pane]:
-    p = Pane(f"rami-test-{os.getpid()}")
+    # A socket of its own per test: a server killed at one test's end can't take the next's.
+    p = Pane(f"rami-test-{os.getpid()}-{secrets.token_hex(4)}")
     try:
         yield p
     finally:
@@ -116,7 +121,7 @@ def test_play_shows_the_hand_and_the_toolbar_and_takes_commands(pane: Pane) -> N
     assert len(hand.group(1).split()) == 13
     assert re.search(r"Your turn: draw stock or draw discard", screen)
     assert re.search(r"Portuguese Rami · round 1 of 5 · stock \d+ · discard \S+", screen)
-    assert re.search(r"▶You 13 cards, 0 pts │\s+Strong bot 2 1[34] cards, 0 pts", screen)
+    assert re.search(r"▶You 13 cards, 0 pts, dealer │\s+Strong bot 2 1[34] cards, 0 pts", screen)
     # Suits are coloured: a red suit symbol comes right after a colour escape.
     pane.wait_for(r"\x1b\[[0-9;]*(31|91)[0-9;]*m[^\x1b]*[♥♦]", colours=True)
 
@@ -190,3 +195,51 @@ def test_the_toolbar_shows_who_is_connected_as_it_changes(pane: Pane, tmp_path: 
         pane.type("quit", "Enter")
         pane.wait_for(r"yes to quit")  # the game is on: quit asks first
         pane.type("yes", "Enter")
+
+
+def _fits(screen: str, columns: int) -> None:
+    assert all(len(line.rstrip()) <= columns for line in screen.split("\n")), screen
+
+
+def test_80_by_24_shows_the_events_the_hint_the_panel_and_the_toolbar(pane: Pane) -> None:
+    pane.start(f"{CLIENT} play --variant tallage --players 4 --name Ana", _env(), (80, 24))
+    pane.wait_for(r"(?s)It's your turn.*Hand .*your turn>.*Your turn: open with melds")
+    pane.type("hint", "Enter")
+    screen = pane.wait_for(
+        r"(?s)> hint\nBest arrangement: .*Hand .*your turn>.*Your turn: open.*"
+        r"Tallage · round 1.*▶You 15 cards"
+    )
+    # The whole hint is on the screen above the panel, not pushed into the scrollback.
+    assert re.search(r"(?s)> hint\nBest arrangement: .*The strong bot would play", screen)
+    assert "It's your turn" in screen
+    _fits(screen, 80)
+
+
+def test_60_by_15_keeps_the_last_events_above_the_panel(pane: Pane) -> None:
+    pane.start(f"{CLIENT} play --variant portuguese --players 2 --name Ana", _env(), (60, 15))
+    screen = pane.wait_for(r"(?s)Hand .*your turn>.*Your turn: draw stock.*▶You 13")
+    assert "It's your turn: take a card" in screen, screen
+    pane.type("table", "Enter")
+    screen = pane.wait_for(r"(?s)> table\nTable .*Strong bot 2 .*Hand .*your turn>.*▶You 13")
+    assert re.search(r"▶ You\s+seat 0 · 13 cards · 0 points", screen), screen
+    pane.type("hint", "Enter")
+    screen = pane.wait_for(r"(?s)> hint\nBest arrangement: .*Hand .*your turn>.*▶You 13")
+    # Every card of the hand is on the screen, and nothing runs past the window.
+    hand = re.search(r"(?s)Hand (.*?)\(13\)", screen)
+    assert hand is not None and len(hand.group(1).split()) == 13, screen
+    _fits(screen, 60)
+
+
+def test_a_resize_redraws_the_screen_once_with_the_last_events(pane: Pane) -> None:
+    pane.start(f"{CLIENT} play --variant portuguese --players 2 --name Ana", _env())
+    pane.wait_for(r"(?s)It's your turn: take a card.*Hand .*Your turn: draw stock")
+    pane.resize(80, 24)
+    time.sleep(1.0)
+    screen = pane.wait_for(r"(?s)It's your turn: take a card.*Hand .*Your turn: draw stock")
+    assert screen.count("Hand ") == 1 and screen.count("Your turn: draw") == 1, screen
+    assert screen.count("Portuguese Rami") == 1, screen
+    _fits(screen, 80)
+    pane.resize(120, 40)
+    time.sleep(1.0)
+    screen = pane.wait_for(r"(?s)The game begins.*It's your turn: take a card.*Hand .*Your turn")
+    assert screen.count("Hand ") == 1 and screen.count("Your turn: draw") == 1, screen

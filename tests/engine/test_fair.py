@@ -118,6 +118,7 @@ def test_a_fair_record_shows_what_checks_every_deal_and_replays(variant: str) ->
         "commitment": fair.commitment,
         "rounds": 2,
         "entropies": [e.hex() for e in entropies],
+        "stacked": 0,
     }
     for r in doc["rounds"]:
         assert r["server_seed"] == fair.server_seed(r["round"]).hex()
@@ -208,6 +209,7 @@ def test_the_cheating_server_is_caught_whatever_server_seed_it_shows() -> None:
     # Its stacked round is consistent in itself (the seed deals those hands, its hash was
     # published): a verifier that trusted the seeds would replay it.
     legacy = {**copy.deepcopy(doc), "deal": None}
+    legacy["rounds"][0]["server_seed"] = None
     replay_record(legacy)
     # It shows the server seed it committed to: that does not make this round's seed.
     first["server_seed"] = cheat.fair.server_seed(1).hex()
@@ -239,3 +241,70 @@ def test_a_record_that_leaves_out_or_changes_a_players_entropy_is_caught() -> No
     forged["deal"]["commitment"] = hashlib.sha256(b"later").hexdigest()
     with pytest.raises(RecordError, match="does not hash to the commitment"):
         replay_record(forged)
+
+
+# -- a record that does not add up is refused, whatever part of it was forged ------------------
+
+
+def _honest(players: int = 2) -> tuple[FairDeal, dict[str, Any]]:
+    options = Options(players=players, rounds=2)
+    fair = FairDeal(TIP, 2, tuple(bytes([i + 1]) * 32 for i in range(players)))
+    doc = json.loads(json.dumps(_play("portuguese", options, fair, 7)))
+    replay_record(doc, commitment=fair.commitment)
+    return fair, doc
+
+
+def _refused(doc: dict[str, Any], match: str, **kw: Any) -> None:
+    with pytest.raises(RecordError, match=match):
+        replay_record(doc, **kw)
+
+
+def test_a_fair_round_passed_off_as_stacked_is_refused() -> None:
+    _, doc = _honest()
+    forged = copy.deepcopy(doc)
+    forged["rounds"][0]["seed"] = None
+    forged["rounds"][0]["seed_hash"] = ""
+    _refused(forged, "no seed")
+    # Claimed stacked as well: the player who saw TableInfo.stacked_deck false says so.
+    forged["deal"]["stacked"] = 1
+    _refused(forged, "stacked rounds", commitment=doc["deal"]["commitment"])
+
+
+def test_rounds_out_of_place_and_changed_results_are_refused() -> None:
+    _, doc = _honest()
+    swapped = copy.deepcopy(doc)
+    swapped["rounds"] = swapped["rounds"][::-1]
+    _refused(swapped, "labelled")
+    dropped = copy.deepcopy(doc)
+    dropped["rounds"][0]["result"] = None
+    _refused(dropped, "result is missing")
+    totals = copy.deepcopy(doc)
+    totals["totals"] = [t + 1 for t in totals["totals"]]
+    _refused(totals, "totals")
+    winners = copy.deepcopy(doc)
+    winners["winners"] = [s for s in range(2) if s not in doc["winners"]]
+    _refused(winners, "winners")
+    broken = copy.deepcopy(doc)
+    broken["rounds"][0]["round"] = "x"
+    _refused(broken, "labelled")
+    del broken["rounds"][0]["actions"][0]["action"]
+    broken["rounds"][0]["round"] = 1
+    _refused(broken, "does not read")
+
+
+def test_entropy_for_no_seat_or_for_a_bot_is_refused() -> None:
+    _, doc = _honest()
+    extra = copy.deepcopy(doc)
+    extra["deal"]["entropies"].append(b"server-ground".hex())
+    _refused(extra, "one per seat")
+    bot = copy.deepcopy(doc)
+    bot["players"][1]["kind"] = "bot"
+    _refused(bot, "built-in bot")
+
+
+def test_a_server_seed_without_a_deal_and_another_commitment_are_refused() -> None:
+    fair, doc = _honest()
+    bare = {**copy.deepcopy(doc), "deal": None}
+    _refused(bare, "no fair deal")
+    _refused(doc, "commitment the table showed", commitment="00" * 32)
+    replay_record(doc, commitment=fair.commitment)

@@ -24,6 +24,7 @@ __all__ = [
     "WATCHING",
     "Command",
     "available",
+    "details",
     "find",
     "not_in_variant",
     "split_command",
@@ -135,7 +136,7 @@ COMMANDS: tuple[Command, ...] = (
         "sort [suit|rank]",
         "sort your hand by suit or by rank (F2 toggles)",
         "sort rank groups your cards by rank; sort suit by suit then rank. F2 toggles.",
-        frozenset({WAITING, PLAYING, WATCHING}),
+        frozenset({WAITING, PLAYING}),
     ),
     Command(
         "table",
@@ -144,6 +145,23 @@ COMMANDS: tuple[Command, ...] = (
         "table prints the melds with what each joker stands for, and every player's hand "
         "size, score and opening.",
         _AT_TABLE,
+    ),
+    Command(
+        "scores",
+        "scores",
+        "the score sheet: what everyone paid in each round, and the totals",
+        "scores lists every finished round: the points each player paid, how the round "
+        "ended, and the totals so far.",
+        frozenset({PLAYING, WATCHING}),
+        ("score",),
+    ),
+    Command(
+        "pile",
+        "pile",
+        "the discard pile's last cards: who threw them, who took them",
+        "pile lists the cards thrown on the discard pile this round, the newest first, with "
+        "who discarded each and who took it back up. The panel shows the top few.",
+        frozenset({PLAYING, WATCHING}),
     ),
     Command(
         "say",
@@ -294,6 +312,22 @@ def not_in_variant(variant: Variant | None) -> frozenset[str]:
     if not variant.has_opening:
         hidden.update(("add", "take", "cancel", "undo"))
     return frozenset(hidden)
+
+
+#: Help that reads differently where the game has no opening (nothing is added or taken).
+_NO_OPENING_DETAILS = {
+    "lay": "lay 7h 8h 9h, Ks Kd Kc, ... lays melds from your hand; here you finish by laying "
+    "every card but one at once, then discard the last. A joker stands for the gap it "
+    "fills, or for the end it is written at: lay JK 8h 9h puts it below. Cards: 10h, th, "
+    "10♥, qs, JK, in any case.",
+}
+
+
+def details(command: Command, variant: Variant | None = None) -> str:
+    """The longer help of ``command`` as it reads in ``variant``'s game."""
+    if variant is not None and not variant.has_opening:
+        return _NO_OPENING_DETAILS.get(command.name, command.details)
+    return command.details
 
 
 def available(where: str, variant: Variant | None = None) -> list[Command]:

@@ -9,15 +9,20 @@ suggestion from its strong policy, both run on the seat's own view.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from itertools import combinations
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from rami.engine import (
     POLICIES,
     Action,
+    Card,
     Discard,
     Draw,
     Lay,
+    Meld,
+    MeldError,
     NewMeld,
     Phase,
     View,
@@ -94,24 +99,83 @@ def _arrangement(analysis: game_pb2.Analysis, look: Look) -> StyleAndTextTuples:
     return out
 
 
-def _variant_facts(analysis: game_pb2.Analysis, view: View) -> list[str]:
+def clean_sets(hand: Sequence[Card]) -> list[tuple[Card, ...]]:
+    """The clean sets in ``hand``: each rank held in three or more suits, no joker."""
+    by_rank: dict[int, dict[int, Card]] = {}
+    for c in hand:
+        if not c.is_joker:
+            by_rank.setdefault(c.rank, {}).setdefault(c.suit, c)
+    return [tuple(sorted(s.values())) for _, s in sorted(by_rank.items()) if len(s) >= 3]
+
+
+def clean_runs(hand: Sequence[Card]) -> list[tuple[Card, ...]]:
+    """Three cards in a row of one suit from ``hand``, no joker (one per run found)."""
+    found: list[tuple[Card, ...]] = []
+    naturals = sorted({c for c in hand if not c.is_joker})
+    for trio in combinations(naturals, 3):
+        if len({c.suit for c in trio}) != 1:
+            continue
+        try:
+            meld = Meld.from_cards(trio)
+        except MeldError:
+            continue
+        if meld.kind == "run":
+            found.append(tuple(meld.cards))
+    return found
+
+
+def _why_no_opening(hand: Sequence[Card], look: Look) -> str:
+    """What a hand lacks for an opening (a clean set and a clean run)."""
+    sets, runs = clean_sets(hand), clean_runs(hand)
+
+    def shown(cards: tuple[Card, ...]) -> str:
+        return " ".join(look.card_text(c) for c in cards)
+
+    if sets and not runs:
+        return f"No opening yet: you have a clean set ({shown(sets[0])}) but no clean run."
+    if runs and not sets:
+        return f"No opening yet: you have a clean run ({shown(runs[0])}) but no clean set."
+    return "No opening yet: you have neither a clean set nor a clean run."
+
+
+def _why_no_melds(analysis: game_pb2.Analysis, view: View, look: Look) -> str | None:
+    """Where sets need a run: why a set held counts for nothing yet."""
+    if not view.variant.sets_need_run or view.hand is None:
+        return None
+    runs = clean_runs(view.hand)
+    sets = clean_sets(view.hand)
+    if runs or not sets:
+        return None
+    held = " ".join(look.card_text(c) for c in sets[0])
+    return (
+        f"Your set {held} counts only beside a clean run (three in a row of one suit, "
+        "no joker), and you have none yet."
+    )
+
+
+def _variant_facts(analysis: game_pb2.Analysis, view: View, look: Look) -> list[str]:
     facts: list[str] = []
     variant = view.variant
+    why = _why_no_melds(analysis, view, look)
+    if why is not None:
+        facts.append(why)
     if variant.has_opening and view.seat is not None and not view.opened[view.seat]:
         need = max(view.options.opening, view.bar + 1)
-        if analysis.opening_value:
-            verdict = "enough to open" if analysis.can_open else f"short of the {need} needed"
-            facts.append(f"Your best opening is worth {analysis.opening_value}: {verdict}.")
+        value = analysis.opening_value
+        if value:
+            short = f"short of {need} by {need - value} points"
+            verdict = "enough to open" if analysis.can_open else short
+            facts.append(f"Your best opening is worth {value}: {verdict}.")
         else:
-            facts.append("No opening yet: it needs a clean set and a clean run.")
+            facts.append(_why_no_opening(view.hand or (), look))
     if variant.declares and analysis.declare_cards:
-        names = ", ".join(c.code() for c in cards(analysis.declare_cards))
+        names = ", ".join(look.card_text(c) for c in cards(analysis.declare_cards))
         times = f" (x{analysis.multiplier})" if analysis.multiplier > 1 else ""
         facts.append(f"You can declare{times}, putting face down: {names}.")
     elif variant.declares and analysis.multiplier:
         facts.append("Your 13 cards are complete: draw, then declare the card you don't need.")
     if analysis.finish_discards and variant.has_finish:
-        names = ", ".join(c.code() for c in cards(analysis.finish_discards))
+        names = ", ".join(look.card_text(c) for c in cards(analysis.finish_discards))
         facts.append(f"You can lay everything but one card, keeping: {names}.")
     return facts
 
@@ -119,7 +183,7 @@ def _variant_facts(analysis: game_pb2.Analysis, view: View) -> list[str]:
 def hint_lines(analysis: game_pb2.Analysis, view: View, look: Look) -> list[StyleAndTextTuples]:
     """The lines of a hint: arrangement, what the variant allows, plays now, a suggestion."""
     lines: list[StyleAndTextTuples] = [_arrangement(analysis, look)]
-    lines += [[("", fact)] for fact in _variant_facts(analysis, view)]
+    lines += [[("", fact)] for fact in _variant_facts(analysis, view, look)]
     if view.my_turn:
         plays = plays_now(view)
         suggestion = _suggestion(view)

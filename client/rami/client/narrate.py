@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
-from rami.engine import JOKER, Card, Meld
+from rami.engine import JOKER, Card, Meld, Variant
 from rami.engine import events as ev
 
 from . import tableevents as te
@@ -45,6 +45,9 @@ class Scene:
     rounds: int = 0
     #: Every hand is face up (a replay): ``drawn`` is told whoever drew it.
     open_hands: bool = False
+    #: The game's rules, to tell which cards a declaration made the others pay for.
+    variant: Variant | None = None
+    jokers_per_meld: int = 1
 
     def name(self, seat: int) -> str:
         """A seat's name ("You" for the watcher)."""
@@ -210,7 +213,9 @@ def narrate(event: ev.Event | te.TableEvent, scene: Scene) -> list[Line]:
     if isinstance(event, ev.RoundEnded):
         return [
             [("class:heading", ending_text(event.result, names))],
-            *_split_lines(round_table(event.result, names, look)),
+            *_split_lines(
+                round_table(event.result, names, look, scene.variant, scene.jokers_per_meld)
+            ),
         ]
     if isinstance(event, ev.GameEnded):
         table = game_table(event.totals, event.winners, names, scene.rounds)

@@ -8,6 +8,7 @@ and whether they have opened. Both are pure functions of a proto ``View``.
 
 from __future__ import annotations
 
+import re
 import time
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
@@ -22,8 +23,10 @@ from .safetext import safe
 __all__ = [
     "VARIANT_TITLES",
     "clock_text",
+    "menu_rows",
     "my_seat",
     "panel_fragments",
+    "plural",
     "prompt_fragments",
     "seat_names",
     "toolbar_fragments",
@@ -32,6 +35,28 @@ __all__ = [
 
 VARIANT_TITLES = {"portuguese": "Portuguese Rami", "tallage": "Tallage", "simple": "Simple"}
 _LABEL = 9  # width of the panel's labels ("Table", "Hand", "Watching")
+_SHORT_LABEL = 6  # the same in a small window
+
+
+def small(width: int, rows: int) -> bool:
+    """A window where the panel and toolbar write less, so the events keep some room."""
+    return width < 70 or rows < 20
+
+
+def menu_rows(rows: int) -> int:
+    """The rows kept free under the prompt for the completion menu: none in a small window,
+    so the panel, the toolbar and the last events fit; at most 8 in a tall one."""
+    return max(0, min(8, (rows - 16) // 2))
+
+
+def _table_room(rows: int) -> int:
+    """The most lines the melds take in the panel: the events above need room too."""
+    return max(1, (rows - 12) // 2)
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 card``, ``2 cards``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def my_seat(view: game_pb2.View) -> int | None:
@@ -93,6 +118,8 @@ def _my_play(view: game_pb2.View) -> str:
     if rules is not None and rules.declares:
         return "discard a card, or declare the card you put face down"
     if rules is not None and rules.lays_whole_hand:
+        if len(view.hand) == 1:
+            return "discard your last card to go out"
         return "finish (lay all but one card) if you can, then discard"
     if not view.can_lay:
         return "discard a card"
@@ -130,19 +157,26 @@ def turn_fragments(view: game_pb2.View, look: Look) -> StyleAndTextTuples:
     return [("class:bottom-toolbar.turn", f"{_possessive(name)} turn"), ("", f" ({doing})")]
 
 
-def _facts(view: game_pb2.View, look: Look) -> list[StyleAndTextTuples]:
-    """The table's facts, one item each: game, round, bar, target, stock, discard."""
+def _facts(view: game_pb2.View, look: Look, short: bool = False) -> list[StyleAndTextTuples]:
+    """The table's facts, one item each: game, round, bar, target, stock, discard (fewer
+    words when ``short``)."""
     variant = variant_id(view.variant)
     rules = variant_of(view.variant)
-    items: list[StyleAndTextTuples] = [[("", VARIANT_TITLES.get(variant, variant))]]
+    title = VARIANT_TITLES.get(variant, variant)
+    items: list[StyleAndTextTuples] = [[("", title.split()[0] if short else title)]]
     if view.round:
         rounds = rules is not None and rules.game_end == "rounds"
-        of = f" of {view.options.rounds}" if rounds else ""
+        of = (
+            (f"/{view.options.rounds}" if short else f" of {view.options.rounds}") if rounds else ""
+        )
         items.append([("", f"round {view.round}{of}")])
     if rules is not None and rules.has_opening:
-        items.append([("", f"bar {view.bar} (opening {view.options.opening}+)")])
+        opening = "" if short else f" (opening {view.options.opening}+)"
+        items.append([("", f"bar {view.bar}{opening}")])
     if not (rules is not None and rules.game_end == "rounds"):
-        items.append([("", f"game ends at {view.options.target}")])
+        items.append(
+            [("", f"to {view.options.target}" if short else f"game ends at {view.options.target}")]
+        )
     if view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY):
         items.append([("", f"stock {view.stock_size}")])
         top = card(view.discard_top)
@@ -151,8 +185,9 @@ def _facts(view: game_pb2.View, look: Look) -> list[StyleAndTextTuples]:
     return items
 
 
-def _players(view: game_pb2.View, look: Look) -> list[StyleAndTextTuples]:
-    """Every player, one item each: name, cards in hand, points, opened, away."""
+def _players(view: game_pb2.View, look: Look, short: bool = False) -> list[StyleAndTextTuples]:
+    """Every player, one item each: name, cards in hand, points, opened, away (fewer words
+    when ``short``)."""
     names = seat_names(view)
     moving = view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
     rules = variant_of(view.variant)
@@ -166,9 +201,13 @@ def _players(view: game_pb2.View, look: Look) -> list[StyleAndTextTuples]:
             (style, name),
         ]
         if view.phase != game_pb2.PHASE_WAITING:
-            facts = f" {p.hand_size} cards, {p.total} pts"
+            facts = f" {plural(p.hand_size, 'card')}, {p.total} pts"
+            if short:
+                facts = f" {p.hand_size}c {p.total}p"
             if opening and p.opened:
-                facts += ", opened"
+                facts += ", opened" if not short else " open"
+            if p.seat == view.dealer:
+                facts += ", dealer" if not short else " D"
             if p.away:
                 facts += ", away"
             elif not p.connected:
@@ -176,6 +215,21 @@ def _players(view: game_pb2.View, look: Look) -> list[StyleAndTextTuples]:
             item.append(("", facts))
         items.append(item)
     return items
+
+
+def _words(fragments: StyleAndTextTuples) -> list[StyleAndTextTuples]:
+    """Styled text cut after each word's spaces (each piece keeping its style), so that
+    :func:`_flow` with no separator breaks it only between words."""
+    words: list[StyleAndTextTuples] = []
+    glued = False  # the last piece ended inside a word
+    for style, text, *_ in fragments:
+        for piece in re.findall(r"\S+\s*|\s+", text):
+            if glued and words:
+                words[-1].append((style, piece))
+            else:
+                words.append([(style, piece)])
+            glued = not piece[-1].isspace()
+    return words
 
 
 def _flow(
@@ -209,21 +263,24 @@ def toolbar_fragments(
     now: float | None = None,
     note: str = "",
     width: int = 100,
+    rows: int = 40,
 ) -> StyleAndTextTuples:
     """The bottom toolbar: whose turn and the clock; the table's facts; the players (lines
-    broken to fit ``width`` columns)."""
+    broken to fit ``width`` columns, fewer words in a small window)."""
     if view is None:
         return [("", note or " Not at a table: tables lists them, create starts one, help")]
     clock = clock_text(view, time.time() if now is None else now, look)
-    out: StyleAndTextTuples = [("", " ")]
+    head: StyleAndTextTuples = []
     if note:  # a lost connection matters more than anything else on the line
-        out.append(("class:bottom-toolbar.turn", f"{note}   "))
-    out += turn_fragments(view, look)
+        head.append(("class:bottom-toolbar.turn", f"{note}   "))
+    head += turn_fragments(view, look)
     if clock:
-        out.append(("class:bottom-toolbar.turn", f"   {clock}"))
+        head.append(("class:bottom-toolbar.turn", f"   {clock}"))
+    out = _flow(_words(head), "", width - 1, " ", [("", " ")])
+    short = small(width, rows)
     bar = " | " if look.ascii else " │ "
-    out += [("", "\n"), *_flow(_facts(view, look), look.bullet, width - 1, " ")]
-    out += [("", "\n"), *_flow(_players(view, look), bar, width - 1)]
+    out += [("", "\n"), *_flow(_facts(view, look, short), look.bullet, width - 1, " ")]
+    out += [("", "\n"), *_flow(_players(view, look, short), bar, width - 1)]
     return out
 
 
@@ -242,8 +299,28 @@ def _melds(view: game_pb2.View, look: Look) -> list[StyleAndTextTuples]:
     return items or [[("class:dim", "no melds yet")]]
 
 
-def _label(text: str) -> StyleAndTextTuples:
-    return [("class:label", text.ljust(_LABEL))]
+def _label(text: str, size: int = _LABEL) -> StyleAndTextTuples:
+    return [("class:label", text.ljust(size))]
+
+
+def _lines(fragments: StyleAndTextTuples) -> int:
+    return 1 + sum(text.count("\n") for _, text, *_ in fragments)
+
+
+def _table(view: game_pb2.View, look: Look, width: int, rows: int, size: int) -> StyleAndTextTuples:
+    """The melds, flowed under the label; when they would take more than their room, the
+    newest that fit, after a note of how many more ``table`` shows."""
+    items = _melds(view, look)
+    room = _table_room(rows)
+    pad = " " * size
+    for skip in range(len(items)):
+        shown = items[skip:]
+        if skip:
+            shown = [[("class:dim", f"+{skip} more (table)")], *shown]
+        out = _flow(shown, "   ", width - 1, pad, _label("Table", size))
+        if _lines(out) <= room:
+            return out
+    return out
 
 
 def panel_fragments(
@@ -253,18 +330,27 @@ def panel_fragments(
     by_rank: bool = False,
     staged: str = "",
     width: int = 100,
+    rows: int = 40,
+    pile: StyleAndTextTuples = (),
 ) -> StyleAndTextTuples:
-    """What stays above the prompt: the melds on the table, the hand, anything staged (lines
-    broken to fit ``width`` columns)."""
+    """What stays above the prompt: the melds on the table, the discard pile's top cards (in
+    a window of 20 rows or more), the hand, anything staged (lines broken to fit ``width``
+    columns; in a small window, shorter labels and only the melds that leave room for the
+    events above)."""
     if view is None:
         return []
     out: StyleAndTextTuples = []
     playing = view.phase != game_pb2.PHASE_WAITING
-    pad = " " * _LABEL
+    short = small(width, rows)
+    size = _SHORT_LABEL if short else _LABEL
+    pad = " " * size
     rules = variant_of(view.variant)
     if playing and (view.melds or (rules is not None and rules.has_opening)):
-        out += _flow(_melds(view, look), "   ", width - 1, pad, _label("Table"))
+        out += _table(view, look, width, rows, size)
         out.append(("", "\n"))
+    moving = view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
+    if moving and pile and rows >= 20:
+        out += [*_label("Pile", size), *pile, ("", "\n")]
     seat = my_seat(view)
     if seat is None:
         return [*out, *_label("Watching"), ("class:dim", "as a spectator"), ("", "\n")]
@@ -274,10 +360,11 @@ def panel_fragments(
     groups = hand_groups(hand, look, by_rank=by_rank, drawn=card(view.drawn))
     count = f"{len(hand)} card{'s' if len(hand) != 1 else ''}"
     order = "by rank" if by_rank else "by suit"
-    groups.append([("class:dim", f" ({count}, {order}; F2 sorts)")])
-    out += [*_flow(groups, "  ", width - 1, pad, _label("Hand")), ("", "\n")]
+    note = f"({len(hand)})" if short else f" ({count}, {order}; F2 sorts)"
+    groups.append([("class:dim", note)])
+    out += [*_flow(groups, "  ", width - 1, pad, _label("Hand", size)), ("", "\n")]
     if staged:
-        out += [*_label("Staged"), ("class:warn", staged), ("", "\n")]
+        out += [*_label("Staged", size), ("class:warn", staged), ("", "\n")]
     return out
 
 
@@ -314,11 +401,13 @@ def table_lines(view: game_pb2.View, look: Look, name: str = "") -> list[StyleAn
         )
     for p, who in zip(view.players, names, strict=True):
         turn = view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY) and p.seat == view.turn
-        facts = f"seat {p.seat}{b}{p.hand_size} cards{b}{p.total} points"
+        facts = f"seat {p.seat}{b}{plural(p.hand_size, 'card')}{b}{plural(p.total, 'point')}"
         if p.opened and rules is not None and rules.has_opening:
             facts += f"{b}opened"
         if p.kind == game_pb2.SEAT_KIND_BOT:
             facts += f"{b}{p.policy} bot"
+        if p.seat == view.dealer and view.round:
+            facts += f"{b}dealer"
         if view.phase == game_pb2.PHASE_WAITING:
             facts = f"seat {p.seat}" + (f"{b}{p.policy} bot" if p.policy else "")
         lines.append(

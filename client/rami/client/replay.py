@@ -79,7 +79,17 @@ def _frame(
     look: Look,
     melds_before: dict[int, Any],
 ) -> Frame:
-    scene = Scene(names, look, None, melds_before, game.drawn, len(game.results), True)
+    scene = Scene(
+        names,
+        look,
+        None,
+        melds_before,
+        game.drawn,
+        len(game.results),
+        True,
+        game.variant,
+        game.options.jokers_per_meld,
+    )
     caption = tuple(line for e in events for line in narrate(e, scene))
     return Frame(caption, view(game, None), tuple(tuple(h) for h in game.hands))
 

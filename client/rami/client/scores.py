@@ -6,12 +6,14 @@ from collections.abc import Sequence
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
+from rami.engine import Card, Variant
 from rami.engine.events import RoundResult
+from rami.engine.solver import deadwood_split
 
 from .cardtext import cards_fragments
 from .look import Look
 
-__all__ = ["ending_text", "game_table", "round_table"]
+__all__ = ["ending_text", "game_table", "round_table", "score_sheet"]
 
 
 def _name(names: Sequence[str], seat: int | None) -> str:
@@ -36,11 +38,32 @@ def ending_text(result: RoundResult, names: Sequence[str]) -> str:
     return f"Round {result.round}: {who} went out (Rami)."
 
 
-def round_table(result: RoundResult, names: Sequence[str], look: Look) -> StyleAndTextTuples:
-    """The round's score table: each player's cards left, points paid and total."""
+def paid_for(
+    result: RoundResult, hand: Sequence[Card], variant: Variant | None, jokers_per_meld: int = 1
+) -> tuple[Card, ...]:
+    """The cards of a hand that were paid for: after a declaration, only those its best split
+    leaves over (what was paid); otherwise the whole hand."""
+    if result.ending == "declare" and variant is not None:
+        split = deadwood_split(
+            hand, variant.values, need_run=True, jokers_per_meld=max(1, jokers_per_meld)
+        )
+        return tuple(split.left)
+    return tuple(hand)
+
+
+def round_table(
+    result: RoundResult,
+    names: Sequence[str],
+    look: Look,
+    variant: Variant | None = None,
+    jokers_per_meld: int = 1,
+) -> StyleAndTextTuples:
+    """The round's score table: each player's points paid, total, and the cards paid for (after
+    a declaration, the cards left over from the hand's best melds)."""
     width = max([len(n) for n in names] + [6])
+    shown = "paid for" if result.ending == "declare" and variant is not None else "left in hand"
     out: StyleAndTextTuples = [
-        ("class:heading", f"  {'player'.ljust(width)}  {'paid':>5}  {'total':>5}  left in hand"),
+        ("class:heading", f"  {'player'.ljust(width)}  {'paid':>5}  {'total':>5}  {shown}"),
         ("", "\n"),
     ]
     for seat, name in enumerate(names):
@@ -49,6 +72,7 @@ def round_table(result: RoundResult, names: Sequence[str], look: Look) -> StyleA
         style = "class:good" if seat == result.winner else ""
         out.append((style, f"  {name.ljust(width)}  {paid:>5}  {total:>5}  "))
         hand = result.hands[seat] if seat < len(result.hands) else ()
+        hand = paid_for(result, hand, variant, jokers_per_meld)
         if seat == result.winner and result.ending != "void":
             out.append(("class:dim", "(went out)" if result.ending != "declare" else "(declared)"))
         elif hand:
@@ -56,6 +80,44 @@ def round_table(result: RoundResult, names: Sequence[str], look: Look) -> StyleA
         else:
             out.append(("class:dim", "-"))
         out.append(("", "\n"))
+    return out
+
+
+def _ending_note(result: RoundResult, names: Sequence[str]) -> str:
+    who = _name(names, result.winner)
+    if result.ending == "void":
+        return "void"
+    if result.ending == "rami_sec":
+        return f"{who}: Rami sec"
+    if result.ending == "declare":
+        times = f" (x{result.multiplier})" if result.multiplier > 1 else ""
+        return f"{who} declared{times}"
+    return f"{who} went out"
+
+
+def score_sheet(results: Sequence[RoundResult], names: Sequence[str]) -> list[StyleAndTextTuples]:
+    """Every finished round in a row: what each player paid and how the round ended, then the
+    totals."""
+    if not results:
+        return [[("class:dim", "No round has finished yet.")]]
+    widths = [max(len(n), 5) for n in names]
+    plural = "s" if len(results) != 1 else ""
+    head = "  round" + "".join(f"  {n:>{w}}" for n, w in zip(names, widths, strict=True))
+    out: list[StyleAndTextTuples] = [
+        [("class:heading", f"Scores after {len(results)} round{plural}")],
+        [("class:label", head)],
+    ]
+    for r in results:
+        row: StyleAndTextTuples = [("", f"  {r.round:>5}")]
+        for seat, w in enumerate(widths):
+            paid = r.points[seat] if seat < len(r.points) else 0
+            style = "class:good" if seat == r.winner else ""
+            row.append((style, f"  {paid:>{w}}"))
+        row.append(("class:dim", f"  {_ending_note(r, names)}"))
+        out.append(row)
+    last = results[-1].totals
+    totals = "".join(f"  {(last[s] if s < len(last) else 0):>{w}}" for s, w in enumerate(widths))
+    out.append([("class:heading", f"  total{totals}")])
     return out
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -19,7 +20,8 @@ from pathlib import Path
 
 import grpc
 from prompt_toolkit import PromptSession
-from prompt_toolkit.application import get_app_or_none
+from prompt_toolkit.application import Application, get_app_or_none, get_app_session
+from prompt_toolkit.data_structures import Size
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.shortcuts import CompleteStyle
@@ -44,7 +46,7 @@ from rami.v1 import (
 )
 
 from .cardtext import cards_fragments
-from .commands import LOBBY, PLAYING, WAITING, WATCHING, available, find, split_command, suggest
+from .commands import LOBBY, PLAYING, WAITING, WATCHING, find, split_command, suggest
 from .completion import Situation, TableCompleter
 from .convert import (
     VARIANT_IDS,
@@ -54,9 +56,11 @@ from .convert import (
     event_from_proto,
     meld_from_proto,
     options_to_proto,
+    result_from_proto,
     variant_of,
     view_from_proto,
 )
+from .helptext import help_lines
 from .hints import hint_lines
 from .keys import key_bindings
 from .link import Link, LinkError, Refused
@@ -65,6 +69,7 @@ from .moves import MOVES, MoveError, check_ranks, missing_cards, parse_move
 from .narrate import Scene, narrate
 from .newtable import NewTable, parse_create
 from .panel import (
+    menu_rows,
     my_seat,
     panel_fragments,
     prompt_fragments,
@@ -72,8 +77,10 @@ from .panel import (
     table_lines,
     toolbar_fragments,
 )
+from .pile import Pile
 from .printer import Printer
 from .safetext import safe
+from .scores import score_sheet
 from .seats import SavedSeat, SeatBook
 from .staging import Stage, plan
 from .tablelist import SHORT_ID, joinable, short_ids, table_list_lines, table_summary
@@ -131,12 +138,16 @@ class ClientSession:
         self._staged_before: list[tuple[Stage, str]] = []
         #: A question waiting for yes: what to say if not, and what yes does.
         self._question: tuple[str, Callable[[], Awaitable[None]]] | None = None
+        #: The discard pile's recent throws, followed from the stream.
+        self.pile = Pile()
         self.by_rank = False
         self.note = ""
         self.done = False
         self._watcher: asyncio.Task[None] | None = None
         self._followed = asyncio.Event()
         self._session: PromptSession[str] | None = None
+        #: The terminal's size at the last drawing (a change redraws the whole screen).
+        self._size: Size | None = None
 
     # -- where the person is -----------------------------------------------------------------
 
@@ -183,19 +194,55 @@ class ClientSession:
     # -- the prompt --------------------------------------------------------------------------
 
     @staticmethod
-    def _width() -> int:
+    def _terminal() -> Size:
         app = get_app_or_none()
-        return app.output.get_size().columns if app is not None else 100
+        output = app.output if app is not None else get_app_session().output
+        try:
+            return output.get_size()
+        except Exception:  # an output that can't tell its size
+            return Size(rows=40, columns=100)
 
     def _message(self) -> StyleAndTextTuples:
-        staged = "" if self.stage.empty else self.stage.describe()
+        staged = "" if self.stage.empty else self.stage.describe(self.look.card_text)
+        size = self._terminal()
         panel = panel_fragments(
-            self.view, self.look, by_rank=self.by_rank, staged=staged, width=self._width()
+            self.view,
+            self.look,
+            by_rank=self.by_rank,
+            staged=staged,
+            width=size.columns,
+            rows=size.rows,
+            pile=self.pile.line(seat_names(self.view), self.look) if self.view else [],
         )
         return [*panel, *prompt_fragments(self.view, self.look)]
 
     def _toolbar(self) -> StyleAndTextTuples:
-        return toolbar_fragments(self.view, self.look, note=self.note, width=self._width())
+        size = self._terminal()
+        return toolbar_fragments(
+            self.view, self.look, note=self.note, width=size.columns, rows=size.rows
+        )
+
+    def _before_render(self, app: Application[str]) -> None:
+        """Fit the prompt to the terminal before each drawing: the room kept for the
+        completion menu shrinks with the window, and a new size redraws the screen."""
+        size = app.output.get_size()
+        if self._session is not None:
+            self._session.reserve_space_for_menu = menu_rows(size.rows)
+        if self._size is not None and size != self._size:
+            app.create_background_task(self._repaint(app))
+        self._size = size
+
+    async def _repaint(self, app: Application[str]) -> None:
+        """After a resize: clear the screen (lines the terminal rewrapped would stay behind)
+        and print again the last lines that fit above the panel."""
+        await asyncio.sleep(0)
+        if not app.is_running:
+            return
+        size = app.output.get_size()
+        app.renderer.clear()
+        used = app.layout.container.preferred_height(size.columns, size.rows).preferred
+        self.out.again(size.rows - used, size.columns)
+        app.invalidate()
 
     def _refresh(self) -> None:
         if self._session is not None and self._session.app.is_running:
@@ -220,7 +267,9 @@ class ClientSession:
             color_depth=self.look.color_depth,
             refresh_interval=1.0,
             erase_when_done=True,
+            reserve_space_for_menu=menu_rows(self._terminal().rows),
         )
+        self._session.app.before_render += self._before_render
         with patch_stdout():
             for line in greeting:
                 self.out.info(line)
@@ -337,7 +386,9 @@ class ClientSession:
         if cannot:
             self.out.error(cannot)
             return
-        decided = plan(action, self.stage, variant=variant, discard_top=top)
+        decided = plan(
+            action, self.stage, variant=variant, discard_top=top, card_text=self.look.card_text
+        )
         if decided.send is None and decided.stage.steps:
             # What waits for its lay must be playable from what is held (and what it brings).
             held = list(cards(view.hand)) + ([decided.stage.draw] if decided.stage.draw else [])
@@ -364,7 +415,7 @@ class ClientSession:
         try:
             response = await self.link.call(self.link.table.Act, request, token=self.token)
         except Refused as e:
-            self.out.error(_refusal(e))
+            self.out.error(_refusal(e, seat_names(view)))
             return
         self.stage = decided.stage
         self._set_view(response.view)
@@ -520,11 +571,16 @@ class ClientSession:
             melds_before=melds_before,
             drawn=card(after.drawn) if me is not None else None,
             rounds=len(after.results),
+            variant=variant_of(after.variant),
+            jokers_per_meld=after.options.jokers_per_meld or 1,
         )
         for msg in update.events:
             event = event_from_proto(msg)
             if event is not None:
+                self.pile.apply(event)
                 self.out.lines(narrate(event, scene))
+        if after.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY):
+            self.pile.sync(card(after.discard_top))
         if update.snapshot:
             self._snapshot(after)
         if before is None or after.number >= before.number:
@@ -578,6 +634,7 @@ class ClientSession:
         self.table_id, self.token, self.table_name = table_id, token, name
         self.view = self._streamed = None
         self.stage = Stage()
+        self.pile = Pile()
         self._followed = asyncio.Event()
         watcher = asyncio.get_running_loop().create_task(self._watch(), name="watch")
         self._watcher = watcher
@@ -637,7 +694,7 @@ class ClientSession:
         if self.stage.empty:
             self.out.info("Nothing is staged.")
             return
-        self.out.info(f"Dropped {self.stage.describe()}.")
+        self.out.info(f"Dropped {self.stage.describe(self.look.card_text)}.")
         self.stage = Stage()
 
     async def _do_undo(self, args: str) -> None:
@@ -666,6 +723,20 @@ class ClientSession:
             raise ValueError("sort suit or sort rank")
         self.by_rank = (not self.by_rank) if not word else word == "rank"
         self.out.info(f"Your hand is sorted by {'rank' if self.by_rank else 'suit'}.")
+
+    async def _do_scores(self, args: str) -> None:
+        if self.view is None:
+            self.out.info("The table has not arrived yet.")
+            return
+        results = [result_from_proto(r) for r in self.view.results]
+        self.out.lines(score_sheet(results, seat_names(self.view)))
+
+    async def _do_pile(self, args: str) -> None:
+        if self.view is None:
+            self.out.info("The table has not arrived yet.")
+            return
+        names = seat_names(self.view)
+        self.out.lines(self.pile.lines(names, self.look, self.view.discard_size))
 
     async def _do_table(self, args: str) -> None:
         if self.view is None:
@@ -931,21 +1002,8 @@ class ClientSession:
     # -- help and quit -----------------------------------------------------------------------
 
     def _print_help(self, args: str) -> None:
-        word = args.strip()
-        if word:
-            command = find(word)
-            if command is None:
-                raise ValueError(f"there is no command {word!r}; help lists them")
-            self.out.line([("class:heading", command.usage)])
-            self.out.text(f"  {command.details}")
-            return
-        self.out.line([("class:heading", "Commands you can use now")])
-        for command in available(self.where, self._variant()):
-            self.out.line([("class:me", f"  {command.usage:<34} "), ("", command.summary)])
-        self.out.info(
-            "Tab completes commands and cards; F1 help, F2 sorts the hand, "
-            "F3 shows the table. help COMMAND explains one."
-        )
+        columns = self._terminal().columns
+        self.out.lines(help_lines(args.strip(), self.where, self._variant(), columns))
 
     async def _do_help(self, args: str) -> None:
         self._print_help(args)
@@ -1012,7 +1070,16 @@ def _sentence(text: str) -> str:
     return text if text[-1] in ".!?)" else text + "."
 
 
-def _refusal(error: Refused) -> str:
+def _refusal(error: Refused, names: Sequence[str] = ()) -> str:
     if error.reason == "STALE":
         return "The table moved on before your move arrived; nothing was played. Look again."
-    return f"Refused: {_sentence(str(error))} Nothing was played."
+    text = _sentence(str(error))
+    if names:  # the server speaks of seats; the person knows the players by name
+
+        def name(match: re.Match[str]) -> str:
+            seat = int(match.group(1))
+            return names[seat] if seat < len(names) else match.group(0)
+
+        text = re.sub(r"\b[Ss]eat (\d+)\b", name, text)
+        text = text[:1].upper() + text[1:]
+    return f"Refused: {text} Nothing was played."

@@ -8,6 +8,7 @@ they type, as one command. :func:`plan` decides, purely, what to send now and wh
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rami.engine import (
@@ -46,11 +47,12 @@ class Stage:
         """Jokers the staged takes bring into the hand."""
         return sum(1 for s in self.steps if isinstance(s, TakeJoker))
 
-    def describe(self) -> str:
-        """The staged moves, as the person would type them."""
+    def describe(self, card_text: Callable[[Card], str] = Card.code) -> str:
+        """The staged moves, as the person would type them (the card taken written by
+        ``card_text``)."""
         parts = []
         if self.draw is not None:
-            parts.append(f"draw discard ({self.draw.code()})")
+            parts.append(f"draw discard ({card_text(self.draw)})")
         if self.steps:
             parts.append(format_action(Lay(self.steps)))
         return "; ".join(parts)
@@ -74,15 +76,23 @@ def _unplaced_jokers(steps: tuple[LayStep, ...]) -> int:
 _WHERE_JOKER = "now say where the joker goes, e.g. add 3 JK or lay 10c Jc JK (cancel drops it)"
 
 
-def plan(action: Action, stage: Stage, *, variant: Variant, discard_top: Card | None) -> Plan:
-    """Combine ``action`` with what is staged: send it, stage it, or refuse it with a note."""
+def plan(
+    action: Action,
+    stage: Stage,
+    *,
+    variant: Variant,
+    discard_top: Card | None,
+    card_text: Callable[[Card], str] = Card.code,
+) -> Plan:
+    """Combine ``action`` with what is staged: send it, stage it, or refuse it with a note
+    (cards in notes written by ``card_text``)."""
     if isinstance(action, Draw):
         if action.source == "discard" and variant.must_lay_discard:
             if action.lay is None:
                 if discard_top is None:
                     return Plan(action, Stage())
                 note = (
-                    f"you take {discard_top.code()} when you lay it: now type the lay that "
+                    f"you take {card_text(discard_top)} when you lay it: now type the lay that "
                     "uses it (lay, add or take; cancel drops it)"
                 )
                 return Plan(None, Stage(draw=discard_top), note)
@@ -96,5 +106,7 @@ def plan(action: Action, stage: Stage, *, variant: Variant, discard_top: Card | 
         lay = Lay(steps)
         return Plan(Draw("discard", lay) if stage.draw is not None else lay, Stage())
     if isinstance(action, Discard | Declare) and not stage.empty:
-        return Plan(None, stage, f"first finish {stage.describe()} with a lay, or cancel it")
+        return Plan(
+            None, stage, f"first finish {stage.describe(card_text)} with a lay, or cancel it"
+        )
     return Plan(action, stage)

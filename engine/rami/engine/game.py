@@ -686,7 +686,8 @@ class Game:
             tuple(self.totals),
             multiplier if ending == "declare" else 1,
             tuple(tuple(h) for h in self.hands),
-            "" if self.round <= len(self.decks) else self.shuffle_seed.hex(),
+            # Revealed for a stacked round too: its stock rebuilds are shuffled from it.
+            self.shuffle_seed.hex(),
             self._server_seed(),
         )
         self.results.append(result)
@@ -704,7 +705,7 @@ class Game:
     def _server_seed(self) -> str:
         """A fair round's server seed, revealed at its end ("" when not dealt fairly)."""
         given = self.round <= len(self.round_seeds) and self.round_seeds[self.round - 1]
-        if self.fair is None or given or self.round <= len(self.decks):
+        if self.fair is None or given:
             return ""
         return self.fair.server_seed(self.round).hex()
 

@@ -143,22 +143,24 @@ def write_record(
             {"seat": i, "name": p.name, "kind": p.kind, "policy": p.policy}
             for i, p in enumerate(players)
         ],
-        "deal": _deal(fair, started=game is not None),
+        "deal": _deal(fair, started=game is not None, stacked=len(decks)),
         "rounds": rounds,
         "totals": list(game.totals) if game else [],
         "winners": list(game.winners) if game and complete else [],
     }
 
 
-def _deal(fair: FairDeal | None, *, started: bool) -> dict[str, Any] | None:
-    """A fair game's public parts: the server's commitment, the chain's length, and every
-    seat's entropy (known once the game has started)."""
+def _deal(fair: FairDeal | None, *, started: bool, stacked: int) -> dict[str, Any] | None:
+    """A fair game's public parts: the server's commitment, the chain's length, every seat's
+    entropy (known once the game has started), and how many first rounds were dealt from
+    stacked decks (their deals were chosen, not shuffled)."""
     if fair is None:
         return None
     return {
         "commitment": fair.commitment,
         "rounds": fair.length,
         "entropies": [e.hex() for e in fair.entropies] if started else None,
+        "stacked": stacked,
     }
 
 
@@ -184,21 +186,30 @@ def _deck_from_deal(variant: str, players: int, dealer: int, deal: dict[str, Any
     return deck
 
 
-def _fair_check(deal: dict[str, Any] | None) -> Callable[[dict[str, Any], bytes], None]:
+def _fair_check(
+    deal: dict[str, Any] | None, players: list[dict[str, Any]]
+) -> Callable[[int, dict[str, Any], bytes], None]:
     """What checks each round's seed of a record: nothing for a game not dealt fairly, else
     that the round's server seed hashes back to the commitment and, mixed with every seat's
-    entropy, makes the round's seed."""
+    entropy, makes the round's seed (a bot's entropy is empty: the server chose none)."""
     if deal is None:
-        return lambda r, seed: None
+        return lambda n, r, seed: None
+    commitment = str(deal["commitment"])
+    length = int(deal["rounds"])
+    entropies = list(deal["entropies"] or ())
+    if entropies and len(entropies) != len(players):
+        raise RecordError(
+            f"the deal lists {len(entropies)} entropies for {len(players)} seats: one per seat"
+        )
+    for seat, (e, p) in enumerate(zip(entropies, players, strict=False)):
+        if p.get("kind") == "bot" and e:
+            raise RecordError(f"seat {seat} is a built-in bot: it sends no entropy")
     try:
-        commitment = str(deal["commitment"])
-        length = int(deal["rounds"])
-        mixed = contribution([bytes.fromhex(e) for e in deal["entropies"] or ()])
-    except (KeyError, TypeError, ValueError, FairnessError) as e:
-        raise RecordError(f"the deal's commitment and entropies do not read: {e}") from None
+        mixed = contribution([bytes.fromhex(e) for e in entropies])
+    except FairnessError as e:
+        raise RecordError(str(e)) from None
 
-    def check(r: dict[str, Any], seed: bytes) -> None:
-        n = int(r["round"])
+    def check(n: int, r: dict[str, Any], seed: bytes) -> None:
         if not r.get("server_seed"):
             raise RecordError(f"round {n}: a fair deal's round reveals no server seed")
         server_seed = bytes.fromhex(r["server_seed"])
@@ -212,43 +223,91 @@ def _fair_check(deal: dict[str, Any] | None) -> Callable[[dict[str, Any], bytes]
     return check
 
 
-def replay_record(doc: dict[str, Any]) -> Game:
+def replay_record(
+    doc: dict[str, Any], *, commitment: str | None = None, stacked_deck: bool = False
+) -> Game:
     """The game of a complete record, after checking each seed against its published hash
     (and, for a fair deal, against the server's commitment and the players' entropy), each
-    deal against its seed, every action against the rules, and every result."""
+    deal against its seed, every action against the rules, and every result and total.
+    ``commitment``: the ``TableInfo.deal_commitment`` a player noted before joining; the
+    record must be a fair deal's, made with it, with stacked rounds only if ``stacked_deck``
+    (``TableInfo.stacked_deck``) said so. A record that does not add up, or does not read,
+    raises :class:`RecordError`."""
+    try:
+        return _replay(doc, commitment, stacked_deck)
+    except RecordError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        raise RecordError(f"the record does not read ({type(e).__name__}: {e})") from None
+
+
+def _replay(doc: dict[str, Any], commitment: str | None, stacked_deck: bool) -> Game:
     variant = doc["variant"]
     options = Options.from_dict(doc["options"])
     rounds = doc["rounds"]
-    check_seed = _fair_check(doc.get("deal"))
+    deal = doc.get("deal")
+    if commitment is not None and (deal is None or deal.get("commitment") != commitment):
+        raise RecordError("the record is not dealt from the commitment the table showed")
+    if deal is None and any(r.get("server_seed") for r in rounds):
+        raise RecordError("a round reveals a server seed, but the record has no fair deal")
+    check_seed = _fair_check(deal, list(doc["players"]))
+    # A fair record says how many first rounds were stacked; any other round must be dealt
+    # from a seed (a record from before fair deals has no such count: a deal without a seed
+    # is a stacked round there).
+    stacked = int(deal.get("stacked", 0)) if deal is not None else None
+    if commitment is not None and stacked and not stacked_deck:
+        raise RecordError("the record claims stacked rounds at a table that showed none")
     seeds: list[bytes] = []
     decks: list[list[Card]] = []
-    for r in rounds:
-        if r.get("seed"):
+    for i, r in enumerate(rounds):
+        n = i + 1
+        if r["round"] != n:
+            raise RecordError(f"round {n} of the record is labelled {r['round']!r}")
+        # (A stacked round publishes no seed hash; it reveals its seed once over, for the
+        # stock rebuilds it shuffles.)
+        is_stacked = (i < stacked) if stacked is not None else not r.get("seed_hash")
+        if is_stacked:
+            if r.get("deal") is None or len(decks) != i:
+                raise RecordError(f"round {n}: a stacked round shows its deal")
+            decks.append(_deck_from_deal(variant, options.players, r["dealer"], r["deal"]))
+            seed = bytes.fromhex(r["seed"]) if r.get("seed") else b""
+            if seed:
+                check_seed(n, r, seed)
+            seeds.append(seed)
+        elif r.get("seed"):
             seed = bytes.fromhex(r["seed"])
             if hashlib.sha256(seed).hexdigest() != r["seed_hash"]:
-                raise RecordError(f"round {r['round']}: the seed does not match its hash")
-            check_seed(r, seed)
+                raise RecordError(f"round {n}: the seed does not match its hash")
+            check_seed(n, r, seed)
             seeds.append(seed)
-        elif r.get("deal") is not None and len(decks) == len(seeds):
-            decks.append(_deck_from_deal(variant, options.players, r["dealer"], r["deal"]))
-            seeds.append(b"")
         else:
-            raise RecordError(f"round {r['round']}: no seed and no deal to replay it from")
+            raise RecordError(f"round {n}: no seed to deal it from")
     game, _ = Game.new(variant, options, b"record", decks=decks, round_seeds=seeds)
-    for r in rounds:
+    for i, r in enumerate(rounds):
+        n = i + 1
         if game.phase == Phase.ROUND_OVER:
             game.apply(None, NextRound())
         if r.get("deal") is not None:
             dealt = [[c.code() for c in h] for h in game.hands]
             if dealt != [list(h) for h in r["deal"]["hands"]]:
-                raise RecordError(f"round {r['round']}: the seed does not deal these hands")
+                raise RecordError(f"round {n}: the seed does not deal these hands")
         for item in r["actions"]:
             try:
                 game.apply(item["seat"], action_from_dict(item["action"]))
             except (MalformedAction, ValueError) as e:
                 raise RecordError(f"update {item['number']}: {e}") from None
-        if r.get("result") is not None:
-            got = game.results[r["round"] - 1]
+        over = len(game.results) >= n
+        if over != (r.get("result") is not None):
+            raise RecordError(f"round {n}: its result is {'missing' if over else 'not over'}")
+        if over:
+            got = game.results[n - 1]
             if list(got.points) != r["result"]["points"] or got.ending != r["result"]["ending"]:
-                raise RecordError(f"round {r['round']}: the result does not match the actions")
+                raise RecordError(f"round {n}: the result does not match the actions")
+    complete = game.phase == Phase.GAME_OVER
+    if bool(doc["complete"]) != complete:
+        raise RecordError("the record's 'complete' does not match its game")
+    if list(doc["totals"]) != list(game.totals):
+        raise RecordError("the record's totals do not match its rounds")
+    if complete and list(doc["winners"]) != list(game.winners):
+        raise RecordError("the record's winners do not match its totals")
     return game

@@ -1,0 +1,131 @@
+"""The discard pile's recent history: the last cards thrown, who threw them, who took them.
+
+The watch stream tells every discard and every card taken from the pile; :class:`Pile` keeps
+the recent ones (a round's start, a rebuilt stock or a view that disagrees starts it afresh
+from the card on top), for the ``pile`` command and the panel's short line.
+
+>>> pile = Pile()
+>>> pile.apply(ev.RoundStarted(1, 0, "", Card.parse("3s"), 1))
+>>> pile.apply(ev.Discarded(1, Card.parse("9c")))
+>>> [(str(t.card), t.by) for t in pile.on_pile()]
+[('9♣', 1), ('3♠', None)]
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+
+from rami.engine import Card
+from rami.engine import events as ev
+
+from .cardtext import card_fragments
+from .look import Look
+
+__all__ = ["Pile", "Throw"]
+
+#: How many throws are kept, and how many the panel's line shows.
+KEEP = 30
+SHOWN = 5
+
+
+@dataclass(slots=True)
+class Throw:
+    """One card that went on the pile: by whom (None: turned up), and who took it, if any."""
+
+    card: Card
+    by: int | None
+    taken_by: int | None = None
+
+
+class Pile:
+    """The recent throws, oldest first."""
+
+    def __init__(self) -> None:
+        self.throws: deque[Throw] = deque(maxlen=KEEP)
+
+    def apply(self, event: object) -> None:
+        """Follow one event of the game."""
+        if isinstance(event, ev.RoundStarted):
+            self.throws.clear()
+            if event.discard_top is not None:
+                self.throws.append(Throw(event.discard_top, None))
+        elif isinstance(event, ev.Discarded | ev.Declared):
+            thrown = _thrown(event)
+            if thrown is not None:
+                self.throws.append(Throw(thrown, event.seat))
+        elif isinstance(event, ev.Drew) and event.source == "discard":
+            top = self._top()
+            if top is not None:
+                top.taken_by = event.seat
+        elif isinstance(event, ev.StockRebuilt):
+            kept = self._top()
+            self.throws.clear()
+            if kept is not None:
+                self.throws.append(kept)
+
+    def sync(self, top: Card | None) -> None:
+        """Agree with the view: when its top card is not the one followed (a snapshot after a
+        reconnection, say), start again from it."""
+        mine = self._top()
+        if top is None:
+            if mine is not None:
+                self.throws.clear()
+        elif mine is None or mine.card != top:
+            self.throws.clear()
+            self.throws.append(Throw(top, None))
+
+    def _top(self) -> Throw | None:
+        for t in reversed(self.throws):
+            if t.taken_by is None:
+                return t
+        return None
+
+    def on_pile(self) -> list[Throw]:
+        """The cards still on the pile (as far as followed), the top first."""
+        return [t for t in reversed(self.throws) if t.taken_by is None]
+
+    def line(self, names: Sequence[str], look: Look) -> StyleAndTextTuples:
+        """The panel's short line: the top cards of the pile and who threw them."""
+        out: StyleAndTextTuples = []
+        for i, t in enumerate(self.on_pile()[:SHOWN]):
+            if i:
+                out.append(("class:dim", look.bullet))
+            out += card_fragments(t.card, look)
+            if t.by is not None:
+                out.append(("class:dim", f" {_name(names, t.by)}"))
+        return out
+
+    def lines(self, names: Sequence[str], look: Look, size: int) -> list[StyleAndTextTuples]:
+        """The ``pile`` command's answer: every throw followed, the newest first."""
+        if not self.throws:
+            return [[("class:dim", "The discard pile is empty.")]]
+        cards = f"{size} card{'' if size == 1 else 's'}"
+        out: list[StyleAndTextTuples] = [
+            [("class:heading", f"The discard pile ({cards}), the newest first")]
+        ]
+        for t in reversed(self.throws):
+            who = "turned up" if t.by is None else f"discarded by {_name(names, t.by)}"
+            row: StyleAndTextTuples = [("", "  "), *card_fragments(t.card, look)]
+            pad = " " * max(1, 4 - len(look.card_text(t.card)))
+            row.append(("class:dim", f"{pad}{who}"))
+            if t.taken_by is not None:
+                row.append(("", f", taken by {_name(names, t.taken_by)}"))
+            out.append(row)
+        return out
+
+
+def _thrown(event: object) -> Card | None:
+    """The card an event puts on the pile: a discard, or a false declaration's card."""
+    if isinstance(event, ev.Discarded):
+        return event.card
+    if isinstance(event, ev.Declared) and not event.complete:
+        return event.card
+    return None
+
+
+def _name(names: Sequence[str], seat: int) -> str:
+    return names[seat] if 0 <= seat < len(names) else f"Seat {seat}"
