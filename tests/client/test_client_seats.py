@@ -103,3 +103,84 @@ def _play_across_two_clients(server: ServerThread, stubs: Stubs, book: SeatBook)
     finally:
         second.close()
     assert book.at(server.target) == []  # the game is over: nothing to take back
+
+
+def test_profiles_keep_their_own_seats_in_one_book(tmp_path: Path) -> None:
+    path = tmp_path / "seats.json"
+    eva, fred = SeatBook(path), SeatBook(path, "fred")
+    eva.save(SavedSeat("h:1", "t1", 0, "tok-eva"))
+    fred.save(SavedSeat("h:1", "t1", 1, "tok-fred"))
+    assert eva.find("h:1", "t1") == SavedSeat("h:1", "t1", 0, "tok-eva", profile="default")
+    assert fred.find("h:1", "t1") == SavedSeat("h:1", "t1", 1, "tok-fred", profile="fred")
+    assert [s["profile"] for s in json.loads(path.read_text())] == ["default", "fred"]
+    fred.forget("h:1", "t1")
+    assert fred.find("h:1", "t1") is None and eva.find("h:1", "t1") is not None
+    # One running client holds a profile at a time.
+    assert eva.claim()
+    assert not SeatBook(path).claim()
+    assert SeatBook(path, "fred").claim()
+    eva.release()
+    assert SeatBook(path).claim()
+
+
+def test_a_second_client_of_a_profile_is_never_offered_the_first_ones_seat(
+    tmp_path: Path,
+) -> None:
+    with ServerThread(str(tmp_path / "rami.db"), PATIENT) as server, Stubs(server.target) as stubs:
+        stubs.lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                name="shared", variant=VARIANT_IDS["tallage"], options=game_pb2.Options(players=3)
+            )
+        )
+        path = tmp_path / "seats.json"
+        eva = _client(server, SeatBook(path))
+        fred = None
+        try:
+            eva.expect(r"1  [a-z2-7]{6,16}  waiting")
+            eva.type("join 1")
+            eva.expect(r"You sit at seat 0")
+            # Fred, on the same account, starts a client while Eva's runs.
+            fred = _client(server, SeatBook(path))
+            fred.expect(r"Another rami-client is running with the profile 'default'")
+            fred.expect(r"1  [a-z2-7]{6,16}  waiting")
+            fred.type("tables")
+            fred.expect(r"1  [a-z2-7]{6,16}  waiting")
+            fred.type("join 1")
+            fred.expect(r"You sit at seat 1")  # a seat of his own, not Eva's
+        finally:
+            eva.close()
+            if fred is not None:
+                fred.close()
+        assert [s.seat for s in SeatBook(path).at(server.target)] == [0]
+
+
+def test_a_seat_taken_over_by_another_client_is_told_on_both_sides(tmp_path: Path) -> None:
+    with ServerThread(str(tmp_path / "rami.db"), PATIENT) as server, Stubs(server.target) as stubs:
+        stubs.lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                name="shared", variant=VARIANT_IDS["tallage"], options=game_pb2.Options(players=3)
+            )
+        )
+        eva_book = SeatBook(tmp_path / "eva.json")
+        eva = _client(server, eva_book)
+        fred = None
+        try:
+            eva.expect(r"1  [a-z2-7]{6,16}  waiting")
+            eva.type("join 1")
+            eva.expect(r"You sit at seat 0")
+            # Fred's client holds Eva's token (a seat book copied from her account).
+            fred_book = SeatBook(tmp_path / "fred.json")
+            (seat,) = eva_book.at(server.target)
+            fred_book.save(seat)
+            fred = _client(server, fred_book)
+            fred.expect(r"You hold seat 0 at table 1")
+            fred.type("join 1")
+            fred.expect(r"You take seat 0 back")
+            fred.expect(r"This seat was open in another client too")
+            eva.expect(r"Another client took this seat over")
+            eva.type("tables")
+            eva.expect(r"You hold seat 0 at table 1")  # still hers to take back
+        finally:
+            eva.close()
+            if fred is not None:
+                fred.close()

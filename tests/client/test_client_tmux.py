@@ -150,6 +150,53 @@ def test_no_color_keeps_the_symbols_and_drops_the_colours(pane: Pane) -> None:
     pane.type("yes", "Enter")
 
 
+def test_the_toolbar_shows_who_is_connected_as_it_changes(pane: Pane, tmp_path: Path) -> None:
+    """Presence changes with no new update: the toolbar follows it at once (a joiner who
+    opens the table, a player who drops, one who comes back), and ``create`` gives the table
+    a turn clock."""
+    from rami.server.table import TableConfig
+    from rami.server.testing import ServerThread, Stubs
+    from rami.v1 import lobby_service_pb2, table_service_pb2
+
+    quiet = TableConfig(bot_delay=0.0, round_pause=0.0, away_delay=0.0, heartbeat=0.5)
+    with ServerThread(str(tmp_path / "rami.db"), quiet) as server, Stubs(server.target) as stubs:
+        env = _env(XDG_STATE_HOME=str(tmp_path / "state"))
+        pane.start(f"{CLIENT} connect {server.target} --name Eva", env)
+        pane.wait_for(r"Connected to")
+        pane.type("create tallage players=2", "Enter")
+        pane.wait_for(r"You sit at seat 0")
+        (table,) = stubs.lobby.ListTables(lobby_service_pb2.ListTablesRequest(), timeout=10).tables
+        assert table.options.turn_seconds == 60  # the client's default clock
+        joined = stubs.lobby.JoinTable(
+            lobby_service_pb2.JoinTableRequest(table_id=table.table_id, name="Bruno"), timeout=10
+        )
+        token = (("rami-token", joined.token),)
+        pane.wait_for(r"Bruno 1[34] cards, 0 pts, offline")  # joined, not watching yet
+        bruno = stubs.table.Watch(
+            table_service_pb2.WatchRequest(table_id=table.table_id), metadata=token, timeout=30
+        )
+        next(bruno)
+        pane.wait_for(r"Bruno 1[34] cards, 0 pts(?!, offline)")
+        bruno.cancel()
+        pane.wait_for(r"Bruno 1[34] cards, 0 pts, offline")
+        # Bruno leaves the game and comes back: back, and connected.
+        stubs.lobby.LeaveTable(
+            lobby_service_pb2.LeaveTableRequest(table_id=table.table_id), metadata=token, timeout=10
+        )
+        pane.wait_for(r"Bruno 1[34] cards, 0 pts, away")
+        bruno = stubs.table.Watch(
+            table_service_pb2.WatchRequest(table_id=table.table_id), metadata=token, timeout=30
+        )
+        next(bruno)
+        screen = pane.wait_for(r"Bruno came back\.")
+        screen = pane.wait_for(r"Bruno 1[34] cards, 0 pts(?!, offline|, away)")
+        assert "Bruno came back." in screen
+        bruno.cancel()
+        pane.type("quit", "Enter")
+        pane.wait_for(r"yes to quit")  # the game is on: quit asks first
+        pane.type("yes", "Enter")
+
+
 def _fits(screen: str, columns: int) -> None:
     assert all(len(line.rstrip()) <= columns for line in screen.split("\n")), screen
 

@@ -467,7 +467,8 @@ async def same_bytes(srv: ServerThread, count: int) -> None:
         stub = table_service_pb2_grpc.TableServiceStub(channel)
         spec, entries = await asyncio.to_thread(log_of, srv)
         assert len(entries) == count
-        # From the start, with nobody connected: a spectator, then seat 0.
+        # From the start, with nobody connected: a spectator, then seat 0 (which sees itself
+        # connected: it is, as its stream is sent).
         spectator = RawStream(channel, after=0).start()
         await spectator.reach(count)
         assert spectator.numbers == list(range(1, count + 1))
@@ -475,7 +476,7 @@ async def same_bytes(srv: ServerThread, count: int) -> None:
         seat = RawStream(channel, after=0, token=TOKEN).start()
         await seat.reach(count)
         assert seat.numbers == list(range(1, count + 1))
-        assert seat.updates == reference(spec, entries, 0, 0, {})
+        assert seat.updates == reference(spec, entries, 0, 0, {0: 1})
 
         # Live: seat 0 plays; both streams go on with every update once, in order.
         now = await play_seat_0(stub, seat, count + 30)
@@ -499,7 +500,10 @@ async def same_bytes(srv: ServerThread, count: int) -> None:
             await again.close()
         back = RawStream(channel, after=now - 3, token=TOKEN).start()
         await back.reach(now)
-        assert back.updates == reference(spec, entries, 0, now - 3, {0: 1})
+        # Its first message also says the seat has one other stream open (``seat``'s).
+        expected = reference(spec, entries, 0, now - 3, {0: 1})
+        expected[0] += table_service_pb2.WatchResponse(other_streams=1).SerializeToString()
+        assert back.updates == expected
         await back.close()
         # After the last number: a heartbeat says the stream is on.
         idle = RawStream(channel, after=now).start()

@@ -23,7 +23,7 @@ import typer
 from .link import Link, LinkError, parse_address
 from .look import Look
 from .newtable import NewTable, parse_create
-from .seats import SeatBook, default_path
+from .seats import DEFAULT_PROFILE, SeatBook, check_profile, default_path
 from .session import ClientSession
 
 __all__ = ["app", "default_name", "main"]
@@ -86,10 +86,17 @@ async def _connect(
     seats: SeatBook | None = None,
 ) -> None:
     link = Link(target, credentials)
+    greeting = [*_greeting(name), f"Connected to {target}."]
+    if seats is not None and not seats.claim():
+        # Another client runs with this profile: its seats are its own, never offered here.
+        greeting.append(
+            f"Another rami-client is running with the profile {seats.profile!r}: this one keeps "
+            "no seats and takes none back. Start it with --profile NAME for seats of its own."
+        )
+        seats = None
     try:
         await link.check()
         session = ClientSession(link, name=name, look=look, seats=seats)
-        greeting = [*_greeting(name), f"Connected to {target}."]
 
         async def list_tables(s: ClientSession) -> None:
             """Start by showing the server's tables."""
@@ -98,6 +105,8 @@ async def _connect(
         await session.run(greeting, list_tables)
     finally:
         await link.close()
+        if seats is not None:
+            seats.release()
 
 
 async def _play(spec: NewTable, name: str, look: Look) -> None:
@@ -151,13 +160,24 @@ def connect(
     ] = None,
     ascii_only: AsciiOption = False,
     no_color: NoColorOption = False,
+    profile: Annotated[
+        str,
+        typer.Option(
+            help="Whose saved seats these are: people who share an account each use their own "
+            "(one running client per profile)."
+        ),
+    ] = DEFAULT_PROFILE,
 ) -> None:
     """Play on a Rami server: list tables, create one, join, watch, play.
 
     The seats you take are kept in $XDG_STATE_HOME/rami/seats.json (~/.local/state by
-    default), so that join takes yours back after the client is closed."""
+    default), under your profile (--profile, "default" unless given), so that join takes
+    yours back after the client is closed. Only one running client holds a profile: a second
+    one with the same profile keeps no seats. Tables made with create get a 60-second turn
+    clock unless you give turn_seconds."""
     try:
         target = parse_address(address)
+        check_profile(profile)
     except ValueError as e:
         raise _fail(str(e), 2) from None
     credentials = None
@@ -168,7 +188,7 @@ def connect(
             raise _fail(f"can't read {ca_cert}: {e.strerror}", 2) from None
         credentials = grpc.ssl_channel_credentials(root)
     # The seats taken are written down, to be taken back after the client is closed.
-    seats = SeatBook(default_path())
+    seats = SeatBook(default_path(), profile)
     _run(_connect(target, name or default_name(), _look(ascii_only, no_color), credentials, seats))
 
 

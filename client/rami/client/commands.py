@@ -229,8 +229,9 @@ COMMANDS: tuple[Command, ...] = (
         "create a table and sit at it",
         "create tallage players=4 bots=3 seats you with three strong bots and starts at once. "
         "VARIANT is tallage (default), simple or portuguese. Other options: rounds=N "
-        "(portuguese), target=201|500|1000, opening=71|51, turn_seconds=N, jokers_per_meld=1|2, "
-        "private. See docs/rules.md for every option.",
+        "(portuguese), target=201|500|1000, opening=71|51, turn_seconds=N (a turn clock: 60 "
+        "unless given; turn_seconds=0 for none), jokers_per_meld=1|2, private. See "
+        "docs/rules.md for every option.",
         frozenset({LOBBY}),
     ),
     Command(

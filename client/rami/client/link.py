@@ -206,21 +206,39 @@ class Link:
         on_status: Callable[[str], None],
         *,
         after: int | None = None,
+        on_presence: Callable[[list[bool]], None] | None = None,
     ) -> AsyncIterator[table_service_pb2.Update]:
         """Every update of a table, resuming after a drop; raises :class:`Refused` when the
-        server turns the watch down (no such table, bad token)."""
+        server turns the watch down (no such table, bad token) or when another client takes
+        the seat over (reason ``TAKEN_OVER``).
+
+        A seat's stream takes the seat over (``WatchRequest.take_over``): this client is the
+        seat's player, and whoever else had it open is told. ``on_status`` hears "took_over"
+        when the first stream did so (a resumed stream that takes over from its own dead one
+        says nothing), and ``on_presence`` each seat's presence when a heartbeat tells it."""
         metadata = ((TOKEN_METADATA, token),) if token else None
         lost = False
+        opened = False
         while True:
             # Resuming asks for the last update again: its arrival proves the stream is back.
             since = max(after - 1, 0) if after is not None else None
-            request = table_service_pb2.WatchRequest(table_id=table_id, after=since)
+            request = table_service_pb2.WatchRequest(
+                table_id=table_id, after=since, take_over=token is not None
+            )
             stream: Any = self.table.Watch(request, metadata=metadata, wait_for_ready=True)
+            first = True
             try:
                 async for msg in stream:
+                    if first and msg.took_over and not opened:
+                        on_status("took_over")
+                    first, opened = False, True
                     if lost:
                         lost = False
                         on_status("reconnected")
+                    if msg.HasField("heartbeat"):
+                        if on_presence is not None and len(msg.heartbeat.connected):
+                            on_presence(list(msg.heartbeat.connected))
+                        continue
                     if not msg.HasField("update"):
                         continue
                     if after is not None and msg.update.number <= after and not msg.update.snapshot:

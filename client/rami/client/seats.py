@@ -7,21 +7,42 @@ back with the token instead of asking for a new one. A seat is forgotten when it
 over, when the person leaves a table whose game has not started (the seat is free again), and
 when its table is gone.
 
+Seats belong to a **profile** (``rami-client connect --profile NAME``; ``default`` unless
+given): each entry records the profile that took it, and a client sees only its own
+profile's seats. One running client holds a profile at a time (a lock file beside the book,
+``seats-NAME.lock``, held while the client runs): a second client started with the same
+profile keeps no seats, and is told so, rather than offer the first one's seats as its own.
+Two people who share an account give each their own profile.
+
 The book never stops the client: a file that can't be read or written is left alone (the
 client plays on without it) and reported once.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import re
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import IO
 
-__all__ = ["SavedSeat", "SeatBook", "default_path"]
+__all__ = ["DEFAULT_PROFILE", "SavedSeat", "SeatBook", "check_profile", "default_path"]
 
 _FIELDS = ("server", "table_id", "seat", "token", "table_name")
+#: The profile of a client started without ``--profile`` (and of entries written before
+#: profiles).
+DEFAULT_PROFILE = "default"
+_PROFILE = re.compile(r"[A-Za-z0-9_-]{1,32}")
+
+
+def check_profile(name: str) -> str:
+    """``name`` as a profile's name (1 to 32 of A-Z, a-z, 0-9, ``_``, ``-``), or ValueError."""
+    if not _PROFILE.fullmatch(name):
+        raise ValueError(f"a profile is 1 to 32 letters, digits, '_' or '-', not {name!r}")
+    return name
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +54,8 @@ class SavedSeat:
     seat: int
     token: str
     table_name: str = ""
+    #: The profile of the client that took the seat.
+    profile: str = DEFAULT_PROFILE
 
 
 def default_path() -> Path:
@@ -42,12 +65,45 @@ def default_path() -> Path:
 
 
 class SeatBook:
-    """The seats written down in one file."""
+    """The seats of one profile, written down in one file (shared by the profiles)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, profile: str = DEFAULT_PROFILE) -> None:
         self.path = path
+        self.profile = check_profile(profile)
         #: What went wrong with the file, if anything did (said once by the client).
         self.problem = ""
+        self._lock: IO[bytes] | None = None
+
+    @property
+    def lock_path(self) -> Path:
+        """The file whose lock says a running client holds this profile."""
+        return self.path.with_name(f"{self.path.stem}-{self.profile}.lock")
+
+    def claim(self) -> bool:
+        """Hold the profile for as long as this book lives (or until :meth:`release`): False
+        when another running client holds it already. A lock file that can't be made counts
+        as held by nobody (the book's problem says why)."""
+        if self._lock is not None:
+            return True
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            f = open(self.lock_path, "ab")  # noqa: SIM115 (held open: the lock is the file's)
+        except OSError as e:
+            self.problem = f"can't make {self.lock_path}: {e}"
+            return True
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.close()
+            return False
+        self._lock = f
+        return True
+
+    def release(self) -> None:
+        """Let another client hold the profile."""
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.close()  # closing the file drops its lock
 
     def _read(self) -> list[SavedSeat]:
         try:
@@ -60,8 +116,9 @@ class SeatBook:
         seats = []
         for item in data if isinstance(data, list) else []:
             if isinstance(item, dict) and set(_FIELDS) <= item.keys():
+                profile = item.get("profile") or DEFAULT_PROFILE
                 try:
-                    seats.append(SavedSeat(**{k: item[k] for k in _FIELDS}))
+                    seats.append(SavedSeat(**{k: item[k] for k in _FIELDS}, profile=profile))
                 except TypeError:
                     continue
         return seats
@@ -83,8 +140,8 @@ class SeatBook:
             self.problem = f"can't write {self.path}: {e}"
 
     def at(self, server: str) -> list[SavedSeat]:
-        """The seats held on ``server``."""
-        return [s for s in self._read() if s.server == server]
+        """This profile's seats held on ``server``."""
+        return [s for s in self._read() if s.server == server and s.profile == self.profile]
 
     def find(self, server: str, table_id: str) -> SavedSeat | None:
         """The seat held at ``table_id`` on ``server``, if any."""
@@ -94,13 +151,18 @@ class SeatBook:
         return None
 
     def save(self, seat: SavedSeat) -> None:
-        """Write ``seat`` down (in place of any other seat at the same table)."""
-        others = [s for s in self._read() if (s.server, s.table_id) != (seat.server, seat.table_id)]
+        """Write ``seat`` down for this profile (in place of its other seat at the table)."""
+        seat = SavedSeat(
+            seat.server, seat.table_id, seat.seat, seat.token, seat.table_name, self.profile
+        )
+        key = (seat.server, seat.table_id, self.profile)
+        others = [s for s in self._read() if (s.server, s.table_id, s.profile) != key]
         self._write([*others, seat])
 
     def forget(self, server: str, table_id: str) -> None:
-        """Cross out the seat at ``table_id`` on ``server`` (nothing if there is none)."""
+        """Cross out this profile's seat at ``table_id`` on ``server`` (if there is one)."""
         seats = self._read()
-        kept = [s for s in seats if (s.server, s.table_id) != (server, table_id)]
+        key = (server, table_id, self.profile)
+        kept = [s for s in seats if (s.server, s.table_id, s.profile) != key]
         if len(kept) != len(seats):
             self._write(kept)

@@ -15,6 +15,7 @@ import json
 import re
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import grpc
@@ -84,7 +85,10 @@ from .seats import SavedSeat, SeatBook
 from .staging import Stage, plan
 from .tablelist import SHORT_ID, joinable, short_ids, table_list_lines, table_summary
 
-__all__ = ["ClientSession"]
+__all__ = ["DEFAULT_TURN_SECONDS", "ClientSession"]
+
+#: The turn clock of a table made with ``create`` when no turn_seconds is given.
+DEFAULT_TURN_SECONDS = 60
 
 #: Refusals that say a written-down seat can't be taken back.
 _SEAT_GONE = (
@@ -496,12 +500,23 @@ class ClientSession:
     async def _watch(self) -> None:
         assert self.table_id is not None
         try:
-            async for update in self.link.updates(self.table_id, self.token, self._on_status):
+            async for update in self.link.updates(
+                self.table_id, self.token, self._on_status, on_presence=self._on_presence
+            ):
                 self._on_update(update)
                 self._followed.set()
         except asyncio.CancelledError:
             raise
         except LinkError as e:
+            if isinstance(e, Refused) and e.reason == "TAKEN_OVER":
+                # The seat is still this person's: the other client has it open now.
+                self.out.error(
+                    "Another client took this seat over (it has the seat's token): it plays "
+                    "the seat now. You are back in the lobby; join takes the seat back."
+                )
+                self._left_table()
+                self._refresh()
+                return
             if isinstance(e, Refused) and e.code in _SEAT_GONE:
                 self._forget_seat()  # the table, or the seat's token, is no longer known
             if isinstance(e, Refused) and e.code == grpc.StatusCode.NOT_FOUND:
@@ -517,7 +532,22 @@ class ClientSession:
             self._left_table()
         self._refresh()
 
+    def _on_presence(self, connected: list[bool]) -> None:
+        """Who is connected now (a heartbeat says so when it changes, with no new update)."""
+        for view in (self.view, self._streamed):
+            if view is None or len(view.players) != len(connected):
+                continue
+            for player, live in zip(view.players, connected, strict=True):
+                player.connected = live
+        self._refresh()
+
     def _on_status(self, status: str) -> None:
+        if status == "took_over":
+            self.out.warn(
+                "This seat was open in another client too: it has been told, and the seat is "
+                "played from here now."
+            )
+            return
         if status == "lost":
             self.note = "connection lost: reconnecting..."
             self.out.warn("The connection to the server dropped; reconnecting...")
@@ -947,7 +977,11 @@ class ClientSession:
         await self._watch_table(table.table_id, None, table.name)
 
     async def _do_create(self, args: str) -> None:
-        await self.create(parse_create(args))
+        spec = parse_create(args)
+        if "turn_seconds" not in spec.options:
+            # Nobody waits for ever on a player who is away from the keyboard.
+            spec = replace(spec, options={**spec.options, "turn_seconds": DEFAULT_TURN_SECONDS})
+        await self.create(spec)
 
     async def create(self, spec: NewTable) -> None:
         """Create a table, sit at it, seat the bots (the game starts when it is full)."""

@@ -46,6 +46,11 @@ def serve(
         help="Seconds a table waiting for players may go without a change before the server "
         "closes it (0: never).",
     ),
+    drop_grace: float = typer.Option(
+        30.0,
+        help="Seconds a player may be disconnected during a game before, on their turn, the "
+        "server plays for them (as if they had left; they take the seat back by reconnecting).",
+    ),
     secret_file: str = typer.Option(
         "",
         help="The server's key, made there when missing: the deals and bots of every table "
@@ -117,7 +122,7 @@ def serve(
         idle_seconds=idle_connection_seconds,
     )
     try:
-        table_config = TableConfig(watcher_queue=watcher_queue)
+        table_config = TableConfig(watcher_queue=watcher_queue, drop_grace=max(drop_grace, 0.0))
         run_loop(
             run(host, port, db, config, tls, secret_file or None, connections, table_config), loop
         )

@@ -666,11 +666,22 @@ def encode_update(head: bytes, view: bytes) -> bytes:
     return message_field(UPDATE, head + message_field(UPDATE_VIEW, view))
 
 
-def encode_heartbeat(number: int) -> bytes:
-    """A heartbeat WatchResponse (or PlayResponse), encoded."""
+def encode_heartbeat(number: int, connected: Sequence[bool] = ()) -> bytes:
+    """A heartbeat WatchResponse (or PlayResponse) with each seat's presence, encoded."""
     return table_service_pb2.WatchResponse(
-        heartbeat=table_service_pb2.Heartbeat(number=number)
+        heartbeat=table_service_pb2.Heartbeat(number=number, connected=connected)
     ).SerializeToString()
+
+
+def encode_stream_note(took_over: bool, others: int) -> bytes:
+    """What a seat's stream's first message says of the seat's other streams: it took the
+    seat over from them, or how many go on beside it (fields to append to that message)."""
+    note = (
+        table_service_pb2.WatchResponse(took_over=True)
+        if took_over
+        else table_service_pb2.WatchResponse(other_streams=others)
+    )
+    return note.SerializeToString()
 
 
 def encode_act_response(number: int, view: bytes) -> bytes:

@@ -276,6 +276,13 @@ class Lobby:
         if before is not None:  # a copy of this request, sent meanwhile, created it first
             assert request is not None
             return await self._created_before(before, request), owner
+        log.info(
+            "table %s: created (%s, %d seats, turn clock %s)",
+            table_id,
+            variant,
+            options.players,
+            f"{options.turn_seconds} s" if options.turn_seconds else "none",
+        )
         # (A copy of this request that found it stored may have loaded it meanwhile.)
         return self.tables.get(table_id) or self._hold(state), owner
 

@@ -633,7 +633,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
             pace = self._pace(client, after, number)
             if seat is not None:
                 await table.change(lambda state: _returning(state, seat), lambda _: None)
-            async for _, data in table.watch(seat, after, pace=pace):
+            async for _, data in table.watch(seat, after, pace=pace, take_over=request.take_over):
                 yield data
         finally:
             if pace is not None:
@@ -680,7 +680,9 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
             await table.change(lambda state: _returning(state, seat), lambda _: None)
             # The stream's items are encoded WatchResponses, which are PlayResponses as they
             # are (the same field numbers), and refusals (see ``wire``).
-            async for number, data in table.watch(seat, after, watcher, pace):
+            async for number, data in table.watch(
+                seat, after, watcher, pace, take_over=first.open.take_over
+            ):
                 if commands is None:
                     # Commands are taken once the stream watches (it has its first message):
                     # the update of each then reaches this stream, as its acknowledgement.

@@ -37,6 +37,7 @@ seats whose player left, and the turn clock, which plays a safe move when it run
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import secrets
@@ -48,19 +49,34 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from rami.engine import POLICIES, Phase, RuleError, view
+from rami.engine import events as engine_events
 from rami.engine.policies import safe_move
 
 from .convert import (
     ViewEncoder,
     encode_heartbeat,
+    encode_stream_note,
     encode_update,
     snapshot_head,
     update_head,
 )
-from .entries import Act, Chat, Entry, Join, Leave, NextDeal, Start
+from .entries import Act, Chat, Entry, Join, Leave, NextDeal, Return, Start
 from .refusals import Aborted, Exhausted, Invalid, Refusal, Unavailable
 from .storage import Append, Storage
-from .tablestate import FINISHED, OVER, Event, TableState, TableSummary, load_state
+from .tablestate import (
+    FINISHED,
+    OVER,
+    PLAYING,
+    Event,
+    GameStarted,
+    PlayerJoined,
+    PlayerLeft,
+    PlayerReturned,
+    TableClosed,
+    TableState,
+    TableSummary,
+    load_state,
+)
 
 __all__ = [
     "Change",
@@ -97,6 +113,10 @@ class TableConfig:
     checkpoints: int = 3
     #: The work of one slice of a replay, in seconds, before the event loop gets a turn.
     replay_slice: float = 0.002
+    #: Seconds a seat's player may be gone (no Watch or Play stream of the seat open) during
+    #: a game before, on the seat's turn, the server marks the seat away as a LeaveTable
+    #: would, and plays for it (its token brings it back, as ever).
+    drop_grace: float = 30.0
 
 
 #: What a watcher's stream sends: the number of the update it carries (0: none, a heartbeat or,
@@ -160,6 +180,8 @@ class Watcher:
     seat: int | None
     queue: Mailbox
     cut: bool = False
+    #: A newer stream of the same seat opened: this one ends (ABORTED TAKEN_OVER).
+    taken: bool = False
     last: int = 0
     #: Play streams: the update number each accepted command became -> the command's id.
     acks: dict[int, int] = field(default_factory=dict)
@@ -316,6 +338,15 @@ class Table:
         self._turn_key: tuple[int, int] | None = None
         self._auto: asyncio.TimerHandle | None = None
         self._beat: asyncio.TimerHandle | None = None
+        #: Player seats with no stream open, since when (monotonic): the last stream ended,
+        #: or this process loaded the table mid-game. Their turn marks them away once
+        #: ``config.drop_grace`` has passed (see :meth:`_arm_grace`).
+        self._gone: dict[int, float] = {}
+        self._grace: asyncio.TimerHandle | None = None
+        self._presence_due = False
+        if state.status == PLAYING:
+            now = time.monotonic()
+            self._gone = {i: now for i, seat in enumerate(state.seats) if seat.kind == "player"}
         self._encoder = ViewEncoder()
         #: The table as the lobby lists it, as of ``number`` (made again after a commit, when
         #: asked while no change is under way: it never shows a change not stored yet).
@@ -452,10 +483,13 @@ class Table:
         watched = {w.seat for w in self.watchers}
         connected = self.connected()
         updates: list[tuple[int, bytes, dict[int | None, bytes]]] = []
+        events_of: list[list[Event]] = []
+        seats_before = len(state.seats)
         self._dirty = True
         try:
             for entry in entries:
                 events = state.apply(entry)
+                events_of.append(events)
                 self._clock()
                 updates.append(self._encode(events, watched, connected))
         except BaseException:
@@ -489,10 +523,53 @@ class Table:
         if job.ack is not None:
             job.ack[0].acks[first] = job.ack[1]
         self._fan_out(updates)
+        if len(state.seats) != seats_before:
+            # The start dropped the empty seats and renumbered the others: who was gone while
+            # the table waited is not known by number any more.
+            self._gone.clear()
+        self._present(entries)
         self._schedule()
+        for told in events_of:
+            self._log_events(told)
         if state.status in OVER and self.on_finished is not None:
             self.on_finished(self)
         return job.reply(Committed(self, first, self.number))
+
+    def _present(self, entries: Sequence[Entry]) -> None:
+        """A seat that acts or comes back with its token is there, stream or none: its grace
+        starts again (so a player who returns is not dropped before their stream opens)."""
+        if not self._gone:
+            return
+        now = time.monotonic()
+        there = {
+            e.seat
+            for e in entries
+            if isinstance(e, Return) or (isinstance(e, Act) and e.auto is None)
+        }
+        for seat in there & self._gone.keys():
+            self._gone[seat] = now
+
+    def _log_events(self, events: list[Event]) -> None:
+        """What operators want to see, at info level: who sat down, left, came back, and the
+        game's start and end (seats and names, never a card or a token)."""
+        tid = self.table_id
+        for event in events:
+            match event:
+                case PlayerJoined(seat, name, kind):
+                    log.info("table %s: %s %r took seat %d", tid, kind, name, seat)
+                case PlayerLeft(seat):
+                    if self.state.status == PLAYING:
+                        log.info("table %s: seat %d left: the server plays for it", tid, seat)
+                    else:
+                        log.info("table %s: seat %d left", tid, seat)
+                case PlayerReturned(seat):
+                    log.info("table %s: seat %d came back", tid, seat)
+                case GameStarted(players):
+                    log.info("table %s: game started with %d players", tid, len(players))
+                case TableClosed(reason):
+                    log.info("table %s: closed (%s)", tid, reason)
+                case engine_events.GameEnded():
+                    log.info("table %s: game finished at update %d", tid, self.number)
 
     def _append(self, first: int, entries: Sequence[Entry]) -> Append:
         state = self.state
@@ -561,7 +638,7 @@ class Table:
             w.queue.put_nowait(item)
         except asyncio.QueueFull:
             w.cut = True
-            self.watchers.discard(w)
+            self._remove(w)
 
     def deliver(self, w: Watcher, data: bytes) -> None:
         """Put a message that carries no update (a Play stream's refusal) in a mailbox."""
@@ -579,9 +656,62 @@ class Table:
         for w in list(self.watchers):
             w.queue.idle += 1
             if w.queue.idle >= 2:
-                beat = beat or (0, encode_heartbeat(self.number))
+                beat = beat or (0, encode_heartbeat(self.number, self.presence()))
                 self._deliver(w, beat)
         self._beat_later()
+
+    def presence(self) -> list[bool]:
+        """Each seat's presence now (PlayerState.connected), as of the latest stored update."""
+        return [p.connected for p in self.summary.players]
+
+    def _add(self, watcher: Watcher, take_over: bool) -> None:
+        """A stream begins (taking its seat over from the seat's other streams, if asked);
+        presence told."""
+        seat = watcher.seat
+        if seat is not None and take_over:
+            for old in [w for w in self.watchers if w.seat == seat]:
+                old.taken = True
+                self.watchers.discard(old)
+                with contextlib.suppress(asyncio.QueueFull):
+                    old.queue.put_nowait(None)  # wakes its stream, which ends TAKEN_OVER
+        before = self.connected().get(seat, 0) if seat is not None else 1
+        self.watchers.add(watcher)
+        if seat is not None and before == 0:
+            self._presence(seat, True)
+
+    def _remove(self, watcher: Watcher) -> None:
+        """A stream ends (or is cut off): presence told when it was its seat's last."""
+        if watcher not in self.watchers:
+            return
+        self.watchers.discard(watcher)
+        seat = watcher.seat
+        if seat is not None and not self.closed and self.connected().get(seat, 0) == 0:
+            self._presence(seat, False)
+
+    def _presence(self, seat: int, live: bool) -> None:
+        """A seat's presence changed: every stream gets a heartbeat that says so (soon, once
+        for any number of changes at one moment), and a player who is gone is counted gone
+        from now (see :meth:`_arm_grace`)."""
+        player = seat < len(self.state.seats) and self.state.seats[seat].kind == "player"
+        if live:
+            if self._gone.pop(seat, None) is not None and self.state.status == PLAYING:
+                log.info("table %s: seat %d reconnected", self.table_id, seat)
+        elif player:
+            self._gone[seat] = time.monotonic()
+            if self.state.status == PLAYING:
+                log.info("table %s: seat %d dropped (no stream open)", self.table_id, seat)
+        self._arm_grace()
+        if not self._presence_due:
+            self._presence_due = True
+            asyncio.get_running_loop().call_soon(self._tell_presence)
+
+    def _tell_presence(self) -> None:
+        self._presence_due = False
+        if self.closed or not self.watchers:
+            return
+        beat = (0, encode_heartbeat(self.number, self.presence()))
+        for w in list(self.watchers):
+            self._deliver(w, beat)
 
     def _beat_later(self) -> None:
         if self._beat is None and not self.closed:
@@ -624,8 +754,8 @@ class Table:
                         break
                 for item in batch:
                     yield item
-                if watcher.cut or self.closed:
-                    return  # the stream ends TOO_SLOW or SHUTTING_DOWN: resumable
+                if watcher.cut or watcher.taken or self.closed:
+                    return  # the stream ends TOO_SLOW, TAKEN_OVER or SHUTTING_DOWN
                 # What the slice cost the server: its work, and the loop's while its updates
                 # went out (CPU time: a slow connection's waits are not counted).
                 await pace.slice(time.thread_time() - cpu)
@@ -647,12 +777,18 @@ class Table:
         """A new watcher of ``seat``, not yet watching (see :meth:`watch`)."""
         return Watcher(seat, Mailbox(self.config.watcher_queue))
 
-    def _open(self, watcher: Watcher, after: int | None) -> list[Item] | _Replay:
-        """A stream's first messages, or what it missed, to replay; and the watcher added
-        (between two changes: every later update reaches its mailbox)."""
+    def _open(
+        self, watcher: Watcher, after: int | None, take_over: bool
+    ) -> tuple[list[Item] | _Replay, bytes]:
+        """A stream's first messages, or what it missed, to replay, and what its first message
+        says of the seat's other streams (``encode_stream_note``, or nothing); and the watcher
+        added (between two changes: every later update reaches its mailbox)."""
         self.check_after(self.state, after)
         seat = watcher.seat
         first: list[Item] | _Replay
+        others = 0 if seat is None else sum(1 for w in self.watchers if w.seat == seat)
+        # Added first: the seat's own first messages show it connected, as it is.
+        self._add(watcher, take_over)
         if after is None:
             first = [
                 (self.number, encode_update(snapshot_head(self.number), self.view_bytes(seat)))
@@ -660,7 +796,7 @@ class Table:
         elif after == self.number:
             # A resumed stream that missed nothing opens with a heartbeat, so the watcher
             # knows at once that it is connected again.
-            first = [(0, encode_heartbeat(self.number))]
+            first = [(0, encode_heartbeat(self.number, self.presence()))]
         else:
             start = self.checkpoints.before(after)
             begin = 0 if start is None else start.number
@@ -674,9 +810,10 @@ class Table:
                 self.deadline,
                 self._turn_key,
             )
-        self.watchers.add(watcher)
         self._beat_later()
-        return first
+        # On the first message, appended (WatchResponse's and PlayResponse's field numbers
+        # are the same): the seat's other streams, taken over or counted.
+        return first, encode_stream_note(take_over, others) if others else b""
 
     async def watch(
         self,
@@ -684,14 +821,16 @@ class Table:
         after: int | None,
         watcher: Watcher | None = None,
         pace: Pace | None = None,
+        take_over: bool = False,
     ) -> AsyncIterator[Item]:
         """The stream of one watcher, encoded: a snapshot (or what it missed, replayed at
-        ``pace``), then every update (and whatever else is put on ``watcher``'s queue)."""
+        ``pace``), then every update (and whatever else is put on ``watcher``'s queue).
+        ``take_over``: the seat's other streams end (ABORTED TAKEN_OVER)."""
         if watcher is None:
             watcher = self.watcher(seat)
         pace = pace or Pace()
         try:
-            first = await self.read(lambda _: self._open(watcher, after))
+            first, note = await self.read(lambda _: self._open(watcher, after, take_over))
         except BaseException:
             pace.done()
             raise
@@ -700,16 +839,23 @@ class Table:
                 async with aclosing(self._replayed(first, watcher, pace)) as missed:
                     async for item in missed:
                         watcher.last = item[0]
-                        yield item
+                        yield (item[0], item[1] + note) if note else item
+                        note = b""
             else:
                 pace.done()
                 while first:  # popped: a snapshot is not kept for the life of the stream
                     item = first.pop(0)
                     watcher.last = item[0] or watcher.last
-                    yield item
+                    yield (item[0], item[1] + note) if note else item
+                    note = b""
             queue = watcher.queue
             while True:
                 got = await queue.get() if queue.empty() else queue.get_nowait()
+                if watcher.taken:
+                    raise Aborted(
+                        "TAKEN_OVER",
+                        "a newer stream of this seat took it over: the seat is played there",
+                    )
                 if watcher.cut:
                     raise _cut_off(watcher, self)
                 if got is None:
@@ -718,7 +864,7 @@ class Table:
                     watcher.last = got[0]
                 yield got
         finally:
-            self.watchers.discard(watcher)
+            self._remove(watcher)
 
     def close(self) -> None:
         """Stop automatic moves, refuse what is queued, and end every stream (they may resume
@@ -728,6 +874,8 @@ class Table:
             self._auto.cancel()
         if self._beat is not None:
             self._beat.cancel()
+        if self._grace is not None:
+            self._grace.cancel()
         for w in self.watchers:
             try:
                 w.queue.put_nowait(None)
@@ -761,6 +909,7 @@ class Table:
         if self._auto is not None:
             self._auto.cancel()
             self._auto = None
+        self._arm_grace()
         game = self.state.game
         if self.closed or game is None or self.state.status == FINISHED:
             return
@@ -780,6 +929,49 @@ class Table:
         elif self.deadline is not None:
             delay = max(0.0, self.deadline - time.time())
             self._auto = loop.call_later(delay, self._auto_move, number, "timeout")
+
+    def _arm_grace(self) -> None:
+        """(Re)arm the drop of the seat whose turn it is, when its player is gone: once
+        ``config.drop_grace`` has passed since its last stream ended, the seat is marked away
+        (a Leave, as LeaveTable makes), and the server plays for it from then on."""
+        if self._grace is not None:
+            self._grace.cancel()
+            self._grace = None
+        state = self.state
+        game = state.game
+        if self.closed or game is None or state.status != PLAYING:
+            return
+        if game.phase not in (Phase.DRAW, Phase.PLAY):
+            return
+        seat = game.turn
+        gone = self._gone.get(seat)
+        if gone is None or state.seats[seat].kind != "player" or state.seats[seat].away:
+            return
+        delay = max(gone + self.config.drop_grace - time.monotonic(), _LEAST_AUTO_DELAY)
+        loop = asyncio.get_running_loop()
+        self._grace = loop.call_later(delay, self._drop, self.number, seat)
+
+    def _drop(self, number: int, seat: int) -> None:
+        """Mark a gone player's seat away, on its turn, decided on update ``number``."""
+        self._grace = None
+        if self.closed:
+            return
+
+        def plan(state: TableState) -> list[Entry]:
+            game = state.game
+            if state.number != number or game is None or game.turn != seat:
+                return []  # something else happened first: its commit re-armed the drop
+            if seat not in self._gone or state.seats[seat].away or self.connected().get(seat):
+                return []  # back in time
+            log.info(
+                "table %s: seat %d gone for %g s on its turn: the server plays for it",
+                self.table_id,
+                seat,
+                self.config.drop_grace,
+            )
+            return [Leave(seat)]
+
+        self.change_later(plan)
 
     def _auto_move(self, number: int, kind: str, fallback: bool = False) -> None:
         """Queue the automatic move of ``kind`` decided on update ``number``."""

@@ -1,0 +1,322 @@
+"""Presence, drops and takeovers, over a real server on 127.0.0.1.
+
+- A seat's presence (PlayerState.connected) reaches every stream when it changes: a heartbeat
+  with ``connected`` is sent at once, with no new update number, and a seat's own opening
+  snapshot shows it connected.
+- A player whose last stream ends during a game is marked away once the drop grace has passed
+  and it is their turn: the server plays for the seat, and the token brings it back.
+- A stream that asks to take its seat over ends the seat's other streams at once (ABORTED
+  TAKEN_OVER); one that does not ask is told how many others are open.
+"""
+
+from __future__ import annotations
+
+import queue
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from server_support import RPC_TIMEOUT, error_of, md
+
+from rami.server.table import TableConfig
+from rami.server.testing import ServerThread, Stubs
+from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2
+
+T = RPC_TIMEOUT
+#: How long a test waits for what it expects (the server does it in milliseconds).
+WAIT = 5.0
+#: Bots and away seats wait a little, so a test sees each step; the grace is short.
+GRACE = TableConfig(
+    bot_delay=0.05, round_pause=0.05, away_delay=0.05, heartbeat=0.5, drop_grace=0.5
+)
+
+
+@dataclass
+class Reader:
+    """A stream read on a thread of its own: every message, then its error (if any)."""
+
+    stream: Any
+    items: queue.Queue[Any] = field(default_factory=queue.Queue)
+    error: grpc.RpcError | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            for msg in self.stream:
+                self.items.put(msg)
+        except grpc.RpcError as e:
+            self.error = e
+        finally:
+            self.done.set()
+
+    def expect(self, pred: Callable[[Any], bool], what: str, timeout: float = WAIT) -> Any:
+        """The first message that satisfies ``pred`` (the others are dropped)."""
+        end = time.monotonic() + timeout
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                pytest.fail(f"no message {what} within {timeout} s")
+            try:
+                msg = self.items.get(timeout=min(left, 0.2))
+            except queue.Empty:
+                if self.done.is_set() and self.items.empty():
+                    pytest.fail(f"the stream ended ({self.error!r}) before a message {what}")
+                continue
+            if pred(msg):
+                return msg
+
+    def cancel(self) -> None:
+        self.stream.cancel()
+        self.done.wait(WAIT)
+
+
+def presence(msg: Any) -> list[bool] | None:
+    """The seats' presence a message tells, if it tells it."""
+    kind = msg.WhichOneof("kind")
+    if kind == "update":
+        return [p.connected for p in msg.update.view.players]
+    if kind == "heartbeat" and len(msg.heartbeat.connected):
+        return list(msg.heartbeat.connected)
+    return None
+
+
+def seat_is(seat: int, live: bool) -> Callable[[Any], bool]:
+    def pred(msg: Any) -> bool:
+        known = presence(msg)
+        return known is not None and len(known) > seat and known[seat] is live
+
+    return pred
+
+
+def event_of(kind: str, seat: int) -> Callable[[Any], bool]:
+    def pred(msg: Any) -> bool:
+        if msg.WhichOneof("kind") != "update":
+            return False
+        return any(
+            e.WhichOneof("kind") == kind and getattr(e, kind).seat == seat
+            for e in msg.update.events
+        )
+
+    return pred
+
+
+def new_table(stubs: Stubs, variant: int, players: int) -> str:
+    created = stubs.lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            variant=variant, options=game_pb2.Options(players=players, turn_seconds=0)
+        ),
+        timeout=T,
+    )
+    return str(created.table.table_id)
+
+
+def join(stubs: Stubs, table_id: str, name: str) -> str:
+    joined = stubs.lobby.JoinTable(
+        lobby_service_pb2.JoinTableRequest(table_id=table_id, name=name), timeout=T
+    )
+    return str(joined.token)
+
+
+def watch(
+    stubs: Stubs,
+    table_id: str,
+    token: str | None,
+    after: int | None = None,
+    take_over: bool = False,
+) -> Reader:
+    request = table_service_pb2.WatchRequest(table_id=table_id, after=after, take_over=take_over)
+    return Reader(stubs.table.Watch(request, metadata=md(token), timeout=60))
+
+
+@pytest.fixture
+def grace_server(tmp_path: Path) -> Iterator[ServerThread]:
+    with ServerThread(str(tmp_path / "rami.db"), GRACE) as srv:
+        yield srv
+
+
+def test_presence_reaches_every_stream_when_it_changes(server: ServerThread, stubs: Stubs) -> None:
+    table_id = new_table(stubs, game_pb2.VARIANT_TALLAGE, 3)
+    eva = join(stubs, table_id, "Eva")
+    eva_stream = watch(stubs, table_id, eva)
+    # A seat's own snapshot shows it connected: it is, as the snapshot is sent.
+    first = eva_stream.expect(lambda m: m.WhichOneof("kind") == "update", "(the snapshot)")
+    assert first.update.snapshot
+    assert presence(first) == [True, False, False]
+    bruno = join(stubs, table_id, "Bruno")
+    eva_stream.expect(event_of("player_joined", 1), "saying Bruno joined")
+    bruno_stream = watch(stubs, table_id, bruno)
+    mine = bruno_stream.expect(lambda m: m.WhichOneof("kind") == "update", "(the snapshot)")
+    assert presence(mine) == [True, True, False]
+    # Eva is told Bruno is here at once, without a new update.
+    told = eva_stream.expect(seat_is(1, True), "saying Bruno is connected")
+    assert told.WhichOneof("kind") == "heartbeat"
+    assert told.heartbeat.number == mine.update.number
+    # And told he is gone once his stream ends.
+    bruno_stream.cancel()
+    gone = eva_stream.expect(seat_is(1, False), "saying Bruno is gone")
+    assert gone.WhichOneof("kind") == "heartbeat"
+    eva_stream.cancel()
+
+
+def test_a_returning_player_is_shown_connected(grace_server: ServerThread) -> None:
+    with Stubs(grace_server.target) as stubs:
+        table_id = new_table(stubs, game_pb2.VARIANT_TALLAGE, 3)
+        tokens = [join(stubs, table_id, name) for name in ("Eva", "Bruno")]
+        stubs.lobby.AddBot(
+            lobby_service_pb2.AddBotRequest(table_id=table_id), metadata=md(tokens[0]), timeout=T
+        )
+        eva = watch(stubs, table_id, tokens[0])
+        eva.expect(lambda m: m.WhichOneof("kind") == "update", "(the snapshot)")
+        stubs.lobby.LeaveTable(
+            lobby_service_pb2.LeaveTableRequest(table_id=table_id),
+            metadata=md(tokens[1]),
+            timeout=T,
+        )
+        eva.expect(event_of("player_left", 1), "saying Bruno left")
+        bruno = watch(stubs, table_id, tokens[1])
+        eva.expect(event_of("player_returned", 1), "saying Bruno came back")
+        eva.expect(seat_is(1, True), "saying Bruno is connected")
+        bruno.cancel()
+        eva.cancel()
+
+
+def test_a_dropped_player_is_played_for_after_the_grace(grace_server: ServerThread) -> None:
+    with Stubs(grace_server.target) as stubs:
+        table_id = new_table(stubs, game_pb2.VARIANT_SIMPLE, 2)
+        tokens = [join(stubs, table_id, name) for name in ("Eva", "Bruno")]
+        streams = [watch(stubs, table_id, t) for t in tokens]
+        snapshot = streams[0].expect(lambda m: m.WhichOneof("kind") == "update", "(snapshot)")
+        turn = snapshot.update.view.turn
+        other = 1 - turn
+        streams[other].expect(lambda m: m.WhichOneof("kind") == "update", "(snapshot)")
+        dropped_at = time.monotonic()
+        streams[turn].cancel()  # the player whose turn it is closes their terminal
+        left = streams[other].expect(event_of("player_left", turn), "saying the seat left")
+        assert time.monotonic() - dropped_at >= GRACE.drop_grace * 0.9
+        assert left.update.view.players[turn].away
+        # The server plays for the seat: its turn passes to the other player.
+        streams[other].expect(
+            lambda m: m.WhichOneof("kind") == "update" and m.update.view.turn == other,
+            "with the turn passed on",
+        )
+        # The token brings the seat back, as after a LeaveTable.
+        back = watch(stubs, table_id, tokens[turn])
+        streams[other].expect(event_of("player_returned", turn), "saying the seat came back")
+        back.cancel()
+        streams[other].cancel()
+
+
+def test_a_stream_that_asks_takes_the_seat_over(server: ServerThread, stubs: Stubs) -> None:
+    table_id = new_table(stubs, game_pb2.VARIANT_TALLAGE, 3)
+    token = join(stubs, table_id, "Eva")
+    old = watch(stubs, table_id, token)
+    first = old.expect(lambda m: m.WhichOneof("kind") == "update", "(the snapshot)")
+    assert not first.took_over and first.other_streams == 0
+    # Without take_over, a second stream of the seat goes on beside the first, and is told.
+    beside = watch(stubs, table_id, token)
+    opened = beside.expect(lambda m: True, "(the first)")
+    assert opened.other_streams == 1 and not opened.took_over
+    # With it, the seat's other streams end at once, ABORTED TAKEN_OVER.
+    new = watch(stubs, table_id, token, take_over=True)
+    opened = new.expect(lambda m: True, "(the first)")
+    assert opened.took_over and opened.other_streams == 0
+    for ended in (old, beside):
+        assert ended.done.wait(WAIT), "the older stream goes on"
+        assert ended.error is not None
+        refusal = error_of(ended.error)
+        assert (refusal.code, refusal.reason) == (grpc.StatusCode.ABORTED, "TAKEN_OVER")
+    # A stream that resumes may take over as well (from its own dead stream, say): told on
+    # the first update it replays.
+    resumed = watch(stubs, table_id, token, after=first.update.number - 1, take_over=True)
+    replayed = resumed.expect(lambda m: True, "(the first)")
+    assert replayed.took_over and replayed.update.number == first.update.number
+    assert new.done.wait(WAIT)
+    assert error_of(new.error).reason == "TAKEN_OVER"  # type: ignore[arg-type]
+    # A spectator takes nothing over, even when it asks.
+    spectator = watch(stubs, table_id, None, take_over=True)
+    assert not spectator.expect(lambda m: True, "(the first)").took_over
+    # The same on a Play stream.
+    requests: queue.Queue[Any] = queue.Queue()
+    requests.put(
+        table_service_pb2.PlayRequest(
+            open=table_service_pb2.WatchRequest(table_id=table_id, take_over=True)
+        )
+    )
+    play = Reader(stubs.table.Play(iter(requests.get, None), metadata=md(token), timeout=60))
+    assert play.expect(lambda m: True, "(the first)").took_over
+    assert resumed.done.wait(WAIT)
+    assert error_of(resumed.error).reason == "TAKEN_OVER"  # type: ignore[arg-type]
+    time.sleep(0.3)
+    assert not play.done.is_set() and not spectator.done.is_set()
+    requests.put(None)
+    play.cancel()
+    spectator.cancel()
+
+
+def test_the_drop_grace_the_contract_states_is_the_servers() -> None:
+    text = (Path(__file__).resolve().parents[2] / "proto/rami/v1/table_service.proto").read_text()
+    found = re.search(r"drop grace,\s*//\s*(\d+) seconds", text)
+    assert found, "table_service.proto states the drop grace"
+    assert float(found.group(1)) == TableConfig().drop_grace
+
+
+def test_a_dropped_player_who_acts_gets_the_grace_again(tmp_path: Path) -> None:
+    """A seat dropped on its turn that comes back with a command (Act, with no stream) is
+    there: it is not marked away again before it has had the grace to finish its turn."""
+    # The server waits long before it plays an away seat: only the drops are seen.
+    patient = TableConfig(
+        bot_delay=0.05, round_pause=0.05, away_delay=60.0, heartbeat=0.5, drop_grace=0.5
+    )
+    with ServerThread(str(tmp_path / "rami.db"), patient) as server, Stubs(server.target) as stubs:
+        table_id = new_table(stubs, game_pb2.VARIANT_SIMPLE, 2)
+        tokens = [join(stubs, table_id, name) for name in ("Eva", "Bruno")]
+        streams = [watch(stubs, table_id, t) for t in tokens]
+        views = [
+            st.expect(lambda m: m.WhichOneof("kind") == "update", "(snapshot)").update.view
+            for st in streams
+        ]
+        turn = views[0].turn
+        gone = 1 - turn
+        mover = streams[turn]
+        streams[gone].cancel()  # the player who is not on turn drops
+        time.sleep(GRACE.drop_grace * 2)
+        view = views[turn]
+        if view.phase == game_pb2.PHASE_DRAW:
+            view = act(stubs, table_id, tokens[turn], view.number, draw_stock=True)
+        act(stubs, table_id, tokens[turn], view.number, discard=view.hand[0])
+        # Gone for longer than the grace: dropped as its turn begins.
+        left = mover.expect(event_of("player_left", gone), "saying the seat left")
+        # It draws (an Act brings it back), and has the grace again to discard.
+        act(stubs, table_id, tokens[gone], left.update.number, draw_stock=True)
+        mover.expect(event_of("player_returned", gone), "saying the seat came back")
+        with pytest.raises(pytest.fail.Exception):
+            mover.expect(event_of("player_left", gone), "(none)", timeout=0.3)
+        mover.cancel()
+
+
+def act(
+    stubs: Stubs,
+    table_id: str,
+    token: str,
+    number: int,
+    *,
+    draw_stock: bool = False,
+    discard: int = 0,
+) -> game_pb2.View:
+    """One action by Act; the seat's view after it."""
+    request = table_service_pb2.ActRequest(table_id=table_id, number=number)
+    if draw_stock:
+        request.draw.source = game_pb2.DRAW_SOURCE_STOCK
+    else:
+        request.discard.card = discard
+    done = stubs.table.Act(request, metadata=md(token), timeout=T)
+    return done.view
