@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from postgres_support import PostgresServer, unavailable
+from postgres_support import postgres_server, postgres_url  # noqa: F401  (fixtures)
 from storage_backends import BACKENDS, Backend, backend_for
 
 from rami.server.testing import ServerThread, Stubs
@@ -23,30 +23,6 @@ def server(tmp_path: Path) -> Iterator[ServerThread]:
 def stubs(server: ServerThread) -> Iterator[Stubs]:
     with Stubs(server.target) as s:
         yield s
-
-
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """One throwaway PostgreSQL server for the session (skipped, saying why, without one)."""
-    why = unavailable()
-    if why is not None:
-        pytest.skip(f"no PostgreSQL: {why}")
-    srv = PostgresServer()
-    try:
-        srv.start()
-    except Exception as e:
-        srv.stop()
-        pytest.skip(f"no PostgreSQL: could not start a throwaway server: {e}")
-    try:
-        yield srv
-    finally:
-        srv.stop()
-
-
-@pytest.fixture
-def postgres_url(postgres_server: PostgresServer) -> str:
-    """The URL of a new, empty database on the session's PostgreSQL server."""
-    return postgres_server.database()
 
 
 @pytest.fixture(params=BACKENDS)

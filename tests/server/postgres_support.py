@@ -16,9 +16,12 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["PostgresServer", "unavailable"]
+import pytest
+
+__all__ = ["PostgresServer", "postgres_server", "postgres_url", "unavailable"]
 
 
 def _bindir() -> Path | None:
@@ -135,3 +138,27 @@ class PostgresServer:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.1)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One throwaway PostgreSQL server for the session (skipped, saying why, without one)."""
+    why = unavailable()
+    if why is not None:
+        pytest.skip(f"no PostgreSQL: {why}")
+    srv = PostgresServer()
+    try:
+        srv.start()
+    except Exception as e:
+        srv.stop()
+        pytest.skip(f"no PostgreSQL: could not start a throwaway server: {e}")
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """The URL of a new, empty database on the session's PostgreSQL server."""
+    return postgres_server.database()
