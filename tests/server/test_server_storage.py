@@ -382,3 +382,37 @@ def test_the_server_says_it_stores_on_postgresql_without_the_password(
     text = log.read_text()
     assert "storage postgresql://keeper:***@127.0.0.1:" in text
     assert "s3cret" not in text
+
+
+def test_a_commit_whose_answer_was_lost_is_found_stored(postgres_url: str) -> None:
+    """The connection drops after the COMMIT was sent (here: an error raised at that moment):
+    the appends whose entries are in the log as written are acknowledged, not refused, so the
+    table does not go on one number behind its log."""
+
+    async def main() -> None:
+        import psycopg
+
+        storage = await _open(postgres_url)
+        try:
+            await storage.create_table("a", spec(), SEATS, "")
+            await storage.create_table("b", spec(), SEATS, "")
+
+            def lost() -> None:
+                raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+            storage.after_commit = lost
+            results = await asyncio.gather(
+                storage.append(Append("a", 1, [entry(1)], "playing", None, None)),
+                storage.append(Append("b", 2, [entry(2)], "playing", None, None)),  # a gap
+                return_exceptions=True,
+            )
+            assert results[0] is None
+            assert isinstance(results[1], psycopg.OperationalError)  # not stored: the error
+            storage.after_commit = None
+            await storage.append(Append("a", 2, [entry(2)], "playing", None, None))
+            stored = await storage.load_table("a")
+            assert stored is not None and stored.entries == [entry(1), entry(2)]
+        finally:
+            await storage.close()
+
+    run(main)

@@ -205,6 +205,8 @@ class PostgresStorage:
     commits: int = 0
     #: Called just before each group commit, inside its transaction (tests use it).
     before_commit: Callable[[], None] | None = None
+    #: Called just after it, before its answers are read (tests lose them with it).
+    after_commit: Callable[[], None] | None = None
 
     @classmethod
     async def open(
@@ -410,16 +412,26 @@ class PostgresStorage:
                     cursors = [await conn.execute(_APPEND, _params(a)) for a, _ in batch]
                     if self.before_commit is not None:
                         self.before_commit()
+                if self.after_commit is not None:
+                    self.after_commit()
                 for cur in cursors:
                     row = await cur.fetchone()
                     results.append(row[0] if row else "no answer from the database")
         except BaseException as e:
-            for _, done in batch:
-                if not done.done():
-                    if isinstance(e, asyncio.CancelledError):
-                        done.cancel()
-                    else:
-                        done.set_exception(e)
+            stored: list[bool] = [False] * len(batch)
+            if isinstance(e, Exception):
+                # The commit may have happened with its answer lost (the connection dropped):
+                # an append whose entries are in the log, as written, was stored.
+                stored = await self._stored(batch)
+            for (_, done), was_stored in zip(batch, stored, strict=True):
+                if done.done():
+                    continue
+                if was_stored:
+                    done.set_result(None)
+                elif isinstance(e, asyncio.CancelledError):
+                    done.cancel()
+                else:
+                    done.set_exception(e)
             if not isinstance(e, Exception):
                 raise
             return
@@ -431,6 +443,24 @@ class PostgresStorage:
                 done.set_result(None)
             else:
                 done.set_exception(Conflict(why))
+
+    async def _stored(self, batch: list[tuple[Append, asyncio.Future[None]]]) -> list[bool]:
+        """For each append of a batch whose transaction failed: whether its entries are in
+        the log all the same, exactly as it wrote them (False when that cannot be known)."""
+        found = []
+        try:
+            async with self._pool.connection(timeout=5.0) as conn:
+                for a, _ in batch:
+                    cur = await conn.execute(
+                        "SELECT entry FROM rami_entries WHERE table_id = %s"
+                        " AND number BETWEEN %s AND %s ORDER BY number",
+                        (a.table_id, a.first, a.first + len(a.entries) - 1),
+                    )
+                    rows = [r[0] for r in await cur.fetchall()]
+                    found.append(bool(rows) and rows == [_json(e) for e in a.entries])
+        except Exception:
+            return [False] * len(batch)
+        return found
 
     async def close(self) -> None:
         while self._pending or self._writing is not None:
