@@ -416,3 +416,36 @@ def test_a_commit_whose_answer_was_lost_is_found_stored(postgres_url: str) -> No
             await storage.close()
 
     run(main)
+
+
+def test_a_batch_the_database_refuses_stores_nothing_and_the_next_one_works(
+    postgres_url: str,
+) -> None:
+    """An error inside the group's transaction (here a status the schema refuses) aborts it
+    whole: no append of the batch is stored, none is acknowledged, and the connection is
+    left clean for the next batch."""
+
+    async def main() -> None:
+        import psycopg
+
+        storage = await _open(postgres_url)
+        try:
+            await storage.create_table("a", spec(), SEATS, "")
+            await storage.create_table("b", spec(), SEATS, "")
+            results = await asyncio.gather(
+                storage.append(Append("a", 1, [entry(1)], "playing", None, None)),
+                storage.append(Append("b", 1, [entry(1)], "exploded", None, None)),
+                return_exceptions=True,
+            )
+            assert all(isinstance(r, psycopg.errors.CheckViolation) for r in results), results
+            assert await storage.unfinished() == ["a", "b"]
+            for _ in range(8):  # every connection of the pool, whichever took the failure
+                await storage.get_table("a")
+            await storage.append(Append("a", 1, [entry(1)], "playing", None, None))
+            await storage.append(Append("b", 1, [entry(1)], "playing", None, None))
+            stored = await storage.load_table("b")
+            assert stored is not None and stored.entries == [entry(1)]
+        finally:
+            await storage.close()
+
+    run(main)

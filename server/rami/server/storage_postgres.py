@@ -15,13 +15,15 @@ first one's commit, then find the number moved on), and inserts the entries unde
 :class:`Conflict`; no two writers can store the same number, nor leave a gap.
 
 The appends of one event-loop tick, across all tables, share one transaction (a group
-commit), each answered after that transaction has committed: with PostgreSQL's default
-``synchronous_commit = on``, once the commit's WAL record is flushed to the database's disk.
+commit), sent as one pipeline (BEGIN, the appends, COMMIT: one round trip), each answered
+after that transaction has committed: with PostgreSQL's default ``synchronous_commit = on``,
+once the commit's WAL record is flushed to the database's disk.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -408,10 +410,19 @@ class PostgresStorage:
         results: list[str | None] = []
         try:
             async with self._pool.connection() as conn:
-                async with conn.pipeline(), conn.transaction():
-                    cursors = [await conn.execute(_APPEND, _params(a)) for a, _ in batch]
-                    if self.before_commit is not None:
-                        self.before_commit()
+                # BEGIN, the appends and COMMIT go out together, and the pipeline's one sync
+                # at its end waits for all their answers: one round trip. Should anything
+                # fail in it, the server aborts the transaction, and the rest is not run.
+                try:
+                    async with conn.pipeline():
+                        await conn.execute("BEGIN")
+                        cursors = [await conn.execute(_APPEND, _params(a)) for a, _ in batch]
+                        if self.before_commit is not None:
+                            self.before_commit()
+                        await conn.execute("COMMIT")
+                except BaseException:
+                    await _rollback(conn)
+                    raise
                 if self.after_commit is not None:
                     self.after_commit()
                 for cur in cursors:
@@ -469,6 +480,17 @@ class PostgresStorage:
             else:
                 self._flush()
         await self._pool.close()
+
+
+async def _rollback(conn: Any) -> None:
+    """End the transaction a failed batch left open, if the connection still works (else the
+    pool discards it)."""
+    from psycopg import pq
+
+    if conn.closed or conn.info.transaction_status == pq.TransactionStatus.IDLE:
+        return
+    with contextlib.suppress(Exception):
+        await conn.execute("ROLLBACK")
 
 
 async def _migrate(conn: Any) -> None:
