@@ -449,3 +449,16 @@ def test_a_batch_the_database_refuses_stores_nothing_and_the_next_one_works(
             await storage.close()
 
     run(main)
+
+
+def test_without_the_driver_the_server_says_which_extra_to_install(tmp_path: Path) -> None:
+    code = (
+        "import sys; sys.modules['psycopg'] = None; sys.modules['psycopg_pool'] = None\n"
+        "from rami.server.cli import main\n"
+        "sys.argv = ['rami-server', '--db', 'postgresql://rami@127.0.0.1:1/rami',"
+        f" '--secret-file', {str(tmp_path / 'server.key')!r}]\n"
+        "main()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert "pip install 'rami[postgres]'" in proc.stderr
