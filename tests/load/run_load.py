@@ -634,9 +634,14 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
         args = ["--max-tables-per-client", str(count + 10)]
         if opts.watcher_queue:
             args += ["--watcher-queue", str(opts.watcher_queue)]
-        with rami_server(
-            folder / "load.db", folder / "server.log", args=args, with_parent=os.getpid()
-        ) as (proc, target):
+        db: str | Path = folder / "load.db"
+        if opts.db:  # a PostgreSQL database: its servers share a key file
+            db = opts.db
+            args += ["--secret-file", str(folder / "server.key")]
+        with rami_server(db, folder / "server.log", args=args, with_parent=os.getpid()) as (
+            proc,
+            target,
+        ):
             print(f"rami-server pid {proc.pid} on {target}", file=sys.stderr, flush=True)
             tables = setup(target, count, deadline, opts.late_join)
             setup_seconds = time.time() - began
@@ -797,6 +802,12 @@ def main() -> None:
         help="the bot of every table's last seat joins it once the others watch (its join and "
         "the start are two updates at once: with --watcher-queue 1, every other stream is "
         "cut off, and resumes)",
+    )
+    parser.add_argument(
+        "--db",
+        default="",
+        help="the server's --db (default: a SQLite file in a temporary folder); a PostgreSQL"
+        " URL (postgresql://...) is given a key file there too",
     )
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     a = parser.parse_args()

@@ -11,3 +11,5 @@ for _folder in ("server", "client"):
     _path = str(_TESTS / _folder)
     if _path not in sys.path:
         sys.path.insert(0, _path)
+
+from postgres_support import postgres_server, postgres_url  # noqa: E402, F401  (fixtures)

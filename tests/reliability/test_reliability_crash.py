@@ -1,6 +1,6 @@
 """Promise 1, no acknowledged command is lost: a soak of concurrent games of remote bots (the bot
 kit) against the real ``rami-server``, killed with SIGKILL at seeded random moments and started
-again on the same ``--db`` and port each time.
+again on the same ``--db`` and port each time: a SQLite file, then a PostgreSQL database.
 
 At the end: every game is over; every command a client saw acknowledged is in its table's
 record, at its number and for its seat; every action in a record was decided by its seat on
@@ -90,8 +90,11 @@ def deciding(table: Table, seat: int, policy: str) -> Any:
 class Server:
     """The real server on a fixed port, killed and restarted on the same database."""
 
-    def __init__(self, tmp_path: Path, port: int) -> None:
-        self.db = tmp_path / "rami.db"
+    def __init__(
+        self, tmp_path: Path, port: int, db: str | Path, args: tuple[str, ...] = ()
+    ) -> None:
+        self.db = db
+        self.args = args
         self.log = tmp_path / "server.log"
         self.port = port
         self.proc: Any = None
@@ -99,7 +102,7 @@ class Server:
         self.kills = 0
 
     async def start(self) -> None:
-        self._cm = rami_server(self.db, self.log, port=self.port, log_level="info")
+        self._cm = rami_server(self.db, self.log, port=self.port, log_level="info", args=self.args)
         self.proc, address = await asyncio.to_thread(self._cm.__enter__)
         assert address == f"127.0.0.1:{self.port}"
 
@@ -116,9 +119,9 @@ class Server:
             self._cm = None
 
 
-async def soak(tmp_path: Path) -> None:
+async def soak(tmp_path: Path, db: str | Path, args: tuple[str, ...] = ()) -> None:
     rng = random.Random(SEED)
-    server = Server(tmp_path, free_port())
+    server = Server(tmp_path, free_port(), db, args)
     await server.start()
     target = f"127.0.0.1:{server.port}"
     acks = Acks()
@@ -259,4 +262,12 @@ async def soak(tmp_path: Path) -> None:
 
 
 def test_no_acknowledged_command_is_lost_across_sigkills(tmp_path: Path) -> None:
-    asyncio.run(asyncio.wait_for(soak(tmp_path), 150))
+    asyncio.run(asyncio.wait_for(soak(tmp_path, tmp_path / "rami.db"), 150))
+
+
+def test_on_postgresql_no_acknowledged_command_is_lost_across_sigkills(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """The same soak on ``--db postgresql://...`` (and a shared ``--secret-file``)."""
+    args = ("--secret-file", str(tmp_path / "server.key"))
+    asyncio.run(asyncio.wait_for(soak(tmp_path, postgres_url, args), 150))

@@ -398,7 +398,7 @@ def die_with_parent(parent: int) -> None:
 
 @contextmanager
 def rami_server(
-    db: Path,
+    db: Path | str,
     log: Path,
     *,
     port: int = 0,

@@ -1,5 +1,6 @@
 """The table core and its pipeline without sockets: typed entries, domain events, the table's
-task, and the storage's group commit (plain pytest, no server, a real SQLite file)."""
+task, and the storage's group commit (plain pytest, no server). The storage tests run against
+each backend (the ``backend`` fixture): a real SQLite file, and a real PostgreSQL database."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from storage_backends import Backend
 
 from rami.engine import POLICIES, Card, Discard, Draw, Lay, NewMeld, Options, Phase, RuleError
 from rami.engine import events as engine_events
@@ -245,23 +247,11 @@ def joining(name: str) -> Callable[[TableState], list[Entry]]:
     return plan
 
 
-def stored_numbers(tmp: Path, table_id: str) -> list[int]:
-    """What another connection sees committed in the database."""
-    db = sqlite3.connect(str(tmp / "rami.db"))
-    try:
-        rows = db.execute(
-            "SELECT number FROM entries WHERE table_id = ? ORDER BY number", (table_id,)
-        )
-        return [n for (n,) in rows]
-    finally:
-        db.close()
-
-
 def test_the_appends_of_one_tick_share_one_commit_and_are_acknowledged_after_it(
-    tmp_path: Path,
+    backend: Backend,
 ) -> None:
     async def main() -> None:
-        storage = await open_storage(tmp_path)
+        storage = await backend.open()
         lobby = Lobby(storage, LobbyConfig(), QUIET)
         a, b = await new_table(lobby), await new_table(lobby)
         acks: list[asyncio.Future[int]] = []
@@ -272,7 +262,7 @@ def test_the_appends_of_one_tick_share_one_commit_and_are_acknowledged_after_it(
                 (
                     [ack.done() for ack in acks],
                     (a.number, b.number),
-                    stored_numbers(tmp_path, a.table_id),
+                    backend.stored_numbers(a.table_id),
                 )
             )
 
@@ -283,7 +273,7 @@ def test_the_appends_of_one_tick_share_one_commit_and_are_acknowledged_after_it(
         def reply_of(t: Table) -> Callable[[Any], int]:
             def reply(done: Any) -> int:
                 # Acknowledged: another connection must already see the entry.
-                seen[t.table_id] = stored_numbers(tmp_path, t.table_id)
+                seen[t.table_id] = backend.stored_numbers(t.table_id)
                 return t.number
 
             return reply
@@ -301,9 +291,9 @@ def test_the_appends_of_one_tick_share_one_commit_and_are_acknowledged_after_it(
     run(main)
 
 
-def test_a_change_and_what_it_implies_are_stored_together(tmp_path: Path) -> None:
+def test_a_change_and_what_it_implies_are_stored_together(backend: Backend) -> None:
     async def main() -> None:
-        storage = await open_storage(tmp_path)
+        storage = await backend.open()
         lobby = Lobby(storage, LobbyConfig(), QUIET)
         table = await new_table(lobby)
         await table.change(joining("Ana"), lambda _: None)
@@ -320,10 +310,10 @@ def test_a_change_and_what_it_implies_are_stored_together(tmp_path: Path) -> Non
 
 
 def test_a_failed_append_leaves_the_table_as_it_was_and_announces_nothing(
-    tmp_path: Path,
+    backend: Backend,
 ) -> None:
     async def main() -> None:
-        storage = await open_storage(tmp_path)
+        storage = await backend.open()
         lobby = Lobby(storage, LobbyConfig(), QUIET)
         table = await new_table(lobby)
         await table.change(joining("Ana"), lambda _: None)
@@ -333,7 +323,7 @@ def test_a_failed_append_leaves_the_table_as_it_was_and_announces_nothing(
         assert snapshot_item[0] == 1
 
         def fail() -> None:
-            raise sqlite3.OperationalError("disk I/O error")
+            raise backend.io_error()
 
         storage.before_commit = fail
         before = snapshot(table.state)
@@ -354,9 +344,9 @@ def test_a_failed_append_leaves_the_table_as_it_was_and_announces_nothing(
     run(main)
 
 
-def test_an_append_at_the_wrong_number_conflicts_alone(tmp_path: Path) -> None:
+def test_an_append_at_the_wrong_number_conflicts_alone(backend: Backend) -> None:
     async def main() -> None:
-        storage = await open_storage(tmp_path)
+        storage = await backend.open()
         lobby = Lobby(storage, LobbyConfig(), QUIET)
         a, b = await new_table(lobby), await new_table(lobby)
         seats = [{"name": "", "kind": "empty", "policy": "", "away": False}] * 2
@@ -372,8 +362,8 @@ def test_an_append_at_the_wrong_number_conflicts_alone(tmp_path: Path) -> None:
         )
         assert results[0] is None
         assert isinstance(results[1], Conflict) and isinstance(results[2], Conflict)
-        assert stored_numbers(tmp_path, a.table_id) == [1]
-        assert stored_numbers(tmp_path, b.table_id) == []
+        assert backend.stored_numbers(a.table_id) == [1]
+        assert backend.stored_numbers(b.table_id) == []
         lobby.close()
         await lobby.closing()
         await storage.close()
@@ -382,12 +372,12 @@ def test_an_append_at_the_wrong_number_conflicts_alone(tmp_path: Path) -> None:
 
 
 def test_a_table_plays_a_whole_game_through_its_task_and_reloads_the_same(
-    tmp_path: Path,
+    backend: Backend,
 ) -> None:
     fast = TableConfig(bot_delay=0.0, round_pause=0.0, away_delay=0.0, heartbeat=60.0)
 
     async def main() -> None:
-        storage = await open_storage(tmp_path)
+        storage = await backend.open()
         lobby = Lobby(storage, LobbyConfig(finished_kept=0), fast)
         table, _ = await lobby.create(
             name="t",
@@ -418,7 +408,7 @@ def test_a_table_plays_a_whole_game_through_its_task_and_reloads_the_same(
         lobby.close()
         await lobby.closing()
         await storage.close()
-        storage = await open_storage(tmp_path)
+        storage = await backend.open()
         stored = await storage.load_table(table.table_id)
         assert stored is not None and stored.entries == entries
         assert (stored.row.status, stored.row.number) == (FINISHED, len(entries))
@@ -591,14 +581,13 @@ def test_leaving_before_the_game_frees_the_seat_and_its_token() -> None:
 
 
 def test_a_write_lock_held_elsewhere_delays_only_the_appends_never_the_loop(
-    tmp_path: Path,
+    backend: Backend,
 ) -> None:
     async def main() -> None:
-        storage = await open_storage(tmp_path)
+        storage = await backend.open()
         lobby = Lobby(storage, LobbyConfig(), QUIET)
         table = await new_table(lobby)
-        other = sqlite3.connect(str(tmp_path / "rami.db"), isolation_level=None)
-        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        release = backend.hold_write_lock(table.table_id)  # another process holds it
         change = asyncio.ensure_future(table.change(joining("Ana"), lambda d: d.first))
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -606,10 +595,9 @@ def test_a_write_lock_held_elsewhere_delays_only_the_appends_never_the_loop(
             await asyncio.sleep(0.01)  # the loop goes on serving meanwhile
         assert loop.time() - started < 1.0
         assert not change.done() and table.number == 0
-        other.execute("COMMIT")
-        other.close()
+        release()
         assert await asyncio.wait_for(change, 10) == 1
-        assert stored_numbers(tmp_path, table.table_id) == [1]
+        assert backend.stored_numbers(table.table_id) == [1]
         lobby.close()
         await lobby.closing()
         await storage.close()

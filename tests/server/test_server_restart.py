@@ -1,5 +1,6 @@
-"""The real ``rami-server`` killed mid-game (SIGKILL) and started again on the same database:
-every table continues from its last acknowledged command, and nothing is applied twice."""
+"""The real ``rami-server`` killed mid-game (SIGKILL) and started again on the same database
+(a SQLite file, then a PostgreSQL database): every table continues from its last acknowledged
+command, and nothing is applied twice."""
 
 from __future__ import annotations
 
@@ -116,11 +117,10 @@ def acted(record: dict[str, Any]) -> list[tuple[int, int]]:
     return [(a["number"], a["seat"]) for r in record["rounds"] for a in r["actions"]]
 
 
-async def scenario(tmp_path: Path) -> None:
-    db, log = tmp_path / "rami.db", tmp_path / "server.log"
+async def scenario(db: Path | str, log: Path, args: tuple[str, ...] = ()) -> None:
     quiet: dict[str, Any] = {}
     busy: dict[str, Any] = {}
-    with rami_server(db, log) as (proc, address):
+    with rami_server(db, log, args=args) as (proc, address):
         remote = Remote(address)
         try:
             # A: portuguese, quiet when the server dies. B: tallage, acting when it dies.
@@ -197,7 +197,7 @@ async def scenario(tmp_path: Path) -> None:
         finally:
             await remote.close()
 
-    with rami_server(db, log) as (_proc, address):
+    with rami_server(db, log, args=args) as (_proc, address):
         remote = Remote(address)
         try:
             # A: exactly as before the kill.
@@ -279,4 +279,13 @@ async def scenario(tmp_path: Path) -> None:
 
 
 def test_every_table_continues_from_its_last_acknowledged_command(tmp_path: Path) -> None:
-    asyncio.run(asyncio.wait_for(scenario(tmp_path), 80))
+    asyncio.run(asyncio.wait_for(scenario(tmp_path / "rami.db", tmp_path / "server.log"), 80))
+
+
+def test_on_postgresql_every_table_continues_from_its_last_acknowledged_command(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """The same, with ``--db postgresql://...``: the server killed with SIGKILL loses nothing
+    it acknowledged, and the server started after it deals on from the same key file."""
+    args = ("--secret-file", str(tmp_path / "server.key"))
+    asyncio.run(asyncio.wait_for(scenario(postgres_url, tmp_path / "server.log", args), 80))

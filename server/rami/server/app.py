@@ -36,7 +36,8 @@ from .errors import DecodeGuard
 from .introspection import HEALTH, HealthServicer, add_health, add_reflection
 from .lobby import Lobby, LobbyConfig, summarize
 from .services import LobbyService, RulesService, TableService
-from .storage import SqliteStorage
+from .storage import Storage, open_storage
+from .storage_postgres import redacted
 from .table import TableConfig
 from .wire import add_sending_bytes
 
@@ -67,7 +68,7 @@ class Server:
     grpc_server: grpc.aio.Server
     port: int
     lobby: Lobby
-    storage: SqliteStorage
+    storage: Storage
     health: HealthServicer
     #: Closes the waiting tables that went too long without a change.
     expiring: asyncio.Task[None] | None = None
@@ -118,7 +119,7 @@ async def serve(
     key = ServerKey.for_store(db, secret_file)
     limits = connections or ConnectionLimits()
     files = open_file_limit()
-    storage = await SqliteStorage.open(db, summarize)
+    storage = await open_storage(db, summarize)
     lobby = Lobby(storage, lobby_config or LobbyConfig(), table_config or TableConfig(), key)
     restored = await lobby.restore()
     server = grpc.aio.server(
@@ -159,7 +160,9 @@ async def serve(
             log.warning("no bound on connections per address: this system does not list them")
     for name in ("", *SERVICE_NAMES):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    log.info("listening on %s:%d (storage %s, %d tables restored)", host, bound, db, restored)
+    log.info(
+        "listening on %s:%d (storage %s, %d tables restored)", host, bound, redacted(db), restored
+    )
     log.info(
         "connections: at most %s in all (open files: %s), %s per address; handshake %g s, "
         "closed after %s without a call",
@@ -196,7 +199,10 @@ async def run(
         connections=connections,
     )
     secure = " with TLS" if tls else ""
-    print(f"rami-server listening on {host}:{server.port}{secure} (storage: {db})", flush=True)
+    print(
+        f"rami-server listening on {host}:{server.port}{secure} (storage: {redacted(db)})",
+        flush=True,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

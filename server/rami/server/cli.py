@@ -10,6 +10,7 @@ import typer
 from .app import LOOPS, run, run_loop
 from .connections import ConnectionLimits
 from .lobby import LobbyConfig
+from .storage_postgres import is_postgres_url
 from .table import TableConfig
 
 __all__ = ["app", "main"]
@@ -22,7 +23,10 @@ def serve(
     port: int = typer.Option(50051, help="Port to listen on (0: any free port)."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on (0.0.0.0: every interface)."),
     db: str = typer.Option(
-        "rami.db", help="SQLite file that keeps every table across restarts; ':memory:' for none."
+        "rami.db",
+        help="Where every table is kept across restarts: a SQLite file (':memory:' for none), or"
+        " a PostgreSQL database that several servers may share, as a libpq URL"
+        " (postgresql://USER@HOST:PORT/DB; needs --secret-file and pip install 'rami[postgres]').",
     ),
     turn_seconds: int = typer.Option(
         0, help="Default turn clock for new tables, in seconds (0: no clock)."
@@ -54,7 +58,8 @@ def serve(
     secret_file: str = typer.Option(
         "",
         help="The server's key, made there when missing: the deals and bots of every table "
-        "come from it; keep it apart from the database (default: DB path + '.key').",
+        "come from it; keep it apart from the database (default: DB path + '.key'; required "
+        "with PostgreSQL, the same file for every server on the database).",
     ),
     max_connections: int = typer.Option(
         ConnectionLimits.max_connections,
@@ -85,7 +90,15 @@ def serve(
     logging.basicConfig(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    if db != ":memory:":
+    if is_postgres_url(db):
+        if not secret_file:
+            typer.echo(
+                "rami-server: --db postgresql://... needs --secret-file: the server key file,"
+                " the same one for every server on that database (made there when missing)",
+                err=True,
+            )
+            raise typer.Exit(2)
+    elif db != ":memory:":
         Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
     config = LobbyConfig(
         allow_stacked_decks=allow_stacked_decks,

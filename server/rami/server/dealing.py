@@ -3,8 +3,10 @@
 The table store keeps nothing secret: a table's spec holds a random *nonce* and the public
 *commitment* of its deal (``rami.engine.fair``). Its secret is made from the nonce and the
 server's key, which lives in a file of its own (``--secret-file``, by default the database's
-path plus ``.key``, created readable by its owner only). Whoever reads the database alone can
-therefore foresee neither the deal of a running game nor a built-in bot's next choice.
+path plus ``.key``, created readable by its owner only; with PostgreSQL, where several servers
+share the tables, ``--secret-file`` is required and every server is given the same key).
+Whoever reads the database alone can therefore foresee neither the deal of a running game
+nor a built-in bot's next choice.
 
 Losing the key file loses the deals of the running games: they cannot be dealt on, and the
 server leaves them out at its next start, saying why. Finished games keep their records.
@@ -87,9 +89,17 @@ class ServerKey:
     @classmethod
     def for_store(cls, db: str, secret_file: str | None = None) -> ServerKey:
         """The key that goes with the table store ``db``: ``secret_file`` when given, else
-        ``db`` + ``.key``, or a key in memory for a store in memory."""
+        ``db`` + ``.key``, or a key in memory for a store in memory. A PostgreSQL store has no
+        path: its servers share the key ``secret_file`` names, which it must name."""
         if secret_file:
             return cls.load(secret_file)
+        if db.startswith(("postgresql://", "postgres://")):
+            # Every server on the database deals the same tables: they share one key, which
+            # the database must not hold.
+            raise ServerKeyError(
+                "a PostgreSQL store needs --secret-file: the key file every server on that"
+                " database shares (made there when missing)"
+            )
         if db == ":memory:":
             return cls.ephemeral()
         return cls.load(db + ".key")

@@ -8,7 +8,9 @@ again finds the table its first copy made. An append carries the number of its f
 so a writer that is not where it thinks it is fails (:class:`Conflict`) instead of forking
 the log, and the directory row changes in the same transaction as the entries that change it.
 
-:class:`SqliteStorage`, the embedded default, keeps everything in one SQLite file. Its work is
+:class:`SqliteStorage`, the embedded default, keeps everything in one SQLite file;
+:class:`~rami.server.storage_postgres.PostgresStorage` keeps the same in a PostgreSQL database
+that several servers may share (:func:`open_storage` picks one by the ``--db`` given). Its work is
 done on a thread of its own, so a slow disk or another process holding the file's write lock
 never blocks the event loop. The appends of one event-loop tick, across all tables, go in one
 transaction (a group commit): each append's future is resolved only after that transaction
@@ -42,6 +44,7 @@ __all__ = [
     "Storage",
     "StoredTable",
     "TableRow",
+    "open_storage",
 ]
 
 T = TypeVar("T")
@@ -611,6 +614,16 @@ class SqliteStorage:
             self._fast.close()
         await self._run(self._db.close)
         self._pool.shutdown(wait=True)
+
+
+async def open_storage(db: str, summarize: Summarize | None = None) -> Storage:
+    """The storage ``db`` names: a PostgreSQL database for a ``postgresql://`` (or
+    ``postgres://``) URL, else a SQLite file (``:memory:``: one that keeps nothing)."""
+    from .storage_postgres import PostgresStorage, is_postgres_url
+
+    if is_postgres_url(db):
+        return await PostgresStorage.open(db, summarize)
+    return await SqliteStorage.open(db, summarize)
 
 
 @contextmanager

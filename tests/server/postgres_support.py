@@ -1,0 +1,164 @@
+"""A throwaway PostgreSQL server for the tests: Debian's ``initdb`` and ``pg_ctl`` in a temporary
+folder, listening on a free port of 127.0.0.1 only, stopped and deleted after.
+
+Where PostgreSQL or the driver (psycopg, the ``postgres`` extra) cannot be had, the tests
+that need it are skipped, saying why; they are never passed without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+__all__ = ["PostgresServer", "postgres_server", "postgres_url", "unavailable"]
+
+
+def _bindir() -> Path | None:
+    def version(initdb: str) -> int:
+        name = Path(initdb).parent.parent.name
+        return int(name) if name.isdigit() else 0
+
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=version)
+    if found:
+        return Path(found[-1]).parent
+    initdb = shutil.which("initdb")
+    return Path(initdb).parent if initdb else None
+
+
+def unavailable() -> str | None:
+    """Why PostgreSQL tests cannot run here, or None when they can."""
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        return "psycopg 3 with its pool is not installed (pip install -e '.[postgres]')"
+    if _bindir() is None:
+        return "PostgreSQL's initdb is not installed (Debian: apt-get install postgresql)"
+    if os.geteuid() == 0:
+        try:
+            import pwd
+
+            pwd.getpwnam("postgres")
+        except KeyError:
+            return "running as root with no 'postgres' user for initdb (which refuses root)"
+        if shutil.which("runuser") is None:
+            return "running as root without runuser to start PostgreSQL as 'postgres'"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class PostgresServer:
+    """One PostgreSQL server of the test session; :meth:`database` makes a fresh database."""
+
+    def __init__(self) -> None:
+        bindir = _bindir()
+        assert bindir is not None
+        self.bindir = bindir
+        self.root = Path(tempfile.mkdtemp(prefix="rami-pg-"))
+        self.data = self.root / "data"
+        self.log = self.root / "postgres.log"
+        self.port = _free_port()
+        self.user = "rami"
+        self._as: list[str] = []
+        if os.geteuid() == 0:
+            import pwd
+
+            pw = pwd.getpwnam("postgres")
+            os.chown(self.root, pw.pw_uid, pw.pw_gid)
+            self._as = ["runuser", "-u", "postgres", "--"]
+
+    def _run(self, *args: str) -> None:
+        proc = subprocess.run(
+            [*self._as, *args], capture_output=True, text=True, timeout=120, cwd=self.root
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"{args[0]} failed: {proc.stdout}{proc.stderr}")
+
+    def start(self) -> PostgresServer:
+        self._run(
+            str(self.bindir / "initdb"),
+            "-D",
+            str(self.data),
+            "-U",
+            self.user,
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        )
+        # Loopback and TCP only, on the port chosen; durable commits as in production
+        # (fsync and synchronous_commit are left at their defaults, on).
+        with (self.data / "postgresql.conf").open("a") as conf:
+            conf.write(
+                f"\nlisten_addresses = '127.0.0.1'\nport = {self.port}\n"
+                "unix_socket_directories = ''\nmax_connections = 200\n"
+            )
+        self._run(
+            str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w", "start"
+        )
+        return self
+
+    def stop(self) -> None:
+        with contextlib.suppress(Exception):
+            self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "stop")
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def url(self, dbname: str = "postgres") -> str:
+        return f"postgresql://{self.user}@127.0.0.1:{self.port}/{dbname}"
+
+    def database(self) -> str:
+        """A new empty database; returns its URL."""
+        import psycopg
+
+        name = "t_" + uuid.uuid4().hex[:16]
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with psycopg.connect(self.url(), autocommit=True) as conn:
+                    conn.execute(f'CREATE DATABASE "{name}"')
+                return self.url(name)
+            except psycopg.OperationalError:
+                # Another CREATE DATABASE copying the template at the same moment.
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One throwaway PostgreSQL server for the session (skipped, saying why, without one)."""
+    why = unavailable()
+    if why is not None:
+        pytest.skip(f"no PostgreSQL: {why}")
+    srv = PostgresServer()
+    try:
+        srv.start()
+    except Exception as e:
+        srv.stop()
+        pytest.skip(f"no PostgreSQL: could not start a throwaway server: {e}")
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """The URL of a new, empty database on the session's PostgreSQL server."""
+    return postgres_server.database()

@@ -1,0 +1,464 @@
+"""The storage protocol against each backend (the directory, create marks, tokens, the number
+check), and what only PostgreSQL has to hold: writers on other connections and in other
+processes racing one table's log, servers opening one database at once, the schema's version.
+Every PostgreSQL test runs on a real server the tests start (``postgres_support``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from server_support import SERVER, rami_server
+from storage_backends import Backend
+
+from rami.server.entries import Mark
+from rami.server.lobby import summarize
+from rami.server.storage import Append, Conflict, Created
+
+T = TypeVar("T")
+SEATS = [{"name": "", "kind": "empty", "policy": "", "away": False}] * 2
+
+
+def run(coro: Callable[[], Awaitable[T]]) -> T:
+    return asyncio.run(asyncio.wait_for(coro(), 60))  # type: ignore[arg-type]
+
+
+def spec(variant: str = "tallage", *, private: bool = False, client: str = "c1") -> dict[str, Any]:
+    return {
+        "name": "t",
+        "variant": variant,
+        "options": {"players": 2},
+        "private": private,
+        "client": client,
+    }
+
+
+def entry(i: int, writer: str = "") -> dict[str, Any]:
+    return {"type": "chat", "seat": 0, "text": f"{writer}{i}"}
+
+
+# -- the protocol, on both backends -------------------------------------------------------------
+
+
+def test_the_directory_lists_filters_and_counts_as_the_protocol_says(backend: Backend) -> None:
+    async def main() -> None:
+        storage = await backend.open()
+        try:
+            await storage.create_table("a", spec("tallage"), SEATS, "owner-a")
+            await storage.create_table("b", spec("simple"), SEATS, "owner-b")
+            await storage.create_table("p", spec("tallage", private=True), SEATS, "")
+            await storage.create_table("o", spec("tallage", client="c2"), SEATS, "")
+            assert [r.table_id for r in await storage.list_tables()] == ["o", "b", "a"]
+            assert [r.table_id for r in await storage.list_tables(variant="tallage")] == [
+                "o",
+                "a",
+            ]
+            assert [r.table_id for r in await storage.list_tables(limit=1)] == ["o"]
+            await storage.append(Append("a", 1, [entry(1)], "playing", SEATS, {"players": 2}))
+            await storage.append(Append("b", 1, [entry(1), entry(2)], "finished", None, None))
+            assert [r.table_id for r in await storage.list_tables(status="playing")] == ["a"]
+            row = await storage.get_table("b")
+            assert row is not None
+            assert (row.status, row.number, row.seats) == ("finished", 2, SEATS)
+            assert row.spec == spec("simple") and row.options == {"players": 2}
+            assert await storage.get_table("nope") is None
+            assert await storage.unfinished() == ["a", "p", "o"]
+            assert await storage.active_tables("c1") == 2  # a and p; b is finished
+            assert await storage.active_tables("c2") == 1
+            stored = await storage.load_table("b")
+            assert stored is not None and stored.entries == [entry(1), entry(2)]
+            assert await storage.load_table("nope") is None
+        finally:
+            await storage.close()
+
+    run(main)
+
+
+def test_tokens_are_known_from_creation_and_replaced_whole(backend: Backend) -> None:
+    async def main() -> None:
+        storage = await backend.open()
+        try:
+            await storage.create_table("a", spec(), SEATS, "owner")
+            assert await storage.token_known("owner")
+            assert not await storage.token_known("seat-0")
+            tokens = ("owner", "seat-0", "seat-1")
+            await storage.append(Append("a", 1, [entry(1)], "waiting", SEATS, {}, tokens))
+            assert all([await storage.token_known(t) for t in tokens])
+            await storage.append(Append("a", 2, [entry(2)], "waiting", SEATS, {}, ("owner",)))
+            assert await storage.token_known("owner")
+            assert not await storage.token_known("seat-0")
+            # A failed append changes no token either.
+            with pytest.raises(Conflict):
+                await storage.append(Append("a", 9, [entry(9)], "waiting", SEATS, {}, ("x",)))
+            assert not await storage.token_known("x")
+        finally:
+            await storage.close()
+
+    run(main)
+
+
+def test_a_request_mark_creates_one_table_and_finds_it_again(backend: Backend) -> None:
+    async def main() -> None:
+        storage = await backend.open()
+        try:
+            mark = Mark("k" * 32, "d" * 16)
+            assert await storage.create_table("a", spec(), SEATS, "", mark) is None
+            again = await storage.create_table("b", spec(), SEATS, "", mark)
+            assert again == Created("a", mark)
+            assert await storage.created_by(mark.key) == Created("a", mark)
+            assert await storage.created_by("") is None
+            assert await storage.get_table("b") is None
+        finally:
+            await storage.close()
+
+    run(main)
+
+
+def test_every_append_is_checked_against_the_last_stored_number(backend: Backend) -> None:
+    async def main() -> None:
+        storage = await backend.open()
+        try:
+            await storage.create_table("a", spec(), SEATS, "")
+            with pytest.raises(Conflict):
+                await storage.append(Append("a", 0, [entry(0)], "waiting", None, None))
+            with pytest.raises(Conflict):
+                await storage.append(Append("a", 2, [entry(2)], "waiting", None, None))
+            with pytest.raises(Conflict):
+                await storage.append(Append("nope", 1, [entry(1)], "waiting", None, None))
+            await storage.append(Append("a", 1, [entry(1), entry(2)], "playing", None, None))
+            with pytest.raises(Conflict):
+                await storage.append(Append("a", 2, [entry(2)], "playing", None, None))
+            await storage.append(Append("a", 3, [entry(3)], "playing", None, None))
+            assert backend.stored_numbers("a") == [1, 2, 3]
+            row = await storage.get_table("a")
+            assert row is not None and (row.number, row.status) == (3, "playing")
+        finally:
+            await storage.close()
+        # Durable when it returned: a new storage on the same database finds it all.
+        storage = await backend.open()
+        try:
+            stored = await storage.load_table("a")
+            assert stored is not None
+            assert stored.entries == [entry(1), entry(2), entry(3)] and stored.row.number == 3
+        finally:
+            await storage.close()
+
+    run(main)
+
+
+# -- PostgreSQL: several writers on one database ------------------------------------------------
+
+
+async def _open(url: str) -> Any:
+    from rami.server.storage_postgres import PostgresStorage
+
+    return await PostgresStorage.open(url, summarize)
+
+
+def test_two_storages_racing_one_table_each_number_is_won_exactly_once(
+    postgres_url: str,
+) -> None:
+    """Two storages (two pools of connections, as two servers have) append the same numbers
+    of one table at the same moment: one wins each, the other gets a Conflict, and the log
+    has every number once, with the winner's entry."""
+
+    async def main() -> None:
+        one, two = await _open(postgres_url), await _open(postgres_url)
+        try:
+            await one.create_table("t", spec(), SEATS, "")
+            winners = []
+            for n in range(1, 101):
+                results = await asyncio.gather(
+                    one.append(Append("t", n, [entry(n, "one")], "playing", None, None)),
+                    two.append(Append("t", n, [entry(n, "two")], "playing", None, None)),
+                    return_exceptions=True,
+                )
+                won = [w for w, r in zip(("one", "two"), results, strict=True) if r is None]
+                lost = [r for r in results if r is not None]
+                assert len(won) == 1 and len(lost) == 1, results
+                assert isinstance(lost[0], Conflict), lost[0]
+                winners.append(won[0])
+            stored = await one.load_table("t")
+            assert stored is not None and stored.row.number == 100
+            assert stored.entries == [entry(n, w) for n, w in enumerate(winners, 1)]
+            # Both won some: the race was a race, not one writer always first.
+            assert set(winners) == {"one", "two"}, winners
+        finally:
+            await one.close()
+            await two.close()
+
+    run(main)
+
+
+RACER = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from rami.server.lobby import summarize
+    from rami.server.storage import Append, Conflict
+    from rami.server.storage_postgres import PostgresStorage
+
+    async def main(url, name, wins):
+        storage = await PostgresStorage.open(url, summarize)
+        won = conflicts = 0
+        try:
+            while won < wins:
+                row = await storage.get_table("t")
+                n = row.number + 1
+                e = {"type": "chat", "seat": 0, "text": f"{name}{n}"}
+                try:
+                    await storage.append(Append("t", n, [e], "playing", None, None))
+                except Conflict:
+                    conflicts += 1
+                else:
+                    won += 1
+        finally:
+            await storage.close()
+        print(json.dumps({"won": won, "conflicts": conflicts}))
+
+    asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+    """
+)
+
+
+def test_writers_in_two_processes_never_fork_or_gap_the_log(postgres_url: str) -> None:
+    """Two processes append to one table as fast as they can, each reading the last number
+    and appending after it: the log is 1..N with no gap and no number twice, and each entry
+    is the one its writer was told it stored."""
+
+    async def create() -> None:
+        storage = await _open(postgres_url)
+        await storage.create_table("t", spec(), SEATS, "")
+        await storage.close()
+
+    run(create)
+    wins = 150
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, postgres_url, name, str(wins)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("A", "B")
+    ]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        outs.append(json.loads(out))
+    assert [o["won"] for o in outs] == [wins, wins]
+
+    async def check() -> None:
+        storage = await _open(postgres_url)
+        try:
+            stored = await storage.load_table("t")
+        finally:
+            await storage.close()
+        assert stored is not None and stored.row.number == 2 * wins
+        texts = [e["text"] for e in stored.entries]
+        assert len(texts) == 2 * wins
+        for n, text in enumerate(texts, 1):
+            assert text in (f"A{n}", f"B{n}"), (n, text)
+        assert sum(t.startswith("A") for t in texts) == wins
+
+    run(check)
+    assert sum(o["conflicts"] for o in outs) > 0, "the two writers never met"
+
+
+def test_servers_opening_one_new_database_at_once_make_one_schema(postgres_url: str) -> None:
+    async def main() -> None:
+        from rami.server.storage_postgres import PG_SCHEMA_VERSION
+
+        storages = await asyncio.gather(*[_open(postgres_url) for _ in range(4)])
+        try:
+            await storages[0].create_table("a", spec(), SEATS, "")
+            assert [await s.get_table("a") is not None for s in storages] == [True] * 4
+        finally:
+            for s in storages:
+                await s.close()
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(postgres_url) as conn:
+            cur = await conn.execute("SELECT version FROM rami_schema")
+            assert await cur.fetchall() == [(PG_SCHEMA_VERSION,)]
+
+    run(main)
+
+
+def test_a_newer_schema_is_refused_with_its_version(postgres_url: str) -> None:
+    async def main() -> None:
+        import psycopg
+
+        await (await _open(postgres_url)).close()
+        async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
+            await conn.execute("UPDATE rami_schema SET version = 99")
+        with pytest.raises(RuntimeError, match="version 99, newer than this server's"):
+            await _open(postgres_url)
+
+    run(main)
+
+
+def test_one_request_racing_on_two_storages_creates_one_table(postgres_url: str) -> None:
+    async def main() -> None:
+        one, two = await _open(postgres_url), await _open(postgres_url)
+        try:
+            mark = Mark("r" * 32, "e" * 16)
+            results = await asyncio.gather(
+                one.create_table("a", spec(), SEATS, "", mark),
+                two.create_table("b", spec(), SEATS, "", mark),
+            )
+            made = [r for r in results if r is None]
+            found = [r for r in results if r is not None]
+            assert len(made) == 1 and len(found) == 1
+            winner = "a" if results[0] is None else "b"
+            assert found[0] == Created(winner, mark)
+            assert len(await one.list_tables()) == 1
+        finally:
+            await one.close()
+            await two.close()
+
+    run(main)
+
+
+def test_an_unreachable_database_is_named_without_its_password(tmp_path: Path) -> None:
+    from postgres_support import unavailable
+
+    why = unavailable()
+    if why is not None and "psycopg" in why:
+        pytest.skip(why)
+    from rami.server.storage_postgres import PostgresUnavailable
+
+    async def main() -> None:
+        url = "postgresql://rami:s3cret@127.0.0.1:1/none"
+        with pytest.raises(PostgresUnavailable) as info:
+            await _open(url)
+        assert "cannot connect to PostgreSQL at postgresql://rami:***@127.0.0.1:1/none" in str(
+            info.value
+        )
+        assert "s3cret" not in str(info.value)
+
+    run(main)
+
+
+# -- rami-server --db postgresql://... -----------------------------------------------------------
+
+
+def test_the_server_on_postgresql_needs_the_shared_key_file(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [str(SERVER), "--db", "postgresql://rami@127.0.0.1:1/rami", "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 2
+    assert "needs --secret-file" in proc.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_server_says_it_stores_on_postgresql_without_the_password(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("CREATE ROLE keeper LOGIN PASSWORD 's3cret' SUPERUSER")
+    url = postgres_url.replace("postgresql://rami@", "postgresql://keeper:s3cret@")
+    key = tmp_path / "server.key"
+    log = tmp_path / "server.log"
+    with rami_server(url, log, args=("--secret-file", str(key)), log_level="info") as (
+        proc,
+        _address,
+    ):
+        assert key.exists()
+        proc.terminate()
+        proc.wait(timeout=30)
+    text = log.read_text()
+    assert "storage postgresql://keeper:***@127.0.0.1:" in text
+    assert "s3cret" not in text
+
+
+def test_a_commit_whose_answer_was_lost_is_found_stored(postgres_url: str) -> None:
+    """The connection drops after the COMMIT was sent (here: an error raised at that moment):
+    the appends whose entries are in the log as written are acknowledged, not refused, so the
+    table does not go on one number behind its log."""
+
+    async def main() -> None:
+        import psycopg
+
+        storage = await _open(postgres_url)
+        try:
+            await storage.create_table("a", spec(), SEATS, "")
+            await storage.create_table("b", spec(), SEATS, "")
+
+            def lost() -> None:
+                raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+            storage.after_commit = lost
+            results = await asyncio.gather(
+                storage.append(Append("a", 1, [entry(1)], "playing", None, None)),
+                storage.append(Append("b", 2, [entry(2)], "playing", None, None)),  # a gap
+                return_exceptions=True,
+            )
+            assert results[0] is None
+            assert isinstance(results[1], psycopg.OperationalError)  # not stored: the error
+            storage.after_commit = None
+            await storage.append(Append("a", 2, [entry(2)], "playing", None, None))
+            stored = await storage.load_table("a")
+            assert stored is not None and stored.entries == [entry(1), entry(2)]
+        finally:
+            await storage.close()
+
+    run(main)
+
+
+def test_a_batch_the_database_refuses_stores_nothing_and_the_next_one_works(
+    postgres_url: str,
+) -> None:
+    """An error inside the group's transaction (here a status the schema refuses) aborts it
+    whole: no append of the batch is stored, none is acknowledged, and the connection is
+    left clean for the next batch."""
+
+    async def main() -> None:
+        import psycopg
+
+        storage = await _open(postgres_url)
+        try:
+            await storage.create_table("a", spec(), SEATS, "")
+            await storage.create_table("b", spec(), SEATS, "")
+            results = await asyncio.gather(
+                storage.append(Append("a", 1, [entry(1)], "playing", None, None)),
+                storage.append(Append("b", 1, [entry(1)], "exploded", None, None)),
+                return_exceptions=True,
+            )
+            assert all(isinstance(r, psycopg.errors.CheckViolation) for r in results), results
+            assert await storage.unfinished() == ["a", "b"]
+            for _ in range(8):  # every connection of the pool, whichever took the failure
+                await storage.get_table("a")
+            await storage.append(Append("a", 1, [entry(1)], "playing", None, None))
+            await storage.append(Append("b", 1, [entry(1)], "playing", None, None))
+            stored = await storage.load_table("b")
+            assert stored is not None and stored.entries == [entry(1)]
+        finally:
+            await storage.close()
+
+    run(main)
+
+
+def test_without_the_driver_the_server_says_which_extra_to_install(tmp_path: Path) -> None:
+    code = (
+        "import sys; sys.modules['psycopg'] = None; sys.modules['psycopg_pool'] = None\n"
+        "from rami.server.cli import main\n"
+        "sys.argv = ['rami-server', '--db', 'postgresql://rami@127.0.0.1:1/rami',"
+        f" '--secret-file', {str(tmp_path / 'server.key')!r}]\n"
+        "main()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert "pip install 'rami[postgres]'" in proc.stderr
