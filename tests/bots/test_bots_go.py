@@ -47,8 +47,8 @@ def _command(go_bot: Path, target: str, table_id: str, name: str) -> list[str]:
 
 
 def test_every_contract_file_names_the_same_go_package() -> None:
-    # buf breaking's FILE_SAME_GO_PACKAGE is ignored against the release that had none
-    # (buf.yaml): this keeps the import path from changing, in every file.
+    # The released contract has it too (buf breaking checks it from now on); this keeps the
+    # documented import path in every file, a new one included.
     files = sorted((ROOT / "proto" / "rami" / "v1").glob("*.proto"))
     assert len(files) >= 6, files
     for path in files:
