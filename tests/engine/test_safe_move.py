@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from rami.engine import JOKER, POLICIES, Discard, Draw, Game, Phase, view
+from rami.engine import JOKER, POLICIES, Discard, Draw, Game, Options, Phase, view
 from rami.engine.policies import safe_move
 from rami.engine.solver import deadwood_split
 
@@ -69,3 +69,16 @@ def test_tallage_lists_the_discard_only_when_a_lay_this_turn_can_take_it() -> No
                     hidden += 1
             game.apply(seat, POLICIES["greedy"](v, rng))
     assert listed > 0 and hidden > listed
+
+
+def test_greedy_players_never_pass_a_discard_to_and_fro_for_ever() -> None:
+    """Two greedy players of simple each took the other's discard and threw it back: the stock
+    never ran down and the round never ended (131 of 29,411 random games). Now they finish."""
+    for seed in range(1500):
+        game, _ = Game.new("simple", Options(players=2, round_cap=1), seed=seed)
+        steps = 0
+        while game.phase in (Phase.DRAW, Phase.PLAY):
+            v = view(game, game.turn)
+            game.apply(game.turn, POLICIES["greedy"](v, random.Random(f"{seed}:{steps}")))
+            steps += 1
+            assert steps < 1500, f"seed {seed}: the round goes on for ever: {game.log[-4:]}"

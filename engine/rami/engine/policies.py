@@ -117,7 +117,9 @@ def _greedy_discard(v: View, hand: list[Card]) -> Discard:
     split = deadwood_split(
         hand, values, need_run=_need_run(v), jokers_per_meld=v.options.jokers_per_meld
     )
-    loose = split.left or hand
+    # When every card melds but no finish is open, shed a card other than the one just drawn
+    # (thrown back, it could go to and fro between two players taking discards for ever).
+    loose = split.left or [c for c in hand if c != v.drawn] or hand
     # The costliest loose card; never a joker while another card can go.
     choices = [c for c in loose if c != JOKER] or list(loose)
     return Discard(max(choices, key=lambda c: (values[c], c)))
@@ -137,7 +139,9 @@ def greedy(v: View, rng: random.Random) -> Action:
                 split = deadwood_split(
                     [*hand, v.discard_top], hand_deadwood_values(v), need_run=_need_run(v)
                 )
-                if v.discard_top not in split.left:
+                # It melds, and a loose card is left to discard: no meld is broken for it (a
+                # discard taken only to be thrown back could pass between players for ever).
+                if split.left and v.discard_top not in split.left:
                     return Draw("discard")
         return Draw("stock")
     if v.variant.declares:
