@@ -368,6 +368,11 @@ def test_a_hint_without_an_opening_says_what_the_hand_lacks() -> None:
     view = _engine_view("2c 5d Kc")
     said = lines(hint_lines(analysis, view, LOOK))
     assert "No opening yet: you have neither a clean set nor a clean run." in said
+    # A set and a run that share a card (2♠) make no opening: the hint says so, not "neither".
+    view = _engine_view("2c 2d 2s As 3s 4s 9h")
+    said = lines(hint_lines(analysis, view, LOOK))
+    assert not any("neither" in line for line in said), said
+    assert any("are there, but not both at once" in line for line in said), said
 
 
 def test_the_pile_follows_throws_takes_a_rebuilt_stock_and_the_view() -> None:
@@ -413,3 +418,20 @@ def test_the_score_sheet_has_a_row_per_round_and_the_totals() -> None:
     assert sheet[3].split() == ["2", "0", "0", "0", "void"]
     assert sheet[4].split() == ["3", "0", "20", "40", "You", "declared", "(x2)"]
     assert sheet[5].split() == ["total", "47", "20", "46"]
+
+
+def test_a_tallage_discard_the_view_does_not_offer_is_refused_with_why() -> None:
+    """The view offers tallage's discard only when a lay this turn can take it: a `draw
+    discard` it does not offer is refused at once, saying so, not staged."""
+    from rami.client.session import _no_discard
+    from rami.engine import get_variant
+
+    view = _view(
+        variant=game_pb2.VARIANT_TALLAGE,
+        hand=[c + 1 for c in parse_cards("2c 5d Kc 9h")],
+        discard_top=parse_cards("8c")[0] + 1,
+        draw_sources=[game_pb2.DRAW_SOURCE_STOCK],
+        first_circuit=False,
+    )
+    why = _no_discard(view, get_variant("tallage"))
+    assert "no lay this turn could take it" in why

@@ -135,6 +135,11 @@ def _why_no_opening(hand: Sequence[Card], look: Look) -> str:
         return f"No opening yet: you have a clean set ({shown(sets[0])}) but no clean run."
     if runs and not sets:
         return f"No opening yet: you have a clean run ({shown(runs[0])}) but no clean set."
+    if sets and runs:
+        return (
+            f"No opening yet: a clean set ({shown(sets[0])}) and a clean run "
+            f"({shown(runs[0])}) are there, but not both at once with a card left to discard."
+        )
     return "No opening yet: you have neither a clean set nor a clean run."
 
 

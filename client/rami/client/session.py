@@ -1038,8 +1038,8 @@ def _my_turn(view: game_pb2.View) -> bool:
 
 
 def _no_discard(view: game_pb2.View, variant: Variant) -> str:
-    """Why the rules keep the discard from the player now, as far as the view tells ("" when
-    only the server can say: in tallage, whether a lay this turn can take it)."""
+    """Why the rules keep the discard from the player now, as the view tells it (tallage: the
+    view offers the discard only when a lay this turn can take it)."""
     if card(view.discard_top) is None:
         return "the discard pile is empty"
     if variant.moroccan_draw_rules:
@@ -1048,7 +1048,7 @@ def _no_discard(view: game_pb2.View, variant: Variant) -> str:
         if len(view.hand) == 1:
             return "holding one card, you draw from the stock"
     if variant.must_lay_discard:
-        return ""
+        return "no lay this turn could take it (it is taken only with one); draw stock"
     return "the rules do not offer it this turn; draw stock"
 
 
