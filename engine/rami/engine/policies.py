@@ -32,6 +32,8 @@ from .solver import (
     best_split,
     deadwood,
     deadwood_split,
+    declaration_cards,
+    finishes,
     last_cards,
     portuguese_declaration,
 )
@@ -140,8 +142,16 @@ def greedy(v: View, rng: random.Random) -> Action:
                     [*hand, v.discard_top], hand_deadwood_values(v), need_run=_need_run(v)
                 )
                 # It melds, and a loose card is left to discard: no meld is broken for it (a
-                # discard taken only to be thrown back could pass between players for ever).
-                if split.left and v.discard_top not in split.left:
+                # discard taken only to be thrown back could pass between players for ever);
+                # or it makes the hand go out at once (a declaration, a whole-hand finish).
+                taken = [*hand, v.discard_top]
+                jpm = v.options.jokers_per_meld
+                out = (
+                    declaration_cards(taken, jokers_per_meld=jpm)
+                    if v.variant.declares
+                    else finishes(taken, jokers_per_meld=jpm)
+                )
+                if (split.left and v.discard_top not in split.left) or out:
                     return Draw("discard")
         return Draw("stock")
     if v.variant.declares:
