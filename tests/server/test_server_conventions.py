@@ -31,6 +31,9 @@ def _enum_for(option: str) -> EnumDescriptor | None:
 def test_option_info_writes_every_value_the_one_way_the_contract_says() -> None:
     """Integers in decimal, on/off as "false"/"true", an enum option's value as its name
     without the enum's prefix, in lowercase (game.proto's conventions)."""
+    conventions = (PROTO / "game.proto").read_text()
+    assert 'always means "not set"' in conventions, "game.proto states what 0 means"
+    assert "an enum option as its value's name without the enum" in conventions
     infos = {o.name: o for v in convert.variants_to_proto() for o in v.options}
     defaults = Options()
     for spec in OPTION_SPECS:
