@@ -113,6 +113,7 @@ def rebuild(
     that the secret does not make raises ``DealError``). ``checkpoints`` is offered the state
     on the way, for the table's replays."""
     state = TableState(table_id, TableSpec.from_dict(spec), secret=secret)
+    state.check_deal()
     for number, d in enumerate(entries, 1):
         try:
             state.apply(entry_from_dict(d))
@@ -266,10 +267,9 @@ class Lobby:
             client,
             nonce,
         )
-        # The commitment is made now, before anyone can join and send entropy.
-        commitment = TableState(table_id, spec, secret=secret).fair_deal().commitment
-        spec = replace(spec, deal_commitment=commitment)
         state = TableState(table_id, spec, secret=secret)
+        # The commitment is made now, before anyone can join and send entropy.
+        spec = state.spec = replace(spec, deal_commitment=state.fair_deal().commitment)
         before = await self.storage.create_table(
             table_id, spec.to_dict(), state.directory_seats(), spec.owner_hash, request
         )

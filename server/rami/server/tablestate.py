@@ -276,6 +276,11 @@ class TableState:
         get_variant(self.spec.variant)
         if not self.seats:
             self.seats = [Seat() for _ in range(self.options.players)]
+
+    def check_deal(self) -> None:
+        """Raise ``DealError`` unless the secret makes the deal the spec committed to: checked
+        once, where a stored table meets the server's key (a fork or a replay of a checked
+        state needs no second look)."""
         if self.spec.deal_commitment and self.fair_deal().commitment != self.spec.deal_commitment:
             raise DealError(
                 f"table {self.table_id}: the server key does not make the deal this table "
