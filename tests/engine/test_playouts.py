@@ -363,7 +363,7 @@ VIEW_FIELDS = {
     "variant", "options", "seat", "players", "number", "round", "dealer", "turn", "phase",
     "hand", "drawn", "hand_sizes", "stock_size", "discard_top", "discard_size", "melds",
     "opened", "bar", "first_circuit", "rebuilds", "totals", "results", "winners",
-    "draw_sources", "can_lay", "can_declare",
+    "draw_sources", "can_lay", "can_declare", "discard_lays",
 }  # fmt: skip
 #: What a seat's view may hold that a spectator's doesn't: its own hand and affordances.
 PERSONAL = {
@@ -373,6 +373,7 @@ PERSONAL = {
     "draw_sources": (),
     "can_lay": False,
     "can_declare": False,
+    "discard_lays": None,
 }
 
 
@@ -444,17 +445,26 @@ def view_fields(game: Game, seat: int | None) -> dict[str, object]:
         "draw_sources": () if seat is None else usable_sources(game, seat),
         "can_lay": seat is not None and game.can_lay(seat),
         "can_declare": seat is not None and game.can_declare(seat),
+        "discard_lays": None if seat is None else discard_lays(game, seat),
     }
+
+
+def discard_lays(game: Game, seat: int) -> tuple[Lay, ...] | None:
+    """Tallage, when the rules let the seat draw from the discard: the lays that would take
+    it, found afresh (not read from the view); else None."""
+    sources = tuple(game.draw_sources(seat))
+    if "discard" not in sources or not game.variant.must_lay_discard:
+        return None
+    whole = dataclasses.replace(view(game, seat), draw_sources=sources, discard_lays=None)
+    return tuple(discard_completions(whole))
 
 
 def usable_sources(game: Game, seat: int) -> tuple[str, ...]:
     """Where the rules let the seat draw from, less tallage's discard when no lay this turn
     could take it (it is taken only with one)."""
     sources = tuple(game.draw_sources(seat))
-    if "discard" in sources and game.variant.must_lay_discard:
-        whole = dataclasses.replace(view(game, seat), draw_sources=sources)
-        if not discard_completions(whole):
-            return tuple(s for s in sources if s != "discard")
+    if discard_lays(game, seat) == ():
+        return tuple(s for s in sources if s != "discard")
     return sources
 
 

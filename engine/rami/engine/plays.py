@@ -234,6 +234,8 @@ def lays(v: View, hand: list[Card]) -> list[Lay]:
 
 def discard_completions(v: View) -> list[Lay]:
     """Tallage: the lays that would let this seat take the top discard (it must be laid)."""
+    if v.discard_lays is not None:  # found when the view was made
+        return list(v.discard_lays)
     if v.hand is None or v.discard_top is None or "discard" not in v.draw_sources:
         return []
     taken = v.discard_top

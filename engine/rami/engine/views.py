@@ -9,13 +9,17 @@ reads the game's hidden state, so a hidden card can't leave by another door.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .cards import Card
 from .events import RoundResult
 from .game import Game, Phase, TableMeld
 from .solver import declaration_cards
 from .variants import Options, Variant
+
+if TYPE_CHECKING:
+    from .actions import Lay
 
 __all__ = ["SeatPart", "View", "seat_part", "view"]
 
@@ -60,6 +64,10 @@ class View:
     #: in a variant where hands stay closed. Whether its cards are complete is
     #: :func:`~rami.engine.plays.complete_declarations`.
     can_declare: bool
+    #: Tallage, the watcher's draw phase: the lays that would take the top discard, found
+    #: when the view was made (:func:`~rami.engine.plays.discard_completions` reads them
+    #: from here); None when not looked for. Not compared: it follows from the other fields.
+    discard_lays: tuple[Lay, ...] | None = field(default=None, compare=False, repr=False)
 
     @property
     def my_turn(self) -> bool:
@@ -168,15 +176,15 @@ def view(game: Game, seat: int | None) -> View:
         can_lay,  # can_lay
         can_declare,  # can_declare
     )
-    if "discard" in draw_sources and game.variant.must_lay_discard and not _discard_usable(v):
-        # Tallage: the discard is taken only with a lay that uses it; none can, so it is
-        # not a place to draw from this turn.
-        return replace(v, draw_sources=tuple(s for s in draw_sources if s != "discard"))
+    if "discard" in draw_sources and game.variant.must_lay_discard:
+        # Tallage: the discard is taken only with a lay that uses it. The lays found are kept
+        # for the seat's decision (a bot asks for them next); when there are none, the
+        # discard is not a place to draw from this turn. The view is still the function's
+        # own here, so it is finished in place (dataclasses.replace costs half a view).
+        from .plays import discard_completions  # plays reads views: imported when needed
+
+        lays = tuple(discard_completions(v))
+        object.__setattr__(v, "discard_lays", lays)
+        if not lays:
+            object.__setattr__(v, "draw_sources", tuple(s for s in draw_sources if s != "discard"))
     return v
-
-
-def _discard_usable(v: View) -> bool:
-    """True when some lay this turn takes the top discard (tallage)."""
-    from .plays import discard_completions  # plays reads views: imported when first needed
-
-    return bool(discard_completions(v))
