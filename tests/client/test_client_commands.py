@@ -323,3 +323,41 @@ def test_rematch_tells_the_other_players_the_new_table_in_the_chat(
     finally:
         bea.close()
         ana.close()
+
+
+# -- every message is a sentence ----------------------------------------------------------------
+
+
+def test_refusals_end_with_a_full_stop_even_after_a_parenthesis(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    from rami.client.session import _sentence
+
+    assert _sentence("watch which table? watch 2, or its id (tables lists them)") == (
+        "Watch which table? watch 2, or its id (tables lists them)."
+    )
+    assert _sentence("no server answers (is it running?)") == "No server answers (is it running?)"
+    _table(stubs, "tallage", TALLAGE_HAND, "10c 5c", round_cap=1)
+    d = _client(server)
+    try:
+        d.expect(r"Connected to 127\.0\.0\.1")
+        d.type("watch")
+        d.expect(r"Watch which table\? watch 2, or its id \(tables lists them\)\.\n")
+        d.type("join 1")
+        d.expect(r"You sit at seat 0")
+        d.type("bot greedy")
+        d.expect(r"It's your turn: you play first with 15 cards, without drawing\.")
+        d.type("9c")  # a card alone: what to type instead
+        d.expect(r"To discard it, type discard 9c; to lay it, .*\.\n")
+        d.type("lay qs ks as, 8C 8D 8H, 7♥ 8♥ 9♥, 4c JK 6c")
+        d.expect(r"and opened with 78")
+        d.type("discard 2d")
+        d.expect(r"It's your turn: take a card with draw stock")
+        d.type("draw stock")
+        d.type("take 4 5c")
+        d.expect(
+            r"Now say where the joker goes, e\.g\. add 3 JK or lay 10c Jc JK "
+            r"\(cancel drops it\)\.\n"
+        )
+    finally:
+        d.close()

@@ -328,7 +328,10 @@ class ClientSession:
         name, args = split_command(line)
         command = find(name)
         if command is None and self.where == PLAYING and _is_card(name):
-            self.out.error(f"To discard it, type discard {name}; to lay it, lay {name} ...")
+            self.out.error(
+                f"To discard it, type discard {name}; to lay it, type lay {name} with the cards "
+                "it melds with."
+            )
             return
         if command is None:
             guess = suggest(name)
@@ -528,7 +531,7 @@ class ClientSession:
                 self.out.error(f"The table can't be followed any more: {_sentence(str(e))}")
             self._left_table()
         except Exception as e:  # the stream must never take the prompt down with it
-            self.out.error(f"Lost the table's stream: {e}")
+            self.out.error(f"Lost the table's stream: {_sentence(str(e))}")
             self._left_table()
         self._refresh()
 
@@ -1062,12 +1065,13 @@ def _is_card(word: str) -> bool:
 
 
 def _sentence(text: str) -> str:
-    """``text`` as a sentence: a capital first, a full stop last."""
+    """``text`` as a sentence: a capital first, a full stop last (after a closing bracket
+    too, unless what it closes ended the sentence)."""
     text = text.strip()
     if not text:
         return text
     text = text[0].upper() + text[1:]
-    return text if text[-1] in ".!?)" else text + "."
+    return text if text.rstrip(")")[-1:] in (".", "!", "?") else text + "."
 
 
 def _refusal(error: Refused, names: Sequence[str] = ()) -> str:
