@@ -435,3 +435,14 @@ def test_a_tallage_discard_the_view_does_not_offer_is_refused_with_why() -> None
     )
     why = _no_discard(view, get_variant("tallage"))
     assert "no lay this turn could take it" in why
+
+
+def test_the_toolbar_says_the_game_also_ends_at_the_round_cap() -> None:
+    options = game_pb2.Options(players=3, opening=71, target=201, round_cap=3)
+    facts = text(toolbar_fragments(_view(options=options), LOOK, width=140)).split("\n")[1]
+    assert "game ends at 201 or after 3 rounds" in facts, facts
+    small = text(toolbar_fragments(_view(options=options), LOOK, width=60, rows=15))
+    assert "to 201 or 3 rounds" in small, small
+    assert "game ends at 201 or after 3 rounds" in text(
+        table_lines(_view(options=options), LOOK)[1]
+    )

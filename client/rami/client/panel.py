@@ -174,15 +174,22 @@ def _facts(view: game_pb2.View, look: Look, short: bool = False) -> list[StyleAn
         opening = "" if short else f" (opening {view.options.opening}+)"
         items.append([("", f"bar {view.bar}{opening}")])
     if not (rules is not None and rules.game_end == "rounds"):
-        items.append(
-            [("", f"to {view.options.target}" if short else f"game ends at {view.options.target}")]
-        )
+        items.append([("", _game_end(view.options, short))])
     if view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY):
         items.append([("", f"stock {view.stock_size}")])
         top = card(view.discard_top)
         shown = card_fragments(top, look) if top is not None else [("", "none")]
         items.append([("", "discard "), *shown])
     return items
+
+
+def _game_end(options: game_pb2.Options, short: bool) -> str:
+    """When a moroccan game ends: a total reaching the target, or the round cap (a view from a
+    server always says both)."""
+    cap = options.round_cap if options.HasField("round_cap") else 0
+    if short:
+        return f"to {options.target}" + (f" or {cap} rounds" if cap else "")
+    return f"game ends at {options.target}" + (f" or after {plural(cap, 'round')}" if cap else "")
 
 
 def _players(view: game_pb2.View, look: Look, short: bool = False) -> list[StyleAndTextTuples]:
