@@ -446,3 +446,16 @@ def test_the_toolbar_says_the_game_also_ends_at_the_round_cap() -> None:
     assert "game ends at 201 or after 3 rounds" in text(
         table_lines(_view(options=options), LOOK)[1]
     )
+
+
+def test_a_tallage_draw_that_offers_only_the_stock_says_why() -> None:
+    stock_only = dict(draw_sources=[game_pb2.DRAW_SOURCE_STOCK], first_circuit=False)
+    turn = text(toolbar_fragments(_view(**stock_only), LOOK, width=200)).split("\n")[0]
+    assert turn == " Your turn: draw stock (9♣ only if laid at once: no opening of 80+ uses it)"
+    opened = _view(**stock_only)
+    opened.players[0].opened = True
+    turn = text(toolbar_fragments(opened, LOOK, width=200)).split("\n")[0]
+    assert turn == " Your turn: draw stock (9♣ only if laid at once: no lay of yours uses it)"
+    one = _view(hand=[C("Kd") + 1], **stock_only)
+    turn = text(toolbar_fragments(one, LOOK, width=200)).split("\n")[0]
+    assert turn == " Your turn: draw stock (holding one card, you draw from the stock)"

@@ -108,9 +108,36 @@ def _my_draw(view: game_pb2.View, look: Look) -> StyleAndTextTuples:
         out.append(("", ")"))
         if rules is not None and rules.must_lay_discard:
             out.append(("", " to lay it at once"))
-    elif view.first_circuit and not (rules is not None and rules.declares):
-        out.append(("", " (nobody takes the discard in the first circuit)"))
+    else:
+        why = _stock_only(view, look)
+        if why:
+            out.append(("", f" ({why})"))
     return out
+
+
+def _stock_only(view: game_pb2.View, look: Look) -> str:
+    """Why the discard is not offered to the player drawing now, in a few words ("" when
+    there is no discard to take, or nothing to say)."""
+    rules = variant_of(view.variant)
+    top = card(view.discard_top)
+    if rules is None or top is None:
+        return ""
+    if rules.moroccan_draw_rules:
+        if view.first_circuit:
+            return "nobody takes the discard in the first circuit"
+        if len(view.hand) == 1:
+            return "holding one card, you draw from the stock"
+    if rules.must_lay_discard:
+        seat = my_seat(view)
+        opened = seat is not None and seat < len(view.players) and view.players[seat].opened
+        lay = "lay of yours" if opened else f"opening of {_opening_need(view)}+"
+        return f"{look.card_text(top)} only if laid at once: no {lay} uses it"
+    return ""
+
+
+def _opening_need(view: game_pb2.View) -> int:
+    """The least an opening is worth now: the option's, and more than the bar."""
+    return max(view.options.opening, view.bar + 1)
 
 
 def _my_play(view: game_pb2.View) -> str:
@@ -126,8 +153,7 @@ def _my_play(view: game_pb2.View) -> str:
     seat = my_seat(view)
     if seat is not None and view.players[seat].opened:
         return "lay, add or take back jokers if you like, then discard"
-    need = max(view.options.opening, view.bar + 1)
-    return f"open with melds worth {need} or more if you can, then discard"
+    return f"open with melds worth {_opening_need(view)} or more if you can, then discard"
 
 
 def turn_fragments(view: game_pb2.View, look: Look) -> StyleAndTextTuples:
