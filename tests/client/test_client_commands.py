@@ -361,3 +361,29 @@ def test_refusals_end_with_a_full_stop_even_after_a_parenthesis(
         )
     finally:
         d.close()
+
+
+def test_a_question_has_its_own_prompt_until_it_is_answered(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"It's your turn: take a card")
+        d.type("draw stock")
+        d.expect(r"You drew 2♠ from the stock\.")
+        d.type("declare 3d")
+        d.expect(r"Type yes to declare anyway; anything else does not\.")
+        d.expect(r"declare anyway\? \[y/N\]> ")
+        d.type("n")
+        d.expect(r"Not declared\.")
+        d.expect(r"your turn> ")
+        d.type("quit")
+        d.expect(r"Type yes to quit")
+        d.expect(r"quit\? \[y/N\]> ")
+        d.type("no")
+        d.expect(r"You stay at the table\.")
+        d.expect(r"your turn> ")
+    finally:
+        d.close()

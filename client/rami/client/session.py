@@ -15,7 +15,7 @@ import json
 import re
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import grpc
@@ -106,6 +106,16 @@ _NOT_HERE = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class _Question:
+    """A question waiting for yes: the prompt that asks it, what to say if not, and what yes
+    does."""
+
+    prompt: str
+    no: str
+    yes: Callable[[], Awaitable[None]]
+
+
 class ClientSession:
     """The interactive client's state and commands."""
 
@@ -136,8 +146,8 @@ class ClientSession:
         self.stage = Stage()
         #: The stages before each staged command, with what was typed (undo goes back one).
         self._staged_before: list[tuple[Stage, str]] = []
-        #: A question waiting for yes: what to say if not, and what yes does.
-        self._question: tuple[str, Callable[[], Awaitable[None]]] | None = None
+        #: A question waiting for its answer (the prompt asks it until then).
+        self._question: _Question | None = None
         #: The discard pile's recent throws, followed from the stream.
         self.pile = Pile()
         self.by_rank = False
@@ -214,6 +224,8 @@ class ClientSession:
             rows=size.rows,
             pile=self.pile.line(seat_names(self.view), self.look) if self.view else [],
         )
+        if self._question is not None:
+            return [*panel, ("class:warn", f"{self._question.prompt} [y/N]> ")]
         return [*panel, *prompt_fragments(self.view, self.look)]
 
     def _toolbar(self) -> StyleAndTextTuples:
@@ -317,12 +329,12 @@ class ClientSession:
             answer = line.lower()
             if answer in ("yes", "y"):
                 try:
-                    await question[1]()
+                    await question.yes()
                 except (LinkError, MoveError, ValueError) as e:
                     self.out.error(_sentence(str(e)))
                 self._refresh()
                 return
-            self.out.info(question[0])
+            self.out.info(question.no)
             if answer in ("no", "n"):
                 return
         name, args = split_command(line)
@@ -367,11 +379,12 @@ class ClientSession:
 
     # -- moves -------------------------------------------------------------------------------
 
-    def ask(self, question: str, no: str, yes: Callable[[], Awaitable[None]]) -> None:
-        """Put ``question``: the next line yes (or y) runs ``yes``; anything else says ``no``
-        (and runs as a command unless it is no)."""
+    def ask(self, question: str, prompt: str, no: str, yes: Callable[[], Awaitable[None]]) -> None:
+        """Put ``question``, the prompt asking ``prompt`` until it is answered: the next line
+        yes (or y) runs ``yes``; anything else says ``no`` (and runs as a command unless it is
+        no)."""
         self.out.warn(question)
-        self._question = (no, yes)
+        self._question = _Question(prompt, no, yes)
 
     async def _move(self, name: str, args: str, *, confirmed: bool = False) -> None:
         view = self.view
@@ -380,7 +393,12 @@ class ClientSession:
         if isinstance(action, Declare) and not confirmed:
             question = self._incomplete(action.card, view)
             if question:
-                self.ask(question, "Not declared.", lambda: self._move(name, args, confirmed=True))
+                self.ask(
+                    question,
+                    "declare anyway?",
+                    "Not declared.",
+                    lambda: self._move(name, args, confirmed=True),
+                )
                 return
         variant = variant_of(view.variant)
         assert variant is not None  # a move is only parsed at a table's game
@@ -1026,6 +1044,7 @@ class ClientSession:
             self.ask(
                 f"The game is still on: if you quit, {then}. Type yes to quit; anything else "
                 "keeps you at the table.",
+                "quit?",
                 "You stay at the table.",
                 self._quit,
             )
