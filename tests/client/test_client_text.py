@@ -459,3 +459,26 @@ def test_a_tallage_draw_that_offers_only_the_stock_says_why() -> None:
     one = _view(hand=[C("Kd") + 1], **stock_only)
     turn = text(toolbar_fragments(one, LOOK, width=200)).split("\n")[0]
     assert turn == " Your turn: draw stock (holding one card, you draw from the stock)"
+
+
+def test_a_long_pile_line_shows_the_newest_cards_and_how_many_more() -> None:
+    pile = Pile()
+    pile.apply(ev.RoundStarted(1, 0, "", C("3s"), 1))
+    for seat, code in [(1, "9c"), (2, "Kh"), (0, "4d"), (1, "Jc"), (2, "2s"), (0, "7h")]:
+        pile.apply(ev.Discarded(seat, C(code)))
+    view = _view(phase=game_pb2.PHASE_PLAY, discard_size=12)
+    view.players[1].name = "Sara Strongwoman"
+    panel = text(panel_fragments(view, LOOK, width=80, rows=24, pile=pile)).split("\n")
+    (line,) = [p for p in panel if p.startswith("Pile")]
+    assert len(line) < 80, line
+    assert line.startswith("Pile     7♥ You · 2♠ Strong bot 3 · "), line
+    hidden = int(line.split("… ")[1].split()[0])
+    shown = line.count(" · ")  # the cards shown, each before a separator
+    assert hidden == 12 - shown and line.endswith(f"… {hidden} more (pile)"), line
+    # Room for every card kept: the five newest, then how many more lie under them.
+    wide = text(panel_fragments(view, LOOK, width=200, rows=24, pile=pile)).split("\n")
+    (line,) = [p for p in wide if p.startswith("Pile")]
+    assert line.count("·") == 5 and line.endswith("… 7 more (pile)"), line
+    assert text(pile.line(["You", "Sara", "Bo"], ASCII, 40, 12)) == (
+        "7h You - 2s Bo - ... 10 more (pile)"
+    )

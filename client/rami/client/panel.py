@@ -18,6 +18,7 @@ from rami.v1 import game_pb2
 from .cardtext import card_fragments, hand_groups, meld_fragments
 from .convert import card, cards, meld_from_proto, variant_id, variant_of
 from .look import Look
+from .pile import Pile
 from .safetext import safe
 
 __all__ = [
@@ -364,7 +365,7 @@ def panel_fragments(
     staged: str = "",
     width: int = 100,
     rows: int = 40,
-    pile: StyleAndTextTuples = (),
+    pile: Pile | None = None,
 ) -> StyleAndTextTuples:
     """What stays above the prompt: the melds on the table, the discard pile's top cards (in
     a window of 20 rows or more), the hand, anything staged (lines broken to fit ``width``
@@ -382,8 +383,10 @@ def panel_fragments(
         out += _table(view, look, width, rows, size)
         out.append(("", "\n"))
     moving = view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
-    if moving and pile and rows >= 20:
-        out += [*_label("Pile", size), *pile, ("", "\n")]
+    if moving and pile is not None and pile.on_pile() and rows >= 20:
+        names = seat_names(view)
+        top = pile.line(names, look, width - 1 - size, view.discard_size)
+        out += [*_label("Pile", size), *top, ("", "\n")]
     seat = my_seat(view)
     if seat is None:
         return [*out, *_label("Watching"), ("class:dim", "as a spectator"), ("", "\n")]

@@ -17,7 +17,8 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.formatted_text import StyleAndTextTuples, fragment_list_to_text
+from prompt_toolkit.utils import get_cwidth
 
 from rami.engine import Card
 from rami.engine import events as ev
@@ -88,15 +89,32 @@ class Pile:
         """The cards still on the pile (as far as followed), the top first."""
         return [t for t in reversed(self.throws) if t.taken_by is None]
 
-    def line(self, names: Sequence[str], look: Look) -> StyleAndTextTuples:
-        """The panel's short line: the top cards of the pile and who threw them."""
-        out: StyleAndTextTuples = []
-        for i, t in enumerate(self.on_pile()[:SHOWN]):
-            if i:
-                out.append(("class:dim", look.bullet))
-            out += card_fragments(t.card, look)
+    def line(
+        self, names: Sequence[str], look: Look, width: int = 0, size: int = 0
+    ) -> StyleAndTextTuples:
+        """The panel's short line: the top cards of the pile and who threw them, the newest
+        first, then an ellipsis and how many more of the pile's ``size`` cards lie under them;
+        in ``width`` columns (0: any), only the newest that fit."""
+        on_pile = self.on_pile()
+        items: list[StyleAndTextTuples] = []
+        for t in on_pile[:SHOWN]:
+            item = card_fragments(t.card, look)
             if t.by is not None:
-                out.append(("class:dim", f" {_name(names, t.by)}"))
+                item.append(("class:dim", f" {_name(names, t.by)}"))
+            items.append(item)
+        total = max(size, len(on_pile))
+        out: StyleAndTextTuples = []
+        for shown in range(len(items), 0, -1):
+            out = []
+            for i, item in enumerate(items[:shown]):
+                if i:
+                    out.append(("class:dim", look.bullet))
+                out += item
+            if total > shown:
+                more = f"{look.bullet}{look.ellipsis} {total - shown} more (pile)"
+                out.append(("class:dim", more))
+            if not width or get_cwidth(fragment_list_to_text(out)) <= width:
+                break
         return out
 
     def lines(self, names: Sequence[str], look: Look, size: int) -> list[StyleAndTextTuples]:

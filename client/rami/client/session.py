@@ -222,7 +222,7 @@ class ClientSession:
             staged=staged,
             width=size.columns,
             rows=size.rows,
-            pile=self.pile.line(seat_names(self.view), self.look) if self.view else [],
+            pile=self.pile,
         )
         if self._question is not None:
             return [*panel, ("class:warn", f"{self._question.prompt} [y/N]> ")]
