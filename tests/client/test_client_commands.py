@@ -114,9 +114,10 @@ def test_save_mid_game_says_replay_needs_the_finished_game(
         _sit_with_a_bot(d, "portuguese")
         d.expect(r"It's your turn: take a card")
         d.type(f"save {tmp_path / 'running.json'}")
-        d.expect(
-            r"Saved the game so far \(still running\) to .*running\.json\. rami-client replay "
-            r"steps only through a finished game: save again once it is over\."
+        d.expect(  # broken between words to the window
+            r"Saved the game so far \(still running\) to \S*running\.json\.\s+rami-client\s+"
+            r"replay\s+steps\s+only\s+through\s+a\s+finished\s+game:\s+save\s+again\s+once\s+"
+            r"it\s+is\s+over\."
         )
     finally:
         d.close()
@@ -198,7 +199,7 @@ def test_an_incomplete_declaration_asks_before_showing_the_hand(
         d.expect(r"You drew 2♠ from the stock\.")
         d.type("declare 3d")
         d.expect(r"With 3♦ face down your hand is not complete: declaring shows your 13 cards")
-        d.expect(r"declare 2♠ would be complete\. Type yes to declare anyway")
+        d.expect(r"declare 2♠ would\s+be\s+complete\.\s+Type\s+yes\s+to\s+declare\s+anyway")
         d.type("no")
         d.expect(r"Not declared\.")
         d.type("declare 2s")
@@ -385,5 +386,41 @@ def test_a_question_has_its_own_prompt_until_it_is_answered(
         d.type("no")
         d.expect(r"You stay at the table\.")
         d.expect(r"your turn> ")
+    finally:
+        d.close()
+
+
+# -- printed lines fit the window ---------------------------------------------------------------
+
+
+def test_messages_and_events_break_between_words_to_the_window(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    look = Look(color=True, ascii=False)
+    d = Driver(lambda: cli._connect(server.target, "Ana", look, None), columns=60).start()
+    try:
+        d.expect(r"watch\s+ID\s+follows\s+it\.")
+        d.type("draw")  # not at a table: a long message
+        start = d.expect(r"> draw\n").end()
+        d.expect(r"create\s+starts\s+one\.")
+        shown = d.screen.text()[start : d.cursor].split("\n")
+        assert len(shown) > 1 and all(len(line) < 60 for line in shown), shown
+        said = " ".join(line.strip() for line in shown)
+        assert said == (
+            "You are not at a table: tables lists them, join N or join ID sits at one, "
+            "create starts one."
+        ), shown
+        d.type("join 1")
+        d.expect(r"You sit at seat 0")
+        d.type("bot greedy")
+        d.expect(r"It's your turn: take a card")
+        d.type("draw stock")
+        d.type("declare 3d")  # a long question
+        start = d.expect(r"> declare 3d\n").end()
+        d.expect(r"does\s+not\.")
+        shown = d.screen.text()[start : d.cursor].split("\n")
+        assert len(shown) > 2 and all(len(line) < 60 for line in shown), shown
+        assert shown[1].startswith("  "), shown  # the lines after the first are indented
     finally:
         d.close()

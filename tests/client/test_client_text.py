@@ -22,6 +22,7 @@ from rami.client.panel import (
     toolbar_fragments,
 )
 from rami.client.pile import Pile
+from rami.client.printer import wrapped
 from rami.client.safetext import safe
 from rami.client.scores import game_table, round_table, score_sheet
 from rami.engine import Card, Meld, Options, TableMeld, View, parse_cards
@@ -482,3 +483,11 @@ def test_a_long_pile_line_shows_the_newest_cards_and_how_many_more() -> None:
     assert text(pile.line(["You", "Sara", "Bo"], ASCII, 40, 12)) == (
         "7h You - 2s Bo - ... 10 more (pile)"
     )
+
+
+def test_a_long_line_breaks_between_words_keeping_its_styles() -> None:
+    line = [("", "  Sara laid "), ("class:card.red", "9♥"), ("", ", "), ("class:x", "x" * 30)]
+    rows = [text(r) for r in wrapped(line, 16)]
+    assert rows == ["  Sara laid 9♥,", "    xxxxxxxxxxxx", "    xxxxxxxxxxxx", "    xxxxxx"]
+    assert ("class:card.red", "9♥") in wrapped(line, 16)[0]
+    assert wrapped(line, 60) == [line]

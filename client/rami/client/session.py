@@ -135,7 +135,7 @@ class ClientSession:
         self.local = local
         self.name = name
         self.look = look
-        self.out = Printer(look)
+        self.out = Printer(look, columns=lambda: self._terminal().columns)
         self.table_id: str | None = None
         self.table_name = ""
         self.token: str | None = None
