@@ -491,3 +491,31 @@ def test_a_long_line_breaks_between_words_keeping_its_styles() -> None:
     assert rows == ["  Sara laid 9♥,", "    xxxxxxxxxxxx", "    xxxxxxxxxxxx", "    xxxxxx"]
     assert ("class:card.red", "9♥") in wrapped(line, 16)[0]
     assert wrapped(line, 60) == [line]
+
+
+def test_help_and_the_pile_fit_the_rows_they_have() -> None:
+    from rami.client.helptext import help_lines
+    from rami.engine import get_variant
+
+    tallage = get_variant("tallage")
+    full = lines(help_lines("", "playing", tallage, 80))
+    assert "  sort [suit|rank]                   sort your hand by suit or by rank (F2" in full
+    usages = lines(help_lines("", "playing", tallage, 80, 12))
+    assert len(usages) <= 12 and usages[0] == "Commands you can use now", usages
+    assert any("draw stock|discard" in u and "cancel" in u for u in usages), usages
+    names = lines(help_lines("", "playing", tallage, 60, 6))
+    assert len(names) <= 6 and names[1].split()[:3] == ["draw", "take", "undo"], names
+    assert names[-1].endswith("help COMMAND explains one.")
+    pile = Pile()
+    pile.apply(ev.RoundStarted(1, 0, "", C("3s"), 1))
+    for code in ["9c", "Kh", "4d", "Jc", "2s", "7h"]:
+        pile.apply(ev.Discarded(1, C(code)))
+    said = lines(pile.lines(["You", "Sara"], LOOK, 7, 5))
+    assert said == [
+        "The discard pile (7 cards), the newest first",
+        "  7♥  discarded by Sara",
+        "  2♠  discarded by Sara",
+        "  J♣  discarded by Sara",
+        "  … and 4 older throws (no room in this window)",
+    ]
+    assert len(lines(pile.lines(["You", "Sara"], LOOK, 7, 8))) == 8

@@ -243,3 +243,20 @@ def test_a_resize_redraws_the_screen_once_with_the_last_events(pane: Pane) -> No
     time.sleep(1.0)
     screen = pane.wait_for(r"(?s)The game begins.*It's your turn: take a card.*Hand .*Your turn")
     assert screen.count("Hand ") == 1 and screen.count("Your turn: draw") == 1, screen
+
+
+def test_80_by_24_help_fits_above_the_panel(pane: Pane) -> None:
+    """The help's first line and its last are on the screen together, above the panel."""
+    pane.start(f"{CLIENT} play --variant tallage --players 4 --name Ana", _env(), (80, 24))
+    pane.wait_for(r"(?s)It's your turn.*Hand .*your turn>.*Your turn: open with melds")
+    pane.type("help", "Enter")
+    screen = pane.wait_for(r"help COMMAND explains one\.")
+    assert re.search(
+        r"(?s)> help\nCommands you can use now\n.*help COMMAND explains one\.\n"
+        r"Table .*Hand .*your turn>",
+        screen,
+    ), screen
+    assert re.search(r"draw stock\|discard +cancel +scores", screen), screen  # in columns
+    _fits(screen, 80)
+    pane.type("help lay", "Enter")  # one command in full
+    pane.wait_for(r"(?s)> help lay\nlay CARDS\[, CARDS\.\.\.\]\n  lay 7h 8h 9h, Ks Kd Kc")

@@ -117,8 +117,11 @@ class Pile:
                 break
         return out
 
-    def lines(self, names: Sequence[str], look: Look, size: int) -> list[StyleAndTextTuples]:
-        """The ``pile`` command's answer: every throw followed, the newest first."""
+    def lines(
+        self, names: Sequence[str], look: Look, size: int, rows: int = 0
+    ) -> list[StyleAndTextTuples]:
+        """The ``pile`` command's answer: every throw followed, the newest first; in at most
+        ``rows`` rows (0: any), the newest that fit and how many older ones are left out."""
         if not self.throws:
             return [[("class:dim", "The discard pile is empty.")]]
         cards = f"{size} card{'' if size == 1 else 's'}"
@@ -133,6 +136,12 @@ class Pile:
             if t.taken_by is not None:
                 row.append(("", f", taken by {_name(names, t.taken_by)}"))
             out.append(row)
+        if rows and len(out) > rows:
+            kept = max(1, rows - 2)  # under the heading, and above the note
+            left = len(out) - 1 - kept
+            out = out[: 1 + kept]
+            older = f"{left} older throw{'' if left == 1 else 's'}"
+            out.append([("class:dim", f"  {look.ellipsis} and {older} (no room in this window)")])
         return out
 
 

@@ -228,6 +228,14 @@ class ClientSession:
             return [*panel, ("class:warn", f"{self._question.prompt} [y/N]> ")]
         return [*panel, *prompt_fragments(self.view, self.look)]
 
+    def _room(self) -> int:
+        """The rows above the panel, where what is printed stays in view (less the row that
+        repeats the command typed)."""
+        size = self._terminal()
+        panel = _height(self._message()) - 1  # the prompt's row is the menu's first
+        used = panel + max(1, menu_rows(size.rows)) + _height(self._toolbar())
+        return max(3, size.rows - used - 1)
+
     def _toolbar(self) -> StyleAndTextTuples:
         size = self._terminal()
         return toolbar_fragments(
@@ -757,7 +765,7 @@ class ClientSession:
             self.out.info("The table has not arrived yet.")
             return
         names = seat_names(self.view)
-        self.out.lines(self.pile.lines(names, self.look, self.view.discard_size))
+        self.out.lines(self.pile.lines(names, self.look, self.view.discard_size, self._room()))
 
     async def _do_table(self, args: str) -> None:
         if self.view is None:
@@ -1024,7 +1032,7 @@ class ClientSession:
 
     def _print_help(self, args: str) -> None:
         columns = self._terminal().columns
-        self.out.lines(help_lines(args.strip(), self.where, self._variant(), columns))
+        self.out.lines(help_lines(args.strip(), self.where, self._variant(), columns, self._room()))
 
     async def _do_help(self, args: str) -> None:
         self._print_help(args)
@@ -1053,6 +1061,11 @@ class ClientSession:
 
     async def _quit(self) -> None:
         self.done = True
+
+
+def _height(fragments: StyleAndTextTuples) -> int:
+    """The rows that styled text broken into lines takes."""
+    return 1 + sum(text.count("\n") for _, text, *_ in fragments)
 
 
 def _my_turn(view: game_pb2.View) -> bool:
