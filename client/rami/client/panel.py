@@ -44,9 +44,12 @@ def small(width: int, rows: int) -> bool:
     return width < 70 or rows < 20
 
 
-def menu_rows(rows: int) -> int:
+def menu_rows(rows: int, view: game_pb2.View | None = None) -> int:
     """The rows kept free under the prompt for the completion menu: none in a small window,
-    so the panel, the toolbar and the last events fit; at most 8 in a tall one."""
+    so the panel, the toolbar and the last events fit, nor once the game is over, so its last
+    events and the result stay in view; at most 8 in a tall one."""
+    if view is not None and view.phase == game_pb2.PHASE_GAME_OVER:
+        return 0
     return max(0, min(8, (rows - 16) // 2))
 
 
@@ -370,8 +373,9 @@ def panel_fragments(
     """What stays above the prompt: the melds on the table, the discard pile's top cards (in
     a window of 20 rows or more), the hand, anything staged (lines broken to fit ``width``
     columns; in a small window, shorter labels and only the melds that leave room for the
-    events above)."""
-    if view is None:
+    events above). Nothing once the game is over: its last events and the result above take
+    the room (table shows the melds)."""
+    if view is None or view.phase == game_pb2.PHASE_GAME_OVER:
         return []
     out: StyleAndTextTuples = []
     playing = view.phase != game_pb2.PHASE_WAITING

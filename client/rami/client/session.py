@@ -233,7 +233,7 @@ class ClientSession:
         repeats the command typed)."""
         size = self._terminal()
         panel = _height(self._message()) - 1  # the prompt's row is the menu's first
-        used = panel + max(1, menu_rows(size.rows)) + _height(self._toolbar())
+        used = panel + max(1, menu_rows(size.rows, self.view)) + _height(self._toolbar())
         return max(3, size.rows - used - 1)
 
     def _toolbar(self) -> StyleAndTextTuples:
@@ -247,7 +247,7 @@ class ClientSession:
         completion menu shrinks with the window, and a new size redraws the screen."""
         size = app.output.get_size()
         if self._session is not None:
-            self._session.reserve_space_for_menu = menu_rows(size.rows)
+            self._session.reserve_space_for_menu = menu_rows(size.rows, self.view)
         if self._size is not None and size != self._size:
             app.create_background_task(self._repaint(app))
         self._size = size
@@ -287,7 +287,7 @@ class ClientSession:
             color_depth=self.look.color_depth,
             refresh_interval=1.0,
             erase_when_done=True,
-            reserve_space_for_menu=menu_rows(self._terminal().rows),
+            reserve_space_for_menu=menu_rows(self._terminal().rows, self.view),
         )
         self._session.app.before_render += self._before_render
         with patch_stdout():
