@@ -519,3 +519,10 @@ def test_help_and_the_pile_fit_the_rows_they_have() -> None:
         "  … and 4 older throws (no room in this window)",
     ]
     assert len(lines(pile.lines(["You", "Sara"], LOOK, 7, 8))) == 8
+
+
+def test_a_line_with_newlines_or_wide_characters_still_fits() -> None:
+    rows = [text(r) for r in wrapped([("", "ab\ncd ef gh ij")], 8)]
+    assert rows == ["ab", "cd ef gh", "  ij"]
+    rows = [text(r) for r in wrapped([("", "漢字漢字")], 3)]
+    assert rows == ["漢", " 字", " 漢", " 字"]  # never stuck on a character wider than the row

@@ -29,31 +29,43 @@ HANG = 2
 
 
 def wrapped(fragments: StyleAndTextTuples, width: int) -> list[StyleAndTextTuples]:
-    """``fragments`` in rows of at most ``width`` columns, broken between words (inside a word
-    only when it is wider than a row), each piece keeping its style; the rows after the
-    first are indented by the line's own indent and :data:`HANG` more."""
+    """``fragments`` in rows of at most ``width`` columns, broken at their newlines and between
+    words (inside a word only when it is wider than a row), each piece keeping its style; the
+    rows after a line's first are indented by the line's own indent and :data:`HANG` more."""
     chars = [(style, ch) for style, text, *_ in fragments for ch in text]
     text = "".join(ch for _, ch in chars)
-    if get_cwidth(text) <= width:
+    if "\n" not in text and get_cwidth(text) <= width:
         return [list(fragments)]
+    rows: list[StyleAndTextTuples] = []
+    start = 0
+    for line in text.split("\n"):
+        rows += _wrap(chars[start : start + len(line)], line, width)
+        start += len(line) + 1
+    return rows
+
+
+def _wrap(chars: list[tuple[str, str]], text: str, width: int) -> list[StyleAndTextTuples]:
+    """One line's styled characters (``text`` is theirs) in rows of ``width`` columns."""
     lead = len(text) - len(text.lstrip(" "))
     indent = " " * min(lead + HANG, width // 2)
     rows: list[StyleAndTextTuples] = []
     start = 0
-    while start < len(text):
+    while start < len(text) or not rows:
         room = width - (len(indent) if rows else 0)
-        end, used, cut = start, 0, 0
+        end, used, cut, word = start, 0, 0, False
         while end < len(text) and used + get_cwidth(text[end]) <= room:
-            if text[end] == " " and text[start:end].strip():
-                cut = end  # the last space after a word: a row may end here
+            if text[end] == " " and word:
+                cut = end  # the last space after a word: the row may end here
+            word = word or text[end] != " "
             used += get_cwidth(text[end])
             end += 1
         if end < len(text) and text[end] != " " and cut:
             end = cut
+        end = max(end, start + 1)  # a character wider than the row still goes in one
         row = chars[start:end]
         while row and row[-1][1] == " ":
             row.pop()
-        rows.append(_fragments(row, "" if not rows else indent))
+        rows.append(_fragments(row, indent if rows else ""))
         start = end
         while start < len(text) and text[start] == " ":
             start += 1
