@@ -64,10 +64,13 @@ class Screen:
 class Driver:
     """Runs ``main`` (the client) and types into it."""
 
-    def __init__(self, main: Callable[[], Awaitable[None]], columns: int = 160) -> None:
+    def __init__(
+        self, main: Callable[[], Awaitable[None]], columns: int = 160, rows: int = 50
+    ) -> None:
         self.main = main
         self.screen = Screen()
         self.columns = columns
+        self.rows = rows
         self.cursor = 0
         self.error: BaseException | None = None
         self._pipe_cm = create_pipe_input()
@@ -77,7 +80,7 @@ class Driver:
     def _run(self) -> None:
         output = Vt100_Output(
             self.screen,
-            lambda: Size(rows=50, columns=self.columns),  # type: ignore[arg-type]
+            lambda: Size(rows=self.rows, columns=self.columns),  # type: ignore[arg-type]
             term="xterm-256color",
         )
 

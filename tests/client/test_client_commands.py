@@ -114,9 +114,10 @@ def test_save_mid_game_says_replay_needs_the_finished_game(
         _sit_with_a_bot(d, "portuguese")
         d.expect(r"It's your turn: take a card")
         d.type(f"save {tmp_path / 'running.json'}")
-        d.expect(
-            r"Saved the game so far \(still running\) to .*running\.json\. rami-client replay "
-            r"steps only through a finished game: save again once it is over\."
+        d.expect(  # broken between words to the window
+            r"Saved the game so far \(still running\) to \S*running\.json\.\s+rami-client\s+"
+            r"replay\s+steps\s+only\s+through\s+a\s+finished\s+game:\s+save\s+again\s+once\s+"
+            r"it\s+is\s+over\."
         )
     finally:
         d.close()
@@ -198,7 +199,7 @@ def test_an_incomplete_declaration_asks_before_showing_the_hand(
         d.expect(r"You drew 2♠ from the stock\.")
         d.type("declare 3d")
         d.expect(r"With 3♦ face down your hand is not complete: declaring shows your 13 cards")
-        d.expect(r"declare 2♠ would be complete\. Type yes to declare anyway")
+        d.expect(r"declare 2♠ would\s+be\s+complete\.\s+Type\s+yes\s+to\s+declare\s+anyway")
         d.type("no")
         d.expect(r"Not declared\.")
         d.type("declare 2s")
@@ -323,3 +324,103 @@ def test_rematch_tells_the_other_players_the_new_table_in_the_chat(
     finally:
         bea.close()
         ana.close()
+
+
+# -- every message is a sentence ----------------------------------------------------------------
+
+
+def test_refusals_end_with_a_full_stop_even_after_a_parenthesis(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    from rami.client.session import _sentence
+
+    assert _sentence("watch which table? watch 2, or its id (tables lists them)") == (
+        "Watch which table? watch 2, or its id (tables lists them)."
+    )
+    assert _sentence("no server answers (is it running?)") == "No server answers (is it running?)"
+    _table(stubs, "tallage", TALLAGE_HAND, "10c 5c", round_cap=1)
+    d = _client(server)
+    try:
+        d.expect(r"Connected to 127\.0\.0\.1")
+        d.type("watch")
+        d.expect(r"Watch which table\? watch 2, or its id \(tables lists them\)\.\n")
+        d.type("join 1")
+        d.expect(r"You sit at seat 0")
+        d.type("bot greedy")
+        d.expect(r"It's your turn: you play first with 15 cards, without drawing\.")
+        d.type("9c")  # a card alone: what to type instead
+        d.expect(r"To discard it, type discard 9c; to lay it, .*\.\n")
+        d.type("lay qs ks as, 8C 8D 8H, 7♥ 8♥ 9♥, 4c JK 6c")
+        d.expect(r"and opened with 78")
+        d.type("discard 2d")
+        d.expect(r"It's your turn: take a card with draw stock")
+        d.type("draw stock")
+        d.type("take 4 5c")
+        d.expect(
+            r"Now say where the joker goes, e\.g\. add 3 JK or lay 10c Jc JK "
+            r"\(cancel drops it\)\.\n"
+        )
+    finally:
+        d.close()
+
+
+def test_a_question_has_its_own_prompt_until_it_is_answered(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"It's your turn: take a card")
+        d.type("draw stock")
+        d.expect(r"You drew 2♠ from the stock\.")
+        d.type("declare 3d")
+        d.expect(r"Type yes to declare anyway; anything else does not\.")
+        d.expect(r"declare anyway\? \[y/N\]> ")
+        d.type("n")
+        d.expect(r"Not declared\.")
+        d.expect(r"your turn> ")
+        d.type("quit")
+        d.expect(r"Type yes to quit")
+        d.expect(r"quit\? \[y/N\]> ")
+        d.type("no")
+        d.expect(r"You stay at the table\.")
+        d.expect(r"your turn> ")
+    finally:
+        d.close()
+
+
+# -- printed lines fit the window ---------------------------------------------------------------
+
+
+def test_messages_and_events_break_between_words_to_the_window(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    look = Look(color=True, ascii=False)
+    d = Driver(lambda: cli._connect(server.target, "Ana", look, None), columns=60).start()
+    try:
+        d.expect(r"watch\s+ID\s+follows\s+it\.")
+        d.type("draw")  # not at a table: a long message
+        start = d.expect(r"> draw\n").end()
+        d.expect(r"create\s+starts\s+one\.")
+        shown = d.screen.text()[start : d.cursor].split("\n")
+        assert len(shown) > 1 and all(len(line) < 60 for line in shown), shown
+        said = " ".join(line.strip() for line in shown)
+        assert said == (
+            "You are not at a table: tables lists them, join N or join ID sits at one, "
+            "create starts one."
+        ), shown
+        d.type("join 1")
+        d.expect(r"You sit at seat 0")
+        d.type("bot greedy")
+        d.expect(r"It's your turn: take a card")
+        d.type("draw stock")
+        d.type("declare 3d")  # a long question
+        start = d.expect(r"> declare 3d\n").end()
+        d.expect(r"does\s+not\.")
+        shown = d.screen.text()[start : d.cursor].split("\n")
+        assert len(shown) > 2 and all(len(line) < 60 for line in shown), shown
+        assert shown[1].startswith("  "), shown  # the lines after the first are indented
+    finally:
+        d.close()

@@ -410,3 +410,31 @@ def test_scores_is_a_sheet_of_every_round_and_table_marks_the_dealer(
         d.expect(rf"total\s+0\s+{paid}\n")
     finally:
         d.close()
+
+
+def test_a_long_pile_shows_the_newest_throws_that_fit_the_window(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    look = Look(color=True, ascii=False)
+    d = Driver(lambda: cli._connect(server.target, "Ana", look, None), columns=80, rows=24)
+    d.start()
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        for _ in range(9):  # eighteen throws: more than 24 rows hold under the panel
+            d.expect(r"It's your turn: take a card")
+            d.type("draw stock")
+            drawn = d.expect(r"You drew (\S+) from the stock\.").group(1)
+            d.type(f"discard {drawn}")
+            d.expect(rf"You discarded {re.escape(drawn)}\.")
+        d.expect(r"It's your turn: take a card")
+        d.type("pile")
+        start = d.expect(r"> pile\n").end()
+        d.expect(r"The discard pile \(\d+ cards\), the newest first\n")
+        older = d.expect(r"… and (\d+) older throws \(no room in this window\)\n")
+        shown = d.screen.text()[start : older.start()].split("\n")[1:-1]
+        assert 10 <= len(shown) <= 14, shown
+        assert len(shown) + int(older.group(1)) == 20, shown  # turned up, and 19 discards
+        assert "discarded by Greedy bot 2" in shown[0], shown  # the newest first
+    finally:
+        d.close()

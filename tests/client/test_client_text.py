@@ -22,6 +22,7 @@ from rami.client.panel import (
     toolbar_fragments,
 )
 from rami.client.pile import Pile
+from rami.client.printer import wrapped
 from rami.client.safetext import safe
 from rami.client.scores import game_table, round_table, score_sheet
 from rami.engine import Card, Meld, Options, TableMeld, View, parse_cards
@@ -435,3 +436,93 @@ def test_a_tallage_discard_the_view_does_not_offer_is_refused_with_why() -> None
     )
     why = _no_discard(view, get_variant("tallage"))
     assert "no lay this turn could take it" in why
+
+
+def test_the_toolbar_says_the_game_also_ends_at_the_round_cap() -> None:
+    options = game_pb2.Options(players=3, opening=71, target=201, round_cap=3)
+    facts = text(toolbar_fragments(_view(options=options), LOOK, width=140)).split("\n")[1]
+    assert "game ends at 201 or after 3 rounds" in facts, facts
+    small = text(toolbar_fragments(_view(options=options), LOOK, width=60, rows=15))
+    assert "to 201 or 3 rounds" in small, small
+    assert "game ends at 201 or after 3 rounds" in text(
+        table_lines(_view(options=options), LOOK)[1]
+    )
+
+
+def test_a_tallage_draw_that_offers_only_the_stock_says_why() -> None:
+    stock_only = dict(draw_sources=[game_pb2.DRAW_SOURCE_STOCK], first_circuit=False)
+    turn = text(toolbar_fragments(_view(**stock_only), LOOK, width=200)).split("\n")[0]
+    assert turn == " Your turn: draw stock (9♣ only if laid at once: no opening of 80+ uses it)"
+    opened = _view(**stock_only)
+    opened.players[0].opened = True
+    turn = text(toolbar_fragments(opened, LOOK, width=200)).split("\n")[0]
+    assert turn == " Your turn: draw stock (9♣ only if laid at once: no lay of yours uses it)"
+    one = _view(hand=[C("Kd") + 1], **stock_only)
+    turn = text(toolbar_fragments(one, LOOK, width=200)).split("\n")[0]
+    assert turn == " Your turn: draw stock (holding one card, you draw from the stock)"
+
+
+def test_a_long_pile_line_shows_the_newest_cards_and_how_many_more() -> None:
+    pile = Pile()
+    pile.apply(ev.RoundStarted(1, 0, "", C("3s"), 1))
+    for seat, code in [(1, "9c"), (2, "Kh"), (0, "4d"), (1, "Jc"), (2, "2s"), (0, "7h")]:
+        pile.apply(ev.Discarded(seat, C(code)))
+    view = _view(phase=game_pb2.PHASE_PLAY, discard_size=12)
+    view.players[1].name = "Sara Strongwoman"
+    panel = text(panel_fragments(view, LOOK, width=80, rows=24, pile=pile)).split("\n")
+    (line,) = [p for p in panel if p.startswith("Pile")]
+    assert len(line) < 80, line
+    assert line.startswith("Pile     7♥ You · 2♠ Strong bot 3 · "), line
+    hidden = int(line.split("… ")[1].split()[0])
+    shown = line.count(" · ")  # the cards shown, each before a separator
+    assert hidden == 12 - shown and line.endswith(f"… {hidden} more (pile)"), line
+    # Room for every card kept: the five newest, then how many more lie under them.
+    wide = text(panel_fragments(view, LOOK, width=200, rows=24, pile=pile)).split("\n")
+    (line,) = [p for p in wide if p.startswith("Pile")]
+    assert line.count("·") == 5 and line.endswith("… 7 more (pile)"), line
+    assert text(pile.line(["You", "Sara", "Bo"], ASCII, 40, 12)) == (
+        "7h You - 2s Bo - ... 10 more (pile)"
+    )
+
+
+def test_a_long_line_breaks_between_words_keeping_its_styles() -> None:
+    line = [("", "  Sara laid "), ("class:card.red", "9♥"), ("", ", "), ("class:x", "x" * 30)]
+    rows = [text(r) for r in wrapped(line, 16)]
+    assert rows == ["  Sara laid 9♥,", "    xxxxxxxxxxxx", "    xxxxxxxxxxxx", "    xxxxxx"]
+    assert ("class:card.red", "9♥") in wrapped(line, 16)[0]
+    assert wrapped(line, 60) == [line]
+
+
+def test_help_and_the_pile_fit_the_rows_they_have() -> None:
+    from rami.client.helptext import help_lines
+    from rami.engine import get_variant
+
+    tallage = get_variant("tallage")
+    full = lines(help_lines("", "playing", tallage, 80))
+    assert "  sort [suit|rank]                   sort your hand by suit or by rank (F2" in full
+    usages = lines(help_lines("", "playing", tallage, 80, 12))
+    assert len(usages) <= 12 and usages[0] == "Commands you can use now", usages
+    assert any("draw stock|discard" in u and "cancel" in u for u in usages), usages
+    names = lines(help_lines("", "playing", tallage, 60, 6))
+    assert len(names) <= 6 and names[1].split()[:3] == ["draw", "take", "undo"], names
+    assert names[-1].endswith("help COMMAND explains one.")
+    pile = Pile()
+    pile.apply(ev.RoundStarted(1, 0, "", C("3s"), 1))
+    for code in ["9c", "Kh", "4d", "Jc", "2s", "7h"]:
+        pile.apply(ev.Discarded(1, C(code)))
+    said = lines(pile.lines(["You", "Sara"], LOOK, 7, 5))
+    assert said == [
+        "The discard pile (7 cards), the newest first",
+        "  7♥  discarded by Sara",
+        "  2♠  discarded by Sara",
+        "  J♣  discarded by Sara",
+        "  … and 4 older throws (no room in this window)",
+    ]
+    assert len(lines(pile.lines(["You", "Sara"], LOOK, 7, 8))) == 8
+
+
+def test_a_line_with_newlines_or_wide_characters_still_fits() -> None:
+    rows = [text(r) for r in wrapped([("", "ab\ncd ef gh ij")], 8)]
+    assert rows == ["ab", "cd ef gh", "  ij"]
+    rows = [text(r) for r in wrapped([("", "漢字漢字")], 3)]
+    assert rows == ["漢", " 字", " 漢", " 字"]  # never stuck on a character wider than the row

@@ -243,3 +243,66 @@ def test_a_resize_redraws_the_screen_once_with_the_last_events(pane: Pane) -> No
     time.sleep(1.0)
     screen = pane.wait_for(r"(?s)The game begins.*It's your turn: take a card.*Hand .*Your turn")
     assert screen.count("Hand ") == 1 and screen.count("Your turn: draw") == 1, screen
+
+
+def test_80_by_24_help_fits_above_the_panel(pane: Pane) -> None:
+    """The help's first line and its last are on the screen together, above the panel."""
+    pane.start(f"{CLIENT} play --variant tallage --players 4 --name Ana", _env(), (80, 24))
+    pane.wait_for(r"(?s)It's your turn.*Hand .*your turn>.*Your turn: open with melds")
+    pane.type("help", "Enter")
+    screen = pane.wait_for(r"help COMMAND explains one\.")
+    assert re.search(
+        r"(?s)> help\nCommands you can use now\n.*help COMMAND explains one\.\n"
+        r"Table .*Hand .*your turn>",
+        screen,
+    ), screen
+    assert re.search(r"draw stock\|discard +cancel +scores", screen), screen  # in columns
+    _fits(screen, 80)
+    pane.type("help lay", "Enter")  # one command in full
+    pane.wait_for(r"(?s)> help lay\nlay CARDS\[, CARDS\.\.\.\]\n  lay 7h 8h 9h, Ks Kd Kc")
+
+
+def test_80_by_24_keeps_the_end_of_a_four_player_game_in_view(pane: Pane, tmp_path: Path) -> None:
+    """A whole hand laid at once ends the only round: who went out, what everyone paid, the
+    result and what to do next are all on the screen together."""
+    from client_decks import stacked_deck
+
+    from rami.client.convert import VARIANT_IDS
+    from rami.server.table import TableConfig
+    from rami.server.testing import ServerThread, Stubs
+    from rami.v1 import game_pb2, lobby_service_pb2
+
+    hand = "Qs Ks As 8c 8d 8h 7h 8h 9h 10h Jh 4c JK 6c 2d"
+    deck = stacked_deck("tallage", [hand, None, None, None], "3s", "10c 5c")
+    quiet = TableConfig(bot_delay=0.0, round_pause=0.0, away_delay=0.0)
+    with ServerThread(str(tmp_path / "rami.db"), quiet) as server, Stubs(server.target) as stubs:
+        stubs.lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                name="four",
+                variant=VARIANT_IDS["tallage"],
+                options=game_pb2.Options(players=4, round_cap=1),
+                stacked_decks=[lobby_service_pb2.Deck(cards=[c + 1 for c in deck])],
+            ),
+            timeout=10,
+        )
+        env = _env(XDG_STATE_HOME=str(tmp_path / "state"))
+        pane.start(f"{CLIENT} connect {server.target} --name Ana", env, (80, 24))
+        pane.wait_for(r"four: tallage, 0/4 seated")
+        pane.type("join 1", "Enter")
+        pane.wait_for(r"You sit at seat 0")
+        for seat in (1, 2, 3):
+            pane.type("bot greedy", "Enter")
+            pane.wait_for(rf"sat down at seat {seat}\.")
+        pane.wait_for(r"It's your turn: you play first with 15 cards")
+        pane.type("lay qs ks as, 8c 8d 8h, 7h 8h 9h 10h jh, 4c jk 6c", "Enter")
+        pane.wait_for(r"leaving one card to discard")
+        pane.type("discard 2d", "Enter")
+        screen = pane.wait_for(r"(?s)Game over after 1 round: You win.*leave goes back")
+        assert re.search(r"(?s)You discarded 2♦\.\nRound 1: You laid the whole hand", screen), (
+            screen
+        )
+        for name in ("You", "Greedy bot 2", "Greedy bot 3", "Greedy bot 4"):
+            assert re.search(rf"\n  {name}\s+\d+\s+\d+\s", screen), screen  # the round's row
+            assert re.search(rf"\n  \d\. {name}\s+\d+\n", screen), screen  # the game's
+        assert "Game over: You win" in screen  # the toolbar
+        _fits(screen, 80)

@@ -265,7 +265,8 @@ COMMANDS: tuple[Command, ...] = (
         "help",
         "help [COMMAND]",
         "the commands you can use now, or one in detail",
-        "help lists what you can type now; help lay explains lay.",
+        "help lists what you can type now, each command with a summary when the window has "
+        "the rows for it, else the commands in columns; help lay explains lay.",
         _ANY,
         ("?",),
     ),

@@ -1,5 +1,6 @@
 """The help as printed: the commands that apply now, or one command in full, broken between
-words to the window's width.
+words to the window's width. The list of commands takes the fullest form that fits the rows the
+window has for it: each command with its summary, else every usage in columns, else the names.
 
 >>> [t for _, t in help_lines("", "lobby", None, 60)[0]]
 ['Commands you can use now']
@@ -13,9 +14,11 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from rami.engine import Variant
 
-from .commands import WATCHING, available, details, find
+from .commands import WATCHING, Command, available, details, find
 
 __all__ = ["help_lines", "wrap"]
+
+_HEADING = "Commands you can use now"
 
 #: The usage column of the command list, in windows of 80 columns or more.
 _COLUMN = 34
@@ -29,10 +32,11 @@ def wrap(text: str, width: int, indent: str = "") -> list[str]:
 
 
 def help_lines(
-    word: str, where: str, variant: Variant | None, columns: int
+    word: str, where: str, variant: Variant | None, columns: int, rows: int = 0
 ) -> list[StyleAndTextTuples]:
-    """``help`` (``word`` empty) or ``help WORD`` for a window of ``columns`` columns; raises
-    ValueError for a command that does not exist."""
+    """``help`` (``word`` empty) or ``help WORD`` for a window of ``columns`` columns, the list
+    of commands in at most ``rows`` rows if it can be (0: any); raises ValueError for a command
+    that does not exist."""
     width = max(20, columns - 1)
     if word:
         command = find(word)
@@ -42,9 +46,27 @@ def help_lines(
             [("class:heading", line)] for line in wrap(command.usage, width)
         ]
         return out + [[("", line)] for line in wrap(details(command, variant), width, "  ")]
-    out = [[("class:heading", "Commands you can use now")]]
+    commands = available(where, variant)
+    keys = "F1 help, F2 sorts the hand, F3 shows the table"
+    if where == WATCHING:
+        keys = "F1 help, F3 shows the table"
+    footer = f"Tab completes commands and cards; {keys}. help COMMAND explains one."
+    tail: list[StyleAndTextTuples] = [[("class:dim", line)] for line in wrap(footer, width)]
+    full = [[("class:heading", _HEADING)], *_summaries(commands, width), *tail]
+    if not rows or len(full) <= rows:
+        return full
+    usages = [[("class:heading", _HEADING)], *_grid([c.usage for c in commands], width), *tail]
+    if len(usages) <= rows:
+        return usages
+    return [[("class:heading", _HEADING)], *_grid([c.name for c in commands], width), *tail]
+
+
+def _summaries(commands: list[Command], width: int) -> list[StyleAndTextTuples]:
+    """Each command's usage and summary: side by side in a wide window, else one under the
+    other."""
+    out: list[StyleAndTextTuples] = []
     column = _COLUMN if width >= 79 else 0
-    for command in available(where, variant):
+    for command in commands:
         if column and len(command.usage) <= column:
             lines = wrap(command.summary, width - column - 3)
             out.append([("class:me", f"  {command.usage:<{column}} "), ("", lines[0])])
@@ -52,8 +74,22 @@ def help_lines(
             continue
         out += [[("class:me", line)] for line in wrap(command.usage, width, "  ")]
         out += [[("", line)] for line in wrap(command.summary, width, "      ")]
-    keys = "F1 help, F3 shows the table"
-    if where != WATCHING:
-        keys = "F1 help, F2 sorts the hand, F3 shows the table"
-    footer = f"Tab completes commands and cards; {keys}. help COMMAND explains one."
-    return out + [[("class:dim", line)] for line in wrap(footer, width)]
+    return out
+
+
+def _grid(words: list[str], width: int) -> list[StyleAndTextTuples]:
+    """``words`` down columns, as many columns as fit ``width`` (as ``ls`` lists files); a
+    word wider than the window is cut."""
+    words = [w if len(w) <= width - 2 else w[: width - 5] + "..." for w in words]
+    for count in range(len(words), 0, -1):
+        height = -(-len(words) // count)
+        cols = [words[i : i + height] for i in range(0, len(words), height)]
+        sizes = [max(len(w) for w in col) for col in cols]
+        if count == 1 or 2 + sum(sizes) + 3 * (len(cols) - 1) <= width:
+            break
+    rows: list[StyleAndTextTuples] = []
+    for r in range(height):
+        cells = [(col[r], size) for col, size in zip(cols, sizes, strict=True) if r < len(col)]
+        line = "   ".join(w.ljust(size) for w, size in cells).rstrip()
+        rows.append([("class:me", f"  {line}")])
+    return rows

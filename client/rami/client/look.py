@@ -104,6 +104,11 @@ class Look:
         return " - " if self.ascii else " · "
 
     @property
+    def ellipsis(self) -> str:
+        """What stands for things left out."""
+        return "..." if self.ascii else "…"
+
+    @property
     def arrow(self) -> str:
         """The marker of the player to move."""
         return ">" if self.ascii else "▶"

@@ -18,6 +18,7 @@ from rami.v1 import game_pb2
 from .cardtext import card_fragments, hand_groups, meld_fragments
 from .convert import card, cards, meld_from_proto, variant_id, variant_of
 from .look import Look
+from .pile import Pile
 from .safetext import safe
 
 __all__ = [
@@ -43,9 +44,12 @@ def small(width: int, rows: int) -> bool:
     return width < 70 or rows < 20
 
 
-def menu_rows(rows: int) -> int:
+def menu_rows(rows: int, view: game_pb2.View | None = None) -> int:
     """The rows kept free under the prompt for the completion menu: none in a small window,
-    so the panel, the toolbar and the last events fit; at most 8 in a tall one."""
+    so the panel, the toolbar and the last events fit, nor once the game is over, so its last
+    events and the result stay in view; at most 8 in a tall one."""
+    if view is not None and view.phase == game_pb2.PHASE_GAME_OVER:
+        return 0
     return max(0, min(8, (rows - 16) // 2))
 
 
@@ -108,9 +112,36 @@ def _my_draw(view: game_pb2.View, look: Look) -> StyleAndTextTuples:
         out.append(("", ")"))
         if rules is not None and rules.must_lay_discard:
             out.append(("", " to lay it at once"))
-    elif view.first_circuit and not (rules is not None and rules.declares):
-        out.append(("", " (nobody takes the discard in the first circuit)"))
+    else:
+        why = _stock_only(view, look)
+        if why:
+            out.append(("", f" ({why})"))
     return out
+
+
+def _stock_only(view: game_pb2.View, look: Look) -> str:
+    """Why the discard is not offered to the player drawing now, in a few words ("" when
+    there is no discard to take, or nothing to say)."""
+    rules = variant_of(view.variant)
+    top = card(view.discard_top)
+    if rules is None or top is None:
+        return ""
+    if rules.moroccan_draw_rules:
+        if view.first_circuit:
+            return "nobody takes the discard in the first circuit"
+        if len(view.hand) == 1:
+            return "holding one card, you draw from the stock"
+    if rules.must_lay_discard:
+        seat = my_seat(view)
+        opened = seat is not None and seat < len(view.players) and view.players[seat].opened
+        lay = "lay of yours" if opened else f"opening of {_opening_need(view)}+"
+        return f"{look.card_text(top)} only if laid at once: no {lay} uses it"
+    return ""
+
+
+def _opening_need(view: game_pb2.View) -> int:
+    """The least an opening is worth now: the option's, and more than the bar."""
+    return max(view.options.opening, view.bar + 1)
 
 
 def _my_play(view: game_pb2.View) -> str:
@@ -126,8 +157,7 @@ def _my_play(view: game_pb2.View) -> str:
     seat = my_seat(view)
     if seat is not None and view.players[seat].opened:
         return "lay, add or take back jokers if you like, then discard"
-    need = max(view.options.opening, view.bar + 1)
-    return f"open with melds worth {need} or more if you can, then discard"
+    return f"open with melds worth {_opening_need(view)} or more if you can, then discard"
 
 
 def turn_fragments(view: game_pb2.View, look: Look) -> StyleAndTextTuples:
@@ -174,15 +204,22 @@ def _facts(view: game_pb2.View, look: Look, short: bool = False) -> list[StyleAn
         opening = "" if short else f" (opening {view.options.opening}+)"
         items.append([("", f"bar {view.bar}{opening}")])
     if not (rules is not None and rules.game_end == "rounds"):
-        items.append(
-            [("", f"to {view.options.target}" if short else f"game ends at {view.options.target}")]
-        )
+        items.append([("", _game_end(view.options, short))])
     if view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY):
         items.append([("", f"stock {view.stock_size}")])
         top = card(view.discard_top)
         shown = card_fragments(top, look) if top is not None else [("", "none")]
         items.append([("", "discard "), *shown])
     return items
+
+
+def _game_end(options: game_pb2.Options, short: bool) -> str:
+    """When a moroccan game ends: a total reaching the target, or the round cap (a view from a
+    server always says both)."""
+    cap = options.round_cap if options.HasField("round_cap") else 0
+    if short:
+        return f"to {options.target}" + (f" or {cap} rounds" if cap else "")
+    return f"game ends at {options.target}" + (f" or after {plural(cap, 'round')}" if cap else "")
 
 
 def _players(view: game_pb2.View, look: Look, short: bool = False) -> list[StyleAndTextTuples]:
@@ -331,13 +368,14 @@ def panel_fragments(
     staged: str = "",
     width: int = 100,
     rows: int = 40,
-    pile: StyleAndTextTuples = (),
+    pile: Pile | None = None,
 ) -> StyleAndTextTuples:
     """What stays above the prompt: the melds on the table, the discard pile's top cards (in
     a window of 20 rows or more), the hand, anything staged (lines broken to fit ``width``
     columns; in a small window, shorter labels and only the melds that leave room for the
-    events above)."""
-    if view is None:
+    events above). Nothing once the game is over: its last events and the result above take
+    the room (table shows the melds)."""
+    if view is None or view.phase == game_pb2.PHASE_GAME_OVER:
         return []
     out: StyleAndTextTuples = []
     playing = view.phase != game_pb2.PHASE_WAITING
@@ -349,8 +387,10 @@ def panel_fragments(
         out += _table(view, look, width, rows, size)
         out.append(("", "\n"))
     moving = view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
-    if moving and pile and rows >= 20:
-        out += [*_label("Pile", size), *pile, ("", "\n")]
+    if moving and pile is not None and pile.on_pile() and rows >= 20:
+        names = seat_names(view)
+        top = pile.line(names, look, width - 1 - size, view.discard_size)
+        out += [*_label("Pile", size), *top, ("", "\n")]
     seat = my_seat(view)
     if seat is None:
         return [*out, *_label("Watching"), ("class:dim", "as a spectator"), ("", "\n")]

@@ -17,7 +17,8 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.formatted_text import StyleAndTextTuples, fragment_list_to_text
+from prompt_toolkit.utils import get_cwidth
 
 from rami.engine import Card
 from rami.engine import events as ev
@@ -88,19 +89,39 @@ class Pile:
         """The cards still on the pile (as far as followed), the top first."""
         return [t for t in reversed(self.throws) if t.taken_by is None]
 
-    def line(self, names: Sequence[str], look: Look) -> StyleAndTextTuples:
-        """The panel's short line: the top cards of the pile and who threw them."""
-        out: StyleAndTextTuples = []
-        for i, t in enumerate(self.on_pile()[:SHOWN]):
-            if i:
-                out.append(("class:dim", look.bullet))
-            out += card_fragments(t.card, look)
+    def line(
+        self, names: Sequence[str], look: Look, width: int = 0, size: int = 0
+    ) -> StyleAndTextTuples:
+        """The panel's short line: the top cards of the pile and who threw them, the newest
+        first, then an ellipsis and how many more of the pile's ``size`` cards lie under them;
+        in ``width`` columns (0: any), only the newest that fit."""
+        on_pile = self.on_pile()
+        items: list[StyleAndTextTuples] = []
+        for t in on_pile[:SHOWN]:
+            item = card_fragments(t.card, look)
             if t.by is not None:
-                out.append(("class:dim", f" {_name(names, t.by)}"))
+                item.append(("class:dim", f" {_name(names, t.by)}"))
+            items.append(item)
+        total = max(size, len(on_pile))
+        out: StyleAndTextTuples = []
+        for shown in range(len(items), 0, -1):
+            out = []
+            for i, item in enumerate(items[:shown]):
+                if i:
+                    out.append(("class:dim", look.bullet))
+                out += item
+            if total > shown:
+                more = f"{look.bullet}{look.ellipsis} {total - shown} more (pile)"
+                out.append(("class:dim", more))
+            if not width or get_cwidth(fragment_list_to_text(out)) <= width:
+                break
         return out
 
-    def lines(self, names: Sequence[str], look: Look, size: int) -> list[StyleAndTextTuples]:
-        """The ``pile`` command's answer: every throw followed, the newest first."""
+    def lines(
+        self, names: Sequence[str], look: Look, size: int, rows: int = 0
+    ) -> list[StyleAndTextTuples]:
+        """The ``pile`` command's answer: every throw followed, the newest first; in at most
+        ``rows`` rows (0: any), the newest that fit and how many older ones are left out."""
         if not self.throws:
             return [[("class:dim", "The discard pile is empty.")]]
         cards = f"{size} card{'' if size == 1 else 's'}"
@@ -115,6 +136,12 @@ class Pile:
             if t.taken_by is not None:
                 row.append(("", f", taken by {_name(names, t.taken_by)}"))
             out.append(row)
+        if rows and len(out) > rows:
+            kept = max(1, rows - 2)  # under the heading, and above the note
+            left = len(out) - 1 - kept
+            out = out[: 1 + kept]
+            older = f"{left} older throw{'' if left == 1 else 's'}"
+            out.append([("class:dim", f"  {look.ellipsis} and {older} (no room in this window)")])
         return out
 
 

@@ -1,52 +1,126 @@
 """Printing above the prompt: styled lines that scroll up while the panel stays below.
 
 prompt-toolkit's ``print_formatted_text`` prints above a running prompt (and straight out when
-none runs), so events from the watch stream never tear the line being typed.
+none runs), so events from the watch stream never tear the line being typed. A line wider than
+the window is broken between words, the rows after the first indented under it.
+
+>>> ["".join(t for _, t in row) for row in wrapped([("", "Sara laid [1] Q♣ K♣ A♣.")], 16)]
+['Sara laid [1] Q♣', '  K♣ A♣.']
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from prompt_toolkit import print_formatted_text
 from prompt_toolkit.formatted_text import (
     FormattedText,
     StyleAndTextTuples,
-    fragment_list_to_text,
 )
 from prompt_toolkit.utils import get_cwidth
 
 from .look import STYLE, Look
 
-__all__ = ["Printer"]
+__all__ = ["Printer", "wrapped"]
+
+#: How far the rows after a line's first are indented (beyond the line's own indent).
+HANG = 2
+
+
+def wrapped(fragments: StyleAndTextTuples, width: int) -> list[StyleAndTextTuples]:
+    """``fragments`` in rows of at most ``width`` columns, broken at their newlines and between
+    words (inside a word only when it is wider than a row), each piece keeping its style; the
+    rows after a line's first are indented by the line's own indent and :data:`HANG` more."""
+    chars = [(style, ch) for style, text, *_ in fragments for ch in text]
+    text = "".join(ch for _, ch in chars)
+    if "\n" not in text and get_cwidth(text) <= width:
+        return [list(fragments)]
+    rows: list[StyleAndTextTuples] = []
+    start = 0
+    for line in text.split("\n"):
+        rows += _wrap(chars[start : start + len(line)], line, width)
+        start += len(line) + 1
+    return rows
+
+
+def _wrap(chars: list[tuple[str, str]], text: str, width: int) -> list[StyleAndTextTuples]:
+    """One line's styled characters (``text`` is theirs) in rows of ``width`` columns."""
+    lead = len(text) - len(text.lstrip(" "))
+    indent = " " * min(lead + HANG, width // 2)
+    rows: list[StyleAndTextTuples] = []
+    start = 0
+    while start < len(text) or not rows:
+        room = width - (len(indent) if rows else 0)
+        end, used, cut, word = start, 0, 0, False
+        while end < len(text) and used + get_cwidth(text[end]) <= room:
+            if text[end] == " " and word:
+                cut = end  # the last space after a word: the row may end here
+            word = word or text[end] != " "
+            used += get_cwidth(text[end])
+            end += 1
+        if end < len(text) and text[end] != " " and cut:
+            end = cut
+        end = max(end, start + 1)  # a character wider than the row still goes in one
+        row = chars[start:end]
+        while row and row[-1][1] == " ":
+            row.pop()
+        rows.append(_fragments(row, indent if rows else ""))
+        start = end
+        while start < len(text) and text[start] == " ":
+            start += 1
+    return rows
+
+
+def _fragments(chars: list[tuple[str, str]], indent: str) -> StyleAndTextTuples:
+    """Styled characters joined back into fragments, after ``indent``."""
+    out: StyleAndTextTuples = [("", indent)] if indent else []
+    for style, ch in chars:
+        if out and out[-1][0] == style:
+            out[-1] = (style, out[-1][1] + ch)
+        else:
+            out.append((style, ch))
+    return out
 
 
 class Printer:
-    """Writes styled lines with the client's style sheet, in colour or not."""
+    """Writes styled lines with the client's style sheet, in colour or not, broken between
+    words to the window's ``columns`` (asked at each line; None: never broken)."""
 
-    def __init__(self, look: Look, keep: int = 200) -> None:
+    def __init__(
+        self, look: Look, keep: int = 200, columns: Callable[[], int] | None = None
+    ) -> None:
         self.look = look
+        self.columns = columns
         #: The last lines printed, to draw again when the terminal is resized.
         self.recent: deque[StyleAndTextTuples] = deque(maxlen=keep)
 
     def line(self, fragments: StyleAndTextTuples) -> None:
         """One line of styled fragments."""
         self.recent.append(list(fragments))
-        self._print(fragments)
+        for row in self._rows(fragments, self.columns() if self.columns else 0):
+            self._print(row)
 
     def again(self, rows: int, columns: int) -> None:
         """Print once more the last lines that fill ``rows`` rows of ``columns`` columns
         (after the screen was cleared)."""
         chosen: list[StyleAndTextTuples] = []
         for fragments in reversed(self.recent):
-            width = get_cwidth(fragment_list_to_text(fragments))
-            rows -= max(1, -(-width // max(1, columns)))
+            lines = self._rows(fragments, columns)
+            rows -= len(lines)
             if rows < 0:
                 break
-            chosen.append(fragments)
-        for fragments in reversed(chosen):
-            self._print(fragments)
+            chosen = lines + chosen
+        for row in chosen:
+            self._print(row)
+
+    @staticmethod
+    def _rows(fragments: StyleAndTextTuples, columns: int) -> list[StyleAndTextTuples]:
+        """The rows a line takes in ``columns`` columns (0: one, however long), the last
+        column left free as the help's lines leave it."""
+        if columns <= 0:
+            return [list(fragments)]
+        return wrapped(fragments, max(20, columns - 1))
 
     def _print(self, fragments: StyleAndTextTuples) -> None:
         print_formatted_text(

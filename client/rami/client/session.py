@@ -15,7 +15,7 @@ import json
 import re
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import grpc
@@ -106,6 +106,16 @@ _NOT_HERE = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class _Question:
+    """A question waiting for yes: the prompt that asks it, what to say if not, and what yes
+    does."""
+
+    prompt: str
+    no: str
+    yes: Callable[[], Awaitable[None]]
+
+
 class ClientSession:
     """The interactive client's state and commands."""
 
@@ -125,7 +135,7 @@ class ClientSession:
         self.local = local
         self.name = name
         self.look = look
-        self.out = Printer(look)
+        self.out = Printer(look, columns=lambda: self._terminal().columns)
         self.table_id: str | None = None
         self.table_name = ""
         self.token: str | None = None
@@ -136,8 +146,8 @@ class ClientSession:
         self.stage = Stage()
         #: The stages before each staged command, with what was typed (undo goes back one).
         self._staged_before: list[tuple[Stage, str]] = []
-        #: A question waiting for yes: what to say if not, and what yes does.
-        self._question: tuple[str, Callable[[], Awaitable[None]]] | None = None
+        #: A question waiting for its answer (the prompt asks it until then).
+        self._question: _Question | None = None
         #: The discard pile's recent throws, followed from the stream.
         self.pile = Pile()
         self.by_rank = False
@@ -212,9 +222,19 @@ class ClientSession:
             staged=staged,
             width=size.columns,
             rows=size.rows,
-            pile=self.pile.line(seat_names(self.view), self.look) if self.view else [],
+            pile=self.pile,
         )
+        if self._question is not None:
+            return [*panel, ("class:warn", f"{self._question.prompt} [y/N]> ")]
         return [*panel, *prompt_fragments(self.view, self.look)]
+
+    def _room(self) -> int:
+        """The rows above the panel, where what is printed stays in view (less the row that
+        repeats the command typed)."""
+        size = self._terminal()
+        panel = _height(self._message()) - 1  # the prompt's row is the menu's first
+        used = panel + max(1, menu_rows(size.rows, self.view)) + _height(self._toolbar())
+        return max(3, size.rows - used - 1)
 
     def _toolbar(self) -> StyleAndTextTuples:
         size = self._terminal()
@@ -227,7 +247,7 @@ class ClientSession:
         completion menu shrinks with the window, and a new size redraws the screen."""
         size = app.output.get_size()
         if self._session is not None:
-            self._session.reserve_space_for_menu = menu_rows(size.rows)
+            self._session.reserve_space_for_menu = menu_rows(size.rows, self.view)
         if self._size is not None and size != self._size:
             app.create_background_task(self._repaint(app))
         self._size = size
@@ -267,7 +287,7 @@ class ClientSession:
             color_depth=self.look.color_depth,
             refresh_interval=1.0,
             erase_when_done=True,
-            reserve_space_for_menu=menu_rows(self._terminal().rows),
+            reserve_space_for_menu=menu_rows(self._terminal().rows, self.view),
         )
         self._session.app.before_render += self._before_render
         with patch_stdout():
@@ -317,18 +337,21 @@ class ClientSession:
             answer = line.lower()
             if answer in ("yes", "y"):
                 try:
-                    await question[1]()
+                    await question.yes()
                 except (LinkError, MoveError, ValueError) as e:
                     self.out.error(_sentence(str(e)))
                 self._refresh()
                 return
-            self.out.info(question[0])
+            self.out.info(question.no)
             if answer in ("no", "n"):
                 return
         name, args = split_command(line)
         command = find(name)
         if command is None and self.where == PLAYING and _is_card(name):
-            self.out.error(f"To discard it, type discard {name}; to lay it, lay {name} ...")
+            self.out.error(
+                f"To discard it, type discard {name}; to lay it, type lay {name} with the cards "
+                "it melds with."
+            )
             return
         if command is None:
             guess = suggest(name)
@@ -364,11 +387,12 @@ class ClientSession:
 
     # -- moves -------------------------------------------------------------------------------
 
-    def ask(self, question: str, no: str, yes: Callable[[], Awaitable[None]]) -> None:
-        """Put ``question``: the next line yes (or y) runs ``yes``; anything else says ``no``
-        (and runs as a command unless it is no)."""
+    def ask(self, question: str, prompt: str, no: str, yes: Callable[[], Awaitable[None]]) -> None:
+        """Put ``question``, the prompt asking ``prompt`` until it is answered: the next line
+        yes (or y) runs ``yes``; anything else says ``no`` (and runs as a command unless it is
+        no)."""
         self.out.warn(question)
-        self._question = (no, yes)
+        self._question = _Question(prompt, no, yes)
 
     async def _move(self, name: str, args: str, *, confirmed: bool = False) -> None:
         view = self.view
@@ -377,7 +401,12 @@ class ClientSession:
         if isinstance(action, Declare) and not confirmed:
             question = self._incomplete(action.card, view)
             if question:
-                self.ask(question, "Not declared.", lambda: self._move(name, args, confirmed=True))
+                self.ask(
+                    question,
+                    "declare anyway?",
+                    "Not declared.",
+                    lambda: self._move(name, args, confirmed=True),
+                )
                 return
         variant = variant_of(view.variant)
         assert variant is not None  # a move is only parsed at a table's game
@@ -528,7 +557,7 @@ class ClientSession:
                 self.out.error(f"The table can't be followed any more: {_sentence(str(e))}")
             self._left_table()
         except Exception as e:  # the stream must never take the prompt down with it
-            self.out.error(f"Lost the table's stream: {e}")
+            self.out.error(f"Lost the table's stream: {_sentence(str(e))}")
             self._left_table()
         self._refresh()
 
@@ -736,7 +765,7 @@ class ClientSession:
             self.out.info("The table has not arrived yet.")
             return
         names = seat_names(self.view)
-        self.out.lines(self.pile.lines(names, self.look, self.view.discard_size))
+        self.out.lines(self.pile.lines(names, self.look, self.view.discard_size, self._room()))
 
     async def _do_table(self, args: str) -> None:
         if self.view is None:
@@ -1003,7 +1032,7 @@ class ClientSession:
 
     def _print_help(self, args: str) -> None:
         columns = self._terminal().columns
-        self.out.lines(help_lines(args.strip(), self.where, self._variant(), columns))
+        self.out.lines(help_lines(args.strip(), self.where, self._variant(), columns, self._room()))
 
     async def _do_help(self, args: str) -> None:
         self._print_help(args)
@@ -1023,6 +1052,7 @@ class ClientSession:
             self.ask(
                 f"The game is still on: if you quit, {then}. Type yes to quit; anything else "
                 "keeps you at the table.",
+                "quit?",
                 "You stay at the table.",
                 self._quit,
             )
@@ -1031,6 +1061,11 @@ class ClientSession:
 
     async def _quit(self) -> None:
         self.done = True
+
+
+def _height(fragments: StyleAndTextTuples) -> int:
+    """The rows that styled text broken into lines takes."""
+    return 1 + sum(text.count("\n") for _, text, *_ in fragments)
 
 
 def _my_turn(view: game_pb2.View) -> bool:
@@ -1062,12 +1097,13 @@ def _is_card(word: str) -> bool:
 
 
 def _sentence(text: str) -> str:
-    """``text`` as a sentence: a capital first, a full stop last."""
+    """``text`` as a sentence: a capital first, a full stop last (after a closing bracket
+    too, unless what it closes ended the sentence)."""
     text = text.strip()
     if not text:
         return text
     text = text[0].upper() + text[1:]
-    return text if text[-1] in ".!?)" else text + "."
+    return text if text.rstrip(")")[-1:] in (".", "!", "?") else text + "."
 
 
 def _refusal(error: Refused, names: Sequence[str] = ()) -> str:
