@@ -13,7 +13,10 @@ side by side, so that openings, additions and joker takes happen), 2 to 4 player
 - **complete for lays**: where a brute-force search can list every legal lay (every meld the
   hand can make, with every joker place, every one- and two-card addition at either end, every
   joker take, in every order, each lay tried through ``Game.apply``), the states those lays
-  lead to are exactly the states the masked steps reach by a commit.
+  lead to are exactly the states the masked steps reach by a commit. Positions: the policies'
+  games; dealt hands of random melds (openings and finishes); and tallage players who opened
+  and hold cards for the table's melds and its joker (additions, joker takes, a discard taken
+  with its lay).
 
 The bigger sweeps are marked ``slow`` and run with ``RAMI_SLOW=1``.
 """
@@ -663,3 +666,85 @@ def test_every_opening_and_finish_of_many_dealt_hands_is_reachable(variant: str)
     compared, with_lays, states = sweep_dealt(variant, range(1, 5), 50, 5000)
     print(f"{variant}: {compared} hands, {with_lays} with lays ({states} states)")
     assert compared >= 150 and with_lays == compared
+
+
+def opened_positions(seed: int, count: int) -> Iterator[tuple[Game, bool]]:
+    """Tallage positions of a player who opened on the first turn (a clean set, a clean run
+    and a run with a joker) and holds cards that go on those melds or take the joker back:
+    on its next turn, before drawing (the other player discarded such a card: it may be
+    taken, with a lay) and after drawing one from the stock."""
+    rng = random.Random(seed)
+    shapes = meld_shapes(1)
+    sets = [s for s in shapes if s.kind == "set" and s.is_clean and s.rank in (1, 11, 12, 13)]
+    runs = [s for s in shapes if s.kind == "run" and s.is_clean and s.lo >= 9 and len(s.cards) == 3]
+    jokered = [s for s in shapes if s.kind == "run" and s.jokers == 1 and len(s.cards) == 4]
+    made = 0
+    while made < count:
+        opening = [rng.choice(sets), rng.choice(runs), rng.choice(jokered)]
+        laid = [c for m in opening for c in m.cards]
+        if any(laid.count(c) > (1 if c == JOKER else 2) for c in laid):
+            continue
+        near = {
+            Card(s * 13 + (r - 1) % 13)
+            for m in opening
+            for r in range(m.lo - 1, m.hi + 2)
+            for s in ([m.suit] if m.kind == "run" else range(4))
+            if 1 <= r <= 14 and (m.kind == "run" or r == m.rank)
+        }
+        near |= {JOKER, *(c for m in opening for c in m.joker_cards())}
+        pool = sorted(c for c in near if laid.count(c) < 2)
+        extras = rng.sample(pool, min(len(pool), rng.choice([3, 4, 5])))
+        given, drawn = extras[1:], extras[0]
+        if len(laid) + len(given) > 14:
+            continue  # a card to discard after the opening is needed
+        spare = [c for c in pool if c not in extras] or [Card(0)]
+        thrown = rng.choice(spare)  # what the other player throws: it goes on a meld
+        try:
+            game = deal(
+                "tallage", [cards([*laid, *given]), []], "2c", cards([thrown, drawn]), opening=51
+            )
+        except ValueError:
+            continue  # no copy of a card left for it
+        rest = list(game.hands[0])
+        for c in [*laid, *given]:
+            rest.remove(c)
+        junk = rest[0]  # the one card the deal added
+        try:
+            game.apply(0, Lay(tuple(_new_meld_of(m) for m in opening)))
+        except RuleError:
+            continue  # the random melds did not make an opening
+        game.apply(0, Discard(junk))
+        game.apply(1, Draw("stock"))
+        game.apply(1, Discard(thrown))
+        made += 1
+        yield game, "discard" in game.draw_sources(0)
+        after = game.clone()
+        after.apply(0, Draw("stock"))
+        yield after, False
+
+
+def _new_meld_of(shape: Meld) -> NewMeld:
+    return NewMeld(shape.cards, tuple(shape.joker_cards()))
+
+
+@pytest.mark.parametrize(("deals", "slowly"), [(60, False), pytest.param(400, True, marks=slow)])
+def test_every_addition_and_joker_take_of_an_opened_hand_is_reachable(
+    deals: int, slowly: bool
+) -> None:
+    start = time.perf_counter()
+    space: StepSpace | None = None
+    compared = with_lays = states = 0
+    for game, taking in opened_positions(3 if not slowly else 4, deals):
+        space = space or StepSpace("tallage", game.options)
+        found = compare(space, game, taking, 5000)
+        if found is None:
+            continue
+        compared += 1
+        with_lays += bool(found)
+        states += found
+    elapsed = time.perf_counter() - start
+    print(
+        f"tallage opened: {compared} positions, {with_lays} with lays ({states} states), "
+        f"{elapsed:.1f} s"
+    )
+    assert compared >= deals and with_lays >= deals
