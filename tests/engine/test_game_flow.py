@@ -432,3 +432,107 @@ def test_a_view_shows_only_the_watchers_own_hand() -> None:
     assert v.hand_sizes == (15, 14, 14)
     assert view(game, None).hand is None
     assert "hands" not in {f for f in dir(v) if not f.startswith("_")}
+
+
+# -- cloning, and the learning environments' turn cap -----------------------------------------
+
+
+def _played(variant: str, actions: int, seed: int = 3, **new: Any) -> Game:
+    """A game after ``actions`` random plays (NextRound included)."""
+    import random
+
+    from rami.engine import POLICIES
+
+    game, _ = Game.new(variant, Options(players=3), seed=seed, **new)
+    rng = random.Random(seed)
+    while game.number < actions and game.phase != Phase.GAME_OVER:
+        if game.phase == Phase.ROUND_OVER:
+            game.apply(None, NextRound())
+        else:
+            game.apply(game.turn, POLICIES["random"](view(game, game.turn), rng))
+    return game
+
+
+@pytest.mark.parametrize("variant", ["portuguese", "tallage", "simple"])
+def test_a_clone_is_equal_and_independent(variant: str) -> None:
+    game = _played(variant, 300)
+    twin = game.clone()
+    assert twin.state_key() == game.state_key() and twin.log == game.log
+    before = (game.state_key(), list(game.log), [list(h) for h in game.hands])
+    for _ in range(40):  # the twin plays on; the game must not see it
+        if twin.phase == Phase.GAME_OVER:
+            break
+        if twin.phase == Phase.ROUND_OVER:
+            twin.apply(None, NextRound())
+        else:
+            twin.apply(twin.turn, safe_move_of(twin))
+    assert (game.state_key(), list(game.log), [list(h) for h in game.hands]) == before
+
+
+def safe_move_of(game: Game) -> Any:
+    from rami.engine.policies import safe_move
+
+    return safe_move(view(game, game.turn))
+
+
+def test_every_field_a_clone_shares_is_immutable() -> None:
+    """``Game.clone`` copies the mutable containers and shares the rest: a field added later
+    that holds something mutable must be copied there too."""
+    import dataclasses
+
+    game = _played("tallage", 200)
+    twin = game.clone()
+    for f in dataclasses.fields(Game):
+        value = getattr(game, f.name)
+        if isinstance(value, list | dict | set | bytearray):
+            assert getattr(twin, f.name) is not value, f.name
+            assert getattr(twin, f.name) == value, f.name
+        else:
+            assert isinstance(value, int | str | bytes | tuple | type(None)) or (
+                dataclasses.is_dataclass(value) and type(value).__dataclass_params__.frozen  # type: ignore[attr-defined]
+            ), f.name
+    for hand, copied in zip(game.hands, twin.hands, strict=True):
+        assert hand is not copied
+
+
+def test_without_a_turn_cap_a_round_of_discard_taking_goes_on() -> None:
+    game, _ = Game.new("portuguese", Options(players=2), seed=4)
+    for _ in range(600):  # take the discard and throw it back: the stock never shrinks
+        seat = game.turn
+        top = game.discard[-1]
+        game.apply(seat, Draw("discard"))
+        game.apply(seat, Discard(top))
+    assert game.phase == Phase.DRAW and game.round == 1
+
+
+@pytest.mark.parametrize("variant", ["portuguese", "simple"])
+def test_a_turn_cap_ends_the_round_void_after_that_many_turns(variant: str) -> None:
+    game, _ = Game.new(variant, Options(players=2), seed=4, turn_cap=30)
+    turns = 0
+    while game.phase in (Phase.DRAW, Phase.PLAY):
+        seat = game.turn
+        top = game.hands[seat][0]  # the moroccan dealer's first turn: no draw
+        if game.phase == Phase.DRAW:
+            if "discard" in game.draw_sources(seat):
+                top = game.discard[-1]
+                game.apply(seat, Draw("discard"))
+            else:
+                top = game.stock[-1]
+                game.apply(seat, Draw("stock"))
+        events = game.apply(seat, Discard(top))
+        turns += 1
+    assert turns == 30 and game.turn_index == 30
+    assert game.results[-1].ending == "void" and game.results[-1].points == (0, 0)
+    assert any(isinstance(e, RoundEnded) for e in events)
+    assert game.phase == Phase.ROUND_OVER
+    game.apply(None, NextRound())
+    assert game.round == 2 and game.turn_index == 0 and game.phase in (Phase.DRAW, Phase.PLAY)
+
+
+def test_a_turn_cap_is_a_whole_number_and_replays() -> None:
+    with pytest.raises(MalformedAction):
+        Game.new("simple", turn_cap=-1)
+    game = _played("simple", 400, turn_cap=25)
+    assert game.results and all(r.ending == "void" for r in game.results)
+    again = Game.replay("simple", game.options, game.seed, game.log, turn_cap=25)
+    assert again.state_key() == game.state_key()

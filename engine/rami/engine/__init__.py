@@ -29,6 +29,7 @@ from .events import Event, RoundResult
 from .game import Game, Phase, TableMeld
 from .melds import Meld, MeldError
 from .policies import POLICIES, Policy
+from .steps import Step, StepSpace, StepState
 from .variants import OPTION_SPECS, VARIANTS, Options, Variant, get_variant
 from .views import View, view
 
@@ -59,6 +60,9 @@ __all__ = [
     "Policy",
     "RoundResult",
     "RuleError",
+    "Step",
+    "StepSpace",
+    "StepState",
     "TableMeld",
     "TakeJoker",
     "Variant",

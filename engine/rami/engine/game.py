@@ -10,7 +10,6 @@ State leaves the engine only through :func:`rami.engine.views.view`.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -46,10 +45,17 @@ from .rng import derive_seed, seed_commitment, shuffle
 from .solver import deadwood, portuguese_declaration
 from .variants import Options, Variant, get_variant
 
-__all__ = ["RAMI_SEC_POINTS", "Game", "Phase", "TableMeld", "max_rounds"]
+__all__ = ["LEARNING_TURN_CAP", "RAMI_SEC_POINTS", "Game", "Phase", "TableMeld", "max_rounds"]
 
 #: What each other player pays for a Rami sec (RULES.md §3).
 RAMI_SEC_POINTS = 200
+
+#: The turn cap learning environments use (``Game.new(turn_cap=...)``; tables never set one).
+#: A round that draws from the stock every turn ends void by itself (RULES.md §2) after at most
+#: (``stock_rebuilds`` + 1) × the deck's size turns: 432 with the default 3 rebuilds of a
+#: 108-card deck. So 500 only cuts what the rules leave endless: portuguese and simple players
+#: taking the discard and throwing a card back, turn after turn, the stock never shrinking.
+LEARNING_TURN_CAP = 500
 
 
 class Phase(StrEnum):
@@ -109,6 +115,10 @@ class Game:
     winners: tuple[int, ...] = ()
     #: Every action applied, in order, with its seat (None for the table's NextRound).
     log: list[tuple[int | None, Action]] = field(default_factory=list)
+    #: Learning environments only (0: none, as at every table): a round in which this many
+    #: turns have been played ends void, as when the stock runs out (RULES.md §2), so that
+    #: every game has a known greatest length. Not a table option: rules are unchanged.
+    turn_cap: int = 0
 
     # -- creation ---------------------------------------------------------------------------
 
@@ -122,19 +132,30 @@ class Game:
         decks: Sequence[Sequence[int]] = (),
         round_seeds: Sequence[bytes] = (),
         fair: FairDeal | None = None,
+        turn_cap: int = 0,
     ) -> tuple[Game, list[Event]]:
         """A new game, its first round dealt; ``decks`` stacks the deck of the first rounds
         (top card first) for tests, puzzles and tutorials; ``round_seeds`` gives the shuffle
         seeds of the first rounds (to replay a record); ``fair`` deals every other round
-        fairly (``fair.py``), ``seed`` then being unused."""
+        fairly (``fair.py``), ``seed`` then being unused; ``turn_cap`` (learning environments,
+        e.g. :data:`LEARNING_TURN_CAP`) ends a round void after that many turns."""
         v = get_variant(variant) if isinstance(variant, str) else variant
         opts = options or Options()
+        if not isinstance(turn_cap, int) or isinstance(turn_cap, bool) or turn_cap < 0:
+            raise MalformedAction(f"a turn cap is a whole number, not {turn_cap!r}", "BAD_OPTION")
         if fair is not None and fair.length < max_rounds(v, opts):
             raise MalformedAction(
                 f"a fair deal's chain of {fair.length} rounds is shorter than the game",
                 "BAD_DEAL",
             )
-        game = cls(v, opts, _seed_bytes(seed), round_seeds=tuple(round_seeds), fair=fair)
+        game = cls(
+            v,
+            opts,
+            _seed_bytes(seed),
+            round_seeds=tuple(round_seeds),
+            fair=fair,
+            turn_cap=turn_cap,
+        )
         stacked = []
         for d in decks:
             deck = tuple(CARDS[c] for c in d)
@@ -158,16 +179,33 @@ class Game:
         actions: Sequence[tuple[int | None, Action]],
         *,
         decks: Sequence[Sequence[int]] = (),
+        turn_cap: int = 0,
     ) -> Game:
         """The game after ``actions`` from the start: the same every time."""
-        game, _ = cls.new(variant, options, seed, decks=decks)
+        game, _ = cls.new(variant, options, seed, decks=decks, turn_cap=turn_cap)
         for seat, action in actions:
             game.apply(seat, action)
         return game
 
     def clone(self) -> Game:
-        """An independent copy."""
-        return copy.deepcopy(self)
+        """An independent copy, cheap enough to call for every trial of a search.
+
+        Only the mutable containers are new; what they hold is shared, because it is
+        immutable: cards, melds, actions, results, the variant, the options, the seeds. The
+        log and the results only grow, so their lists are copied (pointers, not actions).
+        ``test_clone`` checks that every field is either in this list or immutable.
+        """
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.hands = [list(h) for h in self.hands]
+        new.stock = list(self.stock)
+        new.discard = list(self.discard)
+        new.melds = list(self.melds)
+        new.opened_turn = list(self.opened_turn)
+        new.totals = list(self.totals)
+        new.results = list(self.results)
+        new.log = list(self.log)
+        return new
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -254,6 +292,35 @@ class Game:
         for m in self.melds:
             cards.extend(m.meld.cards)
         return cards
+
+    def plan_lay(
+        self, seat: int, lay: Lay, *, with_discard: bool = False, partial: bool = False
+    ) -> tuple[tuple[Card, ...], tuple[TableMeld, ...]]:
+        """The seat's hand and the table after ``lay``, as :meth:`apply` would leave them,
+        changing nothing; raises the :class:`RuleError` that :meth:`apply` would.
+
+        ``with_discard``: the lay goes with a draw from the discard pile (``Draw("discard",
+        lay)``), the card taken in the hand. ``partial``: check each step against the hand and
+        the table the steps before it leave, but not what a whole lay needs at its end (an
+        opening's value and clean melds, a finish, the discard taken laid, a joker taken laid
+        again, a card kept): a lay that may still grow (``steps.py`` stages lays so).
+        """
+        if seat != self.turn or self.phase not in (Phase.DRAW, Phase.PLAY):
+            raise IllegalAction("it is not your move", "NOT_YOUR_TURN")
+        hand = list(self.hands[seat])
+        taken = None
+        if with_discard:
+            if self.phase != Phase.DRAW:
+                raise IllegalAction("you have already drawn this turn", "ALREADY_DREW")
+            refusal = self._discard_refusal(seat)
+            if refusal is not None:
+                raise refusal
+            hand.append(self.discard[-1])
+            taken = self.discard[-1] if self.variant.must_lay_discard else None
+        elif self.phase != Phase.PLAY:
+            raise IllegalAction("draw first: you lay after taking a card", "MUST_DRAW")
+        plan = self._plan_lay(seat, hand, lay, taken, drawing=with_discard, partial=partial)
+        return tuple(plan.hand), tuple(plan.melds)
 
     # -- the one checked entry point --------------------------------------------------------
 
@@ -347,6 +414,8 @@ class Game:
         self.turn_index += 1
         self.phase = Phase.DRAW
         self.drawn = None
+        if self.turn_cap and self.turn_index >= self.turn_cap:
+            return self._end_round("void", None)  # a learning environment's cap: see turn_cap
         if self.stock:
             return []
         # The stock ran out: rebuild it from the pile, or end the round void (RULES.md §2).
@@ -436,9 +505,17 @@ class Game:
         return self._commit_lay(seat, plan)
 
     def _plan_lay(
-        self, seat: int, hand: list[Card], lay: Lay, taken: Card | None, *, drawing: bool
+        self,
+        seat: int,
+        hand: list[Card],
+        lay: Lay,
+        taken: Card | None,
+        *,
+        drawing: bool,
+        partial: bool = False,
     ) -> _LayPlan:
-        """Check ``lay`` on copies of the hand and the table; raise if any rule refuses it."""
+        """Check ``lay`` on copies of the hand and the table; raise if any rule refuses it
+        (``partial``: only its steps, not the conditions on a whole lay, see plan_lay)."""
         v, opts = self.variant, self.options
         if v.declares:
             raise IllegalAction(
@@ -505,6 +582,8 @@ class Game:
                     changed.append(step.meld)
             else:
                 raise MalformedAction(f"not a lay step: {step!r}", "BAD_ACTION")
+        if partial:
+            return _LayPlan(work, melds, new_ids, changed, cards, jokers_taken, False, 0, False)
         if work.count(JOKER) > jokers_before:
             raise IllegalAction(
                 "a joker taken back must be laid again in the same lay", "JOKER_NOT_RELAID"

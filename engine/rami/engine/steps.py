@@ -1,0 +1,554 @@
+"""One complete, finite action space: a turn as a sequence of primitive steps from a fixed index.
+
+Bots and the client speak whole actions (``actions.py``); :func:`~rami.engine.plays.legal_plays`
+lists some of them, those worth considering. Learning needs more: a fixed-size index of
+everything a seat may do, and a mask that is exactly the legal next steps. A :class:`StepSpace`
+is that index for one variant and its options; a :class:`StepState` is the turn in progress of
+the seat to move (the lay it has staged so far); :meth:`StepSpace.legal_steps` is the mask and
+:meth:`StepSpace.apply_step` plays one step.
+
+The steps, in index order (``docs/steps.md`` has the sizes):
+
+- ``draw``: take the top card of the stock.
+- ``take``: take the top discard. In tallage it must be laid in the same move (RULES.md §3),
+  so this step only starts staging: the lay staged next is sent with the draw, as one
+  ``Draw("discard", lay)``, at ``commit``.
+- ``new``: stage a new meld, one of a canonical list of **meld shapes** built once per space:
+  every run (suit, lowest rank, length, the places of its jokers; a joker's place is the card
+  it stands for) and every set (rank, the suits of its natural cards, its jokers) that
+  ``jokers_per_meld`` allows. Each shape is a :class:`~rami.engine.melds.Meld`, and the
+  ``NewMeld`` it is laid with is checked, when the space is built, to make exactly it.
+- ``add``: stage one card from the hand onto table meld *k* (a joker at the end the run goes
+  on by default, or ``add-low``: at its low end, offered only where that is another meld).
+- ``joker``: stage taking back the joker of table meld *k* with card *c*.
+- ``unstage``: drop the last staged step (with nothing staged: give the tallage discard back,
+  which is then not offered again this turn).
+- ``commit``: apply the staged steps to the game as one ``Lay`` (or one ``Draw("discard",
+  lay)``).
+- ``discard``: discard card *c*; ``declare``: declare with card *c* face down (portuguese).
+
+The rules stay in ``game.py``: staging a step asks :meth:`Game.plan_lay` (``partial=True``)
+whether the staged steps so far are valid steps in that order; ``commit``, ``draw``, ``take``,
+``discard`` and ``declare`` are in the mask only when :meth:`Game.apply` accepts them on a
+clone of the game (cheap: :meth:`Game.clone`). The melds' own validators only pick the few
+candidates worth asking about. So every step in the mask is accepted, and every committed lay
+is one ``apply`` accepts (sound); and every legal lay is a sequence of ``new``, ``add`` and
+``joker`` steps (complete: a lay's multi-card addition is its cards added one at a time, which
+is what ``apply`` does with it), each of which the mask offers. ``tests/engine/test_steps.py``
+checks both on thousands of positions, and completeness against every lay a brute-force
+search finds through ``Game.apply``.
+
+Staged steps may lead nowhere (an opening that the rest of the hand can't bring to 71); the
+mask does not look ahead, but ``unstage`` is always offered while anything is staged, so a
+seat is never stuck, and ``discard`` needs an empty stage (nothing staged is lost unseen).
+
+Finite: a turn allows at most :attr:`StepSpace.max_lay_steps` staging steps (``new``, ``add``,
+``joker``), enough for any legal turn (each such step lays a card of the hand, or swaps one for
+a joker, and a hand of *h* cards allows at most 2*h* - 1 of them), so a turn has at most
+:attr:`StepSpace.max_turn_steps` steps; with a game made with a turn cap
+(:meth:`StepSpace.new_game`, :data:`~rami.engine.game.LEARNING_TURN_CAP`) a game has at most
+:attr:`StepSpace.max_game_length` steps.
+
+Table melds are numbered 1 to :attr:`StepSpace.max_melds`: every meld holds at least 3 cards,
+so a deck of 108 cards never has more than 36 on the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .actions import Action, AddToMeld, Declare, Discard, Draw, Lay, LayStep, NewMeld, TakeJoker
+from .cards import CARDS, JOKER, Card
+from .errors import IllegalAction, RuleError
+from .events import Event
+from .game import Game, Phase, TableMeld, max_rounds
+from .melds import MAX_RUN, RUN, SET, Meld, MeldError
+from .variants import Options, Variant, get_variant
+
+__all__ = ["Step", "StepKind", "StepSpace", "StepState", "meld_shapes"]
+
+StepKind = Literal[
+    "draw", "take", "new", "add", "add-low", "joker", "unstage", "commit", "discard", "declare"
+]
+
+#: A refusal that no other card or meld would change: the seat may not stage that kind of step
+#: now (so the mask stops asking about it).
+_GATES = frozenset(
+    {"NO_LAYING", "NOT_OPENED", "OPENED_THIS_TURN", "MUST_DRAW", "NOT_YOUR_TURN", "ALREADY_DREW"}
+)
+_DRAW_STOCK = Draw("stock")
+_DRAW_DISCARD = Draw("discard")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What one index of a :class:`StepSpace` does."""
+
+    kind: StepKind
+    #: The card discarded, declared, added, or given for a joker.
+    card: Card | None = None
+    #: The table meld (numbered from 1) added to, or whose joker is taken.
+    meld: int = 0
+    #: The meld a ``new`` step lays.
+    shape: Meld | None = None
+    #: The ``NewMeld`` that lays it.
+    new: NewMeld | None = None
+
+    def lay_step(self) -> LayStep:
+        """The engine's lay step this staging step stands for."""
+        if self.new is not None:
+            return self.new
+        assert self.card is not None
+        if self.kind == "joker":
+            return TakeJoker(self.meld, self.card)
+        return AddToMeld(self.meld, (self.card,), "low" if self.kind == "add-low" else None)
+
+    def __str__(self) -> str:
+        if self.kind == "new":
+            assert self.shape is not None
+            return f"lay {self.shape.describe()}"
+        if self.kind in ("add", "add-low"):
+            end = " low" if self.kind == "add-low" else ""
+            return f"add {self.meld} {self.card}{end}"
+        if self.kind == "joker":
+            return f"take the joker of {self.meld} with {self.card}"
+        if self.kind in ("discard", "declare"):
+            return f"{self.kind} {self.card}"
+        return {"draw": "draw stock", "take": "take discard"}.get(self.kind, self.kind)
+
+
+def meld_shapes(jokers_per_meld: int = 1) -> tuple[Meld, ...]:
+    """Every meld a hand can lay, jokers' places included, in a fixed order: runs by suit,
+    lowest rank, length and joker places; then sets by rank, suits and jokers."""
+    out: list[Meld] = []
+    for suit in range(4):
+        for lo in range(1, 13):
+            for length in range(3, MAX_RUN + 1):
+                if lo + length - 1 > 14:
+                    break
+                faces = [CARDS[suit * 13 + (r - 1) % 13] for r in range(lo, lo + length)]
+                for places in _joker_places(length, jokers_per_meld):
+                    cards = tuple(JOKER if i in places else c for i, c in enumerate(faces))
+                    out.append(Meld(RUN, cards, suit, lo))
+    for rank in range(1, 14):
+        for suits in _suit_subsets():
+            for jokers in range(jokers_per_meld + 1):
+                if 3 <= len(suits) + jokers <= 4:
+                    naturals = tuple(CARDS[s * 13 + rank - 1] for s in suits)
+                    out.append(Meld(SET, (*naturals, *([JOKER] * jokers)), -1, rank))
+    return tuple(out)
+
+
+def _joker_places(length: int, most: int) -> list[tuple[int, ...]]:
+    """Places of up to ``most`` jokers in a run of ``length`` (at least one natural card)."""
+    places: list[tuple[int, ...]] = [()]
+    if most >= 1:
+        places += [(i,) for i in range(length)]
+    if most >= 2:
+        places += [(i, j) for i in range(length) for j in range(i + 1, length) if length > 2]
+    return places
+
+
+def _suit_subsets() -> list[tuple[int, ...]]:
+    """Non-empty sets of suits, smallest first, each in suit order."""
+    subsets = [tuple(s for s in range(4) if bits >> s & 1) for bits in range(1, 16)]
+    return sorted(subsets, key=lambda s: (len(s), s))
+
+
+def _new_meld(shape: Meld) -> NewMeld:
+    """The engine's ``NewMeld`` that lays exactly ``shape``."""
+    if shape.kind == RUN and not shape.is_clean:
+        return NewMeld(shape.cards, tuple(shape.joker_cards()))
+    return NewMeld(shape.cards)
+
+
+def _checked_new_meld(shape: Meld, jpm: int) -> NewMeld | None:
+    """``_new_meld``, or the cards alone (a joker's end told by where it stands), whichever
+    :meth:`Meld.from_cards` turns into ``shape`` (2..K + JK is a high ace only so); None when
+    no lay makes it: a 13-card run 2..A holding its natural ace, which the same cards always
+    make as A..K (13 runs of each suit; they only arise on the table, by additions)."""
+    for step in (_new_meld(shape), NewMeld(shape.cards)):
+        if Meld.from_cards(step.cards, jokers_as=step.jokers_as, jokers_per_meld=jpm) == shape:
+            return step
+    return None
+
+
+@dataclass
+class StepState:
+    """The turn in progress of the seat to move, as steps see it: what it has staged.
+
+    One per game: :meth:`StepSpace.legal_steps` and :meth:`StepSpace.apply_step` bring it up
+    to date with the game (a new turn starts with nothing staged).
+    """
+
+    #: (round, turn index, seat) of the turn this state is about.
+    turn: tuple[int, int, int] = (-1, -1, -1)
+    #: The game's action count the staged steps build on.
+    number: int = -1
+    #: Tallage: the discard is being taken; the staged lay goes with the draw.
+    taking: bool = False
+    #: The tallage discard was taken and given back this turn: not offered again.
+    gave_back: bool = False
+    staged: list[LayStep] = field(default_factory=list)
+    #: The seat's hand and the table after the staged steps.
+    hand: tuple[Card, ...] = ()
+    melds: tuple[TableMeld, ...] = ()
+    #: Staging steps made this turn (bounded by ``StepSpace.max_lay_steps``).
+    used: int = 0
+
+    def copy(self) -> StepState:
+        """An independent copy (for search, beside ``Game.clone``)."""
+        return StepState(
+            self.turn,
+            self.number,
+            self.taking,
+            self.gave_back,
+            list(self.staged),
+            self.hand,
+            self.melds,
+            self.used,
+        )
+
+    def sync(self, game: Game) -> None:
+        """Start afresh on a new turn, and drop staged steps the game has moved past."""
+        key = (game.round, game.turn_index, game.turn)
+        if key != self.turn:
+            self.turn, self.used, self.gave_back = key, 0, False
+            self.number = -1
+        if game.number != self.number:
+            self.number = game.number
+            self.taking = False
+            self.staged = []
+            self._rebase(game)
+
+    def _rebase(self, game: Game) -> None:
+        hand = list(game.hands[game.turn]) if game.hands else []
+        if self.taking:
+            hand.append(game.discard[-1])
+        self.hand, self.melds = tuple(hand), tuple(game.melds)
+
+
+class StepSpace:
+    """The fixed index of primitive steps for one variant and its options."""
+
+    def __init__(
+        self, variant: str | Variant, options: Options | None = None, *, turn_cap: int = 0
+    ) -> None:
+        self.variant = get_variant(variant) if isinstance(variant, str) else variant
+        self.options = options or Options()
+        #: The turn cap of the games this space's :attr:`max_game_length` is about.
+        self.turn_cap = turn_cap
+        v, jpm = self.variant, self.options.jokers_per_meld
+        stages = not v.declares
+        adds = v.has_opening
+        #: Most melds the table can hold: each has at least 3 cards.
+        self.max_melds = v.deck_size // 3 if adds else 0
+        made = [(s, _checked_new_meld(s, jpm)) for s in (meld_shapes(jpm) if stages else ())]
+        #: The meld of each ``new`` step, in index order.
+        self.shapes: tuple[Meld, ...] = tuple(s for s, m in made if m is not None)
+        new_melds = tuple(m for _, m in made if m is not None)
+        steps: list[Step] = [Step("draw"), Step("take")]
+        self.new_base = len(steps)
+        steps += [Step("new", shape=s, new=m) for s, m in zip(self.shapes, new_melds, strict=True)]
+        self.add_base = len(steps)
+        for k in range(1, self.max_melds + 1):
+            steps += [Step("add", CARDS[c], k) for c in range(53)]
+            steps.append(Step("add-low", JOKER, k))
+        self.joker_base = len(steps)
+        for k in range(1, self.max_melds + 1):
+            steps += [Step("joker", CARDS[c], k) for c in range(52)]
+        self.unstage = self.commit = -1
+        if stages:
+            self.unstage, self.commit = len(steps), len(steps) + 1
+            steps += [Step("unstage"), Step("commit")]
+        self.discard_base = len(steps)
+        steps += [Step("discard", CARDS[c]) for c in range(53)]
+        self.declare_base = -1
+        if v.declares:
+            self.declare_base = len(steps)
+            steps += [Step("declare", CARDS[c]) for c in range(53)]
+        self.steps: tuple[Step, ...] = tuple(steps)
+        self._index = {s: i for i, s in enumerate(self.steps)}
+        self._new_index = {s: self.new_base + n for n, s in enumerate(self.shapes)}
+        # Each shape's natural cards as bits, and its jokers: the cheap test of "held".
+        self._needs = tuple(
+            (sum(1 << c for c in set(s.naturals)), s.jokers, len(s.cards)) for s in self.shapes
+        )
+        #: Most cards a seat holds when it lays: the deal, the dealer's extra or a draw.
+        self.max_hand = v.hand_size + max(v.dealer_extra, 1)
+        #: Staging steps a turn may make: each lays a card of the hand or swaps one for a
+        #: joker, and a hand of h cards allows at most 2h - 1 of them in any legal turn.
+        self.max_lay_steps = 2 * self.max_hand if stages else 0
+        #: Most steps of one turn: take and give back, draw, the staging steps, one unstage or
+        #: a share of one commit for each, the discard.
+        self.max_turn_steps = 4 + 2 * self.max_lay_steps
+
+    # -- the index --------------------------------------------------------------------------
+
+    @property
+    def size(self) -> int:
+        """Number of steps in the index."""
+        return len(self.steps)
+
+    @property
+    def max_game_length(self) -> int | None:
+        """Most steps the seats make in a game made by :meth:`new_game` (NextRound, the
+        table's, not counted); None without a turn cap: a portuguese or simple round may then
+        last for ever (RULES.md §2, §4: taking the discard and throwing a card back)."""
+        if not self.turn_cap:
+            return None
+        return max_rounds(self.variant, self.options) * self.turn_cap * self.max_turn_steps
+
+    def new_game(self, seed: int | str | bytes = 0) -> tuple[Game, list[Event]]:
+        """A new game of this space's variant, options and turn cap."""
+        return Game.new(self.variant, self.options, seed, turn_cap=self.turn_cap)
+
+    def describe(self, i: int) -> str:
+        """Step ``i`` in words: ``lay 7♥ 8♥ JK(9♥)``, ``add 3 10♥``, ``discard 9♣``."""
+        return str(self.steps[i])
+
+    def index(self, step: Step) -> int:
+        """The index of a step (the inverse of ``steps[i]``)."""
+        return self._index[step]
+
+    def new_index(self, shape: Meld) -> int:
+        """The index of the ``new`` step that lays ``shape``."""
+        return self._new_index[shape]
+
+    # -- the mask ---------------------------------------------------------------------------
+
+    def legal_steps(self, game: Game, state: StepState) -> list[int]:
+        """Exactly the steps the seat to move may take next, in index order (none when the
+        round or the game is over: ``NextRound`` is the table's)."""
+        state.sync(game)
+        if game.phase not in (Phase.DRAW, Phase.PLAY):
+            return []
+        seat = game.turn
+        out: list[int] = []
+        if game.phase == Phase.DRAW and not state.taking:
+            if _accepts(game, seat, _DRAW_STOCK):
+                out.append(0)
+            # Tallage's take is refused without its lay: the lay is staged after the take.
+            if (
+                not state.gave_back
+                and "discard" in game.draw_sources(seat)
+                and (self.variant.must_lay_discard or _accepts(game, seat, _DRAW_DISCARD))
+            ):
+                out.append(1)
+            return out
+        if state.used < self.max_lay_steps:
+            out += self._staging(game, seat, state)
+        if state.staged or state.taking:
+            out.append(self.unstage)
+        if state.staged and _accepts(game, seat, self._commit_action(state)):
+            out.append(self.commit)
+        if game.phase == Phase.PLAY and not state.staged:
+            for c in sorted(set(state.hand)):
+                if _accepts(game, seat, Discard(c)):
+                    out.append(self.discard_base + c)
+            if self.variant.declares:
+                out += [self.declare_base + c for c in self._declarations(game, seat, state)]
+        return sorted(out)
+
+    def mask(self, game: Game, state: StepState) -> list[bool]:
+        """:meth:`legal_steps` as one flag per index."""
+        flags = [False] * self.size
+        for i in self.legal_steps(game, state):
+            flags[i] = True
+        return flags
+
+    def _declarations(self, game: Game, seat: int, state: StepState) -> list[Card]:
+        # A declaration is a solver search: asked once per card, on one clone each.
+        return [c for c in sorted(set(state.hand)) if _accepts(game, seat, Declare(c))]
+
+    def _staging(self, game: Game, seat: int, state: StepState) -> list[int]:
+        """The staging steps the engine accepts after the staged ones."""
+        if self.variant.declares or not (state.taking or game.can_lay(seat)):
+            return []
+        out: list[int] = []
+        hand = state.hand
+        held = 0
+        for c in hand:
+            if c != JOKER:
+                held |= 1 << c
+        jokers = hand.count(JOKER)
+        left = len(hand)
+        for n, (bits, need_jokers, length) in enumerate(self._needs):
+            if bits & ~held or need_jokers > jokers or length >= left:
+                continue  # not held, or it would leave no card to discard
+            verdict = self._stage_ok(game, seat, state, self.steps[self.new_base + n].lay_step())
+            if verdict is None:
+                break
+            if verdict:
+                out.append(self.new_base + n)
+        if not self.max_melds or len(hand) < 2:
+            return out
+        jpm = self.options.jokers_per_meld
+        cards = sorted(set(hand))
+        for k, tm in enumerate(state.melds, 1):
+            if k > self.max_melds:  # pragma: no cover - the deck allows no more
+                raise AssertionError(f"meld {k} on the table: more than {self.max_melds}")
+            meld = tm.meld
+            for c in cards:
+                if _foreign(meld, c):
+                    continue
+                try:
+                    grown = meld.with_added(c, jokers_per_meld=jpm)
+                except MeldError:
+                    grown = None
+                if grown is not None:
+                    verdict = self._stage_ok(game, seat, state, AddToMeld(k, (c,)))
+                    if verdict is None:
+                        return out
+                    if verdict:
+                        out.append(self.add_base + (k - 1) * 54 + c)
+                if c == JOKER and meld.kind == RUN:
+                    try:
+                        low = meld.with_added(c, end="low", jokers_per_meld=jpm)
+                    except MeldError:
+                        continue
+                    if low != grown and self._stage_ok(
+                        game, seat, state, AddToMeld(k, (c,), "low")
+                    ):
+                        out.append(self.add_base + (k - 1) * 54 + 53)
+            if meld.is_clean:
+                continue
+            for c in cards:
+                if c == JOKER or _foreign(meld, c):
+                    continue
+                try:
+                    meld.with_joker_taken(c)
+                except MeldError:
+                    continue
+                if self._stage_ok(game, seat, state, TakeJoker(k, c)):
+                    out.append(self.joker_base + (k - 1) * 52 + c)
+        return out
+
+    def _stage_ok(self, game: Game, seat: int, state: StepState, step: LayStep) -> bool | None:
+        """True when the engine accepts ``step`` after the staged steps (a lay that may still
+        grow), False when it refuses it, None when it refuses any step of that kind now."""
+        try:
+            game.plan_lay(seat, Lay((*state.staged, step)), with_discard=state.taking, partial=True)
+        except RuleError as e:
+            return None if e.reason in _GATES else False
+        return True
+
+    def _commit_action(self, state: StepState) -> Action:
+        lay = Lay(tuple(state.staged))
+        return Draw("discard", lay) if state.taking else lay
+
+    # -- playing a step ---------------------------------------------------------------------
+
+    def apply_step(
+        self, game: Game, state: StepState, i: int, *, check: bool = True
+    ) -> list[Event]:
+        """Take step ``i`` for the seat to move: stage it in ``state``, or apply it to
+        ``game`` (commit, draw, take, discard, declare). Returns the game's events (none for a
+        staging step). Raises :class:`IllegalAction` (``ILLEGAL_STEP``) for a step not in
+        :meth:`legal_steps` (``check=False`` skips that test, for a caller that just made it)."""
+        if check and i not in self.legal_steps(game, state):
+            what = self.describe(i) if 0 <= i < self.size else f"no step {i}"
+            raise IllegalAction(f"{what} is not a legal step now", "ILLEGAL_STEP")
+        state.sync(game)
+        step = self.steps[i]
+        seat = game.turn
+        if step.kind in ("new", "add", "add-low", "joker"):
+            staged = [*state.staged, step.lay_step()]
+            state.hand, state.melds = game.plan_lay(
+                seat, Lay(tuple(staged)), with_discard=state.taking, partial=True
+            )
+            state.staged = staged
+            state.used += 1
+            return []
+        if step.kind == "unstage":
+            if state.staged:
+                state.staged.pop()
+                if state.staged:
+                    lay = Lay(tuple(state.staged))
+                    state.hand, state.melds = game.plan_lay(
+                        seat, lay, with_discard=state.taking, partial=True
+                    )
+                else:
+                    state._rebase(game)
+            else:
+                state.taking, state.gave_back = False, True
+                state._rebase(game)
+            return []
+        if step.kind == "take" and self.variant.must_lay_discard:
+            state.taking = True
+            state._rebase(game)
+            return []
+        action: Action
+        if step.kind == "commit":
+            action = self._commit_action(state)
+        elif step.kind == "draw":
+            action = _DRAW_STOCK
+        elif step.kind == "take":
+            action = _DRAW_DISCARD
+        elif step.kind == "discard":
+            assert step.card is not None
+            action = Discard(step.card)
+        else:
+            assert step.card is not None
+            action = Declare(step.card)
+        events = game.apply(seat, action)
+        state.sync(game)
+        return events
+
+    def steps_of(self, game: Game, state: StepState, action: Action) -> Sequence[int]:
+        """Steps that make ``action`` (a draw, a lay of new melds, single-card additions and
+        joker takes, a discard or a declaration) from here: for replaying bots' moves."""
+        out: list[int] = []
+        if isinstance(action, Draw):
+            out.append(0 if action.source == "stock" else 1)
+            if action.lay is not None:
+                out += self._lay_steps(action.lay)
+                out.append(self.commit)
+        elif isinstance(action, Lay):
+            out += self._lay_steps(action)
+            out.append(self.commit)
+        elif isinstance(action, Discard):
+            out.append(self.discard_base + action.card)
+        elif isinstance(action, Declare):
+            out.append(self.declare_base + action.card)
+        else:
+            raise IllegalAction(f"{action!r} is not a seat's step", "ILLEGAL_STEP")
+        return out
+
+    def _lay_steps(self, lay: Lay) -> list[int]:
+        out: list[int] = []
+        jpm = self.options.jokers_per_meld
+        for s in lay.steps:
+            if isinstance(s, NewMeld):
+                shape = Meld.from_cards(s.cards, jokers_as=s.jokers_as, jokers_per_meld=jpm)
+                out.append(self.new_index(shape))
+            elif isinstance(s, TakeJoker):
+                out.append(self.joker_base + (s.meld - 1) * 52 + s.card)
+            else:
+                if len(s.cards) != 1:
+                    raise IllegalAction("add the cards one at a time as steps", "ILLEGAL_STEP")
+                low = s.end == "low" and s.cards[0] == JOKER
+                out.append(self.add_base + (s.meld - 1) * 54 + (53 if low else s.cards[0]))
+        return out
+
+    def __repr__(self) -> str:
+        return f"StepSpace({self.variant.id!r}, size={self.size})"
+
+
+def _accepts(game: Game, seat: int, action: Action) -> bool:
+    """True when ``game.apply`` accepts ``action`` (tried on a clone)."""
+    try:
+        game.clone().apply(seat, action)
+    except RuleError:
+        return False
+    return True
+
+
+def _foreign(meld: Meld, card: Card) -> bool:
+    """True for a natural card of another suit than a run's, or of another rank than a set's:
+    it neither goes on the meld nor takes its joker back (said without asking the meld)."""
+    if card == JOKER:
+        return False
+    return card // 13 != meld.suit if meld.kind == RUN else card % 13 + 1 != meld.rank
