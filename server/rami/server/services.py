@@ -513,7 +513,9 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         """One command of a seat, from Act or from a Play stream: the same checks, the same
         pipeline; answers with ``reply`` of the updates it became, or, when it is a retry of a
         command accepted before, with ``again`` of that command's number and seat."""
-        if request.table_id != table.table_id:  # a Play stream's command may leave it empty
+        if request.request_id and request.table_id != table.table_id:
+            # A Play stream's command may leave the table empty; its mark is made as an Act's
+            # with the table named, so that a retry by either way is known.
             on_table = table_service_pb2.ActRequest()
             on_table.CopyFrom(request)
             on_table.table_id = table.table_id
