@@ -65,11 +65,21 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
     for name, fig in peer_figs.items():
         rate = fig.get("decisions_per_s")
         _say(f"  {name:<16}{rate:>10,.0f} decisions/s" if rate else f"  {name}: {fig}")
+    steps = {}
+    for variant in engine.VARIANTS:
+        steps[variant] = engine.bench_steps(variant, seconds=args.engine_seconds)
+        fig = steps[variant]
+        env = fig["env"].get("steps_per_s")
+        _say(
+            f"  steps {variant:<11}{fig['space']['steps_per_s']:>10,.0f} steps/s (step space), "
+            + (f"{env:,.0f} steps/s (rami.rl env)" if env else str(fig["env"]))
+        )
     return {
         "players": 2,
         "policy": "random",
         "bound": {"games": args.games, "seconds": args.engine_seconds},
         "self_play": ours,
+        "steps": steps,
         "peers": peer_figs,
         "peer_versions": peers.versions(),
     }

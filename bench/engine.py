@@ -83,6 +83,67 @@ def bench_self_play(
     }
 
 
+# -- the step space and the learning environments ---------------------------------------------
+
+
+def bench_steps(
+    variant: str, *, players: int = 2, seconds: float, most: int = 200_000
+) -> dict[str, Any]:
+    """Uniformly random legal steps (rami.engine.steps) in 2-player games: steps/s through the
+    bare step space (``legal_steps`` then ``apply_step``), and through ``rami.rl``'s Match as
+    an environment serves them (the mask as an array, the observation, the step), when
+    ``rami[rl]`` is installed. Games have the learning turn cap; a game that ends starts a new
+    one."""
+    from rami.engine.game import LEARNING_TURN_CAP
+    from rami.engine.steps import StepSpace, StepState
+
+    space = StepSpace(variant, Options(players=players), turn_cap=LEARNING_TURN_CAP)
+    rng = random.Random(1)
+    out: dict[str, Any] = {}
+    steps, games, start = 0, 0, time.perf_counter()
+    game, _ = space.new_game(games)
+    state = StepState()
+    while steps < most and time.perf_counter() - start < seconds:
+        if game.phase == Phase.GAME_OVER:
+            games += 1
+            game, _ = space.new_game(games)
+            state = StepState()
+        elif game.phase == Phase.ROUND_OVER:
+            game.apply(None, NextRound())
+        else:
+            space.apply_step(game, state, rng.choice(space.legal_steps(game, state)), check=False)
+            steps += 1
+    elapsed = time.perf_counter() - start
+    out["space"] = {
+        "steps": steps,
+        "seconds": round(elapsed, 3),
+        "steps_per_s": round(steps / elapsed, 1),
+        "size": space.size,
+    }
+    try:
+        from rami.rl import Match
+    except ImportError as e:
+        out["env"] = {"unavailable": f"rami.rl: {e}"}
+        return out
+    match = Match(variant, players, seed=0)
+    steps, games, start = 0, 0, time.perf_counter()
+    while steps < most and time.perf_counter() - start < seconds:
+        if match.over:
+            games += 1
+            match.reset(games)
+        mask = match.mask()
+        match.observe(match.to_move)
+        match.step(rng.choice(mask.nonzero()[0].tolist()))
+        steps += 1
+    elapsed = time.perf_counter() - start
+    out["env"] = {
+        "steps": steps,
+        "seconds": round(elapsed, 3),
+        "steps_per_s": round(steps / elapsed, 1),
+    }
+    return out
+
+
 # -- the solver -------------------------------------------------------------------------------
 
 

@@ -189,6 +189,23 @@ def comparisons(results: dict[str, Any]) -> list[Row]:
                     f"{peer} gin rummy{why}",
                 )
             )
+    os_ref = _get(eng, "peers", "openspiel")
+    os_v = os_ref.get("decisions_per_s") if isinstance(os_ref, dict) else None
+    for variant, fig in (eng.get("steps") or {}).items():
+        for part, label in (("space", "the step space"), ("env", "rami.rl's Match")):
+            rate = (fig.get(part) or {}).get("steps_per_s")
+            if rate:
+                rows.append(
+                    Row(
+                        f"4s-{part}-{variant}",
+                        f"random legal steps/s through {label}, {variant}",
+                        rate,
+                        os_v,
+                        "steps/s",
+                        "",
+                        "open_spiel gin rummy decisions/s (no target: a step is less than a move)",
+                    )
+                )
     sol = results.get("solver") or {}
     gin = sol.get("rlcard_task")
     if gin:

@@ -533,6 +533,12 @@ class StepSpace:
                 out.append(self.add_base + (s.meld - 1) * 54 + (53 if low else s.cards[0]))
         return out
 
+    def __copy__(self) -> StepSpace:
+        return self  # immutable: copies of a game or an environment share their space
+
+    def __deepcopy__(self, memo: dict[int, object]) -> StepSpace:
+        return self
+
     def __repr__(self) -> str:
         return f"StepSpace({self.variant.id!r}, size={self.size})"
 

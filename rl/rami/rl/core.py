@@ -1,0 +1,313 @@
+"""The engine as a learning environment sees it: one game played step by step, its
+observations as fixed-layout arrays, and its rewards.
+
+Every environment of ``rami.rl`` stands on :class:`Match`: a :class:`~rami.engine.game.Game`
+made with a turn cap (so that a game has a declared maximum length), the variant's
+:class:`~rami.engine.steps.StepSpace` (the fixed action index) and the turn's
+:class:`~rami.engine.steps.StepState`. The table's own move between rounds (``NextRound``) is
+made by the match, never by a seat.
+
+**The observation** of a seat is one ``float32`` vector whose layout depends only on the
+variant and the player count (:class:`Layout` names its slices). Seats are counted from the
+observer: slot 0 is the observer, slot 1 the next seat to play, and so on. Card blocks have 53
+entries, one per face (``rami.engine.cards``: 0-51 the faces, 52 the joker), each the number
+of copies divided by 2 (jokers by 4, so that every entry lies in [0, 1]):
+
+- ``hand``: the observer's hand; ``staged``: what is left of it after the steps it has staged
+  this turn (the same as ``hand`` when nothing is staged; in tallage, with the taken discard);
+- ``discard_top``: the top card of the pile (none when it lies face down);
+  ``pile``: every card in the pile, as everyone saw them thrown;
+- ``melds``: for each seat slot, the cards in the melds that seat laid;
+- ``known``: for each other seat, the cards it is known to hold: those it took from the pile
+  and has not laid or thrown since;
+- ``hand_sizes``, ``totals`` (points so far / the target), ``opened``: one entry per slot;
+- ``turn``: one-hot, the slot of the seat to move;
+- ``phase``: one-hot of draw, play, taking (tallage: the discard taken, its lay being staged),
+  over; ``bar`` (tallage: the opening to beat / 100), ``stock`` (cards left / deck size),
+  ``round`` (rounds played / the most a game may have), ``staged_steps`` (staging steps
+  used this turn / the most a turn allows).
+
+Nothing in it is hidden from the observer: other hands appear only as their sizes and the
+cards the table saw them take.
+
+**Rewards** (``rewards=``): ``"game"`` (the default) gives each seat, when the game ends,
++1 shared among the winners (the lowest totals) and -1 shared among the others (zero-sum;
+all 0 when every seat wins); ``"round"`` gives, when each round ends, minus the points the
+seat paid that round divided by 100 (the engine's totals are penalty points: fewer is
+better), and nothing more at the end.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from rami.engine import Phase
+from rami.engine.actions import NextRound
+from rami.engine.cards import JOKER
+from rami.engine.events import (
+    Declared,
+    Discarded,
+    Drew,
+    Event,
+    GameEnded,
+    Laid,
+    RoundEnded,
+    RoundStarted,
+    StockRebuilt,
+)
+from rami.engine.game import LEARNING_TURN_CAP, max_rounds
+from rami.engine.steps import StepSpace, StepState
+from rami.engine.variants import Options, get_variant
+
+__all__ = ["Layout", "Match", "RewardKind"]
+
+RewardKind = Literal["game", "round"]
+
+_PHASES = ("draw", "play", "taking", "over")
+_FACES = 53
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each block of an observation lies (slices of the vector)."""
+
+    players: int
+    blocks: tuple[tuple[str, int, int], ...]
+    size: int
+
+    @classmethod
+    def of(cls, players: int) -> Layout:
+        widths = [
+            ("hand", _FACES),
+            ("staged", _FACES),
+            ("discard_top", _FACES),
+            ("pile", _FACES),
+            ("melds", players * _FACES),
+            ("known", (players - 1) * _FACES),
+            ("hand_sizes", players),
+            ("totals", players),
+            ("opened", players),
+            ("turn", players),
+            ("phase", len(_PHASES)),
+            ("bar", 1),
+            ("stock", 1),
+            ("round", 1),
+            ("staged_steps", 1),
+        ]
+        blocks, at = [], 0
+        for name, width in widths:
+            blocks.append((name, at, at + width))
+            at += width
+        return cls(players, tuple(blocks), at)
+
+    def slice(self, name: str) -> slice:
+        """The slice of block ``name``."""
+        for n, start, stop in self.blocks:
+            if n == name:
+                return slice(start, stop)
+        raise KeyError(name)
+
+
+def _counts(cards: Any, out: np.ndarray) -> None:
+    for c in cards:
+        out[c] += 0.25 if c == JOKER else 0.5
+
+
+class Match:
+    """One game of ``variant`` for ``players`` seats, played by steps."""
+
+    def __init__(
+        self,
+        variant: str = "tallage",
+        players: int = 2,
+        *,
+        seed: int = 0,
+        rewards: RewardKind = "game",
+        turn_cap: int = LEARNING_TURN_CAP,
+        **options: Any,
+    ) -> None:
+        if rewards not in ("game", "round"):
+            raise ValueError(f"rewards is 'game' or 'round', not {rewards!r}")
+        self.variant = get_variant(variant)
+        self.options = Options(players=players, **options)
+        self.space = StepSpace(self.variant, self.options, turn_cap=turn_cap)
+        self.layout = Layout.of(players)
+        self.rewards: RewardKind = rewards
+        self._rounds = max_rounds(self.variant, self.options)
+        self.reset(seed)
+
+    # -- playing ----------------------------------------------------------------------------
+
+    def reset(self, seed: int = 0) -> None:
+        """A new game, dealt from ``seed``."""
+        self.game, events = self.space.new_game(seed)
+        self.state = StepState()
+        #: Per seat: cards the table saw it take from the pile and not lay or throw since.
+        self.known: list[Counter[int]] = [Counter() for _ in range(self.players)]
+        self.pile: list[int] = []
+        self._observe(events)
+
+    @property
+    def players(self) -> int:
+        """Number of seats."""
+        return self.options.players
+
+    @property
+    def over(self) -> bool:
+        """True once the game has ended."""
+        return self.game.phase == Phase.GAME_OVER
+
+    @property
+    def to_move(self) -> int:
+        """The seat whose step it is (the game must not be over)."""
+        return self.game.turn
+
+    def legal(self) -> list[int]:
+        """The steps the seat to move may take (none once the game is over)."""
+        return self.space.legal_steps(self.game, self.state)
+
+    def mask(self) -> np.ndarray:
+        """:meth:`legal` as an ``int8`` flag per step."""
+        out = np.zeros(self.space.size, dtype=np.int8)
+        out[self.legal()] = 1
+        return out
+
+    def step(self, i: int) -> list[float]:
+        """The seat to move takes step ``i`` (an illegal step raises ``IllegalAction`` and
+        changes nothing); the table deals the next round when one ends. Returns each seat's
+        reward for this step."""
+        events = self.space.apply_step(self.game, self.state, i)
+        rewards = self._observe(events)
+        while self.game.phase == Phase.ROUND_OVER:
+            more = self.game.apply(None, NextRound())
+            self._observe(more)
+        return rewards
+
+    def _observe(self, events: list[Event]) -> list[float]:
+        """Keep what the table saw (the pile, cards known held); the rewards the events give."""
+        rewards = [0.0] * self.players
+        for e in events:
+            match e:
+                case RoundStarted():
+                    self.pile = [int(self.game.discard[-1])] if self.game.discard else []
+                    self.known = [Counter() for _ in range(self.players)]
+                case Drew(seat, "discard", card) if card is not None:
+                    if self.pile:
+                        self.pile.pop()
+                    self.known[seat][int(card)] += 1
+                case Discarded(seat, card):
+                    self.pile.append(int(card))
+                    self._spent(seat, [card])
+                case Laid(seat=seat, cards=cards):
+                    self._spent(seat, cards)
+                case StockRebuilt():
+                    self.pile = self.pile[-1:]  # the rest was shuffled into the stock
+                case Declared(seat=seat):
+                    self.known[seat].clear()
+                case RoundEnded(result) if self.rewards == "round":
+                    for s, p in enumerate(result.points):
+                        rewards[s] -= p / 100
+                case GameEnded(_, winners) if self.rewards == "game":
+                    rewards = _game_rewards(self.players, winners)
+                case _:
+                    pass
+        return rewards
+
+    def _spent(self, seat: int, cards: Any) -> None:
+        known = self.known[seat]
+        for c in cards:
+            if known[int(c)] > 0:
+                known[int(c)] -= 1
+
+    def clone(self) -> Match:
+        """An independent copy (the game cloned, the space and layout shared)."""
+        new = Match.__new__(Match)
+        new.__dict__.update(self.__dict__)
+        new.game = self.game.clone()
+        new.state = self.state.copy()
+        new.known = [Counter(k) for k in self.known]
+        new.pile = list(self.pile)
+        return new
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Match:
+        return self.clone()
+
+    # -- observing --------------------------------------------------------------------------
+
+    def observe(self, seat: int) -> np.ndarray:
+        """The observation of ``seat`` (see the module's docstring)."""
+        g, lay, n = self.game, self.layout, self.players
+        out = np.zeros(lay.size, dtype=np.float32)
+        slot = [(seat + k) % n for k in range(n)]  # slot k: the k-th seat from the observer
+        hand = g.hands[seat] if g.hands else []
+        _counts(hand, out[lay.slice("hand")])
+        mine = g.phase in (Phase.DRAW, Phase.PLAY) and g.turn == seat
+        if mine:
+            self.state.sync(g)
+        staged = self.state.hand if mine and (self.state.staged or self.state.taking) else hand
+        _counts(staged, out[lay.slice("staged")])
+        top = g.discard_top()
+        if top is not None:
+            out[lay.slice("discard_top")][int(top)] = 1.0
+        pile = list(self.pile)
+        if top is None and pile:
+            pile.pop()  # a declaration's card lies face down
+        _counts(pile, out[lay.slice("pile")])
+        melds = out[lay.slice("melds")].reshape(n, _FACES)
+        for tm in g.melds:
+            _counts(tm.meld.cards, melds[slot.index(tm.owner)])
+        known = out[lay.slice("known")].reshape(max(n - 1, 0), _FACES)
+        for k in range(1, n):
+            _counts(self.known[slot[k]].elements(), known[k - 1])
+        most = self.space.max_hand
+        target = max(1, self.options.target)
+        for k, s in enumerate(slot):
+            out[lay.slice("hand_sizes")][k] = len(g.hands[s]) / most if g.hands else 0.0
+            out[lay.slice("totals")][k] = min(g.totals[s] / target, 2.0)
+            out[lay.slice("opened")][k] = float(g.has_opened(s))
+        if g.phase in (Phase.DRAW, Phase.PLAY):
+            out[lay.slice("turn")][slot.index(g.turn)] = 1.0
+        phase = (
+            "over"
+            if g.phase in (Phase.ROUND_OVER, Phase.GAME_OVER)
+            else "taking"
+            if mine and self.state.taking
+            else g.phase.value
+        )
+        out[lay.slice("phase")][_PHASES.index(phase)] = 1.0
+        out[lay.slice("bar")][0] = g.bar / 100
+        out[lay.slice("stock")][0] = len(g.stock) / self.variant.deck_size
+        out[lay.slice("round")][0] = g.round / self._rounds
+        if mine and self.space.max_lay_steps:
+            out[lay.slice("staged_steps")][0] = self.state.used / self.space.max_lay_steps
+        return out
+
+    def render(self, seat: int | None = None) -> str:
+        """The game in words, as ``seat`` sees it (None: everything, for a human watching)."""
+        g = self.game
+        lines = [f"{self.variant.id} round {g.round}, {g.phase.value}, seat {g.turn} to move"]
+        top = g.discard_top()
+        lines.append(f"stock {len(g.stock)}, pile top {top if top is not None else '-'}")
+        for tm in g.melds:
+            lines.append(f"  meld of seat {tm.owner}: {' '.join(str(c) for c in tm.meld.cards)}")
+        for s in range(self.players):
+            if seat is None or s == seat:
+                cards = " ".join(str(c) for c in sorted(g.hands[s]))
+                lines.append(f"seat {s} ({g.totals[s]} points): {cards}")
+            else:
+                lines.append(f"seat {s} ({g.totals[s]} points): {len(g.hands[s])} cards")
+        if g.turn == seat and self.state.staged:
+            lines.append("staged: " + ", ".join(str(x) for x in self.state.staged))
+        return "\n".join(lines)
+
+
+def _game_rewards(players: int, winners: tuple[int, ...]) -> list[float]:
+    """+1 shared by the winners, -1 shared by the others (all 0 when all win)."""
+    if not winners or len(winners) == players:
+        return [0.0] * players
+    losers = players - len(winners)
+    return [1 / len(winners) if s in winners else -1 / losers for s in range(players)]

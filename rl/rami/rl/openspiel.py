@@ -1,0 +1,399 @@
+"""Rami as OpenSpiel games: ``import rami.rl.openspiel`` registers ``python_rami_tallage``,
+``python_rami_portuguese`` and ``python_rami_simple`` with ``pyspiel.register_game``.
+
+One OpenSpiel game is **one round** (a deal played out), as OpenSpiel's own ``gin_rummy`` is
+one hand: a Rami game is a match of such rounds, which a learner or a search plays one at a
+time. Parameter ``players`` (2 by default) sets the seats, ``turn_cap`` the round's most
+turns (:data:`~rami.engine.game.LEARNING_TURN_CAP` by default: a round that reaches it ends
+void, so the game is finite).
+
+- **Chance nodes** deal the cards one by one in the engine's dealing order (each outcome a
+  face, weighted by the copies left unseen) and draw each card taken from the stock: a seat
+  that takes step ``draw`` is followed by a chance node choosing the card, so every hidden
+  card is chance's, and a state never holds an order of the stock that nobody has drawn.
+- **Actions** are the variant's steps (:class:`~rami.engine.steps.StepSpace`); the legal
+  actions are exactly its mask.
+- **Returns** (at the end of the round, zero-sum): +1 shared among the seats that paid the
+  fewest points, -1 shared among the others (all 0 when they all paid the same).
+- **Observations**: the tensor is :meth:`rami.rl.core.Match.observe` of the seat (a fixed
+  layout); the information-state string is the seat's hand and staged steps, its own steps
+  this turn, and the public history (draws from the pile, lays, discards, declarations, and
+  who drew from the stock), every card it drew itself, and nothing else.
+- :meth:`RamiState.resample_from_infostate` deals the cards a seat cannot see (the others'
+  hands and the stock) afresh, keeping the cards each seat is known to hold (those it took
+  from the pile), so that searches such as OpenSpiel's ISMCTS can determinize.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyspiel
+
+from rami.engine import Phase
+from rami.engine.cards import CARDS, full_deck
+from rami.engine.events import Declared, Discarded, Drew, Event, Laid
+from rami.engine.game import LEARNING_TURN_CAP, Game
+from rami.engine.variants import get_variant
+
+from .core import Match
+
+__all__ = ["GAMES", "RamiGame", "RamiState", "register"]
+
+_VARIANTS = ("tallage", "portuguese", "simple")
+_FACES = 53
+
+
+def _game_type(variant: str) -> pyspiel.GameType:
+    return pyspiel.GameType(
+        short_name=f"python_rami_{variant}",
+        long_name=f"Python Rami ({variant}, one round)",
+        dynamics=pyspiel.GameType.Dynamics.SEQUENTIAL,
+        chance_mode=pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC,
+        information=pyspiel.GameType.Information.IMPERFECT_INFORMATION,
+        utility=pyspiel.GameType.Utility.ZERO_SUM,
+        reward_model=pyspiel.GameType.RewardModel.TERMINAL,
+        max_num_players=6,
+        min_num_players=2,
+        provides_information_state_string=True,
+        provides_information_state_tensor=False,
+        provides_observation_string=True,
+        provides_observation_tensor=True,
+        parameter_specification={"players": 2, "turn_cap": LEARNING_TURN_CAP},
+    )
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """What the states of one game share (kept here, not on the game: OpenSpiel may copy a
+    state with its game, and a copied game has none of the attributes its ``__init__`` set)."""
+
+    template: Match
+    deal_size: int
+    turn_cap: int
+
+
+_SPECS: dict[tuple[str, int, int], _Spec] = {}
+
+
+class RamiGame(pyspiel.Game):  # type: ignore[misc]
+    """One round of a Rami variant (each variant is a subclass: :data:`GAMES`)."""
+
+    #: The variant of the subclass.
+    variant_id = ""
+
+    def __init__(self, params: dict[str, Any] | None = None) -> None:
+        variant = self.variant_id
+        params = dict(params or {})
+        players = int(params.get("players", 2))
+        turn_cap = int(params.get("turn_cap", LEARNING_TURN_CAP))
+        template = Match(variant, players, turn_cap=turn_cap)
+        space = template.space
+        v = get_variant(variant)
+        deal_size = players * v.hand_size + v.dealer_extra + 1
+        info = pyspiel.GameInfo(
+            num_distinct_actions=space.size,
+            max_chance_outcomes=_FACES,
+            num_players=players,
+            min_utility=-1.0,
+            max_utility=1.0,
+            utility_sum=0.0,
+            max_game_length=deal_size + turn_cap * (space.max_turn_steps + 1),
+        )
+        super().__init__(_game_type(variant), info, {"players": players, "turn_cap": turn_cap})
+        self.key = (variant, players, turn_cap)
+        _SPECS.setdefault(self.key, _Spec(template, deal_size, turn_cap))
+
+    def new_initial_state(self) -> RamiState:
+        return RamiState(self)
+
+    def make_py_observer(
+        self, iig_obs_type: Any = None, params: dict[str, Any] | None = None
+    ) -> _Observer:
+        return _Observer(self)
+
+
+class RamiState(pyspiel.State):  # type: ignore[misc]
+    """A round being dealt or played."""
+
+    def __init__(self, game: RamiGame) -> None:
+        super().__init__(game)
+        self._key = game.key
+        self.dealt: list[int] = []
+        self.match: Match | None = None
+        #: A seat took step ``draw``: chance chooses the card before it is applied.
+        self.drawing = False
+        #: Per seat: the public history it has seen, and what it alone saw.
+        self.seen: list[list[str]] = [[] for _ in range(game.num_players())]
+        #: The steps of the seat to move this turn (its own recall).
+        self.turn_steps: list[int] = []
+
+    # -- the tree ---------------------------------------------------------------------------
+
+    def current_player(self) -> int:
+        if self.is_terminal():
+            return int(pyspiel.PlayerId.TERMINAL)
+        if self.match is None or self.drawing:
+            return int(pyspiel.PlayerId.CHANCE)
+        return self.match.to_move
+
+    def is_terminal(self) -> bool:
+        return self.match is not None and self.match.game.phase in (
+            Phase.ROUND_OVER,
+            Phase.GAME_OVER,
+        )
+
+    def _unseen(self) -> Counter[int]:
+        """The cards chance may give now: the deck less those dealt (dealing), or the stock."""
+        if self.match is None:
+            left = Counter(int(c) for c in self._full_deck())
+            left.subtract(self.dealt)
+            return +left
+        return Counter(int(c) for c in self.match.game.stock)
+
+    @property
+    def _spec(self) -> _Spec:
+        return _SPECS[self._key]
+
+    def _full_deck(self) -> list[int]:
+        v = self._spec.template.variant
+        return [int(c) for c in full_deck(v.decks, v.jokers)]
+
+    def chance_outcomes(self) -> list[tuple[int, float]]:
+        left = self._unseen()
+        total = sum(left.values())
+        return [(c, n / total) for c, n in sorted(left.items())]
+
+    def _legal_actions(self, player: int) -> list[int]:
+        assert self.match is not None and player == self.match.to_move
+        return self.match.legal()
+
+    def _apply_action(self, action: int) -> None:
+        if self.match is None:
+            self._deal(int(action))
+        elif self.drawing:
+            self._draw(int(action))
+        else:
+            self._step(int(action))
+
+    def _deal(self, card: int) -> None:
+        if self._unseen()[card] <= 0:
+            raise pyspiel.SpielError(f"card {card} is not left to deal")
+        self.dealt.append(card)
+        if len(self.dealt) < self._spec.deal_size:
+            return
+        rest = Counter(self._full_deck())
+        rest.subtract(self.dealt)
+        deck = [*self.dealt, *sorted(rest.elements())]
+        t = self._spec.template
+        match = Match(t.variant.id, t.players, turn_cap=self._spec.turn_cap)
+        match.game, events = Game.new(
+            t.variant, t.options, 0, decks=[deck], turn_cap=self._spec.turn_cap
+        )
+        match._observe(events)
+        self.match = match
+        for seat in range(t.players):
+            hand = " ".join(str(c) for c in sorted(match.game.hands[seat]))
+            self.seen[seat].append(f"dealt {hand}; pile {match.game.discard[-1]}")
+
+    def _draw(self, card: int) -> None:
+        assert self.match is not None
+        stock = self.match.game.stock
+        at = max(i for i, c in enumerate(stock) if int(c) == card)  # ValueError: not there
+        stock[at], stock[-1] = stock[-1], stock[at]  # chance's card on top, then drawn
+        self.drawing = False
+        seat = self.match.to_move
+        self._events(self._apply(0), seat, drew=CARDS[card])
+
+    def _step(self, i: int) -> None:
+        assert self.match is not None
+        m = self.match
+        seat = m.to_move
+        if i == 0 and m.game.phase == Phase.DRAW and i in m.legal():
+            self.drawing = True  # chance picks the card
+            self.turn_steps.append(i)
+            return
+        before = m.game.number
+        rewards_events = self._apply(i)
+        if m.game.number != before or m.to_move != seat:
+            self.turn_steps = []
+        else:
+            self.turn_steps.append(i)
+        self._events(rewards_events, seat)
+
+    def _apply(self, i: int) -> list[Event]:
+        assert self.match is not None
+        m = self.match
+        events = m.space.apply_step(m.game, m.state, i)
+        m._observe(events)
+        return events
+
+    def _events(self, events: list[Event] | None, seat: int, drew: Any = None) -> None:
+        """What each seat saw of a move."""
+        n = len(self.seen)
+        if drew is not None:
+            for s in range(n):
+                self.seen[s].append(f"{seat} drew {drew}" if s == seat else f"{seat} drew")
+            self.turn_steps = []
+        for e in events or ():
+            match e:
+                case Drew(s0, "discard", card):
+                    text = f"{s0} took {card}"
+                case Laid(seat=s0, cards=cards):
+                    text = f"{s0} laid {' '.join(str(c) for c in cards)}"
+                case Discarded(s0, card):
+                    text = f"{s0} threw {card}"
+                case Declared(seat=s0, cards=cards):
+                    text = f"{s0} declared {' '.join(str(c) for c in cards)}"
+                case _:
+                    continue
+            for s in range(n):
+                self.seen[s].append(text)
+
+    # -- what a seat knows ------------------------------------------------------------------
+
+    def _action_to_string(self, player: int, action: int) -> str:
+        if player == pyspiel.PlayerId.CHANCE:
+            return f"card {CARDS[action]}"
+        return self._spec.template.space.describe(action)
+
+    def returns(self) -> list[float]:
+        n = len(self.seen)
+        if not self.is_terminal():
+            return [0.0] * n
+        assert self.match is not None
+        points = self.match.game.results[-1].points
+        low = min(points)
+        winners = [s for s in range(n) if points[s] == low]
+        if len(winners) == n:
+            return [0.0] * n
+        return [1 / len(winners) if s in winners else -1 / (n - len(winners)) for s in range(n)]
+
+    def information_state_string(self, player: int | None = None) -> str:
+        if player is None:
+            player = self.current_player()
+        head = f"p{player}"
+        if self.match is None:
+            mine = [c for k, c in enumerate(self.dealt) if self._dealt_to(k) == player]
+            return f"{head} dealing {' '.join(str(CARDS[c]) for c in mine)}"
+        m = self.match
+        hand = " ".join(str(c) for c in sorted(m.game.hands[player]))
+        own = ""
+        if m.to_move == player and not self.is_terminal():
+            own = " | now " + " ".join(str(i) for i in self.turn_steps)
+        return f"{head} hand {hand}{own} | " + "; ".join(self.seen[player])
+
+    def observation_string(self, player: int | None = None) -> str:
+        if player is None:
+            player = self.current_player()
+        if self.match is None:
+            return self.information_state_string(player)
+        return self.match.render(player)
+
+    def _dealt_to(self, k: int) -> int:
+        """The seat the ``k``-th card of the deal goes to (the engine's dealing order)."""
+        t = self._spec.template
+        n, v = t.players, t.variant
+        dealer = 0  # the first round's dealer
+        if k < v.hand_size * n:
+            return (dealer + 1 + k % n) % n
+        if k < v.hand_size * n + v.dealer_extra:
+            return dealer
+        return -1  # the pile's first card
+
+    def resample_from_infostate(self, player: int, probability_sampler: Any) -> RamiState:
+        """A state that ``player`` cannot tell from this one: the hands of the others and the
+        stock dealt afresh from the cards it cannot see."""
+        seed = int(probability_sampler() * 2**31) if callable(probability_sampler) else 0
+        rng = random.Random(seed)
+        new = self.clone()
+        m = new.match
+        if m is None:
+            hidden = [k for k, _ in enumerate(new.dealt) if new._dealt_to(k) != player]
+            pool = _pool(new._full_deck(), [c for k, c in enumerate(new.dealt) if k not in hidden])
+            rng.shuffle(pool)
+            for k in hidden:
+                new.dealt[k] = pool.pop()
+            return new
+        g = m.game
+        unseen: list[int] = []
+        for s in range(m.players):
+            if s != player:
+                unseen += [int(c) for c in g.hands[s]]
+        unseen += [int(c) for c in g.stock]
+        keep: dict[int, list[int]] = {}
+        for s in range(m.players):
+            if s == player:
+                continue
+            known = list(m.known[s].elements())
+            keep[s] = known
+            for c in known:
+                unseen.remove(c)
+        rng.shuffle(unseen)
+        for s in range(m.players):
+            if s == player:
+                continue
+            size = len(g.hands[s])
+            hand = keep[s] + [unseen.pop() for _ in range(size - len(keep[s]))]
+            g.hands[s] = [CARDS[c] for c in sorted(hand)]
+        g.stock = [CARDS[c] for c in unseen]
+        return new
+
+    def clone(self) -> RamiState:
+        new = RamiState(self.get_game())
+        new.dealt = list(self.dealt)
+        new.drawing = self.drawing
+        new.seen = [list(s) for s in self.seen]
+        new.turn_steps = list(self.turn_steps)
+        if self.match is not None:
+            new.match = self.match.clone()
+        return new
+
+    def __str__(self) -> str:
+        if self.match is None:
+            return f"dealing: {len(self.dealt)} of {self._spec.deal_size} cards"
+        return self.match.render()
+
+
+def _pool(deck: list[int], seen: list[int]) -> list[int]:
+    left = Counter(deck)
+    left.subtract(seen)
+    return list((+left).elements())
+
+
+class _Observer:
+    """The observation tensor of a seat: :meth:`Match.observe` (zeros while dealing)."""
+
+    def __init__(self, game: RamiGame) -> None:
+        size = _SPECS[game.key].template.layout.size
+        self.tensor = np.zeros(size, np.float32)
+        self.dict = {"observation": self.tensor}
+
+    def set_from(self, state: RamiState, player: int) -> None:
+        if state.match is None:
+            self.tensor.fill(0.0)
+        else:
+            self.tensor[:] = state.match.observe(player)
+
+    def string_from(self, state: RamiState, player: int) -> str:
+        return state.observation_string(player)
+
+
+#: The game class of each variant, registered with OpenSpiel as ``python_rami_<variant>``.
+GAMES: dict[str, type[RamiGame]] = {
+    v: type(f"Rami{v.title()}Game", (RamiGame,), {"variant_id": v}) for v in _VARIANTS
+}
+
+
+def register() -> None:
+    """Register the three variants with OpenSpiel (done on import; calling again is a no-op)."""
+    for variant, cls in GAMES.items():
+        if f"python_rami_{variant}" not in pyspiel.registered_names():
+            pyspiel.register_game(_game_type(variant), cls)
+
+
+register()

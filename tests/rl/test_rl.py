@@ -1,0 +1,217 @@
+"""rami.rl: the three frameworks' own checks, and what the environments promise.
+
+The frameworks are the optional extra ``rami[rl]`` (in ``dev`` too, so ``make test`` runs
+these); without them the tests are skipped, saying which is missing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numpy", reason="rami.rl needs numpy (pip install 'rami[rl]')")
+pettingzoo = pytest.importorskip("pettingzoo", reason="pip install 'rami[rl]' for PettingZoo")
+gymnasium = pytest.importorskip("gymnasium", reason="pip install 'rami[rl]' for Gymnasium")
+
+from rami.engine import Phase  # noqa: E402
+from rami.rl import Match, SeatEnv, env, raw_env  # noqa: E402
+
+VARIANTS = ("tallage", "portuguese", "simple")
+#: Short games for tests: two rounds of at most 40 turns.
+SHORT = {
+    "tallage": {"round_cap": 2},
+    "portuguese": {"rounds": 2},
+    "simple": {"round_cap": 2},
+}
+
+
+def random_game(match: Match, rng: random.Random, most: int = 200_000) -> list[float]:
+    """Play ``match`` to its end by uniformly random legal steps; each seat's total reward."""
+    totals = [0.0] * match.players
+    for _ in range(most):
+        if match.over:
+            return totals
+        for seat, r in enumerate(match.step(rng.choice(match.legal()))):
+            totals[seat] += r
+    raise AssertionError("the game did not end within its bound")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_pettingzoo_api_test_passes(variant: str) -> None:
+    from pettingzoo.test import api_test
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # its hints about Dict observations (action masks)
+        api_test(env(variant=variant, players=2), num_cycles=300)
+        api_test(env(variant=variant, players=3), num_cycles=100)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_gymnasium_env_checker_passes(variant: str) -> None:
+    from gymnasium.utils.env_checker import check_env
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_env(SeatEnv(variant=variant), skip_render_check=True)
+
+
+def test_a_seat_env_plays_a_whole_game_against_policies() -> None:
+    e = SeatEnv(variant="tallage", players=3, seat=1, opponents=["greedy", "random"])
+    obs, info = e.reset(seed=5)
+    rng = np.random.default_rng(5)
+    done, steps, total = False, 0, 0.0
+    while not done:
+        assert obs["action_mask"].any() and (info["action_mask"] == obs["action_mask"]).all()
+        step = int(rng.choice(np.flatnonzero(obs["action_mask"])))
+        obs, reward, done, truncated, info = e.step(step)
+        assert not truncated
+        total += reward
+        steps += 1
+    assert e.match.over and total in (-0.5, 1.0, -1.0, 0.5, 0.0) and steps > 10
+    first = SeatEnv(variant="tallage").reset(seed=9)[0]["observation"]
+    again = SeatEnv(variant="tallage").reset(seed=9)[0]["observation"]
+    assert (first == again).all()  # one seed, one game
+
+
+def test_an_illegal_step_ends_the_seat_env_episode_and_changes_nothing() -> None:
+    e = SeatEnv(variant="simple")
+    obs, _ = e.reset(seed=1)
+    before = e.match.game.state_key()
+    illegal = int(np.flatnonzero(obs["action_mask"] == 0)[0])
+    _, reward, done, _, info = e.step(illegal)
+    assert (reward, done, info["illegal"]) == (-1.0, True, True)
+    assert e.match.game.state_key() == before
+    with pytest.raises(RuntimeError, match="reset"):
+        e.step(illegal)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_random_games_end_and_game_rewards_are_zero_sum(variant: str) -> None:
+    rng = random.Random(3)
+    for seed in range(2):
+        m = Match(variant, 2, seed=seed, turn_cap=40, **SHORT[variant])
+        totals = random_game(m, rng)
+        assert sum(totals) == pytest.approx(0.0)
+        winners = m.game.winners
+        if len(winners) == 1:
+            assert totals[winners[0]] == 1.0
+
+
+def test_round_rewards_are_the_points_paid() -> None:
+    m = Match("tallage", 3, seed=2, rewards="round", turn_cap=40, round_cap=3)
+    totals = random_game(m, random.Random(2))
+    assert totals == pytest.approx([-t / 100 for t in m.game.totals])
+
+
+def test_the_observation_holds_no_hidden_card() -> None:
+    """Deal the cards a seat can't see afresh: its observation does not change."""
+    m = Match("tallage", 3, seed=4)
+    rng = random.Random(4)
+    for _ in range(300):
+        if m.over:
+            break
+        seen = m.observe(0)
+        other = m.clone()
+        g = other.game
+        hidden = [c for s in (1, 2) for c in g.hands[s]] + list(g.stock)
+        known = [list(other.known[s].elements()) for s in range(3)]
+        rng.shuffle(hidden)
+        for s in (1, 2):
+            for c in known[s]:
+                hidden.remove(c)
+            size = len(g.hands[s])
+            g.hands[s] = sorted(known[s] + [hidden.pop() for _ in range(size - len(known[s]))])
+        g.stock = hidden
+        assert (other.observe(0) == seen).all()
+        m.step(rng.choice(m.legal()))
+
+
+def test_the_layout_names_every_entry_once() -> None:
+    m = Match("portuguese", 4)
+    blocks = m.layout.blocks
+    assert blocks[0][1] == 0 and blocks[-1][2] == m.layout.size == m.observe(0).size
+    assert all(a[2] == b[1] for a, b in itertools.pairwise(blocks))
+    hand = m.observe(2)[m.layout.slice("hand")]
+    assert hand.sum() == pytest.approx(sum(0.25 if c == 52 else 0.5 for c in m.game.hands[2]))
+
+
+def test_a_mask_is_the_match_legal_steps_and_an_agent_not_selected_has_none() -> None:
+    e = raw_env(variant="simple", players=2)
+    e.reset(seed=3)
+    sel = e.agent_selection
+    other = next(a for a in e.possible_agents if a != sel)
+    assert list(np.flatnonzero(e.observe(sel)["action_mask"])) == e.match.legal()
+    assert not e.observe(other)["action_mask"].any()
+    assert e.match.game.phase in (Phase.DRAW, Phase.PLAY)
+
+
+# -- OpenSpiel ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pyspiel():  # type: ignore[no-untyped-def]
+    spiel = pytest.importorskip("pyspiel", reason="pip install 'rami[rl]' for OpenSpiel")
+    import rami.rl.openspiel  # noqa: F401 (registers the games)
+
+    return spiel
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_openspiel_random_simulation_test_passes(pyspiel, variant: str) -> None:  # type: ignore[no-untyped-def]
+    game = pyspiel.load_game(f"python_rami_{variant}", {"turn_cap": 20})
+    pyspiel.random_sim_test(game, num_sims=2, serialize=False, verbose=False)
+
+
+def test_openspiel_resampling_keeps_what_the_seat_knows(pyspiel) -> None:  # type: ignore[no-untyped-def]
+    game = pyspiel.load_game("python_rami_tallage", {"turn_cap": 30})
+    rng = np.random.RandomState(7)
+    state = game.new_initial_state()
+    sampler = pyspiel.UniformProbabilitySampler(0.0, 1.0)
+    checked = 0
+    while not state.is_terminal():
+        if state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes(), strict=True)
+            assert sum(probs) == pytest.approx(1.0)
+            state.apply_action(int(rng.choice(outcomes, p=probs)))
+            continue
+        player = state.current_player()
+        other = state.resample_from_infostate(player, sampler)
+        assert other.information_state_string(player) == state.information_state_string(player)
+        assert other.legal_actions() == state.legal_actions()
+        assert (other.match.observe(player) == state.match.observe(player)).all()
+        checked += 1
+        state.apply_action(int(rng.choice(state.legal_actions())))
+    assert checked > 20
+    assert sum(state.returns()) == pytest.approx(0.0)
+
+
+def test_openspiels_ismcts_bot_plays_a_round(pyspiel) -> None:  # type: ignore[no-untyped-def]
+    from open_spiel.python.algorithms import ismcts, mcts
+
+    game = pyspiel.load_game("python_rami_tallage", {"turn_cap": 6})
+    bot = ismcts.ISMCTSBot(
+        game=game,
+        uct_c=2.0,
+        evaluator=mcts.RandomRolloutEvaluator(random_state=np.random.RandomState(1)),
+        max_simulations=8,
+        random_state=np.random.RandomState(2),
+    )
+    rng = np.random.RandomState(3)
+    state = game.new_initial_state()
+    moves = 0
+    while not state.is_terminal():
+        if state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes(), strict=True)
+            state.apply_action(int(rng.choice(outcomes, p=probs)))
+        elif state.current_player() == 0:
+            action = bot.step(state)
+            assert action in state.legal_actions()
+            state.apply_action(action)
+            moves += 1
+        else:
+            state.apply_action(int(rng.choice(state.legal_actions())))
+    assert moves >= 3 and sum(state.returns()) == pytest.approx(0.0)
