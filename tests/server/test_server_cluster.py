@@ -220,6 +220,18 @@ def test_a_client_at_a_server_that_does_not_play_the_table_plays_a_whole_game(
             at_a, at_b = Stubs(a), Stubs(b)
             try:
                 table_id, _ = await _create(at_a, rounds=1)
+                # A CreateTable sent again to another server gets the table its first copy
+                # made (played by the first server).
+                request = lobby_service_pb2.CreateTableRequest(
+                    name="again",
+                    variant=game_pb2.VARIANT_PORTUGUESE,
+                    options=game_pb2.Options(players=2, rounds=1),
+                    request_id="r" * 30,
+                )
+                first = await at_a.lobby.CreateTable(request)
+                again = await at_b.lobby.CreateTable(request)
+                assert again.table.table_id == first.table.table_id
+                assert again.owner_token == first.owner_token
                 # The lobby answers on any server; a table call is sent to the owner.
                 listed = await at_b.lobby.ListTables(lobby_service_pb2.ListTablesRequest())
                 assert table_id in [t.table_id for t in listed.tables]

@@ -359,10 +359,11 @@ class Lobby:
         client: str,
         request: Mark | None = None,
         owner: str | None = None,
-    ) -> tuple[Table, str]:
+    ) -> tuple[Table | TableSummary, str]:
         """A new table and its owner's token (``owner``, or a new one). With a ``request``
         mark, a request that created a table already gets that table instead, and creates
-        nothing (``owner`` is then the token derived from its id, the same every time)."""
+        nothing (``owner`` is then the token derived from its id, the same every time); when
+        another server plays that table, as the directory lists it."""
         if request is not None:
             assert owner is not None, "a request id's owner token is derived from it"
             before = await self.storage.created_by(request.key)
@@ -420,15 +421,21 @@ class Lobby:
         # (A copy of this request that found it stored may have loaded it meanwhile.)
         return self.tables.get(table_id) or self._hold(state), owner
 
-    async def _created_before(self, before: Created, request: Mark) -> Table:
+    async def _created_before(self, before: Created, request: Mark) -> Table | TableSummary:
         """The table an earlier copy of a CreateTable request made (or REQUEST_ID_REUSED, when
-        that id made another request)."""
+        that id made another request): as the directory lists it when another server plays
+        it (the copy went to another server)."""
         if before.request.digest != request.digest:
             raise Invalid(
                 "REQUEST_ID_REUSED",
                 "this request id was used for another request: a new request needs a new id",
             )
-        return await self.get(before.table_id)
+        try:
+            return await self.get(before.table_id)
+        except Refusal as e:
+            if e.reason != "TABLE_MOVED":
+                raise
+            return await self.info(before.table_id)
 
     async def get(self, table_id: str) -> Table:
         """The table of an id (loaded from storage when this process does not hold it), or
