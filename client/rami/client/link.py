@@ -179,6 +179,7 @@ class Link:
         self.moves = 0
         self._credentials = credentials
         self._old: list[grpc.aio.Channel] = []
+        self._closing: set[asyncio.Task[None]] = set()
         self._connect(target)
 
     def _connect(self, target: str) -> None:
@@ -209,8 +210,9 @@ class Link:
         self.moves += 1
         self._old.append(self.channel)
         while len(self._old) > 2:  # calls still on an older one have had their time
-            old = self._old.pop(0)
-            asyncio.get_running_loop().create_task(old.close(None))
+            closing = asyncio.get_running_loop().create_task(self._old.pop(0).close(None))
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
         self._connect(where)
         return True
 
