@@ -432,7 +432,12 @@ def test_servers_killed_mid_game_their_tables_finish_on_the_survivor(
                 os.kill(proc_b.pid, signal.SIGKILL)
                 results: list[BotResult] = await asyncio.gather(*bots)
                 seen = await asyncio.gather(*watchers)
+                said = "".join(log.read_text() for log in logs)
                 for n, table_id in enumerate(ids):
+                    # b and c raced for a's tables: one of them won each epoch.
+                    _, epoch = _lease(postgres_url, table_id)
+                    for e in range(1, epoch + 1):
+                        assert said.count(f"table {table_id}: claimed at epoch {e}\n") == 1
                     _check_table(postgres_url, key, table_id, results[2 * n : 2 * n + 2], seen[n])
                     assert _lease(postgres_url, table_id)[0] == c
                     record = await at_c.table.ExportRecord(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import random
 import secrets
 import time
 from collections import OrderedDict
@@ -194,12 +195,22 @@ class Lobby:
         self.tables[state.table_id] = table
         return table
 
-    async def restore(self) -> int:
+    async def restore(self, share: bool = False) -> int:
         """Rebuild every unfinished table this server holds or may claim from its stored log
-        (on SQLite: every one); returns how many."""
+        (on SQLite: every one); returns how many. ``share``: claim only this server's share
+        of them (their number over the servers holding leases now), in a random order, so
+        that the tables of a dead server spread over the survivors (what the others leave
+        is claimed at the next sweep)."""
+        ids = [t for t in await self.storage.claimable() if t not in self.tables]
+        most = len(ids)
+        if share and ids:
+            random.shuffle(ids)
+            most = -(-len(ids) // max(1, await self.storage.servers()))
         count = 0
-        for table_id in await self.storage.claimable():
-            if table_id in self.tables or self._stopping:
+        for table_id in ids:
+            if count >= most or self._stopping:
+                break
+            if table_id in self.tables:
                 continue
             try:
                 if await self._load(table_id) is not None:
@@ -270,7 +281,7 @@ class Lobby:
                 return
             await self.renew_leases()
             try:
-                await self.restore()
+                await self.restore(share=True)
             except Exception as e:
                 log.warning("could not claim orphaned tables (%s)", type(e).__name__)
 

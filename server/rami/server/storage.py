@@ -205,6 +205,9 @@ class Storage(Protocol):
     async def owner_of(self, table_id: str) -> str:
         """The address of the server that holds the table's lease now ('' when none does)."""
 
+    async def servers(self) -> int:
+        """How many servers hold a lease now, this one counted (at least 1)."""
+
     async def close(self) -> None:
         """Finish pending writes and close."""
 
@@ -492,6 +495,9 @@ class SqliteStorage:
 
     async def owner_of(self, table_id: str) -> str:
         return ""
+
+    async def servers(self) -> int:
+        return 1
 
     # -- logs -------------------------------------------------------------------------------
 

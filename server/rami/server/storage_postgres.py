@@ -14,6 +14,14 @@ first one's commit, then find the number moved on), and inserts the entries unde
 (table_id, number). A writer that is not where it thinks it is stores nothing and gets a
 :class:`Conflict`; no two writers can store the same number, nor leave a gap.
 
+Each table is played by one server at a time, by lease (schema version 2): ``rami_leases``
+names its owner (a server id, and the address its clients are sent to), the lease's expiry
+(by the database's clock) and its epoch, which ``rami_claim`` moves on at every takeover, in
+the lease and in the table's directory row. ``rami_append`` checks the writer's epoch in the
+same UPDATE as the number: an old owner whose lease was taken over stores nothing and gets
+:class:`Fenced` (with the new owner's address), whatever its clock says. Owners renew their
+leases in one statement (:meth:`PostgresStorage.renew`).
+
 The appends of one event-loop tick, across all tables, share one transaction (a group
 commit), sent as one pipeline (BEGIN, the appends, COMMIT: one round trip), each answered
 after that transaction has committed: with PostgreSQL's default ``synchronous_commit = on``,
@@ -532,6 +540,16 @@ class PostgresStorage:
             )
             r = await cur.fetchone()
         return str(r[0]) if r else ""
+
+    async def servers(self) -> int:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT count(DISTINCT owner) FROM rami_leases"
+                " WHERE expiry >= now() AND owner != %s",
+                (self.server_id,),
+            )
+            r = await cur.fetchone()
+        return 1 + (int(r[0]) if r else 0)
 
     # -- logs -------------------------------------------------------------------------------
 
