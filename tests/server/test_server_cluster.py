@@ -549,3 +549,29 @@ def test_rami_client_s_link_follows_the_table_to_its_owner(
                 await at_a.close()
 
         run(go)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("--lease-seconds", "0"), "--lease-seconds is from 0.3 to 3600"),
+        (("--lease-seconds", "5000"), "--lease-seconds is from 0.3 to 3600"),
+        (("--advertise", "nowhere"), "--advertise 'nowhere' is not HOST:PORT"),
+        (("--advertise", "host:70000"), "--advertise 'host:70000' is not HOST:PORT"),
+    ],
+)
+def test_bad_lease_and_advertise_flags_are_refused_in_words(
+    tmp_path: Path, args: tuple[str, ...], said: str
+) -> None:
+    import subprocess
+
+    from server_support import SERVER
+
+    done = subprocess.run(
+        [str(SERVER), "--db", str(tmp_path / "r.db"), "--port", "0", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert said in done.stderr
