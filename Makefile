@@ -7,7 +7,7 @@ PROTOS := $(wildcard proto/rami/v1/*.proto)
 GEN    := proto/rami/v1/.generated
 BUF    := tools/node_modules/.bin/buf
 
-.PHONY: install test lint buf serve bench load fuzz go-example clean
+.PHONY: install test lint buf serve bench bench-cluster load fuzz go-example clean
 
 install: $(STAMP) $(GEN)
 
@@ -62,6 +62,11 @@ $(BENCH_PEERS): $(STAMP)
 # Every figure against what bounds it, in one run (bench/results.json, docs/performance.md).
 bench: install $(BENCH_PEERS)
 	$(PY) -m bench
+
+# Several servers on one (throwaway) PostgreSQL: commands/s and CPU per command with 1, 2 and 3
+# servers, and the takeover time after SIGKILL (docs/operations.md).
+bench-cluster: install
+	$(PY) -m bench.cluster
 
 # Reliability under load and hostile input (docs/operations.md); neither is part of `make test`.
 # load: 200 tables of 4 remote bots on one rami-server process, every game to its end.

@@ -100,24 +100,39 @@ function fields(buf) {
   return out;
 }
 
-function errorReason(err) {
+// The ErrorInfo of a refusal: { reason, metadata } (reason '' when there is none).
+function errorInfo(err) {
   try {
     const [bin] = err.metadata ? err.metadata.get('grpc-status-details-bin') : [];
-    if (!bin) return '';
+    if (!bin) return { reason: '', metadata: {} };
     for (const [no, any] of fields(bin)) {
       if (no !== 3) continue; // Status.details: repeated Any
       const parts = fields(any);
       const typeUrl = parts.find(([n]) => n === 1);
       const value = parts.find(([n]) => n === 2);
       if (typeUrl && String(typeUrl[1]).endsWith('google.rpc.ErrorInfo') && value) {
-        const reason = fields(value[1]).find(([n]) => n === 1); // ErrorInfo.reason
-        if (reason) return reason[1].toString('utf8');
+        const info = { reason: '', metadata: {} };
+        for (const [n, v] of fields(value[1])) {
+          if (n === 1) info.reason = v.toString('utf8'); // ErrorInfo.reason
+          if (n === 3) {
+            // ErrorInfo.metadata: map<string, string>, each entry {1: key, 2: value}
+            const entry = fields(v);
+            const k = entry.find(([m]) => m === 1);
+            const val = entry.find(([m]) => m === 2);
+            if (k) info.metadata[k[1].toString('utf8')] = val ? val[1].toString('utf8') : '';
+          }
+        }
+        return info;
       }
     }
   } catch (e) {
     // an unreadable detail: the status code and message still say what happened
   }
-  return '';
+  return { reason: '', metadata: {} };
+}
+
+function errorReason(err) {
+  return errorInfo(err).reason;
 }
 
 // ---- arguments ----------------------------------------------------------------------------------
@@ -147,11 +162,9 @@ class Bot {
     this.tableId = tableId;
     this.name = name;
     this.opts = opts;
-    const channelOptions = { 'grpc.keepalive_time_ms': 30000 };
-    const creds = grpc.credentials.createInsecure();
-    this.lobby = new rami.LobbyService(target, creds, channelOptions);
-    this.table = new rami.TableService(target, creds, channelOptions);
-    this.rules = new rami.RulesService(target, creds, channelOptions);
+    this.home = target; // the address given: the way back when a table's owner is gone
+    this.moves = 0;
+    this.connect(target);
     this.seat = undefined;
     this.metadata = new grpc.Metadata();
     this.last = undefined; // the last update number seen on the stream
@@ -163,6 +176,38 @@ class Bot {
     this.stats = { actions: 0, lays: 0, refused: 0, aborted: 0, reconnects: 0 };
   }
 
+  // Clients of the three services at `target`.
+  connect(target) {
+    const channelOptions = { 'grpc.keepalive_time_ms': 30000 };
+    const creds = grpc.credentials.createInsecure();
+    this.at = target;
+    this.lobby = new rami.LobbyService(target, creds, channelOptions);
+    this.table = new rami.TableService(target, creds, channelOptions);
+    this.rules = new rami.RulesService(target, creds, channelOptions);
+  }
+
+  // Several servers may share one database, each playing some tables: a call for a table at a
+  // server that does not play it is refused UNAVAILABLE/TABLE_MOVED, the ErrorInfo metadata
+  // `owner` naming the one that does (none: no server holds it this moment). Follow it: call
+  // the owner from now on; go back to the address given when there is no owner, or when the
+  // owner followed can't be reached. True when the bot moved (call again).
+  follow(err) {
+    if (err.code !== grpc.status.UNAVAILABLE || this.moves >= 1000) return false;
+    const info = errorInfo(err);
+    let where;
+    if (info.reason === 'TABLE_MOVED') where = info.metadata.owner || this.home;
+    else if (this.at !== this.home) where = this.home;
+    else return false;
+    if (where === this.at && info.metadata.owner) return false;
+    this.moves += 1;
+    this.log(`table moved (${err.details}): going to ${where}`);
+    const old = [this.lobby, this.table, this.rules];
+    // Closed once the calls still on them have had their time.
+    setTimeout(() => old.forEach((c) => c.close()), 20000).unref();
+    this.connect(where);
+    return true;
+  }
+
   log(...words) {
     if (!this.opts.quiet) console.error('rami-js-bot:', ...words);
   }
@@ -170,9 +215,11 @@ class Bot {
   // One unary call, retried a few times when the server is briefly unavailable or asks us to
   // slow down (RESOURCE_EXHAUSTED). Retrying Act is safe: a command carries the number of the
   // view it was decided on, so a copy that already got through comes back ABORTED.
-  async call(client, method, request, withToken = true) {
+  // `service` is 'lobby', 'table' or 'rules': its client where the bot is now.
+  async call(service, method, request, withToken = true) {
     const once = () =>
       new Promise((resolve, reject) => {
+        const client = this[service];
         const cb = (err, resp) => (err ? reject(err) : resolve(resp));
         const deadline = { deadline: Date.now() + 15000 };
         if (withToken) client[method](request, this.metadata, deadline, cb);
@@ -182,6 +229,11 @@ class Bot {
       try {
         return await once();
       } catch (err) {
+        if (this.follow(err)) {
+          attempt = 0; // at the table's owner: the same request again
+          await new Promise((r) => setTimeout(r, 100));
+          continue;
+        }
         const transient = [grpc.status.UNAVAILABLE, grpc.status.RESOURCE_EXHAUSTED];
         if (!transient.includes(err.code) || attempt >= 5) throw err;
         await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
@@ -196,7 +248,7 @@ class Bot {
       // then choose or foresee it (docs/records.md).
       const req = { table_id: this.tableId, name: this.name, entropy: crypto.randomBytes(32) };
       if (this.opts.seat !== undefined) req.seat = this.opts.seat; // optional: unset = first free
-      const joined = await this.call(this.lobby, 'JoinTable', req, false);
+      const joined = await this.call('lobby', 'JoinTable', req, false);
       token = joined.token;
       this.seat = joined.seat;
       this.log(`joined table ${this.tableId} at seat ${this.seat}`);
@@ -238,6 +290,14 @@ class Bot {
     };
     stream.on('error', (err) => {
       if (this.done) return;
+      if (stream === this.stream && this.follow(err)) {
+        // Resumed at the table's owner, after the last update seen (not a reconnect).
+        this.stream = null;
+        if (this.last) this.last -= 1;
+        this.handled = -1;
+        setTimeout(() => this.watch(), 50);
+        return;
+      }
       const again = [
         grpc.status.UNAVAILABLE,
         grpc.status.CANCELLED,
@@ -291,7 +351,7 @@ class Bot {
   async send(view, action, safe = true) {
     const req = Object.assign({ table_id: this.tableId, number: view.number }, action);
     try {
-      const resp = await this.call(this.table, 'Act', req);
+      const resp = await this.call('table', 'Act', req);
       this.stats.actions += 1;
       this.handled = Math.max(this.handled, resp.number);
       if (resp.view.number >= this.latest.number) this.latest = resp.view;
@@ -319,13 +379,13 @@ class Bot {
   }
 
   async analyseMine() {
-    const resp = await this.call(this.table, 'AnalyseMyHand', { table_id: this.tableId });
+    const resp = await this.call('table', 'AnalyseMyHand', { table_id: this.tableId });
     return resp.analysis;
   }
 
   async analyse(view, hand) {
     const req = { variant: view.variant, options: view.options, hand, bar: view.bar };
-    const resp = await this.call(this.rules, 'AnalyseHand', req, false);
+    const resp = await this.call('rules', 'AnalyseHand', req, false);
     return resp.analysis;
   }
 
@@ -405,7 +465,7 @@ class Bot {
       if (tm.meld.cards.includes(JOKER)) continue; // keep it simple: clean melds only
       for (const card of loose) {
         if (card === JOKER) continue;
-        const check = await this.call(this.rules, 'CheckMeld', {
+        const check = await this.call('rules', 'CheckMeld', {
           cards: [...tm.meld.cards, card],
           jokers_per_meld: v.options.jokers_per_meld,
         }, false);
@@ -490,4 +550,4 @@ async function main() {
 
 if (require.main === module) main();
 
-module.exports = { Bot, errorReason, cardValue, newMeld };
+module.exports = { Bot, errorInfo, errorReason, cardValue, newMeld };

@@ -10,6 +10,13 @@ answer is lost (the server restarting, the connection dropping), the kit sends t
 again with the same id: the server applies it once and answers it as the first time, so a join
 never takes two seats and every command the server applied is acknowledged to the bot.
 
+Several servers may share one database, each playing some of its tables: a server that does
+not play the bot's table refuses its calls UNAVAILABLE/TABLE_MOVED naming the one that does
+(ErrorInfo metadata ``owner``), and the kit moves there and resumes; when that server can't be
+reached any more (or says no server holds the table this moment), it goes back to the
+``target`` it was given (a load balancer, a DNS name, or a list of servers such as
+``ipv4:10.0.0.1:50051,10.0.0.2:50051``), which sends it on to the table's next owner.
+
 Commands go on one Play stream with the updates (by default: about half the server's work
 per command), or, with ``stream=False``, as unary Act calls beside a Watch stream.
 
@@ -38,6 +45,7 @@ from rami.v1 import (
 )
 
 from .convert import action_to_request, new_request_id, view_from_proto
+from .link import moved_to
 
 __all__ = [
     "CHANNEL_OPTIONS",
@@ -76,6 +84,72 @@ _CODES = {c.value[0]: c for c in grpc.StatusCode}
 R = TypeVar("R")
 #: A command refused for its content is answered once with a safe move.
 _REFUSED = (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT)
+#: Refusals of a command on a Play stream that end the stream: the command is sent again on
+#: the next one (resumed where the table is played now).
+_ENDING = ("TABLE_MOVED", "SHUTTING_DOWN")
+
+
+#: The most times a bot moves to another server during one game (a table's owner, or back).
+_MOVES = 1000
+
+
+class _Route:
+    """The server a bot talks to: the ``target`` it was given, or the owner of its table that
+    a server named; and its stubs there."""
+
+    def __init__(
+        self,
+        target: str,
+        channel: grpc.aio.Channel | None,
+        credentials: grpc.ChannelCredentials | None,
+    ) -> None:
+        self.home = target
+        self.credentials = credentials
+        self.given = channel
+        self.at = target
+        self.moves = 0
+        self.channel = channel if channel is not None else self._open(target)
+        self._old: list[grpc.aio.Channel] = []
+        self._stubs()
+
+    def _open(self, target: str) -> grpc.aio.Channel:
+        if self.credentials is not None:
+            return grpc.aio.secure_channel(target, self.credentials, options=CHANNEL_OPTIONS)
+        return grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+
+    def _stubs(self) -> None:
+        self.table = table_service_pb2_grpc.TableServiceStub(self.channel)  # type: ignore[no-untyped-call]
+        self.lobby = lobby_service_pb2_grpc.LobbyServiceStub(self.channel)  # type: ignore[no-untyped-call]
+
+    async def follow(self, error: grpc.aio.AioRpcError) -> bool:
+        """After a failed call: move to the table's owner when the server named another
+        (TABLE_MOVED), or back to the target given when none holds it this moment or the
+        owner followed can't be reached. True when it moved: call again at once."""
+        owner = moved_to(error)
+        if owner is None:
+            if self.at == self.home or error.code() != grpc.StatusCode.UNAVAILABLE:
+                return False
+            owner = ""
+        where = owner or self.home
+        if (where == self.at and owner) or self.moves >= _MOVES:
+            return False
+        self.moves += 1
+        log.info("table moved (%s): going to %s", error.details(), where)
+        if self.channel is not self.given:
+            self._old.append(self.channel)
+        self.channel = self.given if where == self.home and self.given else self._open(where)
+        self.at = where
+        self._stubs()
+        while len(self._old) > 2:
+            await self._old.pop(0).close(None)
+        if not owner:
+            await asyncio.sleep(0.1)  # no owner yet: give the takeover a moment
+        return True
+
+    async def close(self) -> None:
+        for ch in [*self._old, self.channel]:
+            if ch is not self.given:
+                await ch.close(None)
 
 
 class CommandRefusedError(Exception):
@@ -142,25 +216,19 @@ async def play(
     """Play one game at ``table_id`` on the server at ``target`` until it is over.
 
     ``credentials`` (``grpc.ssl_channel_credentials(...)``) speak TLS to the server; without
-    them the channel is plaintext. A ``channel`` given is used as it is. ``stream``: commands
-    on the Play stream; False: unary Act calls beside a Watch stream."""
-    own = channel is None
-    if channel is not None:
-        ch = channel
-    elif credentials is not None:
-        ch = grpc.aio.secure_channel(target, credentials, options=CHANNEL_OPTIONS)
-    else:
-        ch = grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+    them the channel is plaintext. A ``channel`` given is used as it is (for the target; a
+    table's owner elsewhere gets a channel of its own). ``stream``: commands on the Play
+    stream; False: unary Act calls beside a Watch stream."""
+    route = _Route(target, channel, credentials)
     try:
         run = _play_stream if stream else _play
-        return await run(ch, table_id, decide, name, seat, token, max_reconnects)
+        return await run(route, table_id, decide, name, seat, token, max_reconnects)
     finally:
-        if own:
-            await ch.close()
+        await route.close()
 
 
 async def _play(
-    channel: grpc.aio.Channel,
+    route: _Route,
     table_id: str,
     decide: Decide,
     name: str,
@@ -168,14 +236,13 @@ async def _play(
     token: str | None,
     max_reconnects: int,
 ) -> BotResult:
-    table = table_service_pb2_grpc.TableServiceStub(channel)
     result = BotResult()
-    metadata = await _join(channel, table_id, name, seat, token, result, max_reconnects)
+    metadata = await _join(route, table_id, name, seat, token, result, max_reconnects)
     last: int | None = None
     decided = -1  # the latest update number this bot has acted on
     while True:
         try:
-            stream = table.Watch(
+            stream = route.table.Watch(
                 table_service_pb2.WatchRequest(table_id=table_id, after=last), metadata=metadata
             )
             try:
@@ -191,7 +258,7 @@ async def _play(
                     while _my_turn(view) and view.number > decided:
                         decided = view.number
                         after = await _act(
-                            table, table_id, metadata, view, decide, result, max_reconnects
+                            route, table_id, metadata, view, decide, result, max_reconnects
                         )
                         if after is None:
                             break
@@ -199,12 +266,15 @@ async def _play(
             finally:
                 stream.cancel()  # a stream left behind would count against the seat's streams
         except grpc.aio.AioRpcError as e:
-            last = await _dropped(e, result, max_reconnects, last)
+            if await route.follow(e):
+                last = last - 1 if last else last  # one early, as after a drop
+            else:
+                last = await _dropped(e, result, max_reconnects, last)
             decided = -1
 
 
 async def _join(
-    channel: grpc.aio.Channel,
+    route: _Route,
     table_id: str,
     name: str,
     seat: int | None,
@@ -214,7 +284,6 @@ async def _join(
 ) -> tuple[tuple[str, str], ...]:
     """Take a seat (or the seat of ``token``); the metadata of its commands."""
     if token is None:
-        lobby = lobby_service_pb2_grpc.LobbyServiceStub(channel)
         result.entropy = secrets.token_bytes(32)
         request = lobby_service_pb2.JoinTableRequest(
             table_id=table_id,
@@ -223,14 +292,19 @@ async def _join(
             request_id=new_request_id(),
             entropy=result.entropy,
         )
-        joined = await _sent(lambda: lobby.JoinTable(request), result, max_reconnects)
+        joined = await _sent(lambda: route.lobby.JoinTable(request), result, max_reconnects, route)
         token, result.seat = joined.token, joined.seat
         result.deal_commitment = joined.table.deal_commitment
     result.token = token
     return ((TOKEN_METADATA, token),)
 
 
-async def _sent(call: Callable[[], Awaitable[R]], result: BotResult, max_reconnects: int) -> R:
+async def _sent(
+    call: Callable[[], Awaitable[R]],
+    result: BotResult,
+    max_reconnects: int,
+    route: _Route | None = None,
+) -> R:
     """The answer of ``call()``, a call whose request carries a request id: after a failure
     that may have lost its answer, it is sent again as it is (the server applies it once, and
     answers it as the first time), with a growing pause, at most ``max_reconnects`` times."""
@@ -239,6 +313,8 @@ async def _sent(call: Callable[[], Awaitable[R]], result: BotResult, max_reconne
         try:
             return await call()
         except grpc.aio.AioRpcError as e:
+            if route is not None and await route.follow(e):
+                continue  # to the table's owner: the same call, the same id
             if e.code() not in _LOST or lost >= max_reconnects:
                 raise
             lost += 1
@@ -320,7 +396,7 @@ class _Stream:
 
 
 async def _play_stream(
-    channel: grpc.aio.Channel,
+    route: _Route,
     table_id: str,
     decide: Decide,
     name: str,
@@ -332,9 +408,8 @@ async def _play_stream(
     refusal comes on the stream (and the stream goes on). The commands a dropped stream left
     unanswered are sent again on the next, with their request ids: each is applied once, and
     answered (``accepted_before`` when the first copy got through)."""
-    table = table_service_pb2_grpc.TableServiceStub(channel)
     result = BotResult()
-    metadata = await _join(channel, table_id, name, seat, token, result, max_reconnects)
+    metadata = await _join(route, table_id, name, seat, token, result, max_reconnects)
     last: int | None = None
     decided = -1  # the latest update number this bot has acted on
     unanswered: list[_Command] = []
@@ -343,11 +418,13 @@ async def _play_stream(
         for command in unanswered:
             stream.send(command)
         result.retries += len(unanswered)
-        call = table.Play(stream.requests(), metadata=metadata)
+        call = route.table.Play(stream.requests(), metadata=metadata)
         try:
             async for msg in call:
                 kind = msg.WhichOneof("kind")
                 if kind == "refused":
+                    if msg.refused.reason in _ENDING:
+                        continue  # the stream ends: its commands go again on the next
                     command = stream.pending.pop(msg.refused.command_id, None)
                     if command is not None:
                         _refused(msg.refused, command, result, stream.send)
@@ -376,7 +453,10 @@ async def _play_stream(
                     engine_view = view_from_proto(view)
                     stream.send(_Command(view.number, engine_view, decide(engine_view)))
         except grpc.aio.AioRpcError as e:
-            last = await _dropped(e, result, max_reconnects, last)
+            if await route.follow(e):
+                last = last - 1 if last else last  # one early, as after a drop
+            else:
+                last = await _dropped(e, result, max_reconnects, last)
             unanswered = list(stream.pending.values())
             if not unanswered:
                 decided = -1  # the view it is at comes again: decided anew
@@ -396,6 +476,10 @@ def _refused(
     code = _CODES.get(refused.code, grpc.StatusCode.UNKNOWN)
     if code == grpc.StatusCode.ABORTED:
         return
+    if code == grpc.StatusCode.UNAVAILABLE and command.waits < 50:
+        command.waits += 1  # not stored (STORAGE_FAILED): the same command, a little later
+        send(command, min(1.0, 0.1 * command.waits))
+        return
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and command.waits < 50:
         command.waits += 1
         result.rate_limited += 1
@@ -411,7 +495,7 @@ def _refused(
 
 
 async def _act(
-    table: table_service_pb2_grpc.TableServiceStub,
+    route: _Route,
     table_id: str,
     metadata: tuple[tuple[str, str], ...],
     view: game_pb2.View,
@@ -426,8 +510,10 @@ async def _act(
     attempt, waits, lost = 0, 0, 0
     while attempt < 2:
         try:
-            response = await table.Act(request, metadata=metadata)
+            response = await route.table.Act(request, metadata=metadata)
         except grpc.aio.AioRpcError as e:
+            if await route.follow(e):
+                continue  # the same request, with the same id, at the table's owner
             if e.code() == grpc.StatusCode.ABORTED:
                 return None  # the game moved on: the stream brings the newer view
             if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and waits < 50:

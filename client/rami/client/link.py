@@ -7,6 +7,13 @@ and when its answer is lost with the connection it is sent again with the same i
 server applies it once. :meth:`Link.updates` watches a table and, when the connection drops,
 waits for it to come back and resumes from the last update it saw (``WatchRequest.after``),
 telling the caller through ``on_status``.
+
+Several servers may share one database, each playing some of its tables: a call for a table
+that reaches a server that does not play it is refused UNAVAILABLE/TABLE_MOVED with the
+address of the one that does (ErrorInfo metadata ``owner``). The link then moves to that
+server, and calls again there (a stream resumes after its last update); when the server it
+moved to can't be reached any more, it goes back to the address it was given, which finds the
+table's new owner.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ __all__ = [
     "LinkError",
     "Refused",
     "Unreachable",
+    "moved_to",
     "parse_address",
     "plain_error",
 ]
@@ -62,6 +70,8 @@ _LOST = {
 _RESEND = _LOST - {grpc.StatusCode.DEADLINE_EXCEEDED}
 #: The most times one call is sent again.
 _RESENDS = 10
+#: The most times a link moves to another server (a table's owner), for its whole life.
+_MOVES = 10_000
 
 R = TypeVar("R", bound=Message)
 
@@ -109,20 +119,38 @@ def parse_address(text: str) -> str:
 
 def _reason(error: grpc.aio.AioRpcError) -> str:
     """The machine-readable reason (google.rpc.ErrorInfo), when the server sent one."""
+    info = _info(error)
+    return str(info.reason) if info is not None else ""
+
+
+def moved_to(error: grpc.aio.AioRpcError) -> str | None:
+    """When a server refused a call because another server plays the table
+    (UNAVAILABLE/TABLE_MOVED): that server's ``HOST:PORT``, or '' when none does right now
+    (call again in a moment, on any server). None for any other error."""
+    if error.code() != grpc.StatusCode.UNAVAILABLE:
+        return None
+    info = _info(error)
+    if info is None or info.reason != "TABLE_MOVED":
+        return None
+    return str(info.metadata.get("owner", ""))
+
+
+def _info(error: grpc.aio.AioRpcError) -> Any:
+    """The google.rpc.ErrorInfo of a refusal, or None."""
     try:
         from google.rpc import error_details_pb2  # type: ignore[import-untyped]
         from grpc_status import rpc_status
 
         status = rpc_status.from_call(error)  # type: ignore[arg-type]
     except Exception:
-        return ""
+        return None
     if status is None:
-        return ""
+        return None
     for detail in status.details:
         info = error_details_pb2.ErrorInfo()
         if detail.Unpack(info):
-            return str(info.reason)
-    return ""
+            return info
+    return None
 
 
 def plain_error(error: grpc.aio.AioRpcError, target: str) -> LinkError:
@@ -143,13 +171,50 @@ class Link:
     """One channel to a server, with the three services' stubs."""
 
     def __init__(self, target: str, credentials: grpc.ChannelCredentials | None = None) -> None:
+        #: The address given: the one saved seats are kept under, and the way back.
         self.target = target
-        if credentials is None:
+        #: The server the link talks to now: ``target``, or a table's owner it was sent to.
+        self.at = target
+        #: Times it moved to another server.
+        self.moves = 0
+        self._credentials = credentials
+        self._old: list[grpc.aio.Channel] = []
+        self._closing: set[asyncio.Task[None]] = set()
+        self._connect(target)
+
+    def _connect(self, target: str) -> None:
+        if self._credentials is None:
             self.channel = grpc.aio.insecure_channel(target, options=_CHANNEL_OPTIONS)
         else:
-            self.channel = grpc.aio.secure_channel(target, credentials, options=_CHANNEL_OPTIONS)
+            self.channel = grpc.aio.secure_channel(
+                target, self._credentials, options=_CHANNEL_OPTIONS
+            )
+        self.at = target
         self.lobby = lobby_service_pb2_grpc.LobbyServiceStub(self.channel)  # type: ignore[no-untyped-call]
         self.table = table_service_pb2_grpc.TableServiceStub(self.channel)  # type: ignore[no-untyped-call]
+
+    def follow(self, error: grpc.aio.AioRpcError) -> bool:
+        """After a failed call: move to the table's owner when the server named another one
+        (TABLE_MOVED), or back to ``target`` when that server said none holds the table
+        right now or can't be reached; True when the link moved (call again)."""
+        owner = moved_to(error)
+        if owner is None:
+            if self.at == self.target or error.code() != grpc.StatusCode.UNAVAILABLE:
+                return False
+            owner = ""  # the owner it was sent to is gone: the address given finds the next
+        where = owner or self.target
+        if where == self.at and owner:
+            return False
+        if self.moves >= _MOVES:
+            return False
+        self.moves += 1
+        self._old.append(self.channel)
+        while len(self._old) > 2:  # calls still on an older one have had their time
+            closing = asyncio.get_running_loop().create_task(self._old.pop(0).close(None))
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
+        self._connect(where)
+        return True
 
     async def check(self, timeout: float = 5.0) -> None:
         """Make sure a Rami server answers, or raise :class:`Unreachable` (at once when the
@@ -188,16 +253,34 @@ class Link:
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
         sent = 0
+        name = self._name_of(method)
         while True:
             left = max(end - loop.time(), 0.0)
             try:
-                return await method(request, metadata=metadata, timeout=left, wait_for_ready=True)
+                return await self._now(method, name)(
+                    request, metadata=metadata, timeout=left, wait_for_ready=self.at == self.target
+                )
             except grpc.aio.AioRpcError as e:
+                if end - loop.time() > 0.5 and self.follow(e):
+                    await asyncio.sleep(0.05 if moved_to(e) else 0.2)
+                    continue
                 if resend and e.code() in _RESEND and sent < _RESENDS and end - loop.time() > 0.5:
                     sent += 1
                     await asyncio.sleep(0.2)
                     continue
                 raise plain_error(e, self.target) from None
+
+    def _name_of(self, method: Callable[..., Any]) -> tuple[str, str] | None:
+        """Which stub's method ``method`` is (so that it is called on the server the link
+        talks to when it is sent again): ("lobby" or "table", its name), or None."""
+        for stub in ("lobby", "table"):
+            for key, value in vars(getattr(self, stub)).items():
+                if value is method:
+                    return stub, key
+        return None
+
+    def _now(self, method: Callable[..., Awaitable[R]], name: tuple[str, str] | None) -> Any:
+        return method if name is None else getattr(getattr(self, name[0]), name[1])
 
     async def updates(
         self,
@@ -225,7 +308,9 @@ class Link:
             request = table_service_pb2.WatchRequest(
                 table_id=table_id, after=since, take_over=token is not None
             )
-            stream: Any = self.table.Watch(request, metadata=metadata, wait_for_ready=True)
+            stream: Any = self.table.Watch(
+                request, metadata=metadata, wait_for_ready=self.at == self.target
+            )
             first = True
             try:
                 async for msg in stream:
@@ -247,6 +332,9 @@ class Link:
                     yield msg.update
             except grpc.aio.AioRpcError as e:
                 error = plain_error(e, self.target)
+                if self.follow(e):
+                    await asyncio.sleep(0.05)
+                    continue  # resumed on the server that plays the table now
                 if isinstance(error, Refused) and error.reason == "BAD_NUMBER":
                     after = None  # the server lost updates we saw: start from a snapshot
                 elif e.code() not in _LOST and e.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
@@ -260,4 +348,7 @@ class Link:
 
     async def close(self) -> None:
         """Close the channel (every open call ends)."""
+        for old in self._old:
+            await old.close(None)
+        self._old.clear()
         await self.channel.close(None)

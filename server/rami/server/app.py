@@ -74,6 +74,8 @@ class Server:
     expiring: asyncio.Task[None] | None = None
     #: The sweep that holds each client address to its bound of connections, if any.
     sweeper: asyncio.Task[None] | None = None
+    #: Renews this server's leases and claims orphaned tables (shared storage only).
+    leasing: asyncio.Task[None] | None = None
     _stopped: bool = field(default=False)
 
     async def stop(self, grace: float = 2.0) -> None:
@@ -83,13 +85,20 @@ class Server:
         self._stopped = True
         if self.sweeper is not None:
             self.sweeper.cancel()
-        if self.expiring is not None:
-            self.expiring.cancel()
-            await asyncio.gather(self.expiring, return_exceptions=True)
+        for task in (self.expiring, self.leasing):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         for name in ("", *SERVICE_NAMES):
             await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
-        self.lobby.close()
+        shared = self.storage.lease_seconds > 0
+        # On shared storage, the tables go on on another server: their streams end
+        # TABLE_MOVED (no owner yet), and their leases end once the last appends are stored.
+        held = self.lobby.stopping()
+        for table in self.lobby.tables.values():
+            table.close(moved_to="" if shared else None)
         await self.lobby.closing()
+        await self.lobby.release(held)
         await self.grpc_server.stop(grace)
         await self.storage.close()
 
@@ -108,20 +117,24 @@ async def serve(
     tls: tuple[bytes, bytes] | None = None,
     secret_file: str | None = None,
     connections: ConnectionLimits | None = None,
+    advertise: str = "",
+    lease_seconds: float = 10.0,
 ) -> Server:
     """Start a server on ``host:port`` (port 0: any free port) and return it, bound.
 
     ``tls`` is a (private key, certificate chain) pair in PEM: the server then speaks TLS only.
     ``secret_file`` holds the server's key (``dealing.py``; by default ``db`` + ``.key``).
     ``connections``: how many connections it holds, and how long the silent ones
-    (``connections.py``).
+    (``connections.py``). On a PostgreSQL database that several servers share:
+    ``advertise``, the ``HOST:PORT`` clients should use to reach this server (by default the
+    address it listens on), named to clients of the tables it holds; ``lease_seconds``, how
+    long its lease on a table lasts unless renewed (it renews every third of that).
     """
     key = ServerKey.for_store(db, secret_file)
     limits = connections or ConnectionLimits()
     files = open_file_limit()
-    storage = await open_storage(db, summarize)
+    storage = await open_storage(db, summarize, lease_seconds=lease_seconds)
     lobby = Lobby(storage, lobby_config or LobbyConfig(), table_config or TableConfig(), key)
-    restored = await lobby.restore()
     server = grpc.aio.server(
         # Play answers a request that is no message on its stream, in words (``services``).
         interceptors=[DecodeGuard(answering={PLAY})],
@@ -149,7 +162,12 @@ async def serve(
     else:
         bound = server.add_insecure_port(address)
     if bound == 0:
+        await storage.close()
         raise OSError(f"could not listen on {host}:{port}")
+    if hasattr(storage, "address"):
+        storage.address = advertise or advertised(host, bound)
+    # Only the tables this server holds or may claim (on SQLite: every unfinished one).
+    restored = await lobby.restore()
     await server.start()
     sweeper = None
     if limits.per_address > 0:
@@ -172,8 +190,30 @@ async def serve(
         limits.handshake_seconds,
         f"{limits.idle_seconds:g} s" if limits.idle_seconds > 0 else "no time",
     )
-    expiring = asyncio.get_running_loop().create_task(lobby.expire_forever(), name="expiry")
-    return Server(server, bound, lobby, storage, health_servicer, expiring, sweeper)
+    loop = asyncio.get_running_loop()
+    expiring = loop.create_task(lobby.expire_forever(), name="expiry")
+    leasing = None
+    if storage.lease_seconds > 0:
+        log.info(
+            "leases of %g s, renewed every %g s; clients are sent to %s",
+            storage.lease_seconds,
+            storage.lease_seconds / 3,
+            getattr(storage, "address", ""),
+        )
+        leasing = loop.create_task(lobby.keep_leases(), name="leases")
+    return Server(server, bound, lobby, storage, health_servicer, expiring, sweeper, leasing)
+
+
+def advertised(host: str, port: int) -> str:
+    """The address clients are sent to by default: the one listened on (this host's name for
+    every interface, 0.0.0.0 or ::)."""
+    if host in ("0.0.0.0", "::", "[::]", ""):
+        import socket
+
+        host = socket.getfqdn()
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"{host}:{port}"
 
 
 async def run(
@@ -185,6 +225,8 @@ async def run(
     secret_file: str | None = None,
     connections: ConnectionLimits | None = None,
     table_config: TableConfig | None = None,
+    advertise: str = "",
+    lease_seconds: float = 10.0,
 ) -> None:
     """Raise the open-file limit, then serve until SIGTERM or SIGINT and shut down gracefully."""
     raise_open_file_limit()
@@ -197,6 +239,8 @@ async def run(
         tls=tls,
         secret_file=secret_file,
         connections=connections,
+        advertise=advertise,
+        lease_seconds=lease_seconds,
     )
     secure = " with TLS" if tls else ""
     print(

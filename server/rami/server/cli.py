@@ -80,6 +80,17 @@ def serve(
         help="Seconds a connection may go without any call before it is closed (0: never);"
         " an open Watch or Play stream is a call.",
     ),
+    advertise: str = typer.Option(
+        "",
+        help="With PostgreSQL: the HOST:PORT clients should use to reach this server, sent to"
+        " the clients of its tables that call another server (default: the address it listens"
+        " on; this host's name with 0.0.0.0).",
+    ),
+    lease_seconds: float = typer.Option(
+        10.0,
+        help="With PostgreSQL: seconds this server's lease on a table lasts unless renewed (it"
+        " renews every third of it); a dead server's tables are taken over after about this.",
+    ),
     watcher_queue: int = typer.Option(
         TableConfig().watcher_queue,
         min=1,
@@ -128,6 +139,18 @@ def serve(
             err=True,
         )
         raise typer.Exit(2)
+    if not 0.3 <= lease_seconds <= 3600:
+        typer.echo("rami-server: --lease-seconds is from 0.3 to 3600", err=True)
+        raise typer.Exit(2)
+    if advertise:
+        where, _, number = advertise.strip().rpartition(":")
+        if not where or not number.isdigit() or not 0 < int(number) < 65536:
+            typer.echo(
+                f"rami-server: --advertise {advertise!r} is not HOST:PORT (a port 1 to 65535)",
+                err=True,
+            )
+            raise typer.Exit(2)
+        advertise = advertise.strip()
     connections = ConnectionLimits(
         max_connections=max_connections,
         per_address=max_connections_per_address,
@@ -137,7 +160,19 @@ def serve(
     try:
         table_config = TableConfig(watcher_queue=watcher_queue, drop_grace=max(drop_grace, 0.0))
         run_loop(
-            run(host, port, db, config, tls, secret_file or None, connections, table_config), loop
+            run(
+                host,
+                port,
+                db,
+                config,
+                tls,
+                secret_file or None,
+                connections,
+                table_config,
+                advertise,
+                lease_seconds,
+            ),
+            loop,
         )
     except ImportError:
         typer.echo("rami-server: uvloop is not installed (pip install uvloop)", err=True)

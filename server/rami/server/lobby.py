@@ -3,6 +3,14 @@
 Storage is the truth about every table (``storage.py``): the lobby lists and finds tables
 there, and keeps in memory only the tables this process plays (a cache: every unfinished table
 after a restart, and finished ones that someone looked at, a bounded number of them).
+
+On storage that several servers share, a table is played by the server that holds its lease
+(``Storage.claim``): the one that created it, or the one that claimed it once its owner's lease
+ran out. The lobby loads a table only once it holds its lease, renews the leases of every table
+it holds (:meth:`Lobby.keep_leases`), claims the tables whose lease ran out, and drops a table
+whose lease it lost (a renewal finds it taken, or an append is fenced): the table's streams and
+calls then end UNAVAILABLE/TABLE_MOVED, naming the owner's address, and a call for a table
+another server holds is refused the same way.
 """
 
 from __future__ import annotations
@@ -10,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import random
 import secrets
 import time
 from collections import OrderedDict
@@ -26,7 +35,7 @@ from .limits import TimeBudget
 from .refusals import Exhausted, Invalid, NotFound, PermissionDenied, Refusal
 from .sanitize import MAX_TABLE_NAME, clean_name
 from .storage import Created, Storage, TableRow
-from .table import Checkpoints, Table, TableConfig, start_entry
+from .table import Checkpoints, Table, TableConfig, moved, start_entry
 from .tablestate import (
     OVER,
     WAITING,
@@ -159,7 +168,11 @@ class Lobby:
         self.key = key or ServerKey.ephemeral()
         #: The tables this process holds, by id.
         self.tables: dict[str, Table] = {}
-        self._loading: dict[str, asyncio.Future[Table | None]] = {}
+        self._loading: dict[str, asyncio.Future[Table | Refusal | None]] = {}
+        #: When the leases of this server's tables were last renewed (monotonic).
+        self._renewed = time.monotonic()
+        #: Set at shutdown: no more claims.
+        self._stopping = False
         self._finished: OrderedDict[str, None] = OrderedDict()
         #: Server time spent on each client's analyses, records and replays from far back
         #: (shared by every service).
@@ -167,27 +180,155 @@ class Lobby:
             config.work_share, config.work_burst, "solver, record and replay time"
         )
 
-    def _hold(self, state: TableState, checkpoints: Checkpoints | None = None) -> Table:
-        table = Table(state, self.storage, self.table_config, self.finished, checkpoints)
+    def _hold(
+        self, state: TableState, checkpoints: Checkpoints | None = None, epoch: int = 0
+    ) -> Table:
+        table = Table(
+            state,
+            self.storage,
+            self.table_config,
+            self.finished,
+            checkpoints,
+            epoch=epoch,
+            on_moved=self.moved,
+        )
         self.tables[state.table_id] = table
         return table
 
-    async def restore(self) -> int:
-        """Rebuild every unfinished table from its stored log; returns how many."""
+    async def restore(self, share: bool = False) -> int:
+        """Rebuild every unfinished table this server holds or may claim from its stored log
+        (on SQLite: every one); returns how many. ``share``: claim only this server's share
+        of them (their number over the servers holding leases now), in a random order, so
+        that the tables of a dead server spread over the survivors (what the others leave
+        is claimed at the next sweep)."""
+        ids = [t for t in await self.storage.claimable() if t not in self.tables]
+        most = len(ids)
+        if share and ids:
+            random.shuffle(ids)
+            most = -(-len(ids) // max(1, await self.storage.servers()))
         count = 0
-        for table_id in await self.storage.unfinished():
-            if await self._load(table_id) is not None:
-                count += 1
+        for table_id in ids:
+            if count >= most or self._stopping:
+                break
+            if table_id in self.tables:
+                continue
+            try:
+                if await self._load(table_id) is not None:
+                    count += 1
+            except Refusal:
+                pass  # another server claimed it first
         return count
 
+    def moved(self, table: Table, owner: str) -> None:
+        """Drop a table whose lease this server lost: its streams and calls end
+        UNAVAILABLE/TABLE_MOVED naming ``owner``, and it never acts here again."""
+        if self.tables.get(table.table_id) is table:
+            del self.tables[table.table_id]
+        self._finished.pop(table.table_id, None)
+        if table.moved_to is None:
+            log.warning(
+                "table %s: its lease was taken over; dropped (owner now: %s)",
+                table.table_id,
+                owner or "none yet",
+            )
+        table.close(moved_to=owner)
+        asyncio.get_running_loop().create_task(table.closing(), name=f"moved {table.table_id}")
+
+    def held(self) -> dict[str, int]:
+        """The leases of the tables this server holds: table id -> epoch."""
+        return {t.table_id: t.epoch for t in self.tables.values() if not t.closed}
+
+    async def renew_leases(self) -> int:
+        """Renew this server's leases in one statement, and drop the tables it lost; returns
+        how many it lost. When no renewal has got through for a whole lease (the database
+        out of reach), every table is dropped: another server may hold them by now."""
+        held = self.held()
+        try:
+            lost = await self.storage.renew(held)
+        except Exception as e:
+            if time.monotonic() - self._renewed > self.storage.lease_seconds:
+                log.error(
+                    "leases not renewed for %g s (%s): dropping every table",
+                    self.storage.lease_seconds,
+                    type(e).__name__,
+                )
+                for table in list(self.tables.values()):
+                    self.moved(table, "")
+            else:
+                log.warning("leases not renewed (%s); trying again", type(e).__name__)
+            return 0
+        self._renewed = time.monotonic()
+        for table_id in lost:
+            table = self.tables.get(table_id)
+            if table is None or table.epoch != held[table_id]:
+                continue
+            try:
+                owner = await self.storage.owner_of(table_id)
+            except Exception:
+                owner = ""
+            self.moved(table, owner)
+        return len(lost)
+
+    async def keep_leases(self) -> None:
+        """This server's task on shared storage: every third of a lease, renew the leases it
+        holds, then claim (and load) the tables whose lease ran out."""
+        seconds = self.storage.lease_seconds
+        if seconds <= 0:
+            return
+        while not self._stopping:
+            await asyncio.sleep(seconds / 3)
+            if self._stopping:
+                return
+            await self.renew_leases()
+            try:
+                await self.restore(share=True)
+            except Exception as e:
+                log.warning("could not claim orphaned tables (%s)", type(e).__name__)
+
+    def stopping(self) -> dict[str, int]:
+        """At shutdown: claim nothing more; the leases this server holds, to release once
+        their tables' last appends are stored (:meth:`release`)."""
+        self._stopping = True
+        return self.held()
+
+    async def release(self, held: dict[str, int]) -> None:
+        """At shutdown, after the last appends: end these leases (:meth:`stopping`), so that
+        other servers claim the tables at once."""
+        self._stopping = True
+        if not held or self.storage.lease_seconds <= 0:
+            return
+        try:
+            await self.storage.release(held)
+        except Exception as e:
+            log.warning("leases not released (%s): they run out", type(e).__name__)
+        else:
+            log.info("released the leases of %d tables", len(held))
+
     async def _load(self, table_id: str) -> Table | None:
-        """Load a stored table into this process (once, however many ask at the same time)."""
+        """Load a stored table into this process (once, however many ask at the same time),
+        once it holds its lease; TABLE_MOVED when another server holds it."""
         loading = self._loading.get(table_id)
         if loading is not None:
-            return await asyncio.shield(loading)
+            got = await asyncio.shield(loading)
+            if isinstance(got, Refusal):
+                raise got
+            return got
         loading = self._loading[table_id] = asyncio.get_running_loop().create_future()
-        table = None
+        table: Table | None = None
+        refusal: Refusal | None = None
         try:
+            table = self.tables.get(table_id)
+            if table is not None:
+                return table
+            if self._stopping:
+                refusal = moved(table_id, "")
+                raise refusal
+            lease = await self.storage.claim(table_id)
+            if lease is None:
+                return None
+            if lease.epoch is None:
+                refusal = moved(table_id, lease.owner)
+                raise refusal
             stored = await self.storage.load_table(table_id)
             if stored is not None:
                 c = self.table_config
@@ -201,16 +342,20 @@ class Lobby:
                 except Exception as e:
                     log_unexpected(log, f"table {table_id} could not be rebuilt; left out", e)
                 else:
-                    table = self.tables.get(table_id) or self._hold(state, checkpoints)
+                    table = self.tables.get(table_id) or self._hold(state, checkpoints, lease.epoch)
+                    if lease.epoch:
+                        log.info("table %s: claimed at epoch %d", table_id, lease.epoch)
                     if table.status in OVER:
                         self.finished(table)
                     elif state.is_full():
                         # A log from before a full table's start was stored with its last
                         # join: it starts now instead of waiting for ever.
                         _start_when_full(table)
+            if table is None and self.storage.lease_seconds > 0:
+                await self.storage.release({table_id: lease.epoch})
         finally:
             del self._loading[table_id]
-            loading.set_result(table)
+            loading.set_result(refusal if refusal is not None else table)
         return table
 
     async def create(
@@ -225,10 +370,11 @@ class Lobby:
         client: str,
         request: Mark | None = None,
         owner: str | None = None,
-    ) -> tuple[Table, str]:
+    ) -> tuple[Table | TableSummary, str]:
         """A new table and its owner's token (``owner``, or a new one). With a ``request``
         mark, a request that created a table already gets that table instead, and creates
-        nothing (``owner`` is then the token derived from its id, the same every time)."""
+        nothing (``owner`` is then the token derived from its id, the same every time); when
+        another server plays that table, as the directory lists it."""
         if request is not None:
             assert owner is not None, "a request id's owner token is derived from it"
             before = await self.storage.created_by(request.key)
@@ -286,15 +432,21 @@ class Lobby:
         # (A copy of this request that found it stored may have loaded it meanwhile.)
         return self.tables.get(table_id) or self._hold(state), owner
 
-    async def _created_before(self, before: Created, request: Mark) -> Table:
+    async def _created_before(self, before: Created, request: Mark) -> Table | TableSummary:
         """The table an earlier copy of a CreateTable request made (or REQUEST_ID_REUSED, when
-        that id made another request)."""
+        that id made another request): as the directory lists it when another server plays
+        it (the copy went to another server)."""
         if before.request.digest != request.digest:
             raise Invalid(
                 "REQUEST_ID_REUSED",
                 "this request id was used for another request: a new request needs a new id",
             )
-        return await self.get(before.table_id)
+        try:
+            return await self.get(before.table_id)
+        except Refusal as e:
+            if e.reason != "TABLE_MOVED":
+                raise
+            return await self.info(before.table_id)
 
     async def get(self, table_id: str) -> Table:
         """The table of an id (loaded from storage when this process does not hold it), or
@@ -343,7 +495,16 @@ class Lobby:
             if t is not None and not t.watchers:
                 del self.tables[old]
                 t.close()
-                asyncio.get_running_loop().create_task(t.closing(), name=f"evict {old}")
+                asyncio.get_running_loop().create_task(self._evict(t), name=f"evict {old}")
+
+    async def _evict(self, table: Table) -> None:
+        """End an evicted table's change under way, then its lease (any server may load it)."""
+        await table.closing()
+        if self.storage.lease_seconds > 0 and table.moved_to is None:
+            try:
+                await self.storage.release({table.table_id: table.epoch})
+            except Exception as e:
+                log.warning("table %s: lease not released (%s)", table.table_id, type(e).__name__)
 
     def expire_waiting(self) -> int:
         """Close every waiting table that has gone ``waiting_expiry`` seconds without a change

@@ -245,8 +245,9 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
                 else None
             ),
         )
+        summary = table.summary if isinstance(table, Table) else table
         return lobby_service_pb2.CreateTableResponse(
-            table=convert.table_info(table.summary), owner_token=owner
+            table=convert.table_info(summary), owner_token=owner
         )
 
     @unary

@@ -27,7 +27,7 @@ import asyncio
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -40,6 +40,8 @@ __all__ = [
     "Append",
     "Conflict",
     "Created",
+    "Fenced",
+    "Lease",
     "SqliteStorage",
     "Storage",
     "StoredTable",
@@ -55,6 +57,25 @@ SCHEMA_VERSION = 3
 
 class Conflict(Exception):
     """An append whose first number is not the one after the table's last stored entry."""
+
+
+class Fenced(Exception):
+    """An append by a server whose lease on the table was taken over (the table's epoch moved
+    on past the append's): it stored nothing, and this server must never act for the table
+    again. ``owner`` is the address of the server that holds the table now ('' if none)."""
+
+    def __init__(self, message: str, owner: str = "") -> None:
+        super().__init__(message)
+        self.owner = owner
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """What a claim of a table found: ``epoch`` when this server holds the table now (its
+    appends carry it), else None, and ``owner``, the address of the server that does."""
+
+    epoch: int | None
+    owner: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,10 +128,23 @@ class Append:
     options: dict[str, Any] | None
     #: When they change: every token hash that proves something at the table from now on.
     tokens: tuple[str, ...] | None = None
+    #: The epoch of the writer's lease on the table (``Storage.claim``): an append whose
+    #: epoch is not the table's stores nothing and raises :class:`Fenced`.
+    epoch: int = 0
 
 
 class Storage(Protocol):
-    """Where tables live: the directory and the logs."""
+    """Where tables live: the directory and the logs.
+
+    A table is played by one server at a time, its owner, by lease (``claim``, ``renew``,
+    ``release``): storage that one process holds alone (SQLite) grants every lease at once
+    and for ever; shared storage (PostgreSQL) keeps each table's owner, the address clients
+    should use, its lease's expiry and an epoch that moves on at every takeover, and refuses
+    an append whose epoch is not the table's (:class:`Fenced`)."""
+
+    #: Seconds a lease lasts unless renewed (0: leases never end, the storage is this
+    #: process's alone).
+    lease_seconds: float
 
     async def create_table(
         self,
@@ -150,6 +184,29 @@ class Storage(Protocol):
 
     async def token_known(self, token_hash: str) -> bool:
         """True when a token with this hash proves a seat or an ownership at some table."""
+
+    async def claim(self, table_id: str) -> Lease | None:
+        """Take the lease of a table when it is free (never held, expired, released, or held
+        by this server already): the new epoch, moved on past every earlier owner's. When
+        another server holds it, that server's address; None when no such table is stored.
+        Of servers racing to claim one free table, exactly one wins."""
+
+    async def renew(self, held: Mapping[str, int]) -> list[str]:
+        """Extend the leases this server holds (table id -> epoch), all in one statement; the
+        ids of those it no longer holds (taken over: the server must drop them)."""
+
+    async def release(self, held: Mapping[str, int]) -> None:
+        """End these leases now (table id -> epoch), so that another server may claim the
+        tables at once; leases taken over meanwhile are left alone."""
+
+    async def claimable(self) -> list[str]:
+        """The ids of the tables not over whose lease is free for this server, oldest first."""
+
+    async def owner_of(self, table_id: str) -> str:
+        """The address of the server that holds the table's lease now ('' when none does)."""
+
+    async def servers(self) -> int:
+        """How many servers hold a lease now, this one counted (at least 1)."""
 
     async def close(self) -> None:
         """Finish pending writes and close."""
@@ -293,6 +350,8 @@ class SqliteStorage:
     commits: int = 0
     #: Called just before each group commit, on the thread that writes it (tests use it).
     before_commit: Callable[[], None] | None = None
+    #: One process holds the file: every lease is its own, for ever.
+    lease_seconds: float = 0.0
 
     @classmethod
     async def open(cls, path: str, summarize: Summarize | None = None) -> SqliteStorage:
@@ -419,6 +478,26 @@ class SqliteStorage:
             self._db.execute("SELECT 1 FROM tokens WHERE token_hash = ?", (token_hash,)).fetchone()
             is not None
         )
+
+    # -- leases: this process's, every one --------------------------------------------------
+
+    async def claim(self, table_id: str) -> Lease | None:
+        return Lease(0) if await self.get_table(table_id) is not None else None
+
+    async def renew(self, held: Mapping[str, int]) -> list[str]:
+        return []
+
+    async def release(self, held: Mapping[str, int]) -> None:
+        return None
+
+    async def claimable(self) -> list[str]:
+        return await self.unfinished()
+
+    async def owner_of(self, table_id: str) -> str:
+        return ""
+
+    async def servers(self) -> int:
+        return 1
 
     # -- logs -------------------------------------------------------------------------------
 
@@ -616,13 +695,24 @@ class SqliteStorage:
         self._pool.shutdown(wait=True)
 
 
-async def open_storage(db: str, summarize: Summarize | None = None) -> Storage:
+async def open_storage(
+    db: str,
+    summarize: Summarize | None = None,
+    *,
+    server_id: str = "",
+    address: str = "",
+    lease_seconds: float = 10.0,
+) -> Storage:
     """The storage ``db`` names: a PostgreSQL database for a ``postgresql://`` (or
-    ``postgres://``) URL, else a SQLite file (``:memory:``: one that keeps nothing)."""
+    ``postgres://``) URL, else a SQLite file (``:memory:``: one that keeps nothing).
+    ``server_id``, ``address`` and ``lease_seconds``: this server's leases of the tables of a
+    shared database (see :class:`Storage`)."""
     from .storage_postgres import PostgresStorage, is_postgres_url
 
     if is_postgres_url(db):
-        return await PostgresStorage.open(db, summarize)
+        return await PostgresStorage.open(
+            db, summarize, server_id=server_id, address=address, lease_seconds=lease_seconds
+        )
     return await SqliteStorage.open(db, summarize)
 
 

@@ -14,6 +14,14 @@ first one's commit, then find the number moved on), and inserts the entries unde
 (table_id, number). A writer that is not where it thinks it is stores nothing and gets a
 :class:`Conflict`; no two writers can store the same number, nor leave a gap.
 
+Each table is played by one server at a time, by lease (schema version 2): ``rami_leases``
+names its owner (a server id, and the address its clients are sent to), the lease's expiry
+(by the database's clock) and its epoch, which ``rami_claim`` moves on at every takeover, in
+the lease and in the table's directory row. ``rami_append`` checks the writer's epoch in the
+same UPDATE as the number: an old owner whose lease was taken over stores nothing and gets
+:class:`Fenced` (with the new owner's address), whatever its clock says. Owners renew their
+leases in one statement (:meth:`PostgresStorage.renew`).
+
 The appends of one event-loop tick, across all tables, share one transaction (a group
 commit), sent as one pipeline (BEGIN, the appends, COMMIT: one round trip), each answered
 after that transaction has committed: with PostgreSQL's default ``synchronous_commit = on``,
@@ -25,14 +33,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import secrets
+import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from .entries import Mark
-from .storage import Append, Conflict, Created, StoredTable, Summarize, TableRow, _json
+from .storage import (
+    Append,
+    Conflict,
+    Created,
+    Fenced,
+    Lease,
+    StoredTable,
+    Summarize,
+    TableRow,
+    _json,
+)
 
 __all__ = [
     "PG_SCHEMA_VERSION",
@@ -43,7 +64,7 @@ __all__ = [
 ]
 
 #: The version of the PostgreSQL schema this code writes (the row of ``rami_schema``).
-PG_SCHEMA_VERSION = 1
+PG_SCHEMA_VERSION = 2
 
 #: Any server of this version that opens the database makes what is missing of it under this
 #: advisory lock, one at a time.
@@ -91,30 +112,60 @@ CREATE INDEX IF NOT EXISTS rami_tables_by_client ON rami_tables (client, status)
 CREATE UNIQUE INDEX IF NOT EXISTS rami_tables_by_request ON rami_tables (request)
     WHERE request != '';
 
--- One append: NULL once stored, else why it was not (and then it stored nothing).
+"""
+
+#: Version 2: leases. A row per table names the server that owns it (its id, and the address
+#: its clients should use), until when, and the epoch of its lease, which moves on at every
+#: takeover; the table's directory row holds the epoch too, and an append checks it, with the
+#: number, in the UPDATE that orders the table's writers.
+_SCHEMA_V2 = """
+ALTER TABLE rami_tables ADD COLUMN IF NOT EXISTS epoch BIGINT NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS rami_leases (
+    table_id TEXT PRIMARY KEY REFERENCES rami_tables (table_id),
+    owner TEXT NOT NULL,
+    address TEXT NOT NULL,
+    epoch BIGINT NOT NULL,
+    expiry TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX IF NOT EXISTS rami_leases_by_owner ON rami_leases (owner);
+-- Version 1's append checked no epoch: a server of that version can no longer write.
+DROP FUNCTION IF EXISTS rami_append(TEXT, BIGINT, TEXT, TEXT[], TEXT, TEXT, TEXT[]);
+
+-- One append: NULL once stored, else {kind, why} (and then it stored nothing): kind
+-- 'conflict' (not where it thought it was) or 'fenced' (its lease was taken over; a third
+-- element, the address of the table's owner now).
 CREATE OR REPLACE FUNCTION rami_append(
     p_table TEXT, p_first BIGINT, p_status TEXT, p_entries TEXT[],
-    p_seats TEXT, p_options TEXT, p_tokens TEXT[]
-) RETURNS TEXT LANGUAGE plpgsql AS $$
+    p_seats TEXT, p_options TEXT, p_tokens TEXT[], p_epoch BIGINT
+) RETURNS TEXT[] LANGUAGE plpgsql AS $$
 DECLARE
     n BIGINT := coalesce(array_length(p_entries, 1), 0);
     found_number BIGINT;
+    found_epoch BIGINT;
 BEGIN
-    -- The row lock of this UPDATE orders the writers of a table: a second one waits for the
-    -- first one's commit, then finds the number moved on.
+    -- The row lock of this UPDATE orders the writers of a table, and its takeovers (which
+    -- move the epoch on in this row): a second one waits for the first one's commit, then
+    -- finds the number, or the epoch, moved on.
     UPDATE rami_tables SET
         number = p_first + n - 1,
         status = p_status,
         seats = coalesce(p_seats, seats),
         options = coalesce(p_options, options)
-    WHERE table_id = p_table AND number = p_first - 1;
+    WHERE table_id = p_table AND number = p_first - 1 AND epoch = p_epoch;
     IF NOT FOUND THEN
-        SELECT number INTO found_number FROM rami_tables WHERE table_id = p_table;
+        SELECT number, epoch INTO found_number, found_epoch
+            FROM rami_tables WHERE table_id = p_table;
         IF found_number IS NULL THEN
-            RETURN format('no table %L is stored', p_table);
+            RETURN ARRAY['conflict', format('no table %L is stored', p_table)];
         END IF;
-        RETURN format('table %s: entry %s appended after entry %s',
-                      p_table, p_first, found_number);
+        IF found_epoch != p_epoch THEN
+            RETURN ARRAY['fenced',
+                format('table %s: the lease of epoch %s was taken over (epoch %s)',
+                       p_table, p_epoch, found_epoch),
+                coalesce((SELECT address FROM rami_leases WHERE table_id = p_table), '')];
+        END IF;
+        RETURN ARRAY['conflict', format('table %s: entry %s appended after entry %s',
+                                        p_table, p_first, found_number)];
     END IF;
     BEGIN
         INSERT INTO rami_entries (table_id, number, entry, status)
@@ -135,10 +186,48 @@ BEGIN
     RETURN NULL;
 END
 $$;
+
+-- A claim of a table's lease: {won, epoch, address}. It wins when the lease is free (never
+-- held, expired, released) or this server's already, or held under this server's address
+-- (by the process it replaces there: two servers can't listen at one address), and moves
+-- the epoch on, in the lease
+-- and in the directory row (whose lock orders it with the appends). Of racing claims, one
+-- wins: the others wait for its commit on the lease's key, then find the lease taken.
+-- No row: no such table.
+CREATE OR REPLACE FUNCTION rami_claim(
+    p_table TEXT, p_owner TEXT, p_address TEXT, p_seconds DOUBLE PRECISION
+) RETURNS TABLE (o_won BOOLEAN, o_epoch BIGINT, o_address TEXT) LANGUAGE plpgsql AS $$
+DECLARE
+    before BIGINT;
+    got BIGINT;
+BEGIN
+    SELECT t.epoch INTO before FROM rami_tables t WHERE t.table_id = p_table;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    INSERT INTO rami_leases AS l (table_id, owner, address, epoch, expiry)
+        VALUES (p_table, p_owner, p_address, before + 1,
+                now() + make_interval(secs => p_seconds))
+    ON CONFLICT (table_id) DO UPDATE SET
+        owner = EXCLUDED.owner,
+        address = EXCLUDED.address,
+        epoch = greatest(l.epoch, before) + 1,
+        expiry = EXCLUDED.expiry
+    WHERE l.expiry < now() OR l.owner = p_owner OR l.address = p_address
+    RETURNING l.epoch INTO got;
+    IF got IS NULL THEN
+        RETURN QUERY SELECT FALSE, l.epoch, l.address FROM rami_leases l
+            WHERE l.table_id = p_table;
+        RETURN;
+    END IF;
+    UPDATE rami_tables t SET epoch = got WHERE t.table_id = p_table;
+    RETURN QUERY SELECT TRUE, got, p_address;
+END
+$$;
 """
 
 _ROW = "table_id, spec, status, number, seats, options, created"
-_APPEND = "SELECT rami_append(%s, %s, %s, %s, %s, %s, %s)"
+_APPEND = "SELECT rami_append(%s, %s, %s, %s, %s, %s, %s, %s)"
 
 
 class PostgresUnavailable(OSError):
@@ -181,7 +270,14 @@ def _params(a: Append) -> tuple[Any, ...]:
         _json(a.seats) if changed else None,
         _json(a.options) if changed else None,
         list(a.tokens) if a.tokens is not None else None,
+        a.epoch,
     )
+
+
+def new_server_id() -> str:
+    """An id for this server process in the leases it holds: its host, process and a random
+    part (a restarted server is another owner)."""
+    return f"{socket.gethostname()}/{os.getpid()}/{secrets.token_hex(4)}"
 
 
 def _missing_driver() -> PostgresUnavailable:
@@ -200,6 +296,11 @@ class PostgresStorage:
 
     url: str
     _pool: Any
+    #: This server's id in the leases it holds, the address its clients should use, and how
+    #: long a lease lasts unless renewed.
+    server_id: str = ""
+    address: str = ""
+    lease_seconds: float = 10.0
     _pending: list[tuple[Append, asyncio.Future[None]]] = field(default_factory=list)
     _scheduled: bool = False
     _writing: asyncio.Task[None] | None = None
@@ -212,11 +313,21 @@ class PostgresStorage:
 
     @classmethod
     async def open(
-        cls, url: str, summarize: Summarize | None = None, *, pool_size: int = 4
+        cls,
+        url: str,
+        summarize: Summarize | None = None,
+        *,
+        pool_size: int = 4,
+        server_id: str = "",
+        address: str = "",
+        lease_seconds: float = 10.0,
     ) -> PostgresStorage:
         """Connect to the database at ``url`` (a libpq connection string), creating or
         migrating its schema. ``summarize`` is taken for the same call as SQLite's, unused:
-        no PostgreSQL schema before version 1 needs a log replayed."""
+        no PostgreSQL schema before version 1 needs a log replayed. ``server_id`` (a new one
+        when empty), ``address`` and ``lease_seconds``: this server's leases."""
+        if not lease_seconds > 0:
+            raise ValueError("a lease lasts more than 0 seconds")
         try:
             import psycopg
             from psycopg_pool import AsyncConnectionPool
@@ -251,7 +362,7 @@ class PostgresStorage:
         except BaseException:
             await pool.close()
             raise
-        return cls(url, pool)
+        return cls(url, pool, server_id or new_server_id(), address, lease_seconds)
 
     # -- the directory ----------------------------------------------------------------------
 
@@ -289,6 +400,12 @@ class PostgresStorage:
                         "INSERT INTO rami_tokens VALUES (%s, %s) ON CONFLICT DO NOTHING",
                         (owner, table_id),
                     )
+                # The server that creates a table holds it, at epoch 0.
+                await conn.execute(
+                    "INSERT INTO rami_leases (table_id, owner, address, epoch, expiry)"
+                    " VALUES (%s, %s, %s, 0, now() + make_interval(secs => %s))",
+                    (table_id, self.server_id, self.address, self.lease_seconds),
+                )
         except errors.UniqueViolation:
             # A request that raced its own retry (on this server or another) finds the table
             # the first one stored.
@@ -362,6 +479,78 @@ class PostgresStorage:
             )
             return await cur.fetchone() is not None
 
+    # -- leases ----------------------------------------------------------------------------
+
+    async def claim(self, table_id: str) -> Lease | None:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT o_won, o_epoch, o_address FROM rami_claim(%s, %s, %s, %s)",
+                (table_id, self.server_id, self.address, self.lease_seconds),
+            )
+            r = await cur.fetchone()
+        if r is None:
+            return None
+        return Lease(int(r[1])) if r[0] else Lease(None, r[2])
+
+    async def renew(self, held: Mapping[str, int]) -> list[str]:
+        if not held:
+            return []
+        ids, epochs = list(held), [held[t] for t in held]
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "UPDATE rami_leases l SET expiry = now() + make_interval(secs => %s)"
+                " FROM unnest(%s::text[], %s::bigint[]) AS h(table_id, epoch)"
+                " WHERE l.table_id = h.table_id AND l.epoch = h.epoch AND l.owner = %s"
+                " RETURNING l.table_id",
+                (self.lease_seconds, ids, epochs, self.server_id),
+            )
+            kept = {r[0] for r in await cur.fetchall()}
+        return [t for t in ids if t not in kept]
+
+    async def release(self, held: Mapping[str, int]) -> None:
+        if not held:
+            return
+        ids, epochs = list(held), [held[t] for t in held]
+        async with self._pool.connection() as conn:
+            await conn.execute(
+                "UPDATE rami_leases l SET expiry = '-infinity'"
+                " FROM unnest(%s::text[], %s::bigint[]) AS h(table_id, epoch)"
+                " WHERE l.table_id = h.table_id AND l.epoch = h.epoch AND l.owner = %s",
+                (ids, epochs, self.server_id),
+            )
+
+    async def claimable(self) -> list[str]:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT t.table_id FROM rami_tables t"
+                " LEFT JOIN rami_leases l ON l.table_id = t.table_id"
+                " WHERE t.status NOT IN ('finished', 'closed')"
+                " AND (l.table_id IS NULL OR l.expiry < now() OR l.owner = %s"
+                " OR l.address = %s)"
+                " ORDER BY t.created, t.seq",
+                (self.server_id, self.address),
+            )
+            return [r[0] for r in await cur.fetchall()]
+
+    async def owner_of(self, table_id: str) -> str:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT address FROM rami_leases WHERE table_id = %s AND expiry >= now()",
+                (table_id,),
+            )
+            r = await cur.fetchone()
+        return str(r[0]) if r else ""
+
+    async def servers(self) -> int:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT count(DISTINCT owner) FROM rami_leases"
+                " WHERE expiry >= now() AND owner != %s",
+                (self.server_id,),
+            )
+            r = await cur.fetchone()
+        return 1 + (int(r[0]) if r else 0)
+
     # -- logs -------------------------------------------------------------------------------
 
     async def load_table(self, table_id: str) -> StoredTable | None:
@@ -407,7 +596,7 @@ class PostgresStorage:
     async def _write(self, batch: list[tuple[Append, asyncio.Future[None]]]) -> None:
         """One transaction for the whole batch, sent with its commit in one pipeline: each
         append is stored whole or not at all (its Conflict), whatever the others do."""
-        results: list[str | None] = []
+        results: list[list[str] | None] = []
         try:
             async with self._pool.connection() as conn:
                 # BEGIN, the appends and COMMIT go out together, and the pipeline's one sync
@@ -427,7 +616,7 @@ class PostgresStorage:
                     self.after_commit()
                 for cur in cursors:
                     row = await cur.fetchone()
-                    results.append(row[0] if row else "no answer from the database")
+                    results.append(row[0] if row else ["conflict", "no answer from the database"])
         except BaseException as e:
             stored: list[bool] = [False] * len(batch)
             if isinstance(e, Exception):
@@ -452,8 +641,10 @@ class PostgresStorage:
                 continue
             if why is None:
                 done.set_result(None)
+            elif why[0] == "fenced":
+                done.set_exception(Fenced(why[1], why[2] if len(why) > 2 else ""))
             else:
-                done.set_exception(Conflict(why))
+                done.set_exception(Conflict(why[1]))
 
     async def _stored(self, batch: list[tuple[Append, asyncio.Future[None]]]) -> list[bool]:
         """For each append of a batch whose transaction failed: whether its entries are in
@@ -510,8 +701,10 @@ async def _migrate(conn: Any) -> None:
                 f" ({PG_SCHEMA_VERSION})"
             )
         # IF NOT EXISTS throughout: makes what is missing. Later versions step up from here,
-        # each in this transaction.
+        # each in this transaction: version 2 adds the leases (a table of version 1 has
+        # none: any server may claim it).
         await conn.execute(_SCHEMA)
+        await conn.execute(_SCHEMA_V2)
         await conn.execute(
             "INSERT INTO rami_schema (version) VALUES (%s)"
             " ON CONFLICT (only_row) DO UPDATE SET version = EXCLUDED.version",

@@ -62,7 +62,7 @@ from .convert import (
 )
 from .entries import Act, Chat, Entry, Join, Leave, NextDeal, Return, Start
 from .refusals import Aborted, Exhausted, Invalid, Refusal, Unavailable
-from .storage import Append, Storage
+from .storage import Append, Fenced, Storage
 from .tablestate import (
     FINISHED,
     OVER,
@@ -87,6 +87,7 @@ __all__ = [
     "Table",
     "TableConfig",
     "Watcher",
+    "moved",
     "new_seed",
     "safe_move",
     "stale",
@@ -319,8 +320,17 @@ class Table:
         config: TableConfig,
         on_finished: Callable[[Table], None] | None = None,
         checkpoints: Checkpoints | None = None,
+        epoch: int = 0,
+        on_moved: Callable[[Table, str], None] | None = None,
     ) -> None:
         self.state = state
+        #: The epoch of this server's lease on the table: every append carries it.
+        self.epoch = epoch
+        #: Called when an append finds the lease taken over, with the new owner's address.
+        self.on_moved = on_moved
+        #: Set when the table moved to another server (its address, '' when unknown): every
+        #: stream and call then ends UNAVAILABLE/TABLE_MOVED naming it.
+        self.moved_to: str | None = None
         self.storage = storage
         self.config = config
         self.on_finished = on_finished
@@ -426,9 +436,15 @@ class Table:
         result: T = await self._enqueue(Read(run))
         return result
 
+    def _gone_refusal(self) -> Refusal:
+        """What a call of a closed table is answered: the table moved, or the server stops."""
+        if self.moved_to is not None:
+            return moved(self.table_id, self.moved_to)
+        return Unavailable("SHUTTING_DOWN", "the server is shutting down")
+
     def _enqueue(self, job: Job) -> asyncio.Future[Any]:
         if self.closed:
-            raise Unavailable("SHUTTING_DOWN", "the server is shutting down")
+            raise self._gone_refusal()
         done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._queue.append((job, done))
         wake = self._wake
@@ -450,7 +466,7 @@ class Table:
             if done.cancelled():
                 continue  # its caller is gone, and it has changed nothing yet
             if self.closed:
-                done.set_exception(Unavailable("SHUTTING_DOWN", "the server is shutting down"))
+                done.set_exception(self._gone_refusal())
                 continue
             self._busy = True
             try:
@@ -460,7 +476,7 @@ class Table:
                     result = await self._change(job)
             except asyncio.CancelledError:
                 if not done.done():
-                    done.set_exception(Unavailable("SHUTTING_DOWN", "the server is shutting down"))
+                    done.set_exception(self._gone_refusal())
                 raise
             except BaseException as e:  # the caller's to answer: a refusal, or an error
                 if not done.done():
@@ -505,6 +521,21 @@ class Table:
             self._rollback(clock)
             if isinstance(e, asyncio.CancelledError):
                 raise
+            if isinstance(e, Fenced):
+                # Another server took the table over: it never acts for it here again.
+                log.warning(
+                    "table %s: updates %d to %d fenced off (%s): the table moved to %s",
+                    self.table_id,
+                    first,
+                    state.number,
+                    e,
+                    e.owner or "another server",
+                )
+                if self.on_moved is not None:
+                    self.on_moved(self, e.owner)
+                else:
+                    self.close(moved_to=e.owner)
+                raise moved(self.table_id, e.owner) from None
             log.error(
                 "table %s: storing updates %d to %d failed (%s); nothing was changed",
                 self.table_id,
@@ -583,6 +614,7 @@ class Table:
             state.directory_seats() if seated else None,
             state.options.to_dict() if seated else None,
             state.tokens() if any(isinstance(e, Join | Leave) for e in entries) else None,
+            self.epoch,
         )
 
     def _rollback(self, clock: tuple[float | None, tuple[int, int] | None]) -> None:
@@ -859,6 +891,8 @@ class Table:
                 if watcher.cut:
                     raise _cut_off(watcher, self)
                 if got is None:
+                    if self.moved_to is not None:
+                        raise moved(self.table_id, self.moved_to)
                     raise Unavailable("SHUTTING_DOWN", "the server is shutting down; resume later")
                 if got[0]:
                     watcher.last = got[0]
@@ -866,9 +900,12 @@ class Table:
         finally:
             self._remove(watcher)
 
-    def close(self) -> None:
+    def close(self, moved_to: str | None = None) -> None:
         """Stop automatic moves, refuse what is queued, and end every stream (they may resume
-        on restart). The change under way, if any, still ends (see :meth:`closing`)."""
+        on restart, or, when the table ``moved_to`` another server, there). The change under
+        way, if any, still ends (see :meth:`closing`)."""
+        if moved_to is not None and self.moved_to is None:
+            self.moved_to = moved_to
         self.closed = True
         if self._auto is not None:
             self._auto.cancel()
@@ -1024,6 +1061,21 @@ class Table:
         log.error(
             "table %s: automatic %s move failed (%s)", self.table_id, kind, type(error).__name__
         )
+
+
+def moved(table_id: str, owner: str) -> Refusal:
+    """The refusal of a call for a table this server does not hold: UNAVAILABLE/TABLE_MOVED,
+    the owner's address in the metadata (``owner``; none when no server holds it right now:
+    call again in a moment, on any server)."""
+    if owner:
+        return Unavailable(
+            "TABLE_MOVED",
+            f"table {table_id} is played by the server at {owner}: call it there",
+            owner=owner,
+        )
+    return Unavailable(
+        "TABLE_MOVED", f"table {table_id} is between servers: call again in a moment"
+    )
 
 
 def _cut_off(watcher: Watcher, table: Table) -> Refusal:

@@ -1,0 +1,86 @@
+"""The JavaScript example on several servers sharing one PostgreSQL (a real one, started by the
+tests): given a server that does not play its table, it follows TABLE_MOVED to the owner, and
+when that server is killed mid-game, it finds the table again on the survivor."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
+
+from bots_support import GAME_SECONDS
+from postgres_support import postgres_server, postgres_url  # noqa: F401  (fixtures)
+from server_support import rami_server
+
+from rami.v1 import game_pb2, lobby_service_pb2, lobby_service_pb2_grpc
+
+
+async def _table(address: str) -> str:
+    async with grpc.aio.insecure_channel(address) as channel:
+        lobby = lobby_service_pb2_grpc.LobbyServiceStub(channel)
+        created = await lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                name="js cluster",
+                variant=game_pb2.VARIANT_PORTUGUESE,
+                options=game_pb2.Options(players=2, rounds=1),
+            ),
+            timeout=10,
+        )
+        await lobby.AddBot(
+            lobby_service_pb2.AddBotRequest(table_id=created.table.table_id, policy="greedy"),
+            metadata=(("rami-token", created.owner_token),),
+            timeout=10,
+        )
+        return str(created.table.table_id)
+
+
+async def _number(address: str, table_id: str) -> tuple[int, int]:
+    async with grpc.aio.insecure_channel(address) as channel:
+        lobby = lobby_service_pb2_grpc.LobbyServiceStub(channel)
+        info = await lobby.GetTable(lobby_service_pb2.GetTableRequest(table_id=table_id))
+        return int(info.table.number), int(info.table.status)
+
+
+def test_js_bot_follows_its_table_to_the_owner_and_through_a_takeover(
+    js_bot: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = request.getfixturevalue("postgres_url")
+    key, log = tmp_path / "key", tmp_path / "servers.log"
+    args = ("--secret-file", str(key), "--lease-seconds", "1.5", "--log-level", "info")
+    with (
+        rami_server(url, log, args=args) as (proc_a, a),
+        rami_server(url, log, args=args) as (_, b),
+    ):
+        table_id = asyncio.run(_table(a))
+        cmd = ["node", str(js_bot), b, table_id, "JS", "--timeout", str(GAME_SECONDS)]
+        bot = subprocess.Popen(
+            cmd, cwd=js_bot.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            # Mid-game, the table's owner dies without a goodbye.
+            end = time.monotonic() + 30
+            while asyncio.run(_number(b, table_id))[0] < 10:
+                assert time.monotonic() < end and bot.poll() is None
+                time.sleep(0.1)
+            os.killpg(proc_a.pid, signal.SIGKILL)
+            out, err = bot.communicate(timeout=GAME_SECONDS + 15)
+        finally:
+            if bot.poll() is None:
+                bot.kill()
+                bot.wait(5)
+        assert bot.returncode == 0, f"{out}\n{err}"
+        summary = out.strip().splitlines()[-1]
+        assert "game over" in summary and re.search(r"refused 0\b", summary), summary
+        assert f"going to {a}" in err  # sent to the owner, then back when it died
+        _, status = asyncio.run(_number(b, table_id))
+        assert status == lobby_service_pb2.TABLE_STATUS_FINISHED
