@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import selectors
 import signal
@@ -130,9 +131,18 @@ async def throughput(servers: Servers, n: int, tables: int, seconds: float) -> d
     ids = [await create(addresses[i % n], rounds=50) for i in range(tables)]
     before = [cpu_seconds(p.pid) for p, _ in servers.procs]
     results: list[Any] = []
+    #: Per table, each decision's (time, seat, round, number): the view a seat decides on is
+    #: the update the other seat's command became.
+    decided: dict[str, list[tuple[float, int, int, int]]] = {t: [] for t in ids}
 
     async def bot(table_id: str, seat: int) -> None:
-        results.append(await play(home, table_id, policy_decider("greedy", seat), name=f"B{seat}"))
+        policy = policy_decider("greedy", seat)
+
+        def decide(v: Any) -> Any:
+            decided[table_id].append((time.perf_counter(), seat, v.round, v.number))
+            return policy(v)
+
+        results.append(await play(home, table_id, decide, name=f"B{seat}"))
 
     tasks = [asyncio.ensure_future(bot(t, s)) for t in ids for s in range(2)]
     started = time.perf_counter()
@@ -146,11 +156,26 @@ async def throughput(servers: Servers, n: int, tables: int, seconds: float) -> d
     # The commands the servers stored for the bots in the time measured: read from the logs.
     commands = await stored_commands(servers.url, ids)
     cpu = sum(a - b for a, b in zip(after, before, strict=True))
+    # A command's latency to the other watcher: from one seat's decision to the next seat's,
+    # at the next update, in the same round (the other seat's decision time, well under a
+    # millisecond for greedy, included).
+    waits = sorted(
+        1000 * (b[0] - a[0])
+        for calls in decided.values()
+        for a, b in itertools.pairwise(calls)
+        if a[1] != b[1] and a[2] == b[2] and b[3] == a[3] + 1
+    )
+
+    def pct(q: float) -> float:
+        return waits[min(len(waits) - 1, int(q * len(waits)))] if waits else float("nan")
+
     return {
         "servers": n,
         "commands": commands,
         "per_second": commands / elapsed,
         "cpu_ms_per_command": 1000 * cpu / max(commands, 1),
+        "p50_ms": pct(0.5),
+        "p99_ms": pct(0.99),
         "finished": len(done),
     }
 
@@ -260,11 +285,14 @@ def main(argv: list[str] | None = None) -> None:
         if pg is not None:
             pg.stop()
     print(f"{args.tables} tables of 2 remote bots, {args.seconds:g} s, lease {args.lease:g} s")
-    print(f"{'servers':>8} {'commands':>9} {'per s':>8} {'server CPU ms/command':>22}")
+    print(
+        f"{'servers':>8} {'commands':>9} {'per s':>8} {'server CPU ms/command':>22}"
+        f" {'p50 ms':>8} {'p99 ms':>8}"
+    )
     for r in rows:
         print(
             f"{r['servers']:>8} {r['commands']:>9} {r['per_second']:>8.0f}"
-            f" {r['cpu_ms_per_command']:>22.2f}"
+            f" {r['cpu_ms_per_command']:>22.2f} {r['p50_ms']:>8.1f} {r['p99_ms']:>8.1f}"
         )
     claimed = [c for c, _ in times]
     moved = [m for _, m in times]
