@@ -164,8 +164,8 @@ class Stubs:
         await self.channel.close(None)
 
 
-def _args(key: Path, lease: float) -> tuple[str, ...]:
-    return ("--secret-file", str(key), "--lease-seconds", str(lease), "--log-level", "info")
+def _args(key: Path, lease: float, *more: str) -> tuple[str, ...]:
+    return ("--secret-file", str(key), "--lease-seconds", str(lease), "--log-level", "info", *more)
 
 
 async def _create(stubs: Stubs, rounds: int = 2, bots: int = 0) -> tuple[str, str]:
@@ -397,12 +397,14 @@ async def _watch_all(home: str, table_id: str) -> list[int]:
 def test_servers_killed_mid_game_their_tables_finish_on_the_survivor(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    key, tables = tmp_path / "key", 6
+    key, tables = tmp_path / "key", 30
     logs = [tmp_path / f"s{i}.log" for i in range(3)]
+    # All 30 tables are made from one address (this test): the limit per client is lifted.
+    more = ("--max-tables-per-client", "100")
     with (
-        rami_server(postgres_url, logs[0], args=_args(key, 1.5)) as (proc_a, a),
-        rami_server(postgres_url, logs[1], args=_args(key, 1.5)) as (proc_b, b),
-        rami_server(postgres_url, logs[2], args=_args(key, 1.5)) as (_, c),
+        rami_server(postgres_url, logs[0], args=_args(key, 1.5, *more)) as (proc_a, a),
+        rami_server(postgres_url, logs[1], args=_args(key, 1.5, *more)) as (proc_b, b),
+        rami_server(postgres_url, logs[2], args=_args(key, 1.5, *more)) as (_, c),
     ):
         # What a load balancer would be: any server that answers.
         home = "ipv4:" + ",".join((a, b, c))
@@ -410,7 +412,7 @@ def test_servers_killed_mid_game_their_tables_finish_on_the_survivor(
         async def go() -> None:
             servers = [Stubs(x) for x in (a, b, c)]
             try:
-                # Placed on the server that created each: two tables each.
+                # Placed on the server that created each: ten tables each.
                 ids = [(await _create(servers[n % 3], rounds=3))[0] for n in range(tables)]
                 bots = [
                     asyncio.ensure_future(
