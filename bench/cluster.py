@@ -2,11 +2,12 @@
 
 Two measures, each bounded by count and by time:
 
-- **throughput**: 1, 2 and 3 servers on one database, ``--tables`` tables of two remote bots
-  (the bot kit, in this process, given every server's address) placed round-robin on the
-  servers, for ``--seconds``: the commands the bots had acknowledged per second, and the
-  servers' CPU time per command (user + system, from /proc: what a bigger machine scales;
-  on a small one the bots, the servers and PostgreSQL share the cores);
+- **throughput**: one server on its embedded SQLite, then 1, 2 and 3 servers on one
+  database, ``--tables`` tables of two remote bots (the bot kit, in this process, given every
+  server's address) placed round-robin on the servers, for ``--seconds``: the commands the
+  bots had acknowledged per second, the servers' CPU time per command (user + system, from
+  /proc: what a bigger machine scales; on a small one the bots, the servers and PostgreSQL
+  share the cores), and each command's latency to the other seat's watcher (p50, p99);
 - **takeover**: two servers, a table of built-in bots on the first, which is SIGKILLed: the
   time until the other server has claimed the table (its lease row names it) and until the
   game has moved on there (a new entry stored), ``--kills`` times (a new server replaces the
@@ -181,6 +182,17 @@ async def throughput(servers: Servers, n: int, tables: int, seconds: float) -> d
 
 
 async def stored_commands(url: str, ids: list[str]) -> int:
+    if not url.startswith(("postgresql://", "postgres://")):  # one server on SQLite
+        import sqlite3
+
+        with sqlite3.connect(url) as db:
+            marks = ",".join("?" * len(ids))
+            (n,) = db.execute(
+                f"SELECT count(*) FROM entries WHERE table_id IN ({marks})"
+                " AND json_extract(entry, '$.type') = 'act'",
+                ids,
+            ).fetchone()
+        return int(n)
     import psycopg
 
     async with await psycopg.AsyncConnection.connect(url) as conn:
@@ -270,6 +282,13 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             key, log = Path(tmp) / "key", Path(tmp) / "servers.log"
             rows = []
+            # One server on its embedded SQLite first, the same load: the price of PostgreSQL.
+            servers = Servers(str(Path(tmp) / "one.db"), key, args.lease, log)
+            try:
+                rows.append(asyncio.run(throughput(servers, 1, args.tables, args.seconds)))
+                rows[-1]["servers"] = "1 (SQLite)"
+            finally:
+                servers.stop()
             for n in (1, 2, 3):
                 servers = Servers(database(), key, args.lease, log)
                 try:
@@ -286,12 +305,12 @@ def main(argv: list[str] | None = None) -> None:
             pg.stop()
     print(f"{args.tables} tables of 2 remote bots, {args.seconds:g} s, lease {args.lease:g} s")
     print(
-        f"{'servers':>8} {'commands':>9} {'per s':>8} {'server CPU ms/command':>22}"
+        f"{'servers':>10} {'commands':>9} {'per s':>8} {'server CPU ms/command':>22}"
         f" {'p50 ms':>8} {'p99 ms':>8}"
     )
     for r in rows:
         print(
-            f"{r['servers']:>8} {r['commands']:>9} {r['per_second']:>8.0f}"
+            f"{r['servers']:>10} {r['commands']:>9} {r['per_second']:>8.0f}"
             f" {r['cpu_ms_per_command']:>22.2f} {r['p50_ms']:>8.1f} {r['p99_ms']:>8.1f}"
         )
     claimed = [c for c, _ in times]
