@@ -245,6 +245,21 @@ def test_undo_drops_the_last_staged_step_and_quit_asks_during_a_game(
         d.close()
 
 
+def test_leave_during_a_game_says_the_server_plays_the_seat(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "tallage", TALLAGE_HAND, "10c 5c", round_cap=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "tallage")
+        d.expect(r"It's your turn: you play first with 15 cards, without drawing\.")
+        d.type("leave")
+        d.expect(r"You left the game: the server plays your seat from now on\.")
+        d.expect(r"You are back in the lobby\.")
+    finally:
+        d.close()
+
+
 # -- item 16: a rematch after the game is over --------------------------------------------------
 
 

@@ -376,6 +376,20 @@ def test_a_hint_without_an_opening_says_what_the_hand_lacks() -> None:
     assert any("are there, but not both at once" in line for line in said), said
 
 
+def test_a_hint_short_of_the_opening_says_when_the_discard_would_open() -> None:
+    view = _engine_view("Kc Kd Kh Qd Qh Qs 10c Jc 2d 5s")  # 9♣ on the pile; 80 to open
+    analysis = game_pb2.Analysis(points_left=10, opening_value=60)
+    said = lines(hint_lines(analysis, view, LOOK))
+    assert (
+        "Your best opening is worth 60: short of 80 by 20 points, but taking 9♣ from the "
+        "discard pile opens (below)." in said
+    ), said
+    assert any(line.startswith("  you can: draw discard; lay ") for line in said), said
+    view = _engine_view("Kc Kd Kh Qd Qh Qs 10c 2d 5s")  # 9♣ opens nothing
+    said = lines(hint_lines(analysis, view, LOOK))
+    assert "Your best opening is worth 60: short of 80 by 20 points." in said, said
+
+
 def test_the_pile_follows_throws_takes_a_rebuilt_stock_and_the_view() -> None:
     pile = Pile()
     pile.apply(ev.RoundStarted(1, 0, "", C("3s"), 1))
@@ -395,6 +409,30 @@ def test_the_pile_follows_throws_takes_a_rebuilt_stock_and_the_view() -> None:
     assert text(pile.line(names, LOOK)) == "K♥ You"
     pile.sync(C("2d"))  # a view that disagrees starts the pile again from its top
     assert text(pile.line(names, LOOK)) == "2♦"
+
+
+def test_a_pile_first_seen_mid_round_does_not_call_its_bottom_card_turned_up() -> None:
+    pile = Pile()
+    pile.sync(C("8d"))  # joined (or came back) with 20 cards on the pile, 8♦ on top
+    pile.apply(ev.Discarded(1, C("10s")))
+    pile.apply(ev.Discarded(2, C("8c")))
+    names = ["You", "Sara", "Bo"]
+    assert text(pile.line(names, LOOK, size=22)) == "8♣ Bo · 10♠ Sara · 8♦ · … 19 more (pile)"
+    assert lines(pile.lines(names, LOOK, 22)) == [
+        "The discard pile (22 cards), the newest first",
+        "  8♣  discarded by Bo",
+        "  10♠ discarded by Sara",
+        "  8♦  on top when you joined",
+        "  … and 19 cards under it, from before you joined",
+    ]
+    said = lines(pile.lines(names, LOOK, 22, 4))
+    assert said[-1] == "  … and 1 older throw (no room in this window)", said
+
+
+def test_an_empty_hand_after_going_out_says_so() -> None:
+    view = _view(phase=game_pb2.PHASE_ROUND_OVER, hand=[], melds=[])
+    panel = lines([panel_fragments(view, LOOK)])
+    assert "Hand     no cards left" in panel[0].split("\n"), panel
 
 
 def test_the_toolbar_and_the_table_mark_the_dealer() -> None:

@@ -401,7 +401,10 @@ def panel_fragments(
     count = f"{len(hand)} card{'s' if len(hand) != 1 else ''}"
     order = "by rank" if by_rank else "by suit"
     note = f"({len(hand)})" if short else f" ({count}, {order}; F2 sorts)"
-    groups.append([("class:dim", note)])
+    if hand:
+        groups.append([("class:dim", note)])
+    else:  # gone out: nothing to sort
+        groups = [[("class:dim", "no cards left")]]
     out += [*_flow(groups, "  ", width - 1, pad, _label("Hand", size)), ("", "\n")]
     if staged:
         out += [*_label("Staged", size), ("class:warn", staged), ("", "\n")]

@@ -698,7 +698,16 @@ class ClientSession:
         self._left_table()
 
     async def _do_leave(self, args: str) -> None:
+        view = self.view
+        seated = self.where == PLAYING and view is not None and my_seat(view) is not None
+        game_on = view is not None and view.phase not in (
+            game_pb2.PHASE_WAITING,
+            game_pb2.PHASE_GAME_OVER,
+        )
         await self._leave()
+        if seated and game_on and not self.local:
+            back = " until you take it back (join)" if self.seats is not None else " from now on"
+            self.out.info(f"You left the game: the server plays your seat{back}.")
         self.out.info("You are back in the lobby. tables lists the tables.")
 
     async def _do_bot(self, args: str) -> None:
