@@ -290,6 +290,26 @@ def test_rematch_creates_a_table_like_the_last_and_seats_its_bots(
     assert table.options.rounds == 1 and table.options.players == 2
 
 
+def test_join_at_a_finished_table_says_the_game_is_over_and_offers_watch(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"It's your turn: take a card")
+        d.type("draw stock")
+        d.expect(r"You drew 2♠ from the stock\.")
+        d.type("declare 2s")
+        d.expect(r"Game over after 1 round: You win with 0\.")
+        d.type("leave")
+        d.expect(r"You are back in the lobby\.")
+        d.type("join 1")
+        d.expect(r"The game at that table is over: watch 1 shows how it ended\.")
+    finally:
+        d.close()
+
+
 #: Thirteen cards that make no meld together, for a second person who only draws and discards.
 LOOSE_HAND = "Ac 3c 5c 7d 9d Jd 2h 4h 6h 8s 10s Qs Kc"
 

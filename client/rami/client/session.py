@@ -950,6 +950,9 @@ class ClientSession:
             if found is None:
                 return
             table = found
+            if table.status == lobby_service_pb2.TABLE_STATUS_FINISHED:
+                name = args.split()[0]
+                raise ValueError(f"the game at that table is over: watch {name} shows how it ended")
         else:
             await self._do_tables("")
             # A seat of one's own comes first, then the newest table with a free seat.
