@@ -242,6 +242,15 @@ def test_the_panel_shows_the_melds_with_owners_and_the_sorted_hand() -> None:
     assert text(prompt_fragments(watching, LOOK)) == "watching> "
 
 
+def test_a_hand_note_broken_onto_its_own_line_lines_up_with_the_cards() -> None:
+    hand = [c + 1 for c in parse_cards("2c 4c 7c 10c 4d Jd Jd 4h 5h 9h 10h As 4s Qs Ks")]
+    panel = text(panel_fragments(_view(hand=hand, melds=[]), LOOK, width=80)).split("\n")
+    assert panel[1:3] == [
+        "Hand     2♣ 4♣ 7♣ 10♣  4♦ J♦ J♦  4♥ 5♥ 9♥ 10♥  A♠ 4♠ Q♠ K♠",
+        "         (15 cards, by suit; F2 sorts)",
+    ], panel
+
+
 def test_the_whole_table_lists_melds_and_players() -> None:
     out = lines(table_lines(_view(), ASCII, "Friday"))
     assert out[0] == 'Table "Friday" (t1)'

@@ -275,9 +275,11 @@ def _flow(
     width: int,
     indent: str = "",
     first: StyleAndTextTuples | None = None,
+    trim: bool = False,
 ) -> StyleAndTextTuples:
     """Items joined by ``sep``, starting a new line (after ``indent``) rather than running
-    past ``width``; the first line starts with ``first`` (a label) instead of the indent."""
+    past ``width``; the first line starts with ``first`` (a label) instead of the indent.
+    With ``trim``, an item that starts a new line drops its leading spaces."""
     out: StyleAndTextTuples = list(first) if first is not None else [("", indent)]
     start = used = sum(len(text) for _, text, *_ in out)
     for item in items:
@@ -285,6 +287,10 @@ def _flow(
         if used > start and used + len(sep) + size > width:
             out += [("", "\n"), ("", indent)]
             start = used = len(indent)
+            if trim and item and item[0][1].startswith(" "):  # the line starts at the indent
+                style, head, *rest = item[0]
+                size -= len(head) - len(head.lstrip(" "))
+                item = [(style, head.lstrip(" "), *rest), *item[1:]]  # type: ignore[list-item]
         elif used > start:
             out.append(("", sep))
             used += len(sep)
@@ -405,7 +411,7 @@ def panel_fragments(
         groups.append([("class:dim", note)])
     else:  # gone out: nothing to sort
         groups = [[("class:dim", "no cards left")]]
-    out += [*_flow(groups, "  ", width - 1, pad, _label("Hand", size)), ("", "\n")]
+    out += [*_flow(groups, "  ", width - 1, pad, _label("Hand", size), trim=True), ("", "\n")]
     if staged:
         out += [*_label("Staged", size), ("class:warn", staged), ("", "\n")]
     return out
