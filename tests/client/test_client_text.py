@@ -167,6 +167,11 @@ def test_the_toolbar_says_whose_turn_the_clock_the_table_and_the_players() -> No
     )
 
 
+def test_with_the_discard_staged_the_toolbar_asks_for_the_lay_that_uses_it() -> None:
+    turn = text(toolbar_fragments(_view(), LOOK, width=200, staged=True)).split("\n")[0]
+    assert turn == " Your turn: now type the lay that uses 9♣ (cancel drops it)", turn
+
+
 def test_the_toolbar_breaks_its_lines_to_fit_the_terminal() -> None:
     bar = text(toolbar_fragments(_view(), LOOK, width=80, rows=24)).split("\n")
     assert bar == [

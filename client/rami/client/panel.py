@@ -160,8 +160,9 @@ def _my_play(view: game_pb2.View) -> str:
     return f"open with melds worth {_opening_need(view)} or more if you can, then discard"
 
 
-def turn_fragments(view: game_pb2.View, look: Look) -> StyleAndTextTuples:
-    """Whose turn it is and what they are doing, in words."""
+def turn_fragments(view: game_pb2.View, look: Look, staged: bool = False) -> StyleAndTextTuples:
+    """Whose turn it is and what they are doing, in words (``staged``: a move waits for its
+    lay, as a draw from the discard does)."""
     names = seat_names(view)
     phase = view.phase
     if phase == game_pb2.PHASE_WAITING:
@@ -179,6 +180,10 @@ def turn_fragments(view: game_pb2.View, look: Look) -> StyleAndTextTuples:
         return [("class:bottom-toolbar.turn", f"Game over: {winners} {verb}")]
     if _is_my_turn(view):
         head: StyleAndTextTuples = [("class:bottom-toolbar.mine", "Your turn: ")]
+        top = card(view.discard_top)
+        if phase == game_pb2.PHASE_DRAW and staged and top is not None:
+            uses = [("", "now type the lay that uses "), *card_fragments(top, look)]
+            return [*head, *uses, ("", " (cancel drops it)")]
         if phase == game_pb2.PHASE_DRAW:
             return head + _my_draw(view, look)
         return [*head, ("", _my_play(view))]
@@ -307,16 +312,18 @@ def toolbar_fragments(
     note: str = "",
     width: int = 100,
     rows: int = 40,
+    staged: bool = False,
 ) -> StyleAndTextTuples:
     """The bottom toolbar: whose turn and the clock; the table's facts; the players (lines
-    broken to fit ``width`` columns, fewer words in a small window)."""
+    broken to fit ``width`` columns, fewer words in a small window; ``staged``: a move waits
+    for its lay)."""
     if view is None:
         return [("", note or " Not at a table: tables lists them, create starts one, help")]
     clock = clock_text(view, time.time() if now is None else now, look)
     head: StyleAndTextTuples = []
     if note:  # a lost connection matters more than anything else on the line
         head.append(("class:bottom-toolbar.turn", f"{note}   "))
-    head += turn_fragments(view, look)
+    head += turn_fragments(view, look, staged)
     if clock:
         head.append(("class:bottom-toolbar.turn", f"   {clock}"))
     out = _flow(_words(head), "", width - 1, " ", [("", " ")])

@@ -239,7 +239,12 @@ class ClientSession:
     def _toolbar(self) -> StyleAndTextTuples:
         size = self._terminal()
         return toolbar_fragments(
-            self.view, self.look, note=self.note, width=size.columns, rows=size.rows
+            self.view,
+            self.look,
+            note=self.note,
+            width=size.columns,
+            rows=size.rows,
+            staged=not self.stage.empty,
         )
 
     def _before_render(self, app: Application[str]) -> None:
