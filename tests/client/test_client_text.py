@@ -396,7 +396,7 @@ def test_a_hint_short_of_the_opening_says_when_the_discard_would_open() -> None:
     said = lines(hint_lines(analysis, view, LOOK))
     assert (
         "Your best opening is worth 60: short of 80 by 20 points, but taking 9♣ from the "
-        "discard pile opens (below)." in said
+        "discard pile lets you lay (below)." in said
     ), said
     assert any(line.startswith("  you can: draw discard; lay ") for line in said), said
     view = _engine_view("Kc Kd Kh Qd Qh Qs 10c 2d 5s")  # 9♣ opens nothing

@@ -158,8 +158,8 @@ def _why_no_melds(analysis: game_pb2.Analysis, view: View, look: Look) -> str | 
     )
 
 
-def _discard_opens(view: View) -> bool:
-    """Whether the card on the pile, taken now, makes an opening the hand alone can't."""
+def _discard_lays(view: View) -> bool:
+    """Whether the card on the pile, taken now, lets the hand lay (an opening, or a finish)."""
     if not view.my_turn or view.phase != Phase.DRAW:
         return False
     try:
@@ -179,9 +179,9 @@ def _variant_facts(analysis: game_pb2.Analysis, view: View, look: Look) -> list[
         value = analysis.opening_value
         if value:
             short = f"short of {need} by {need - value} points"
-            if _discard_opens(view) and view.discard_top is not None:
+            if _discard_lays(view) and view.discard_top is not None:
                 top = look.card_text(view.discard_top)
-                short += f", but taking {top} from the discard pile opens (below)"
+                short += f", but taking {top} from the discard pile lets you lay (below)"
             verdict = "enough to open" if analysis.can_open else short
             facts.append(f"Your best opening is worth {value}: {verdict}.")
         else:
