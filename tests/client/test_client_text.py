@@ -440,7 +440,18 @@ def test_a_pile_first_seen_mid_round_does_not_call_its_bottom_card_turned_up() -
         "  … and 19 cards under it, from before you joined",
     ]
     said = lines(pile.lines(names, LOOK, 22, 4))
-    assert said[-1] == "  … and 1 older throw (no room in this window)", said
+    assert said[-1] == "  … and 20 older throws (no room in this window)", said
+
+
+def test_a_pile_longer_than_the_throws_kept_says_how_many_more_lie_under() -> None:
+    pile = Pile()
+    pile.apply(ev.RoundStarted(1, 0, "", C("3s"), 1))
+    for i in range(35):
+        pile.apply(ev.Discarded(i % 2, C("9c" if i % 2 else "Kh")))
+    said = lines(pile.lines(["You", "Sara"], LOOK, 36))
+    assert len(said) == 32 and said[-1] == "  … and 6 older cards under them", said
+    said = lines(pile.lines(["You", "Sara"], LOOK, 36, 8))
+    assert said[-1] == "  … and 30 older throws (no room in this window)", said
 
 
 def test_an_empty_hand_after_going_out_says_so() -> None:

@@ -143,14 +143,22 @@ class Pile:
             if t.taken_by is not None:
                 row.append(("", f", taken by {_name(names, t.taken_by)}"))
             out.append(row)
-        unseen = size - len(self.on_pile())
-        if not self.throws[0].seen and unseen > 0:
-            under = f"{unseen} card{'' if unseen == 1 else 's'} under it"
-            tail = [("class:dim", f"  {look.ellipsis} and {under}, from before you joined")]
-            out.append(tail)
+        # Cards under the oldest followed: on the pile before this client followed it (a
+        # join), or older than the throws kept.
+        unseen = max(0, size - len(self.on_pile()))
+        joined = not self.throws[0].seen
+        if not (joined or len(self.throws) == KEEP):
+            unseen = 0
+        if unseen:
+            noun = "card" if unseen == 1 else "cards"
+            if joined:
+                tail = f"{unseen} {noun} under it, from before you joined"
+            else:
+                tail = f"{unseen} older {noun} under them"
+            out.append([("class:dim", f"  {look.ellipsis} and {tail}")])
         if rows and len(out) > rows:
             kept = max(1, rows - 2)  # under the heading, and above the note
-            left = len(self.throws) - kept
+            left = len(self.throws) - kept + unseen
             out = out[: 1 + kept]
             older = f"{left} older throw{'' if left == 1 else 's'}"
             out.append([("class:dim", f"  {look.ellipsis} and {older} (no room in this window)")])
