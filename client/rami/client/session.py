@@ -479,7 +479,7 @@ class ClientSession:
         return (
             f"With {text(face_down)} face down your hand is not complete: declaring shows your "
             f"13 cards to everyone, {text(face_down)} becomes an ordinary discard and play goes "
-            f"on.{hint} Type yes to declare anyway; anything else does not."
+            f"on.{hint} Type y (or yes) to declare anyway; anything else does not."
         )
 
     def _cannot(self, action: Action, view: game_pb2.View, variant: Variant) -> str:
@@ -1067,8 +1067,8 @@ class ClientSession:
             else:
                 then = "the server plays your seat from now on"
             self.ask(
-                f"The game is still on: if you quit, {then}. Type yes to quit; anything else "
-                "keeps you at the table.",
+                f"The game is still on: if you quit, {then}. Type y (or yes) to quit; "
+                "anything else keeps you at the table.",
                 "quit?",
                 "You stay at the table.",
                 self._quit,
