@@ -199,7 +199,9 @@ def test_an_incomplete_declaration_asks_before_showing_the_hand(
         d.expect(r"You drew 2♠ from the stock\.")
         d.type("declare 3d")
         d.expect(r"With 3♦ face down your hand is not complete: declaring shows your 13 cards")
-        d.expect(r"declare 2♠ would\s+be\s+complete\.\s+Type\s+yes\s+to\s+declare\s+anyway")
+        d.expect(
+            r"declare 2♠ would\s+be\s+complete\.\s+Type\s+y\s+\(or\s+yes\)\s+to\s+declare\s+anyway"
+        )
         d.type("no")
         d.expect(r"Not declared\.")
         d.type("declare 2s")
@@ -236,11 +238,26 @@ def test_undo_drops_the_last_staged_step_and_quit_asks_during_a_game(
         d.expect(r"You discarded 5♠\.")
         d.type("quit")
         d.expect(r"The game is still on: if you quit, the server plays your seat")
-        d.expect(r"Type yes to quit")
+        d.expect(r"Type y \(or yes\) to quit")
         d.type("no")
         d.expect(r"You stay at the table\.")
         d.type("table")
         d.expect(r"Tallage")
+    finally:
+        d.close()
+
+
+def test_leave_during_a_game_says_the_server_plays_the_seat(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "tallage", TALLAGE_HAND, "10c 5c", round_cap=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "tallage")
+        d.expect(r"It's your turn: you play first with 15 cards, without drawing\.")
+        d.type("leave")
+        d.expect(r"You left the game: the server plays your seat from now on\.")
+        d.expect(r"You are back in the lobby\.")
     finally:
         d.close()
 
@@ -273,6 +290,26 @@ def test_rematch_creates_a_table_like_the_last_and_seats_its_bots(
     table = stubs.lobby.GetTable(lobby_service_pb2.GetTableRequest(table_id=new_id)).table
     assert table.variant == game_pb2.VARIANT_PORTUGUESE
     assert table.options.rounds == 1 and table.options.players == 2
+
+
+def test_join_at_a_finished_table_says_the_game_is_over_and_offers_watch(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"It's your turn: take a card")
+        d.type("draw stock")
+        d.expect(r"You drew 2♠ from the stock\.")
+        d.type("declare 2s")
+        d.expect(r"Game over after 1 round: You win with 0\.")
+        d.type("leave")
+        d.expect(r"You are back in the lobby\.")
+        d.type("join 1")
+        d.expect(r"The game at that table is over: watch 1 shows how it ended\.")
+    finally:
+        d.close()
 
 
 #: Thirteen cards that make no meld together, for a second person who only draws and discards.
@@ -375,13 +412,13 @@ def test_a_question_has_its_own_prompt_until_it_is_answered(
         d.type("draw stock")
         d.expect(r"You drew 2♠ from the stock\.")
         d.type("declare 3d")
-        d.expect(r"Type yes to declare anyway; anything else does not\.")
+        d.expect(r"Type y \(or yes\) to declare anyway; anything else does not\.")
         d.expect(r"declare anyway\? \[y/N\]> ")
         d.type("n")
         d.expect(r"Not declared\.")
         d.expect(r"your turn> ")
         d.type("quit")
-        d.expect(r"Type yes to quit")
+        d.expect(r"Type y \(or yes\) to quit")
         d.expect(r"quit\? \[y/N\]> ")
         d.type("no")
         d.expect(r"You stay at the table\.")

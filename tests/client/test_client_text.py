@@ -167,6 +167,11 @@ def test_the_toolbar_says_whose_turn_the_clock_the_table_and_the_players() -> No
     )
 
 
+def test_with_the_discard_staged_the_toolbar_asks_for_the_lay_that_uses_it() -> None:
+    turn = text(toolbar_fragments(_view(), LOOK, width=200, staged=True)).split("\n")[0]
+    assert turn == " Your turn: now type the lay that uses 9♣ (cancel drops it)", turn
+
+
 def test_the_toolbar_breaks_its_lines_to_fit_the_terminal() -> None:
     bar = text(toolbar_fragments(_view(), LOOK, width=80, rows=24)).split("\n")
     assert bar == [
@@ -240,6 +245,15 @@ def test_the_panel_shows_the_melds_with_owners_and_the_sorted_hand() -> None:
     watching.ClearField("seat")
     assert "Watching as a spectator" in text(panel_fragments(watching, LOOK))
     assert text(prompt_fragments(watching, LOOK)) == "watching> "
+
+
+def test_a_hand_note_broken_onto_its_own_line_lines_up_with_the_cards() -> None:
+    hand = [c + 1 for c in parse_cards("2c 4c 7c 10c 4d Jd Jd 4h 5h 9h 10h As 4s Qs Ks")]
+    panel = text(panel_fragments(_view(hand=hand, melds=[]), LOOK, width=80)).split("\n")
+    assert panel[1:3] == [
+        "Hand     2♣ 4♣ 7♣ 10♣  4♦ J♦ J♦  4♥ 5♥ 9♥ 10♥  A♠ 4♠ Q♠ K♠",
+        "         (15 cards, by suit; F2 sorts)",
+    ], panel
 
 
 def test_the_whole_table_lists_melds_and_players() -> None:
@@ -376,6 +390,20 @@ def test_a_hint_without_an_opening_says_what_the_hand_lacks() -> None:
     assert any("are there, but not both at once" in line for line in said), said
 
 
+def test_a_hint_short_of_the_opening_says_when_the_discard_would_open() -> None:
+    view = _engine_view("Kc Kd Kh Qd Qh Qs 10c Jc 2d 5s")  # 9♣ on the pile; 80 to open
+    analysis = game_pb2.Analysis(points_left=10, opening_value=60)
+    said = lines(hint_lines(analysis, view, LOOK))
+    assert (
+        "Your best opening is worth 60: short of 80 by 20 points, but taking 9♣ from the "
+        "discard pile lets you lay (below)." in said
+    ), said
+    assert any(line.startswith("  you can: draw discard; lay ") for line in said), said
+    view = _engine_view("Kc Kd Kh Qd Qh Qs 10c 2d 5s")  # 9♣ opens nothing
+    said = lines(hint_lines(analysis, view, LOOK))
+    assert "Your best opening is worth 60: short of 80 by 20 points." in said, said
+
+
 def test_the_pile_follows_throws_takes_a_rebuilt_stock_and_the_view() -> None:
     pile = Pile()
     pile.apply(ev.RoundStarted(1, 0, "", C("3s"), 1))
@@ -395,6 +423,41 @@ def test_the_pile_follows_throws_takes_a_rebuilt_stock_and_the_view() -> None:
     assert text(pile.line(names, LOOK)) == "K♥ You"
     pile.sync(C("2d"))  # a view that disagrees starts the pile again from its top
     assert text(pile.line(names, LOOK)) == "2♦"
+
+
+def test_a_pile_first_seen_mid_round_does_not_call_its_bottom_card_turned_up() -> None:
+    pile = Pile()
+    pile.sync(C("8d"))  # joined (or came back) with 20 cards on the pile, 8♦ on top
+    pile.apply(ev.Discarded(1, C("10s")))
+    pile.apply(ev.Discarded(2, C("8c")))
+    names = ["You", "Sara", "Bo"]
+    assert text(pile.line(names, LOOK, size=22)) == "8♣ Bo · 10♠ Sara · 8♦ · … 19 more (pile)"
+    assert lines(pile.lines(names, LOOK, 22)) == [
+        "The discard pile (22 cards), the newest first",
+        "  8♣  discarded by Bo",
+        "  10♠ discarded by Sara",
+        "  8♦  on top when you joined",
+        "  … and 19 cards under it, from before you joined",
+    ]
+    said = lines(pile.lines(names, LOOK, 22, 4))
+    assert said[-1] == "  … and 20 older throws (no room in this window)", said
+
+
+def test_a_pile_longer_than_the_throws_kept_says_how_many_more_lie_under() -> None:
+    pile = Pile()
+    pile.apply(ev.RoundStarted(1, 0, "", C("3s"), 1))
+    for i in range(35):
+        pile.apply(ev.Discarded(i % 2, C("9c" if i % 2 else "Kh")))
+    said = lines(pile.lines(["You", "Sara"], LOOK, 36))
+    assert len(said) == 32 and said[-1] == "  … and 6 older cards under them", said
+    said = lines(pile.lines(["You", "Sara"], LOOK, 36, 8))
+    assert said[-1] == "  … and 30 older throws (no room in this window)", said
+
+
+def test_an_empty_hand_after_going_out_says_so() -> None:
+    view = _view(phase=game_pb2.PHASE_ROUND_OVER, hand=[], melds=[])
+    panel = lines([panel_fragments(view, LOOK)])
+    assert "Hand     no cards left" in panel[0].split("\n"), panel
 
 
 def test_the_toolbar_and_the_table_mark_the_dealer() -> None:

@@ -146,7 +146,7 @@ def test_no_color_keeps_the_symbols_and_drops_the_colours(pane: Pane) -> None:
     coloured = pane.wait_for(r"Hand\s+.*[♣♦♥♠].*\(1[34] cards, by suit", colours=True)
     assert not re.search(r"\x1b\[[0-9;]*(31|91)m", coloured)
     pane.type("quit", "Enter")
-    pane.wait_for(r"Type yes to quit")
+    pane.wait_for(r"Type y \(or yes\) to quit")
     pane.type("yes", "Enter")
 
 
@@ -193,7 +193,7 @@ def test_the_toolbar_shows_who_is_connected_as_it_changes(pane: Pane, tmp_path: 
         assert "Bruno came back." in screen
         bruno.cancel()
         pane.type("quit", "Enter")
-        pane.wait_for(r"yes to quit")  # the game is on: quit asks first
+        pane.wait_for(r"yes\) to quit")  # the game is on: quit asks first
         pane.type("yes", "Enter")
 
 

@@ -158,6 +158,16 @@ def _why_no_melds(analysis: game_pb2.Analysis, view: View, look: Look) -> str | 
     )
 
 
+def _discard_lays(view: View) -> bool:
+    """Whether the card on the pile, taken now, lets the hand lay (an opening, or a finish)."""
+    if not view.my_turn or view.phase != Phase.DRAW:
+        return False
+    try:
+        return any(isinstance(a, Draw) and a.lay is not None for a in legal_plays(view))
+    except Exception:  # a hint must never break the game
+        return False
+
+
 def _variant_facts(analysis: game_pb2.Analysis, view: View, look: Look) -> list[str]:
     facts: list[str] = []
     variant = view.variant
@@ -169,6 +179,9 @@ def _variant_facts(analysis: game_pb2.Analysis, view: View, look: Look) -> list[
         value = analysis.opening_value
         if value:
             short = f"short of {need} by {need - value} points"
+            if _discard_lays(view) and view.discard_top is not None:
+                top = look.card_text(view.discard_top)
+                short += f", but taking {top} from the discard pile lets you lay (below)"
             verdict = "enough to open" if analysis.can_open else short
             facts.append(f"Your best opening is worth {value}: {verdict}.")
         else:

@@ -160,8 +160,9 @@ def _my_play(view: game_pb2.View) -> str:
     return f"open with melds worth {_opening_need(view)} or more if you can, then discard"
 
 
-def turn_fragments(view: game_pb2.View, look: Look) -> StyleAndTextTuples:
-    """Whose turn it is and what they are doing, in words."""
+def turn_fragments(view: game_pb2.View, look: Look, staged: bool = False) -> StyleAndTextTuples:
+    """Whose turn it is and what they are doing, in words (``staged``: a move waits for its
+    lay, as a draw from the discard does)."""
     names = seat_names(view)
     phase = view.phase
     if phase == game_pb2.PHASE_WAITING:
@@ -179,6 +180,10 @@ def turn_fragments(view: game_pb2.View, look: Look) -> StyleAndTextTuples:
         return [("class:bottom-toolbar.turn", f"Game over: {winners} {verb}")]
     if _is_my_turn(view):
         head: StyleAndTextTuples = [("class:bottom-toolbar.mine", "Your turn: ")]
+        top = card(view.discard_top)
+        if phase == game_pb2.PHASE_DRAW and staged and top is not None:
+            uses = [("", "now type the lay that uses "), *card_fragments(top, look)]
+            return [*head, *uses, ("", " (cancel drops it)")]
         if phase == game_pb2.PHASE_DRAW:
             return head + _my_draw(view, look)
         return [*head, ("", _my_play(view))]
@@ -275,9 +280,11 @@ def _flow(
     width: int,
     indent: str = "",
     first: StyleAndTextTuples | None = None,
+    trim: bool = False,
 ) -> StyleAndTextTuples:
     """Items joined by ``sep``, starting a new line (after ``indent``) rather than running
-    past ``width``; the first line starts with ``first`` (a label) instead of the indent."""
+    past ``width``; the first line starts with ``first`` (a label) instead of the indent.
+    With ``trim``, an item that starts a new line drops its leading spaces."""
     out: StyleAndTextTuples = list(first) if first is not None else [("", indent)]
     start = used = sum(len(text) for _, text, *_ in out)
     for item in items:
@@ -285,6 +292,10 @@ def _flow(
         if used > start and used + len(sep) + size > width:
             out += [("", "\n"), ("", indent)]
             start = used = len(indent)
+            if trim and item and item[0][1].startswith(" "):  # the line starts at the indent
+                style, head, *rest = item[0]
+                size -= len(head) - len(head.lstrip(" "))
+                item = [(style, head.lstrip(" "), *rest), *item[1:]]  # type: ignore[list-item]
         elif used > start:
             out.append(("", sep))
             used += len(sep)
@@ -301,16 +312,18 @@ def toolbar_fragments(
     note: str = "",
     width: int = 100,
     rows: int = 40,
+    staged: bool = False,
 ) -> StyleAndTextTuples:
     """The bottom toolbar: whose turn and the clock; the table's facts; the players (lines
-    broken to fit ``width`` columns, fewer words in a small window)."""
+    broken to fit ``width`` columns, fewer words in a small window; ``staged``: a move waits
+    for its lay)."""
     if view is None:
         return [("", note or " Not at a table: tables lists them, create starts one, help")]
     clock = clock_text(view, time.time() if now is None else now, look)
     head: StyleAndTextTuples = []
     if note:  # a lost connection matters more than anything else on the line
         head.append(("class:bottom-toolbar.turn", f"{note}   "))
-    head += turn_fragments(view, look)
+    head += turn_fragments(view, look, staged)
     if clock:
         head.append(("class:bottom-toolbar.turn", f"   {clock}"))
     out = _flow(_words(head), "", width - 1, " ", [("", " ")])
@@ -401,8 +414,11 @@ def panel_fragments(
     count = f"{len(hand)} card{'s' if len(hand) != 1 else ''}"
     order = "by rank" if by_rank else "by suit"
     note = f"({len(hand)})" if short else f" ({count}, {order}; F2 sorts)"
-    groups.append([("class:dim", note)])
-    out += [*_flow(groups, "  ", width - 1, pad, _label("Hand", size)), ("", "\n")]
+    if hand:
+        groups.append([("class:dim", note)])
+    else:  # gone out: nothing to sort
+        groups = [[("class:dim", "no cards left")]]
+    out += [*_flow(groups, "  ", width - 1, pad, _label("Hand", size), trim=True), ("", "\n")]
     if staged:
         out += [*_label("Staged", size), ("class:warn", staged), ("", "\n")]
     return out

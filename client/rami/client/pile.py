@@ -35,11 +35,13 @@ SHOWN = 5
 
 @dataclass(slots=True)
 class Throw:
-    """One card that went on the pile: by whom (None: turned up), and who took it, if any."""
+    """One card that went on the pile: by whom (None: turned up, or not ``seen`` thrown: the
+    top of the pile when this client started following it), and who took it, if any."""
 
     card: Card
     by: int | None
     taken_by: int | None = None
+    seen: bool = True
 
 
 class Pile:
@@ -77,7 +79,7 @@ class Pile:
                 self.throws.clear()
         elif mine is None or mine.card != top:
             self.throws.clear()
-            self.throws.append(Throw(top, None))
+            self.throws.append(Throw(top, None, seen=False))
 
     def _top(self) -> Throw | None:
         for t in reversed(self.throws):
@@ -129,16 +131,34 @@ class Pile:
             [("class:heading", f"The discard pile ({cards}), the newest first")]
         ]
         for t in reversed(self.throws):
-            who = "turned up" if t.by is None else f"discarded by {_name(names, t.by)}"
+            if not t.seen:
+                who = "on top when you joined"
+            elif t.by is None:
+                who = "turned up"
+            else:
+                who = f"discarded by {_name(names, t.by)}"
             row: StyleAndTextTuples = [("", "  "), *card_fragments(t.card, look)]
             pad = " " * max(1, 4 - len(look.card_text(t.card)))
             row.append(("class:dim", f"{pad}{who}"))
             if t.taken_by is not None:
                 row.append(("", f", taken by {_name(names, t.taken_by)}"))
             out.append(row)
+        # Cards under the oldest followed: on the pile before this client followed it (a
+        # join), or older than the throws kept.
+        unseen = max(0, size - len(self.on_pile()))
+        joined = not self.throws[0].seen
+        if not (joined or len(self.throws) == KEEP):
+            unseen = 0
+        if unseen:
+            noun = "card" if unseen == 1 else "cards"
+            if joined:
+                tail = f"{unseen} {noun} under it, from before you joined"
+            else:
+                tail = f"{unseen} older {noun} under them"
+            out.append([("class:dim", f"  {look.ellipsis} and {tail}")])
         if rows and len(out) > rows:
             kept = max(1, rows - 2)  # under the heading, and above the note
-            left = len(out) - 1 - kept
+            left = len(self.throws) - kept + unseen
             out = out[: 1 + kept]
             older = f"{left} older throw{'' if left == 1 else 's'}"
             out.append([("class:dim", f"  {look.ellipsis} and {older} (no room in this window)")])

@@ -239,7 +239,12 @@ class ClientSession:
     def _toolbar(self) -> StyleAndTextTuples:
         size = self._terminal()
         return toolbar_fragments(
-            self.view, self.look, note=self.note, width=size.columns, rows=size.rows
+            self.view,
+            self.look,
+            note=self.note,
+            width=size.columns,
+            rows=size.rows,
+            staged=not self.stage.empty,
         )
 
     def _before_render(self, app: Application[str]) -> None:
@@ -474,7 +479,7 @@ class ClientSession:
         return (
             f"With {text(face_down)} face down your hand is not complete: declaring shows your "
             f"13 cards to everyone, {text(face_down)} becomes an ordinary discard and play goes "
-            f"on.{hint} Type yes to declare anyway; anything else does not."
+            f"on.{hint} Type y (or yes) to declare anyway; anything else does not."
         )
 
     def _cannot(self, action: Action, view: game_pb2.View, variant: Variant) -> str:
@@ -698,7 +703,16 @@ class ClientSession:
         self._left_table()
 
     async def _do_leave(self, args: str) -> None:
+        view = self.view
+        seated = self.where == PLAYING and view is not None and my_seat(view) is not None
+        game_on = view is not None and view.phase not in (
+            game_pb2.PHASE_WAITING,
+            game_pb2.PHASE_GAME_OVER,
+        )
         await self._leave()
+        if seated and game_on and not self.local:
+            back = " until you take it back (join)" if self.seats is not None else " from now on"
+            self.out.info(f"You left the game: the server plays your seat{back}.")
         self.out.info("You are back in the lobby. tables lists the tables.")
 
     async def _do_bot(self, args: str) -> None:
@@ -941,6 +955,9 @@ class ClientSession:
             if found is None:
                 return
             table = found
+            if table.status == lobby_service_pb2.TABLE_STATUS_FINISHED:
+                name = args.split()[0]
+                raise ValueError(f"the game at that table is over: watch {name} shows how it ended")
         else:
             await self._do_tables("")
             # A seat of one's own comes first, then the newest table with a free seat.
@@ -1050,8 +1067,8 @@ class ClientSession:
             else:
                 then = "the server plays your seat from now on"
             self.ask(
-                f"The game is still on: if you quit, {then}. Type yes to quit; anything else "
-                "keeps you at the table.",
+                f"The game is still on: if you quit, {then}. Type y (or yes) to quit; "
+                "anything else keeps you at the table.",
                 "quit?",
                 "You stay at the table.",
                 self._quit,
