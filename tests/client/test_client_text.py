@@ -589,3 +589,19 @@ def test_a_line_with_newlines_or_wide_characters_still_fits() -> None:
     assert rows == ["ab", "cd ef gh", "  ij"]
     rows = [text(r) for r in wrapped([("", "漢字漢字")], 3)]
     assert rows == ["漢", " 字", " 漢", " 字"]  # never stuck on a character wider than the row
+
+
+def test_the_last_rounds_payments_stay_in_the_panel_through_the_first_circuit() -> None:
+    """At 80x24 with 4 players the round's payments scroll away before your first turn of the
+    next round: the panel keeps them while every seat plays its first turn."""
+    last = game_pb2.RoundResult(round=1, winner=1, points=[47, 0, 6], totals=[47, 0, 6])
+    view = _view(phase=game_pb2.PHASE_DRAW, first_circuit=True, results=[last])
+    panel = text(panel_fragments(view, LOOK, width=80, rows=24)).split("\n")
+    (line,) = [p for p in panel if p.startswith("Round 1")]
+    assert line == "Round 1  Sara went out · paid: You 47 · Sara 0 · Strong bot 3 6", line
+    assert len(line) < 80
+    # Gone once the circuit is over, and never in a small window.
+    later = _view(phase=game_pb2.PHASE_DRAW, first_circuit=False, results=[last])
+    assert not any(p.startswith("Round") for p in text(panel_fragments(later, LOOK)).split("\n"))
+    tiny = text(panel_fragments(view, LOOK, width=60, rows=15)).split("\n")
+    assert not any(p.startswith("Round") for p in tiny)

@@ -373,6 +373,26 @@ def _table(view: game_pb2.View, look: Look, width: int, rows: int, size: int) ->
     return out
 
 
+def _last_round(view: game_pb2.View, look: Look, width: int, size: int) -> StyleAndTextTuples:
+    """The round just played, while every seat plays its first turn of the next: who went out
+    and what each paid (the round's own lines have scrolled away by then in a small window).
+    Cut to ``width`` with an ellipsis; ``scores`` has the whole sheet."""
+    if not (view.first_circuit and view.results):
+        return []
+    last = view.results[-1]
+    if last.round != view.round - 1:
+        return []
+    names = seat_names(view)
+    dot, more = (" - ", "...") if look.ascii else (" · ", "…")
+    paid = dot.join(f"{names[s]} {p}" for s, p in enumerate(last.points) if s < len(names))
+    how = f"{names[last.winner]} went out" if last.HasField("winner") else "void"
+    line = how + dot + "paid: " + paid
+    room = width - 1 - size
+    if len(line) > room:
+        line = line[: room - len(more)] + more
+    return [*_label(f"Round {last.round}", size), ("class:dim", line), ("", "\n")]
+
+
 def panel_fragments(
     view: game_pb2.View | None,
     look: Look,
@@ -404,6 +424,8 @@ def panel_fragments(
         names = seat_names(view)
         top = pile.line(names, look, width - 1 - size, view.discard_size)
         out += [*_label("Pile", size), *top, ("", "\n")]
+    if moving and rows >= 20 and not short:
+        out += _last_round(view, look, width, size)
     seat = my_seat(view)
     if seat is None:
         return [*out, *_label("Watching"), ("class:dim", "as a spectator"), ("", "\n")]
