@@ -69,6 +69,9 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
     for variant in engine.VARIANTS:
         steps[variant] = engine.bench_steps(variant, seconds=args.engine_seconds)
         fig = steps[variant]
+        if "space" not in fig:
+            _say(f"  steps {variant:<11}{fig}")
+            continue
         env = fig["env"].get("steps_per_s")
         _say(
             f"  steps {variant:<11}{fig['space']['steps_per_s']:>10,.0f} steps/s (step space), "
