@@ -105,7 +105,7 @@ class BotResult:
 
 
 def policy_decider(name: str, seed: int | str = 0) -> Decide:
-    """A decide function from one of the engine's policies (random, greedy, strong)."""
+    """A decide function from one of the engine's policies (random, greedy, strong, expert)."""
     policy = POLICIES[name]
     rng = random.Random(seed)
     return lambda v: policy(v, rng)

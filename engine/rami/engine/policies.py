@@ -441,6 +441,8 @@ def strong(v: View, rng: random.Random) -> Action:
 
 #: The expert's default budget per move, in seconds of the reference machine.
 EXPERT_BUDGET = 0.5
+#: How far a simulation plays by default: to the expert's next draw.
+EXPERT_CIRCUITS = 1
 
 #: Simulations per second of one core of the reference machine, two players (calibration:
 #: ``simulations_per_second`` in tests/engine/test_expert.py measures them again).
@@ -454,9 +456,9 @@ _POINT = 1 / 20  # a point paid, in cards
 _WIN = 8.0  # going out, in cards
 
 
-def expert_simulations(variant: str, players: int, budget: float) -> int:
-    """The simulations a decision may run for ``budget`` seconds (at least one per action)."""
-    rate = EXPERT_RATES[variant] * 3 / (players + 1)
+def expert_simulations(variant: str, players: int, budget: float, circuits: int = 1) -> int:
+    """The simulations a decision may run for ``budget`` seconds (at least one)."""
+    rate = EXPERT_RATES[variant] * 3 / (players + 1) / circuits
     return max(1, int(budget * rate))
 
 
@@ -536,23 +538,26 @@ def _value(game: Game, seat: int) -> float:
     return others - own
 
 
-def _playout(game: Game, seat: int, rng: random.Random) -> float:
-    """Play ``game`` on with strong for every seat until ``seat`` is to draw again or the
-    round is over; its value to ``seat``."""
+def _playout(game: Game, seat: int, rng: random.Random, circuits: int) -> float:
+    """Play ``game`` on with strong for every seat until ``seat`` is to draw for the
+    ``circuits``-th time or the round is over; its value to ``seat``."""
     moves = 0
+    draws = 0
     while game.phase in (Phase.DRAW, Phase.PLAY):
         if game.turn == seat and game.phase == Phase.DRAW:
-            break
+            draws += 1
+            if draws >= circuits:
+                break
         s = game.turn
         game.apply(s, strong(view(game, s), rng))
         moves += 1
-        if moves > 40 * game.players:  # the rules end every turn; this only guards a bug
+        if moves > 40 * game.players * circuits:  # the rules end every turn: a bug's guard
             raise RuntimeError("a playout that does not come back to the seat")
     return _value(game, seat)
 
 
 def expert_scores(
-    v: View, rng: random.Random, candidates: list[Action], simulations: int
+    v: View, rng: random.Random, candidates: list[Action], simulations: int, circuits: int = 1
 ) -> list[list[float]]:
     """The value of each candidate in each of the same sampled games (common to all, so that
     the comparison is not blurred by the luck of different deals)."""
@@ -566,7 +571,7 @@ def expert_scores(
         for game, seed in zip(games, seeds, strict=True):
             g = game.clone()
             g.apply(v.seat, action)
-            values.append(_playout(g, v.seat, random.Random(seed)))
+            values.append(_playout(g, v.seat, random.Random(seed), circuits))
         scores.append(values)
     return scores
 
@@ -596,6 +601,8 @@ class Expert:
     processes get it whole)."""
 
     budget: float = EXPERT_BUDGET
+    #: How far each simulation plays: to the expert's ``circuits``-th next draw.
+    circuits: int = EXPERT_CIRCUITS
 
     def __post_init__(self) -> None:
         if not (isinstance(self.budget, int | float) and self.budget > 0):
@@ -606,13 +613,14 @@ class Expert:
         candidates = expert_candidates(v, rng)
         if len(candidates) == 1:
             return candidates[0]
-        sims = expert_simulations(v.variant.id, v.players, self.budget)
-        return candidates[expert_choice(expert_scores(v, rng, candidates, sims))]
+        sims = expert_simulations(v.variant.id, v.players, self.budget, self.circuits)
+        scores = expert_scores(v, rng, candidates, sims, self.circuits)
+        return candidates[expert_choice(scores)]
 
 
-def make_expert(budget: float = EXPERT_BUDGET) -> Policy:
+def make_expert(budget: float = EXPERT_BUDGET, circuits: int = EXPERT_CIRCUITS) -> Policy:
     """The expert policy with another budget per move (seconds of the reference machine)."""
-    return Expert(budget)
+    return Expert(budget, circuits)
 
 
 #: The expert policy with the default budget.
