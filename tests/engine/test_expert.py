@@ -20,6 +20,7 @@ from rami.engine.determinize import sample_game
 from rami.engine.plays import legal_plays
 from rami.engine.policies import (
     EXPERT_BUDGET,
+    EXPERT_CIRCUITS,
     Expert,
     expert_candidates,
     expert_choice,
@@ -96,11 +97,12 @@ def test_budget_is_a_count_of_simulations() -> None:
     assert "expert" in POLICIES
     assert isinstance(POLICIES["expert"], Expert)
     assert POLICIES["expert"].budget == EXPERT_BUDGET == 0.5
+    assert POLICIES["expert"].circuits == EXPERT_CIRCUITS
     for variant in VARIANTS:
         small = expert_simulations(variant, 2, 0.05)
         assert 1 <= small < expert_simulations(variant, 2, 0.5)
         assert expert_simulations(variant, 4, 0.5) < expert_simulations(variant, 2, 0.5)
-        assert expert_simulations(variant, 2, 0.5, 2) < expert_simulations(variant, 2, 0.5)
+        assert expert_simulations(variant, 2, 0.5, 2) < expert_simulations(variant, 2, 0.5, 1)
     with pytest.raises(ValueError):
         make_expert(budget=0)
     # A value: it pickles, for the arena's worker processes.

@@ -8,6 +8,9 @@
   leaves out of melds (with the clean melds going out needs), less the expected gain of the
   next draw from the cards still unseen, plus a little of what the hand would pay if another
   player went out.
+- ``expert``: a search over determinized deals on top of strong (see ``expert`` below): the
+  candidate moves played on in games sampled from the view, within a budget per move that is
+  a fixed count of simulations.
 
 Every policy only returns actions from :func:`rami.engine.plays.legal_plays`, so it never
 plays an illegal move, and each finishes every game: the game's own caps end the rest.
@@ -427,26 +430,28 @@ def strong(v: View, rng: random.Random) -> Action:
 # candidate actions are strong's choice and the best few others (discards ranked by strong's
 # cost of the hand kept, lays by cards laid, every draw); each is tried in the same K games
 # sampled from the view (``determinize.sample_game``: the unseen cards dealt at random to the
-# other hands, the pile and the stock), played on by strong for every seat until the expert's
-# next draw (or the round's end), and valued there. A round that ended is worth what the
-# others paid less what the expert paid (in cards, a point being 1/20 of a card), plus a bonus
-# for going out (or minus it for another's finish); a round still going is worth the others'
-# strong cost of their hands less the expert's own (the solver's cards left out of melds, less
-# the expected gain of the next draw). The action of best mean is played, strong's on ties.
+# other hands, the pile and the stock), played on by strong for every seat through the
+# expert's next turn, to the draw after it (or the round's end), and valued there. A round
+# that ended is worth what the others paid less what the expert paid (in cards, a point being
+# 1/20 of a card), plus a bonus for going out (or minus it for another's finish); a round
+# still going is worth the others' strong cost of their hands less the expert's own (the
+# solver's cards left out of melds, less the expected gain of the next draw). Strong's choice
+# is left only for a clear gain (``expert_choice``).
 #
 # The work is bounded by a count of simulations, never by the clock, so a seed always gives
-# the same move on any machine: the count is the budget (seconds) times a rate measured once
-# per variant (simulations per second on one core of the reference machine, two players; a
-# simulation of n players costs about (n + 1) / 3 of a two-player one).
+# the same move on any machine and under any load: the count is the budget (seconds) times a
+# rate measured once per variant (one-circuit simulations per second on one core of the
+# reference machine, two players; a simulation of n players costs about (n + 1) / 3 of a
+# two-player one, and one of c circuits c times one of one circuit).
 
 #: The expert's default budget per move, in seconds of the reference machine.
 EXPERT_BUDGET = 0.5
-#: How far a simulation plays by default: to the expert's next draw.
-EXPERT_CIRCUITS = 1
+#: How far a simulation plays by default: through the expert's next turn, to the draw after.
+EXPERT_CIRCUITS = 2
 
 #: Simulations per second of one core of the reference machine, two players (calibration:
 #: ``simulations_per_second`` in tests/engine/test_expert.py measures them again).
-EXPERT_RATES: dict[str, float] = {"portuguese": 1200.0, "tallage": 1000.0, "simple": 700.0}
+EXPERT_RATES: dict[str, float] = {"portuguese": 1100.0, "tallage": 1000.0, "simple": 650.0}
 
 _EXPERT_CANDIDATES = 6  # most actions compared in one decision
 _EXPERT_DISCARDS = 3  # discards among them, besides strong's
@@ -456,7 +461,9 @@ _POINT = 1 / 20  # a point paid, in cards
 _WIN = 8.0  # going out, in cards
 
 
-def expert_simulations(variant: str, players: int, budget: float, circuits: int = 1) -> int:
+def expert_simulations(
+    variant: str, players: int, budget: float, circuits: int = EXPERT_CIRCUITS
+) -> int:
     """The simulations a decision may run for ``budget`` seconds (at least one)."""
     rate = EXPERT_RATES[variant] * 3 / (players + 1) / circuits
     return max(1, int(budget * rate))
@@ -557,7 +564,11 @@ def _playout(game: Game, seat: int, rng: random.Random, circuits: int) -> float:
 
 
 def expert_scores(
-    v: View, rng: random.Random, candidates: list[Action], simulations: int, circuits: int = 1
+    v: View,
+    rng: random.Random,
+    candidates: list[Action],
+    simulations: int,
+    circuits: int = EXPERT_CIRCUITS,
 ) -> list[list[float]]:
     """The value of each candidate in each of the same sampled games (common to all, so that
     the comparison is not blurred by the luck of different deals)."""
