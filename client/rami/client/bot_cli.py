@@ -90,6 +90,10 @@ def connect(
             "--unary", help="Send commands as unary Act calls beside a Watch stream, not on Play."
         ),
     ] = False,
+    expert_budget: Annotated[
+        float,
+        typer.Option(min=0.001, help="The expert's budget per move (seconds, as in arena)."),
+    ] = EXPERT_BUDGET,
 ) -> None:
     """Play one seat of a table with an engine policy until the game is over."""
     if policy not in POLICIES:
@@ -107,7 +111,9 @@ def connect(
         stream=sys.stderr,
         format="rami-bot: %(message)s",
     )
-    decide = policy_decider(policy, seed if seed is not None else f"{table}:{policy}")
+    decide = policy_decider(
+        policy, seed if seed is not None else f"{table}:{policy}", expert_budget=expert_budget
+    )
     coro = play(
         normalise_target(target),
         table,
