@@ -50,9 +50,8 @@ def play_round(variant: str, players: int, seed: int, seats: dict[int, str]) -> 
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_expert_plays_legal_moves_to_the_end(variant: str) -> None:
-    for seed in range(2):
-        game = play_round(variant, 2, seed, {0: "expert", 1: "expert"})
-        assert game.phase in (Phase.ROUND_OVER, Phase.GAME_OVER)
+    game = play_round(variant, 2, 0, {0: "expert", 1: "expert"})
+    assert game.phase in (Phase.ROUND_OVER, Phase.GAME_OVER)
     game = play_round(variant, 3, 5, {0: "expert", 2: "expert"})
     assert game.phase in (Phase.ROUND_OVER, Phase.GAME_OVER)
 
