@@ -120,3 +120,29 @@ def test_targets_get_the_default_port() -> None:
     assert normalise_target("[::1]") == "[::1]:50051"
     assert normalise_target("[::1]:7000") == "[::1]:7000"
     assert normalise_target("::1") == "[::1]:50051"
+
+
+def test_rami_bot_connect_plays_expert(tables: Tables) -> None:
+    """The expert (a tiny budget: a test, not a match) plays a whole game over the network
+    from the views it is sent: none of its moves is refused."""
+    table_id = tables.create("simple", 2, ("greedy",))
+    result = CliRunner().invoke(
+        app,
+        [
+            "connect",
+            tables.target,
+            "--table",
+            table_id,
+            "--policy",
+            "expert",
+            "--expert-budget",
+            "0.002",
+            "--timeout",
+            str(GAME_SECONDS),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    line = result.stdout.strip().splitlines()[-1]
+    pattern = r"seat 1 \(expert\): \d+ actions, 0 refused, 0 reconnects; game over"
+    assert re.match(pattern, line), line
+    _assert_finished(tables, table_id)

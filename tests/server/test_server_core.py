@@ -17,6 +17,7 @@ from storage_backends import Backend
 
 from rami.engine import POLICIES, Card, Discard, Draw, Lay, NewMeld, Options, Phase, RuleError
 from rami.engine import events as engine_events
+from rami.engine.policies import make_expert
 from rami.server.entries import (
     Act,
     AddBot,
@@ -511,6 +512,28 @@ def test_a_version_2_database_is_migrated_on_open_and_keeps_create_requests(
             (mark.key,),
         )
     db.close()
+
+
+def test_an_expert_bot_takes_a_seat_and_plays_from_its_seat_view() -> None:
+    """``expert`` is a policy AddBot accepts; from the server's own seat views (what the table
+    hands a bot) it plays legal moves (a tiny budget here: the table's is the default)."""
+    expert = make_expert(budget=0.002)
+    rng = random.Random(3)
+    state = two_player_state("tallage")
+    state.apply(Join(0, "Ana", "h0"))
+    assert state.apply(AddBot(1, "Expert bot 2", "expert")) == [
+        PlayerJoined(1, "Expert bot 2", "bot")
+    ]
+    state.apply(Start(SEED))
+    for _ in range(60):
+        g = state.game
+        assert g is not None
+        if g.phase != Phase.DRAW and g.phase != Phase.PLAY:
+            break
+        seat_view = state.seat_view(g.turn)
+        assert seat_view is not None
+        policy = expert if g.turn == 1 else POLICIES["strong"]
+        state.apply(Act(g.turn, policy(seat_view, rng)))  # raises if refused
 
 
 def test_random_games_replayed_from_their_log_give_the_same_table() -> None:

@@ -20,6 +20,7 @@ import grpc
 import typer
 
 from rami.engine import POLICIES, VARIANTS
+from rami.engine.policies import EXPERT_BUDGET, make_expert
 
 from .arena import ArenaConfig, ArenaResult, Estimate, pair_difference, parse_options, run_arena
 from .arena import summarise as summarise_arena
@@ -69,7 +70,7 @@ def format_summary(result: BotResult, policy: str) -> str:
 def connect(
     target: Annotated[str, typer.Argument(metavar="HOST[:PORT]", help="The server.")],
     table: Annotated[str, typer.Option("--table", help="The table's id.")],
-    policy: Annotated[str, typer.Option(help="random, greedy or strong.")] = "strong",
+    policy: Annotated[str, typer.Option(help="random, greedy, strong or expert.")] = "strong",
     seat: Annotated[int | None, typer.Option(help="The seat wanted (default: first free).")] = None,
     name: Annotated[str, typer.Option(help="The player's name.")] = "",
     token: Annotated[
@@ -89,6 +90,10 @@ def connect(
             "--unary", help="Send commands as unary Act calls beside a Watch stream, not on Play."
         ),
     ] = False,
+    expert_budget: Annotated[
+        float,
+        typer.Option(min=0.001, help="The expert's budget per move (seconds, as in arena)."),
+    ] = EXPERT_BUDGET,
 ) -> None:
     """Play one seat of a table with an engine policy until the game is over."""
     if policy not in POLICIES:
@@ -106,7 +111,9 @@ def connect(
         stream=sys.stderr,
         format="rami-bot: %(message)s",
     )
-    decide = policy_decider(policy, seed if seed is not None else f"{table}:{policy}")
+    decide = policy_decider(
+        policy, seed if seed is not None else f"{table}:{policy}", expert_budget=expert_budget
+    )
     coro = play(
         normalise_target(target),
         table,
@@ -197,6 +204,14 @@ def arena(
         list[str] | None, typer.Option("--option", "-o", help="A table option, name=value.")
     ] = None,
     jobs: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
+    expert_budget: Annotated[
+        float,
+        typer.Option(
+            min=0.001,
+            help="The expert's budget per move, in seconds of the reference machine (it "
+            "fixes a count of simulations: the games stay the same on any machine).",
+        ),
+    ] = EXPERT_BUDGET,
 ) -> None:
     """Play seeded games between policies in-process and print how each did."""
     if variant not in VARIANTS:
@@ -215,7 +230,8 @@ def arena(
     except Exception as e:  # a bad option or count: say which
         raise typer.BadParameter(str(e)) from None
     start = time.perf_counter()
-    result = run_arena(config, jobs=jobs)
+    chosen = {**POLICIES, "expert": make_expert(expert_budget)}
+    result = run_arena(config, jobs=jobs, policies=chosen)
     elapsed = time.perf_counter() - start
     for line in format_arena(result):
         typer.echo(line)

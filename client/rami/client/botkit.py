@@ -36,6 +36,7 @@ from typing import TypeVar
 import grpc
 
 from rami.engine import POLICIES, Action, Discard, Draw, Phase, View
+from rami.engine.policies import make_expert
 from rami.v1 import (
     game_pb2,
     lobby_service_pb2,
@@ -178,9 +179,12 @@ class BotResult:
     deal_commitment: str = ""
 
 
-def policy_decider(name: str, seed: int | str = 0) -> Decide:
-    """A decide function from one of the engine's policies (random, greedy, strong)."""
+def policy_decider(name: str, seed: int | str = 0, expert_budget: float | None = None) -> Decide:
+    """A decide function from one of the engine's policies (random, greedy, strong, expert;
+    ``expert_budget``: the expert's budget per move, when not its default)."""
     policy = POLICIES[name]
+    if name == "expert" and expert_budget is not None:
+        policy = make_expert(expert_budget)
     rng = random.Random(seed)
     return lambda v: policy(v, rng)
 

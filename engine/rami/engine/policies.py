@@ -8,6 +8,9 @@
   leaves out of melds (with the clean melds going out needs), less the expected gain of the
   next draw from the cards still unseen, plus a little of what the hand would pay if another
   player went out.
+- ``expert``: a search over determinized deals on top of strong (see ``expert`` below): the
+  candidate moves played on in games sampled from the view, within a budget per move that is
+  a fixed count of simulations.
 
 Every policy only returns actions from :func:`rami.engine.plays.legal_plays`, so it never
 plays an illegal move, and each finishes every game: the game's own caps end the rest.
@@ -15,13 +18,15 @@ plays an illegal move, and each finishes every game: the game's own caps end the
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from .actions import Action, AddToMeld, Declare, Discard, Draw, Lay, NewMeld
 from .cards import CARDS, JOKER, Card
-from .game import Phase
+from .determinize import sample_game
+from .game import Game, Phase
 from .melds import Meld, MeldError
 from .plays import discard_completions, hand_deadwood_values, lays, legal_plays
 from .solver import (
@@ -37,9 +42,20 @@ from .solver import (
     last_cards,
     portuguese_declaration,
 )
-from .views import View
+from .views import View, view
 
-__all__ = ["POLICIES", "Policy", "greedy", "random_policy", "safe_move", "strong"]
+__all__ = [
+    "EXPERT_BUDGET",
+    "POLICIES",
+    "Expert",
+    "Policy",
+    "expert",
+    "greedy",
+    "make_expert",
+    "random_policy",
+    "safe_move",
+    "strong",
+]
 
 Policy = Callable[[View, random.Random], Action]
 
@@ -408,4 +424,222 @@ def strong(v: View, rng: random.Random) -> Action:
     return Discard(found_discard[1])
 
 
-POLICIES: dict[str, Policy] = {"random": random_policy, "greedy": greedy, "strong": strong}
+# -- expert ---------------------------------------------------------------------------------
+#
+# The expert policy searches over determinized deals (perfect-information Monte Carlo): the
+# candidate actions are strong's choice and the best few others (discards ranked by strong's
+# cost of the hand kept, lays by cards laid, every draw); each is tried in the same K games
+# sampled from the view (``determinize.sample_game``: the unseen cards dealt at random to the
+# other hands, the pile and the stock), played on by strong for every seat through the
+# expert's next turn, to the draw after it (or the round's end), and valued there. A round
+# that ended is worth what the others paid less what the expert paid (in cards, a point being
+# 1/20 of a card), plus a bonus for going out (or minus it for another's finish); a round
+# still going is worth the others' strong cost of their hands less the expert's own (the
+# solver's cards left out of melds, less the expected gain of the next draw). Strong's choice
+# is left only for a clear gain (``expert_choice``).
+#
+# The work is bounded by a count of simulations, never by the clock, so a seed always gives
+# the same move on any machine and under any load: the count is the budget (seconds) times a
+# rate measured once per variant (one-circuit simulations per second on one core of the
+# reference machine, two players; a simulation of n players costs about (n + 1) / 3 of a
+# two-player one, and one of c circuits c times one of one circuit).
+
+#: The expert's default budget per move, in seconds of the reference machine.
+EXPERT_BUDGET = 0.5
+#: How far a simulation plays by default: through the expert's next turn, to the draw after.
+EXPERT_CIRCUITS = 2
+
+#: Simulations per second of one core of the reference machine, two players (calibration:
+#: ``simulations_per_second`` in tests/engine/test_expert.py measures them again).
+EXPERT_RATES: dict[str, float] = {"portuguese": 1100.0, "tallage": 1000.0, "simple": 650.0}
+
+_EXPERT_CANDIDATES = 6  # most actions compared in one decision
+_EXPERT_DISCARDS = 3  # discards among them, besides strong's
+_EXPERT_MARGIN = 0.25  # the least mean gain, in cards, to leave strong's choice
+_EXPERT_Z = 2.0  # and in standard errors of the paired mean
+_POINT = 1 / 20  # a point paid, in cards
+_WIN = 8.0  # going out, in cards
+
+
+def expert_simulations(
+    variant: str, players: int, budget: float, circuits: int = EXPERT_CIRCUITS
+) -> int:
+    """The simulations a decision may run for ``budget`` seconds (at least one)."""
+    rate = EXPERT_RATES[variant] * 3 / (players + 1) / circuits
+    return max(1, int(budget * rate))
+
+
+def _ranked_discards(judge: _Judge, hand: list[Card]) -> list[Card]:
+    """Every card of ``hand`` to discard, the cheapest first by strong's cost of the rest."""
+    keyed = []
+    for card in sorted(set(hand)):
+        rest = list(hand)
+        rest.remove(card)
+        cost, _ = judge.cost(rest)
+        if card == JOKER:
+            cost += judge.w.joker
+        if judge.w.feed and judge.feeds(card):
+            cost += judge.w.feed
+        keyed.append((cost, -judge.values[card], card))
+    return [c for _, _, c in sorted(keyed)]
+
+
+def _laid_of(action: Action) -> int:
+    if isinstance(action, Lay):
+        return _cards_laid(action)
+    if isinstance(action, Draw) and action.lay is not None:
+        return _cards_laid(action.lay)
+    return -1
+
+
+def expert_candidates(v: View, rng: random.Random) -> list[Action]:
+    """The actions the expert compares, strong's choice first; a single one when the choice
+    is forced or plain (a declaration, a finish: going out is never worse)."""
+    plays = legal_plays(v)
+    assert v.hand is not None
+    choice = strong(v, rng)
+    if len(plays) == 1 or isinstance(choice, Declare):
+        return [choice]
+    hand_after = len(v.hand) + (1 if v.phase == Phase.DRAW else 0)
+    if _laid_of(choice) == hand_after - 1:
+        return [choice]  # a whole-hand finish
+    out: list[Action] = [choice]
+    if v.phase == Phase.DRAW:
+        ranked = sorted(plays, key=lambda p: -_laid_of(p))
+    else:
+        judge = _Judge(v)
+        discards: list[Action] = [
+            Discard(c) for c in _ranked_discards(judge, list(v.hand))[: _EXPERT_DISCARDS + 1]
+        ]
+        others = sorted(
+            (p for p in plays if not isinstance(p, Discard)), key=lambda p: -_laid_of(p)
+        )
+        ranked = [*discards, *others]
+    for p in ranked:
+        if len(out) >= _EXPERT_CANDIDATES:
+            break
+        if p not in out:
+            out.append(p)
+    return out
+
+
+def _judge_cost(game: Game, seat: int) -> float:
+    sv = view(game, seat)
+    assert sv.hand is not None
+    return _Judge(sv).cost(list(sv.hand))[0]
+
+
+def _value(game: Game, seat: int) -> float:
+    """What the position is worth to ``seat`` (see above), in cards."""
+    n = game.players
+    if game.phase in (Phase.ROUND_OVER, Phase.GAME_OVER):
+        result = game.results[-1]
+        if result.winner is None:
+            return 0.0
+        paid = result.points
+        others = sum(paid[s] for s in range(n) if s != seat) / (n - 1)
+        bonus = _WIN if result.winner == seat else -_WIN / (n - 1)
+        return bonus + _POINT * (others - paid[seat])
+    own = _judge_cost(game, seat)
+    others = sum(_judge_cost(game, s) for s in range(n) if s != seat) / (n - 1)
+    return others - own
+
+
+def _playout(game: Game, seat: int, rng: random.Random, circuits: int) -> float:
+    """Play ``game`` on with strong for every seat until ``seat`` is to draw for the
+    ``circuits``-th time or the round is over; its value to ``seat``."""
+    moves = 0
+    draws = 0
+    while game.phase in (Phase.DRAW, Phase.PLAY):
+        if game.turn == seat and game.phase == Phase.DRAW:
+            draws += 1
+            if draws >= circuits:
+                break
+        s = game.turn
+        game.apply(s, strong(view(game, s), rng))
+        moves += 1
+        if moves > 40 * game.players * circuits:  # the rules end every turn: a bug's guard
+            raise RuntimeError("a playout that does not come back to the seat")
+    return _value(game, seat)
+
+
+def expert_scores(
+    v: View,
+    rng: random.Random,
+    candidates: list[Action],
+    simulations: int,
+    circuits: int = EXPERT_CIRCUITS,
+) -> list[list[float]]:
+    """The value of each candidate in each of the same sampled games (common to all, so that
+    the comparison is not blurred by the luck of different deals)."""
+    assert v.seat is not None
+    worlds = max(2, simulations // len(candidates))
+    games = [sample_game(v, rng) for _ in range(worlds)]
+    seeds = [rng.getrandbits(32) for _ in range(worlds)]
+    scores = []
+    for action in candidates:
+        values = []
+        for game, seed in zip(games, seeds, strict=True):
+            g = game.clone()
+            g.apply(v.seat, action)
+            values.append(_playout(g, v.seat, random.Random(seed), circuits))
+        scores.append(values)
+    return scores
+
+
+def expert_choice(scores: list[list[float]]) -> int:
+    """The candidate to play: the one of best mean among those whose advantage over the first
+    (strong's choice), paired game by game, is at least :data:`_EXPERT_MARGIN` and more than
+    :data:`_EXPERT_Z` standard errors; the first when none is. A few sampled games say little,
+    and strong's choice is a good one: it is left only for a clear gain."""
+    base = scores[0]
+    k = len(base)
+    best, best_mean = 0, 0.0
+    for i in range(1, len(scores)):
+        diffs = [a - b for a, b in zip(scores[i], base, strict=True)]
+        mean = math.fsum(diffs) / k
+        var = math.fsum((d - mean) ** 2 for d in diffs) / (k - 1)
+        if mean >= _EXPERT_MARGIN and mean > _EXPERT_Z * math.sqrt(var / k) and mean > best_mean:
+            best, best_mean = i, mean
+    return best
+
+
+@dataclass(frozen=True, slots=True)
+class Expert:
+    """The expert policy with ``budget`` seconds (of the reference machine) per move: the
+    count of simulations is fixed by the budget, the variant and the players, so a move
+    depends only on the view and the random source. A value (it pickles: the arena's worker
+    processes get it whole)."""
+
+    budget: float = EXPERT_BUDGET
+    #: How far each simulation plays: to the expert's ``circuits``-th next draw.
+    circuits: int = EXPERT_CIRCUITS
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.budget, int | float) and self.budget > 0):
+            raise ValueError(f"a budget is a positive number of seconds, not {self.budget!r}")
+
+    def __call__(self, v: View, rng: random.Random) -> Action:
+        """Search over determinized deals (see above)."""
+        candidates = expert_candidates(v, rng)
+        if len(candidates) == 1:
+            return candidates[0]
+        sims = expert_simulations(v.variant.id, v.players, self.budget, self.circuits)
+        scores = expert_scores(v, rng, candidates, sims, self.circuits)
+        return candidates[expert_choice(scores)]
+
+
+def make_expert(budget: float = EXPERT_BUDGET, circuits: int = EXPERT_CIRCUITS) -> Policy:
+    """The expert policy with another budget per move (seconds of the reference machine)."""
+    return Expert(budget, circuits)
+
+
+#: The expert policy with the default budget.
+expert = make_expert()
+
+POLICIES: dict[str, Policy] = {
+    "random": random_policy,
+    "greedy": greedy,
+    "strong": strong,
+    "expert": expert,
+}

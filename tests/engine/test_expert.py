@@ -1,0 +1,116 @@
+"""The expert policy (``rami.engine.policies``): PIMC over sampled deals.
+
+- whole games with expert seats, in every variant, with a tiny budget: every action it returns
+  is accepted by the game (none refused) and the game ends;
+- a move depends only on the view and the seed (the budget fixes a count of simulations, not
+  a time), and never on the hidden cards: two games that differ only in what the seat cannot
+  see get the same move from the same seed;
+- it is registered in ``POLICIES``, and its budget is an option.
+"""
+
+from __future__ import annotations
+
+import pickle
+import random
+
+import pytest
+
+from rami.engine import POLICIES, Game, NextRound, Options, Phase, view
+from rami.engine.determinize import sample_game
+from rami.engine.plays import legal_plays
+from rami.engine.policies import (
+    EXPERT_BUDGET,
+    EXPERT_CIRCUITS,
+    Expert,
+    expert_candidates,
+    expert_choice,
+    expert_simulations,
+    make_expert,
+)
+
+VARIANTS = ("portuguese", "tallage", "simple")
+TINY = make_expert(budget=0.002)
+
+
+def play_round(variant: str, players: int, seed: int, seats: dict[int, str]) -> Game:
+    """One round with ``seats`` by name (the rest strong), the expert's budget tiny."""
+    game, _ = Game.new(variant, Options(players=players), seed=seed)
+    rngs = [random.Random(f"{seed}:{s}") for s in range(players)]
+    while game.phase in (Phase.DRAW, Phase.PLAY):
+        seat = game.turn
+        name = seats.get(seat, "strong")
+        policy = TINY if name == "expert" else POLICIES[name]
+        v = view(game, seat)
+        action = policy(v, rngs[seat])
+        if name == "expert":
+            assert action in legal_plays(v)
+        game.apply(seat, action)  # raises if refused
+    return game
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_expert_plays_legal_moves_to_the_end(variant: str) -> None:
+    game = play_round(variant, 2, 0, {0: "expert", 1: "expert"})
+    assert game.phase in (Phase.ROUND_OVER, Phase.GAME_OVER)
+    game = play_round(variant, 3, 5, {0: "expert", 2: "expert"})
+    assert game.phase in (Phase.ROUND_OVER, Phase.GAME_OVER)
+
+
+def test_expert_plays_whole_games() -> None:
+    """A whole tallage game, every round, the expert beside strong (the arena's loop)."""
+    game, _ = Game.new("tallage", Options(players=2, target=201), seed=3)
+    rngs = [random.Random(0), random.Random(1)]
+    while game.phase != Phase.GAME_OVER:
+        if game.phase == Phase.ROUND_OVER:
+            game.apply(None, NextRound())
+            continue
+        seat = game.turn
+        policy = TINY if seat == 0 else POLICIES["strong"]
+        game.apply(seat, policy(view(game, seat), rngs[seat]))
+    assert game.winners
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_expert_is_deterministic_and_reads_only_the_view(variant: str) -> None:
+    """The same view and seed give the same move; so does a game whose hidden cards were dealt
+    afresh (the expert cannot tell them apart, and must not)."""
+    policy = make_expert(budget=0.01)
+    game, _ = Game.new(variant, Options(players=2), seed=12)
+    rng = random.Random(4)
+    checked = 0
+    while game.phase in (Phase.DRAW, Phase.PLAY) and checked < 6:
+        seat = game.turn
+        v = view(game, seat)
+        if len(expert_candidates(v, random.Random(0))) > 1:
+            other = sample_game(v, random.Random(checked))  # same view, other hidden cards
+            assert view(other, seat) == v
+            a = policy(v, random.Random(99))
+            assert policy(v, random.Random(99)) == a
+            assert policy(view(other, seat), random.Random(99)) == a
+            checked += 1
+        game.apply(seat, POLICIES["strong"](v, rng))
+    assert checked > 0
+
+
+def test_budget_is_a_count_of_simulations() -> None:
+    assert "expert" in POLICIES
+    assert isinstance(POLICIES["expert"], Expert)
+    assert POLICIES["expert"].budget == EXPERT_BUDGET == 0.5
+    assert POLICIES["expert"].circuits == EXPERT_CIRCUITS
+    for variant in VARIANTS:
+        small = expert_simulations(variant, 2, 0.05)
+        assert 1 <= small < expert_simulations(variant, 2, 0.5)
+        assert expert_simulations(variant, 4, 0.5) < expert_simulations(variant, 2, 0.5)
+        assert expert_simulations(variant, 2, 0.5, 2) < expert_simulations(variant, 2, 0.5, 1)
+    with pytest.raises(ValueError):
+        make_expert(budget=0)
+    # A value: it pickles, for the arena's worker processes.
+    assert pickle.loads(pickle.dumps(make_expert(0.05))) == make_expert(0.05)
+
+
+def test_expert_leaves_strong_only_for_a_clear_gain() -> None:
+    """Strong's choice (the first) is kept unless another is better by a margin, paired game
+    by game, beyond the noise."""
+    assert expert_choice([[0.0, 0.0, 0.0], [0.1, 0.1, 0.1]]) == 0  # below the margin
+    assert expert_choice([[0.0, 0.0, 0.0], [3.0, -2.0, 0.5]]) == 0  # within the noise
+    assert expert_choice([[0.0, 1.0, 2.0], [1.0, 2.0, 3.0], [0.5, 1.5, 2.5]]) == 1
