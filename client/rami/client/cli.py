@@ -50,7 +50,6 @@ class PolicyName(StrEnum):
     strong = "strong"
     greedy = "greedy"
     random = "random"
-    expert = "expert"
 
 
 def default_name() -> str:

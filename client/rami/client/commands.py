@@ -192,7 +192,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "bot",
-        "bot [random|greedy|strong|expert]",
+        "bot [random|greedy|strong]",
         "seat a built-in bot at this table",
         "bot strong seats a strong bot in the first free seat; the game starts by itself when "
         "every seat is taken.",
