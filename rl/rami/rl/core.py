@@ -146,6 +146,7 @@ class Match:
         """A new game, dealt from ``seed``."""
         self.game, events = self.space.new_game(seed)
         self.state = StepState()
+        self._legal: list[int] | None = None
         #: Per seat: cards the table saw it take from the pile and not lay or throw since.
         self.known: list[Counter[int]] = [Counter() for _ in range(self.players)]
         self.pile: list[int] = []
@@ -167,8 +168,12 @@ class Match:
         return self.game.turn
 
     def legal(self) -> list[int]:
-        """The steps the seat to move may take (none once the game is over)."""
-        return self.space.legal_steps(self.game, self.state)
+        """The steps the seat to move may take (none once the game is over). Kept until the
+        next step: an environment asks for the mask and then takes a step, and the mask is
+        the cost of a step."""
+        if self._legal is None:
+            self._legal = self.space.legal_steps(self.game, self.state)
+        return self._legal
 
     def mask(self) -> np.ndarray:
         """:meth:`legal` as an ``int8`` flag per step."""
@@ -180,12 +185,20 @@ class Match:
         """The seat to move takes step ``i`` (an illegal step raises ``IllegalAction`` and
         changes nothing); the table deals the next round when one ends. Returns each seat's
         reward for this step."""
-        events = self.space.apply_step(self.game, self.state, i)
-        rewards = self._observe(events)
+        _, rewards = self.play(i)
         while self.game.phase == Phase.ROUND_OVER:
             more = self.game.apply(None, NextRound())
             self._observe(more)
         return rewards
+
+    def play(self, i: int) -> tuple[list[Event], list[float]]:
+        """Step ``i`` alone (the next round not dealt): the game's events and each seat's
+        reward. Checked against :meth:`legal`; an illegal step raises ``IllegalAction`` (the
+        step space's own check says why) and changes nothing."""
+        legal = i in self.legal()
+        events = self.space.apply_step(self.game, self.state, i, check=not legal)
+        self._legal = None
+        return events, self._observe(events)
 
     def _observe(self, events: list[Event]) -> list[float]:
         """Keep what the table saw (the pile, cards known held); the rewards the events give."""
@@ -229,6 +242,7 @@ class Match:
         new.__dict__.update(self.__dict__)
         new.game = self.game.clone()
         new.state = self.state.copy()
+        new._legal = None  # a copy may be changed (a resampled deal) before its next step
         new.known = [Counter(k) for k in self.known]
         new.pile = list(self.pile)
         return new

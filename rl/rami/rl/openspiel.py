@@ -227,9 +227,7 @@ class RamiState(pyspiel.State):  # type: ignore[misc]
 
     def _apply(self, i: int) -> list[Event]:
         assert self.match is not None
-        m = self.match
-        events = m.space.apply_step(m.game, m.state, i)
-        m._observe(events)
+        events, _ = self.match.play(i)
         return events
 
     def _events(self, events: list[Event] | None, seat: int, drew: Any = None) -> None:
