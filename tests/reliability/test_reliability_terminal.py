@@ -208,6 +208,9 @@ def test_the_client_never_writes_what_a_server_lets_through(
         driver.expect(r"Eve")
         driver.type("join 1")
         driver.expect(r"You sit at seat 0")
+        # The hand is drawn from the stream's first update: chat posted from now on reaches it
+        # (a chat line is live news, not part of the snapshot a stream opens with).
+        driver.expect(r"Hand ")
         for piece in HOSTILE:
             stubs.table.Chat(
                 table_service_pb2.ChatRequest(table_id=table_id, text=f"hi {piece} there"),
