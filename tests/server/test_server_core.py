@@ -514,21 +514,21 @@ def test_a_version_2_database_is_migrated_on_open_and_keeps_create_requests(
     db.close()
 
 
-def test_an_expert_bot_is_not_seated_by_the_server_and_plays_from_its_seat_view() -> None:
-    """``expert`` searches for up to its budget at every move: on the table's event loop that
-    would stall every table of the server, so AddBot refuses it (it plays through
-    ``rami-bot connect``, a process of its own) and changes nothing; from the server's own seat
-    views (what a network bot is sent) it plays legal moves."""
+def test_an_expert_bot_is_seated_and_plays_from_its_seat_view() -> None:
+    """The server seats every policy of the engine, ``expert`` included (its moves are decided
+    off the event loop: ``thinking.py``, tested in test_server_games); from the server's own
+    seat views (what a worker is given) it plays legal moves. An unknown policy is refused."""
     expert = make_expert(budget=0.002)
     rng = random.Random(3)
     state = two_player_state("tallage")
     state.apply(Join(0, "Ana", "h0"))
     before = state.number
     with pytest.raises(Refusal) as refused:
-        state.apply(AddBot(1, "Expert bot 2", "expert"))
-    assert refused.value.reason == "BAD_POLICY" and "rami-bot connect" in str(refused.value)
+        state.apply(AddBot(1, "Bot", "expertly"))
+    assert refused.value.reason == "BAD_POLICY" and "expert" in str(refused.value)
     assert state.number == before
-    state.apply(Join(1, "Exa", "h1"))
+    state.apply(AddBot(1, "Expert bot 2", "expert"))
+    assert state.seats[1].policy == "expert"
     state.apply(Start(SEED))
     for _ in range(60):
         g = state.game

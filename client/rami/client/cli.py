@@ -50,6 +50,7 @@ class PolicyName(StrEnum):
     strong = "strong"
     greedy = "greedy"
     random = "random"
+    expert = "expert"
 
 
 def default_name() -> str:

@@ -192,10 +192,10 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "bot",
-        "bot [random|greedy|strong]",
+        "bot [random|greedy|strong|expert]",
         "seat a built-in bot at this table",
         "bot strong seats a strong bot in the first free seat; the game starts by itself when "
-        "every seat is taken.",
+        "every seat is taken. An expert bot searches before each move (half a second).",
         frozenset({WAITING}),
     ),
     Command(

@@ -98,6 +98,7 @@ class Server:
         for table in self.lobby.tables.values():
             table.close(moved_to="" if shared else None)
         await self.lobby.closing()
+        self.lobby.thinker.close()
         await self.lobby.release(held)
         await self.grpc_server.stop(grace)
         await self.storage.close()

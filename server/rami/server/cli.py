@@ -96,6 +96,18 @@ def serve(
         min=1,
         help="A stream this many updates behind is cut off (TOO_SLOW; it resumes with after).",
     ),
+    bot_workers: int = typer.Option(
+        TableConfig().bot_workers,
+        min=1,
+        help="Worker processes that decide the moves of expert bots (a search at every move,"
+        " kept off the tables' event loop); their moves wait their turn for one.",
+    ),
+    expert_budget: float = typer.Option(
+        TableConfig().expert_budget,
+        min=0.001,
+        help="Seconds of search per move of an expert bot (on the reference machine: a fixed"
+        " count of simulations, the same move on any machine).",
+    ),
 ) -> None:
     """Serve Rami tables on HOST:PORT until SIGTERM or SIGINT."""
     logging.basicConfig(
@@ -158,7 +170,12 @@ def serve(
         idle_seconds=idle_connection_seconds,
     )
     try:
-        table_config = TableConfig(watcher_queue=watcher_queue, drop_grace=max(drop_grace, 0.0))
+        table_config = TableConfig(
+            watcher_queue=watcher_queue,
+            drop_grace=max(drop_grace, 0.0),
+            bot_workers=bot_workers,
+            expert_budget=expert_budget,
+        )
         run_loop(
             run(
                 host,

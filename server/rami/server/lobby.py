@@ -46,6 +46,7 @@ from .tablestate import (
     TableSummary,
     hash_token,
 )
+from .thinking import Thinker
 
 __all__ = ["Lobby", "LobbyConfig", "summarize", "summary_of_row"]
 
@@ -179,6 +180,8 @@ class Lobby:
         self.work = TimeBudget(
             config.work_share, config.work_burst, "solver, record and replay time"
         )
+        #: Where the moves of the bots that search are decided, off the event loop.
+        self.thinker = Thinker(table_config.bot_workers, table_config.expert_budget)
 
     def _hold(
         self, state: TableState, checkpoints: Checkpoints | None = None, epoch: int = 0
@@ -191,6 +194,7 @@ class Lobby:
             checkpoints,
             epoch=epoch,
             on_moved=self.moved,
+            thinker=self.thinker,
         )
         self.tables[state.table_id] = table
         return table

@@ -48,9 +48,9 @@ from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
-from rami.engine import POLICIES, Phase, RuleError, view
+from rami.engine import POLICIES, Phase, RuleError, View, view
 from rami.engine import events as engine_events
-from rami.engine.policies import safe_move
+from rami.engine.policies import EXPERT_BUDGET, safe_move
 
 from .convert import (
     ViewEncoder,
@@ -77,6 +77,7 @@ from .tablestate import (
     TableSummary,
     load_state,
 )
+from .thinking import OFF_LOOP, Thinker
 
 __all__ = [
     "Change",
@@ -118,6 +119,10 @@ class TableConfig:
     #: a game before, on the seat's turn, the server marks the seat away as a LeaveTable
     #: would, and plays for it (its token brings it back, as ever).
     drop_grace: float = 30.0
+    #: Worker processes that decide the moves of the bots that search (``expert``), for the
+    #: whole server (``thinking.py``); and the expert's seconds per move.
+    bot_workers: int = 1
+    expert_budget: float = EXPERT_BUDGET
 
 
 #: What a watcher's stream sends: the number of the update it carries (0: none, a heartbeat or,
@@ -322,8 +327,15 @@ class Table:
         checkpoints: Checkpoints | None = None,
         epoch: int = 0,
         on_moved: Callable[[Table, str], None] | None = None,
+        thinker: Thinker | None = None,
     ) -> None:
         self.state = state
+        #: Where the moves of the policies that search (``thinking.OFF_LOOP``) are decided;
+        #: without one, they are decided on the event loop as the others are.
+        self.thinker = thinker
+        #: The move being decided off the loop: (the game's number, the seat), and its task.
+        self._thinking: tuple[int, int] | None = None
+        self._thought: asyncio.Task[None] | None = None
         #: The epoch of this server's lease on the table: every append carries it.
         self.epoch = epoch
         #: Called when an append finds the lease taken over, with the new owner's address.
@@ -917,6 +929,8 @@ class Table:
         self.closed = True
         if self._auto is not None:
             self._auto.cancel()
+        if self._thought is not None:
+            self._thought.cancel()
         if self._beat is not None:
             self._beat.cancel()
         if self._grace is not None:
@@ -967,6 +981,8 @@ class Table:
         auto = self.state.auto_seat()
         if auto is not None:
             kind = auto[1]
+            if self._thinking == (len(game.log), auto[0]):
+                return  # its move is being decided off the loop: nothing has moved the game
             delay = self.config.bot_delay if kind == "bot" else self.config.away_delay
             self._auto = loop.call_later(
                 max(delay, _LEAST_AUTO_DELAY), self._auto_move, number, kind
@@ -1034,6 +1050,9 @@ class Table:
             seat_view = state.seat_view(seat)
             assert seat_view is not None
             if kind == "bot" and not fallback:
+                if self.thinker is not None and state.seats[seat].policy in OFF_LOOP:
+                    self._think(seat)
+                    return []
                 policy = POLICIES[state.seats[seat].policy]
                 rng = random.Random(state.bot_seed(seat))
                 return [Act(seat, policy(seat_view, rng))]
@@ -1049,6 +1068,59 @@ class Table:
 
         done = self._enqueue(Change(plan, lambda _: None))
         done.add_done_callback(lambda d: self._auto_done(d, number, kind, fallback))
+
+    def _think(self, seat: int) -> None:
+        """Have the thinker decide the move of the bot at ``seat`` (its turn, now: called from
+        a plan, on the committed state), then play it through the pipeline."""
+        state = self.state
+        game = state.game
+        assert game is not None and self.thinker is not None
+        self._thinking = (len(game.log), seat)
+        v = state.seat_view(seat)
+        assert v is not None
+        self._thought = asyncio.get_running_loop().create_task(
+            self._decide(self.thinker, seat, state.seats[seat].policy, v, state.bot_seed(seat)),
+            name=f"table {self.table_id}: seat {seat} thinking",
+        )
+
+    async def _decide(self, thinker: Thinker, seat: int, policy: str, v: View, seed: bytes) -> None:
+        assert self._thinking is not None
+        position = self._thinking[0]
+        try:
+            action = await thinker.decide(policy, v, seed)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # the worker died, or the server stops: the safe move
+            log.warning(
+                "table %s: the %s move of seat %d was not decided (%s); playing the safe move",
+                self.table_id,
+                policy,
+                seat,
+                type(e).__name__,
+            )
+            action = None
+
+        def plan(state: TableState) -> list[Entry]:
+            self._thinking = None
+            game = state.game
+            if (
+                game is None
+                or len(game.log) != position
+                or game.turn != seat
+                or state.auto_seat() != (seat, "bot")
+                or state.seats[seat].policy != policy
+            ):
+                self._schedule()  # the game moved on meanwhile: whatever is due now
+                return []
+            if action is None:
+                self._auto_move(state.number, "bot", fallback=True)
+                return []
+            return [Act(seat, action)]
+
+        if self.closed:
+            return
+        done = self._enqueue(Change(plan, lambda _: None))
+        done.add_done_callback(lambda d: self._auto_done(d, self.number, "bot", False))
 
     def _auto_done(self, done: asyncio.Future[Any], number: int, kind: str, fallback: bool) -> None:
         if done.cancelled():

@@ -45,11 +45,9 @@ from .entries import (
 )
 from .refusals import Invalid, Precondition
 
-#: The policies a table seats as built-in bots. A bot's move is made on the server's event
-#: loop, between the table's other changes; ``expert`` searches for up to its budget (half a
-#: second) at each move, which would hold up every table of the process: it plays through
-#: ``rami-bot connect`` (a process of its own), and is refused here.
-SEATED_POLICIES = ("random", "greedy", "strong")
+#: The policies a table seats as built-in bots: every one of the engine's. The moves of those
+#: that search (``expert``) are decided off the event loop (``thinking.py``).
+SEATED_POLICIES = tuple(POLICIES)
 
 __all__ = [
     "CLOSED",
@@ -495,14 +493,7 @@ class TableState:
                 seat_ = Seat(name, "player", "", token, entropy=entropy)
                 events: list[Event] = [self._sit(seat, seat_)]
             case AddBot(seat, name, policy):
-                if policy in POLICIES and policy not in SEATED_POLICIES:
-                    raise Invalid(
-                        "BAD_POLICY",
-                        f"the {policy} policy searches at every move, which would hold up the "
-                        f"server's other tables: play it with rami-bot connect "
-                        f"(seated here: {', '.join(SEATED_POLICIES)})",
-                    )
-                if policy not in POLICIES:
+                if policy not in SEATED_POLICIES:
                     raise Invalid(
                         "BAD_POLICY", f"no policy {policy!r}: choose {', '.join(SEATED_POLICIES)}"
                     )
