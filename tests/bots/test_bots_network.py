@@ -82,6 +82,24 @@ def test_python_example_bot_plays_a_whole_game_of_every_variant(
         _assert_finished(tables, ids[variant])
 
 
+def test_the_any_step_example_plays_a_whole_game_of_every_variant(
+    tables: Tables, server: ServerThread
+) -> None:
+    """examples/python/any_step.py, on the bare contract: each move is random steps that
+    LegalSteps lists, sent in one Act; every one is accepted and the game ends."""
+    ids = {v: tables.create(v, 4, BUILT_IN) for v in ("portuguese", "tallage", "simple")}
+    script = ROOT / "examples" / "python" / "any_step.py"
+    runs = run_all(
+        {v: [sys.executable, str(script), server.target, table_id] for v, table_id in ids.items()},
+        cwd=ROOT,
+    )
+    for variant, run in runs.items():
+        assert run.returncode == 0, f"{variant}: {run.stdout}\n{run.stderr}"
+        summary = run.stdout.strip().splitlines()[-1]
+        assert re.fullmatch(r"any step: seat \d: [1-9]\d* moves; game over", summary), summary
+        _assert_finished(tables, ids[variant])
+
+
 def test_rami_bot_connect_plays_a_seat_to_the_end(tables: Tables) -> None:
     table_id = tables.create("simple", 2, ("greedy",))
     result = CliRunner().invoke(

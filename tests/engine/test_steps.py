@@ -748,3 +748,52 @@ def test_every_addition_and_joker_take_of_an_opened_hand_is_reachable(
         f"{elapsed:.1f} s"
     )
     assert compared >= deals and with_lays >= deals
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_sequence_of_steps_is_one_move_and_the_same_as_stepping(variant: str) -> None:
+    """``action_of`` (what the network's LegalSteps/Act use): random masked steps from the
+    start of a move up to the one that ends it make one action; applying it leaves the game
+    as taking the steps one by one does, and the game given is never changed."""
+    rng = random.Random(17)
+    space: StepSpace | None = None
+    moves = 0
+    for game in positions(variant, 17, 300):
+        space = space if space is not None and space.options == game.options else None
+        space = space or StepSpace(variant, game.options)
+        stepped, state, steps = game.clone(), StepState(), []
+        while True:
+            legal = space.legal_steps(stepped, state)
+            i = rng.choice(legal)
+            steps.append(i)
+            if space.ends_move(i):
+                break
+            assert not space.apply_step(stepped, state, i)  # staging: no event
+        before = game.state_key()
+        action = space.action_of(game, steps)
+        assert game.state_key() == before
+        space.apply_step(stepped, state, steps[-1])
+        played = game.clone()
+        played.apply(game.turn, action)
+        assert played.state_key() == stepped.state_key()
+        moves += 1
+    assert moves > 100
+
+
+def test_steps_that_are_not_one_legal_move_are_refused() -> None:
+    space = StepSpace("tallage")
+    game, _ = space.new_game(seed=2)
+    legal = space.legal_steps(game, StepState())
+    before = game.state_key()
+    bad = next(i for i in range(space.size) if i not in legal)
+    ending = next(i for i in legal if space.ends_move(i))
+    for steps, said in [
+        ([bad], "is not a legal step then"),
+        ([space.size], "no step"),
+        ([ending, ending], "ends the move: no step may follow"),
+        ([], "do not end with a move"),
+    ]:
+        with pytest.raises(RuleError, match=said) as info:
+            space.action_of(game, steps)
+        assert info.value.reason == "ILLEGAL_STEP"
+    assert game.state_key() == before

@@ -55,6 +55,7 @@ so a deck of 108 cards never has more than 36 on the table.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -67,7 +68,7 @@ from .game import Game, Phase, TableMeld, max_rounds
 from .melds import MAX_RUN, RUN, SET, Meld, MeldError
 from .variants import Options, Variant, get_variant
 
-__all__ = ["Step", "StepKind", "StepSpace", "StepState", "meld_shapes"]
+__all__ = ["Step", "StepKind", "StepSpace", "StepState", "meld_shapes", "step_space"]
 
 StepKind = Literal[
     "draw", "take", "new", "add", "add-low", "joker", "unstage", "commit", "discard", "declare"
@@ -480,22 +481,51 @@ class StepSpace:
             state.taking = True
             state._rebase(game)
             return []
-        action: Action
-        if step.kind == "commit":
-            action = self._commit_action(state)
-        elif step.kind == "draw":
-            action = _DRAW_STOCK
-        elif step.kind == "take":
-            action = _DRAW_DISCARD
-        elif step.kind == "discard":
-            assert step.card is not None
-            action = Discard(step.card)
-        else:
-            assert step.card is not None
-            action = Declare(step.card)
-        events = game.apply(seat, action)
+        events = game.apply(seat, self._final_action(state, i))
         state.sync(game)
         return events
+
+    def ends_move(self, i: int) -> bool:
+        """True when step ``i`` sends a move to the game (a draw, tallage's ``take`` aside; a
+        commit, a discard or a declaration); False for the steps that only stage."""
+        kind = self.steps[i].kind
+        if kind == "take":
+            return not self.variant.must_lay_discard
+        return kind in ("draw", "commit", "discard", "declare")
+
+    def action_of(self, game: Game, steps: Sequence[int]) -> Action:
+        """The move that ``steps`` make from the start of the seat's move in ``game`` (the
+        staging steps, then the one that ends the move): each must be legal after those before
+        it, and only the last may end the move. ``game`` is not changed. Raises
+        :class:`IllegalAction` (``ILLEGAL_STEP``) otherwise."""
+        state = StepState()
+        probe = game
+        for n, i in enumerate(steps):
+            if not 0 <= i < self.size or i not in self.legal_steps(probe, state):
+                what = self.describe(i) if 0 <= i < self.size else f"no step {i}"
+                raise IllegalAction(
+                    f"step {n + 1}, {what}, is not a legal step then", "ILLEGAL_STEP"
+                )
+            if self.ends_move(i):
+                if n != len(steps) - 1:
+                    raise IllegalAction(
+                        f"step {n + 1}, {self.describe(i)}, ends the move: no step may follow",
+                        "ILLEGAL_STEP",
+                    )
+                return self._final_action(state, i)
+            self.apply_step(probe, state, i, check=False)  # stages only: the game is as it was
+        raise IllegalAction("these steps do not end with a move", "ILLEGAL_STEP")
+
+    def _final_action(self, state: StepState, i: int) -> Action:
+        step = self.steps[i]
+        if step.kind == "commit":
+            return self._commit_action(state)
+        if step.kind == "draw":
+            return _DRAW_STOCK
+        if step.kind == "take":
+            return _DRAW_DISCARD
+        assert step.card is not None
+        return Discard(step.card) if step.kind == "discard" else Declare(step.card)
 
     def steps_of(self, game: Game, state: StepState, action: Action) -> Sequence[int]:
         """Steps that make ``action`` (a draw, a lay of new melds, single-card additions and
@@ -558,3 +588,10 @@ def _foreign(meld: Meld, card: Card) -> bool:
     if card == JOKER:
         return False
     return card // 13 != meld.suit if meld.kind == RUN else card % 13 + 1 != meld.rank
+
+
+@functools.lru_cache(maxsize=64)
+def step_space(variant: str, options: Options) -> StepSpace:
+    """The step space of ``variant`` with ``options``, made once (a space is never changed
+    once made, and making tallage's takes some 40 ms): what a server uses for every table."""
+    return StepSpace(variant, options)

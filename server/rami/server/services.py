@@ -21,9 +21,22 @@ from typing import TypeVar
 import grpc
 from google.protobuf.message import Message
 
-from rami.engine import POLICIES, MalformedAction, Meld, MeldError, RuleError, View, get_variant
+from rami.engine import (
+    POLICIES,
+    Action,
+    Game,
+    IllegalAction,
+    MalformedAction,
+    Meld,
+    MeldError,
+    Phase,
+    RuleError,
+    View,
+    get_variant,
+)
 from rami.engine.analysis import analyse
 from rami.engine.fair import MAX_ENTROPY
+from rami.engine.steps import StepState, step_space
 from rami.v1 import (
     lobby_service_pb2,
     lobby_service_pb2_grpc,
@@ -531,10 +544,13 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
                 return []
             seat = seat_of(state)
             self.commands.take(f"{table.table_id}:{seat}")
-            action = convert.action_from_proto(request)
+            by_steps = request.WhichOneof("action") == "steps"
+            action = None if by_steps else convert.action_from_proto(request)
             if state.game is None:
                 raise Precondition("NOT_STARTED", "the game has not started")
             stale(state, request.number)
+            if action is None:
+                action = _steps_action(state.game, seat, request.steps.steps)
             # The seat comes back only once its command is accepted: a refused command
             # changes nothing.
             return [Act(seat, action, request=marked), *_returning(state, seat)]
@@ -546,6 +562,55 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
             return reply(done)
 
         return await self.change(table, plan, answer, ack)
+
+    @unary
+    async def LegalSteps(
+        self, request: table_service_pb2.LegalStepsRequest, context: grpc.aio.ServicerContext
+    ) -> table_service_pb2.LegalStepsResponse:
+        table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
+        token = _token(context)
+
+        def look(state: TableState) -> tuple[Game, bool]:
+            seat = _seat(state, token)
+            game = state.game
+            if game is None:
+                raise Precondition("NOT_STARTED", "the game has not started")
+            stale(state, request.number)
+            turn = game.turn == seat and game.phase in (Phase.DRAW, Phase.PLAY)
+            # A clone (cheap): the steps are found outside the table's task.
+            return (game.clone() if turn else game), turn
+
+        game, turn = await self.read(table, look)
+        space = step_space(game.variant.id, game.options)
+        if not turn:
+            return table_service_pb2.LegalStepsResponse(size=space.size)
+        client = _client(context)
+        self.lobby.work.check(client)
+        with self.lobby.work.spend(client):
+            state = StepState()
+            for n, i in enumerate(request.staged):
+                if i >= space.size or i not in space.legal_steps(game, state):
+                    what = space.describe(i) if i < space.size else f"no step {i}"
+                    raise IllegalAction(
+                        f"staged step {n + 1}, {what}, is not a legal step then", "ILLEGAL_STEP"
+                    )
+                if space.ends_move(i):
+                    raise IllegalAction(
+                        f"staged step {n + 1}, {space.describe(i)}, ends the move: send it in "
+                        "Act's steps",
+                        "ILLEGAL_STEP",
+                    )
+                space.apply_step(game, state, i, check=False)  # stages only
+            legal = space.legal_steps(game, state)
+            return table_service_pb2.LegalStepsResponse(
+                size=space.size,
+                steps=[
+                    table_service_pb2.LegalStep(
+                        index=i, text=space.describe(i), ends_move=space.ends_move(i)
+                    )
+                    for i in legal
+                ],
+            )
 
     @unary
     async def Chat(
@@ -747,3 +812,10 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
                     watcher,
                     convert.encode_refused(command_id, code.value[0], reason, message, metadata),
                 )
+
+
+def _steps_action(game: Game, seat: int, steps: Sequence[int]) -> Action:
+    """The move an Act's ``steps`` make for ``seat`` (``StepSpace.action_of``)."""
+    if game.turn != seat or game.phase not in (Phase.DRAW, Phase.PLAY):
+        raise IllegalAction("it is not your turn", "NOT_YOUR_TURN")
+    return step_space(game.variant.id, game.options).action_of(game, steps)
