@@ -19,12 +19,13 @@ from typing import Annotated
 import grpc
 import typer
 
-from rami.engine import POLICIES, VARIANTS
+from rami.engine import POLICIES, VARIANTS, Policy
 from rami.engine.policies import EXPERT_BUDGET, make_expert
 
 from .arena import ArenaConfig, ArenaResult, Estimate, pair_difference, parse_options, run_arena
 from .arena import summarise as summarise_arena
 from .botkit import BotResult, CommandRefusedError, play, policy_decider
+from .ladder import LadderConfig, format_ladder, ladder_csv, run_ladder
 
 __all__ = ["app", "format_arena", "format_summary", "main", "normalise_target"]
 
@@ -181,13 +182,28 @@ def format_arena(result: ArenaResult) -> list[str]:
     return lines
 
 
+#: The arena's policies unless told; and the ladder's.
+ARENA_POLICIES = "strong,greedy"
+LADDER_POLICIES = ("random", "greedy", "strong", "expert", "ismcts")
+
+
+def _ismcts(simulations: int, horizon: int) -> Policy | str:
+    """OpenSpiel's ISMCTS as a policy, or why it can't be had."""
+    try:
+        from rami.rl.ismcts import IsmctsPolicy
+    except ImportError as e:
+        return f"it needs OpenSpiel: pip install 'rami[rl]' ({e.name or e} is missing)"
+    policy: Policy = IsmctsPolicy(simulations, horizon)
+    return policy
+
+
 @app.command()
 def arena(
     variant: Annotated[str, typer.Option(help="portuguese, tallage or simple.")] = "tallage",
     players: Annotated[int, typer.Option(min=2, max=6, help="Seats per game.")] = 2,
     policies: Annotated[
         str, typer.Option(help="Comma-separated policies, given to the seats round-robin.")
-    ] = "strong,greedy",
+    ] = ARENA_POLICIES,
     games: Annotated[
         int,
         typer.Option(
@@ -212,17 +228,68 @@ def arena(
             "fixes a count of simulations: the games stay the same on any machine).",
         ),
     ] = EXPERT_BUDGET,
+    ladder: Annotated[
+        bool,
+        typer.Option(
+            "--ladder",
+            help="Play every pair of --policies (default: random, greedy, strong, expert and "
+            "ismcts) on the same --games duplicate 2-player deals, and print ratings with 95% "
+            "intervals.",
+        ),
+    ] = False,
+    csv_path: Annotated[
+        Path | None, typer.Option("--csv", help="With --ladder: also write the table as CSV.")
+    ] = None,
+    ismcts_simulations: Annotated[
+        int, typer.Option(min=1, help="OpenSpiel's ISMCTS (policy ismcts): simulations a step.")
+    ] = 16,
+    ismcts_horizon: Annotated[
+        int, typer.Option(min=1, help="OpenSpiel's ISMCTS: turns of the round it searches.")
+    ] = 24,
 ) -> None:
     """Play seeded games between policies in-process and print how each did."""
     if variant not in VARIANTS:
         raise typer.BadParameter(f"choose one of {', '.join(VARIANTS)}", param_hint="--variant")
+    chosen: dict[str, Policy] = {**POLICIES, "expert": make_expert(expert_budget)}
+    ismcts = _ismcts(ismcts_simulations, ismcts_horizon)
+    if isinstance(ismcts, str):
+        missing = ismcts
+    else:
+        chosen["ismcts"] = ismcts
+        missing = ""
+    if ladder and policies == ARENA_POLICIES:
+        policies = ",".join(p for p in LADDER_POLICIES if p in chosen)
+        if missing:
+            typer.echo(f"ladder: without ismcts ({missing})", err=True)
     names = tuple(p.strip() for p in policies.split(",") if p.strip())
-    unknown = [p for p in names if p not in POLICIES]
+    unknown = [p for p in names if p not in chosen]
     if unknown:
+        why = f" ({missing})" if unknown[0] == "ismcts" and missing else ""
         raise typer.BadParameter(
-            f"unknown policy {unknown[0]!r}: choose from {', '.join(POLICIES)}",
+            f"unknown policy {unknown[0]!r}{why}: choose from {', '.join(chosen)}",
             param_hint="--policies",
         )
+    if ladder:
+        if players != 2:
+            raise typer.BadParameter("a ladder plays 2 players", param_hint="--players")
+        try:
+            ladder_config = LadderConfig(variant, names, games, seed, parse_options(option or ()))
+        except Exception as e:  # a bad option or count: say which
+            raise typer.BadParameter(str(e)) from None
+        start = time.perf_counter()
+        done = run_ladder(
+            ladder_config,
+            jobs=jobs,
+            policies=chosen,
+            progress=lambda a, b: typer.echo(f"ladder: {a} v {b}...", err=True),
+        )
+        for line in format_ladder(done):
+            typer.echo(line)
+        elapsed = time.perf_counter() - start
+        typer.echo(f"ladder took {elapsed:.1f} s ({jobs} jobs)")
+        if csv_path is not None:
+            csv_path.write_text(ladder_csv(done))
+        return
     try:
         config = ArenaConfig(
             variant, players, names, games, seed, duplicate, parse_options(option or ())
@@ -230,7 +297,6 @@ def arena(
     except Exception as e:  # a bad option or count: say which
         raise typer.BadParameter(str(e)) from None
     start = time.perf_counter()
-    chosen = {**POLICIES, "expert": make_expert(expert_budget)}
     result = run_arena(config, jobs=jobs, policies=chosen)
     elapsed = time.perf_counter() - start
     for line in format_arena(result):
