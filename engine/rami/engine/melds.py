@@ -49,6 +49,12 @@ def card_value(card: int, ace: int, joker: int) -> int:
     return rank_value(card % 13 + 1, ace)
 
 
+#: What :meth:`Meld.from_cards` said of (cards, jokers_as, jokers_per_meld): the meld, or why
+#: not (the message of its MeldError).
+_VERDICTS: dict[tuple[tuple[int, ...], tuple[int, ...], int], Meld | str] = {}
+_VERDICTS_CAP = 200_000
+
+
 @dataclass(frozen=True, slots=True)
 class Meld:
     """A run or a set of cards, jokers included, as laid on the table."""
@@ -85,6 +91,26 @@ class Meld:
         joker stands in ``cards`` (before every natural card: the low end), unless ``jokers_as``
         names the card each joker stands for, in order.
         """
+        # Melds are values: each verdict is kept (searches and step masks ask the same ones
+        # again and again), the cache dropped whole when it grows past its bound.
+        key = (tuple(cards), tuple(jokers_as), jokers_per_meld)
+        found = _VERDICTS.get(key)
+        if found is None:
+            try:
+                found = cls._from_cards(cards, jokers_as, jokers_per_meld)
+            except MeldError as e:
+                found = str(e)
+            if len(_VERDICTS) >= _VERDICTS_CAP:
+                _VERDICTS.clear()
+            _VERDICTS[key] = found
+        if isinstance(found, str):
+            raise MeldError(found)
+        return found
+
+    @classmethod
+    def _from_cards(
+        cls, cards: Sequence[int], jokers_as: Sequence[int], jokers_per_meld: int
+    ) -> Meld:
         given = [CARDS[c] for c in cards]
         if len(given) < 3:
             raise MeldError(f"a meld needs at least 3 cards, not {len(given)}")

@@ -277,6 +277,12 @@ class StepSpace:
         self._needs = tuple(
             (sum(1 << c for c in set(s.naturals)), s.jokers, len(s.cards)) for s in self.shapes
         )
+        # The shapes by their lowest natural card: a hand holds a shape's only if it holds that
+        # card, so a mask looks at the shapes of the cards held, not at every shape.
+        by_low: list[list[int]] = [[] for _ in range(52)]
+        for n, shape in enumerate(self.shapes):
+            by_low[min(shape.naturals)].append(n)
+        self._by_low = tuple(tuple(ns) for ns in by_low)
         #: Most cards a seat holds when it lays: the deal, the dealer's extra or a draw.
         self.max_hand = v.hand_size + max(v.dealer_extra, 1)
         #: Staging steps a turn may make: each lays a card of the hand or swaps one for a
@@ -376,14 +382,22 @@ class StepSpace:
                 held |= 1 << c
         jokers = hand.count(JOKER)
         left = len(hand)
-        for n, (bits, need_jokers, length) in enumerate(self._needs):
-            if bits & ~held or need_jokers > jokers or length >= left:
-                continue  # not held, or it would leave no card to discard
-            verdict = self._stage_ok(game, seat, state, self.steps[self.new_base + n].lay_step())
-            if verdict is None:
+        needs, by_low = self._needs, self._by_low
+        gated = False
+        for first in sorted({c for c in hand if c != JOKER}):
+            for n in by_low[first]:
+                bits, need_jokers, length = needs[n]
+                if bits & ~held or need_jokers > jokers or length >= left:
+                    continue  # not held, or it would leave no card to discard
+                step = self.steps[self.new_base + n].lay_step()
+                verdict = self._stage_ok(game, seat, state, step)
+                if verdict is None:
+                    gated = True
+                    break
+                if verdict:
+                    out.append(self.new_base + n)
+            if gated:
                 break
-            if verdict:
-                out.append(self.new_base + n)
         if not self.max_melds or len(hand) < 2:
             return out
         jpm = self.options.jokers_per_meld
