@@ -584,9 +584,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         space = step_space(game.variant.id, game.options)
         if not turn:
             return table_service_pb2.LegalStepsResponse(size=space.size)
-        client = _client(context)
-        self.lobby.work.check(client)
-        with self.lobby.work.spend(client):
+        with self.lobby.work.spend(_client(context)):
             state = StepState()
             for n, i in enumerate(request.staged):
                 if i >= space.size or i not in space.legal_steps(game, state):
