@@ -110,15 +110,27 @@ def test_rami_bot_arena_ladder_prints_the_table_and_writes_csv(tmp_path: Path) -
     assert "random v greedy" in result.output
     rows = list(csv.DictReader(out.open()))
     assert {r["policy"] for r in rows if r["kind"] == "rating"} == {"random", "greedy"}
+    # The policies named are the ladder's, and no others.
+    assert {r["policy"] for r in rows if r["kind"] == "pair"} == {"random"}
     bad = CliRunner().invoke(app, [*args, "--players", "4"])
     assert bad.exit_code != 0 and "2 players" in bad.output
 
 
 def test_openspiels_ismcts_is_a_policy_of_the_arena_and_the_ladder() -> None:
     pytest.importorskip("pyspiel", reason="pip install 'rami[rl]' for OpenSpiel")
-    from rami.engine import POLICIES
+    # Deterministic: a view and a seed give one move (its worlds, rollouts and tree all
+    # drawn from the random source given).
+    import random
+
+    from rami.engine import POLICIES, Game, Options, view
     from rami.rl.ismcts import IsmctsPolicy
 
+    ismcts = IsmctsPolicy(simulations=6, horizon=4)
+    for seed in range(6):
+        game, _ = Game.new("tallage", Options(players=2), seed)
+        v = view(game, game.turn)
+        first = ismcts(v, random.Random(seed))
+        assert all(ismcts(v, random.Random(seed)) == first for _ in range(3))
     policies = {**POLICIES, "ismcts": IsmctsPolicy(simulations=2, horizon=4)}
     config = LadderConfig("portuguese", ("random", "ismcts"), 1, "2", parse_options(["rounds=1"]))
     result = run_ladder(config, policies=policies)

@@ -191,9 +191,14 @@ async def soak(tmp_path: Path, db: str | Path, args: tuple[str, ...] = ()) -> No
             await asyncio.sleep(rng.uniform(0.0, 0.02))
             await server.kill()
             await asyncio.sleep(rng.uniform(0.05, 0.4))  # clients find the server gone
-            # A spectator still short of the game's end while the server is down must resume
-            # (a table whose game ended before this kill has nothing to resume).
-            cut_off |= {t.table_id for t in tables if t.spectator and t.spectator.final is None}
+            # A spectator whose stream was open (it had updates) and is still short of the
+            # game's end while the server is down must resume (a table whose game ended before
+            # this kill has nothing to resume).
+            cut_off |= {
+                t.table_id
+                for t in tables
+                if t.spectator and t.spectator.numbers and t.spectator.final is None
+            }
             await server.start()
         results = await asyncio.wait_for(everyone, 90)
         await asyncio.wait_for(asyncio.gather(*tasks), 30)

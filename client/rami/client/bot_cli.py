@@ -202,8 +202,12 @@ def arena(
     variant: Annotated[str, typer.Option(help="portuguese, tallage or simple.")] = "tallage",
     players: Annotated[int, typer.Option(min=2, max=6, help="Seats per game.")] = 2,
     policies: Annotated[
-        str, typer.Option(help="Comma-separated policies, given to the seats round-robin.")
-    ] = ARENA_POLICIES,
+        str | None,
+        typer.Option(
+            help="Comma-separated policies, given to the seats round-robin (default: "
+            "strong,greedy; with --ladder: random, greedy, strong, expert and ismcts)."
+        ),
+    ] = None,
     games: Annotated[
         int,
         typer.Option(
@@ -251,22 +255,30 @@ def arena(
     if variant not in VARIANTS:
         raise typer.BadParameter(f"choose one of {', '.join(VARIANTS)}", param_hint="--variant")
     chosen: dict[str, Policy] = {**POLICIES, "expert": make_expert(expert_budget)}
-    ismcts = _ismcts(ismcts_simulations, ismcts_horizon)
-    if isinstance(ismcts, str):
-        missing = ismcts
-    else:
-        chosen["ismcts"] = ismcts
-        missing = ""
-    if ladder and policies == ARENA_POLICIES:
-        policies = ",".join(p for p in LADDER_POLICIES if p in chosen)
-        if missing:
-            typer.echo(f"ladder: without ismcts ({missing})", err=True)
-    names = tuple(p.strip() for p in policies.split(",") if p.strip())
+    wanted = (
+        policies
+        if policies is not None
+        else ",".join(LADDER_POLICIES)
+        if ladder
+        else ARENA_POLICIES
+    )
+    names = tuple(p.strip() for p in wanted.split(",") if p.strip())
+    missing = ""
+    if "ismcts" in names:  # OpenSpiel is imported only when asked for
+        ismcts = _ismcts(ismcts_simulations, ismcts_horizon)
+        if isinstance(ismcts, str):
+            missing = ismcts
+            if policies is None:  # the ladder's default: on without it
+                typer.echo(f"ladder: without ismcts ({missing})", err=True)
+                names = tuple(p for p in names if p != "ismcts")
+        else:
+            chosen["ismcts"] = ismcts
     unknown = [p for p in names if p not in chosen]
     if unknown:
         why = f" ({missing})" if unknown[0] == "ismcts" and missing else ""
+        known = ", ".join([*chosen, *([] if "ismcts" in chosen else ["ismcts"])])
         raise typer.BadParameter(
-            f"unknown policy {unknown[0]!r}{why}: choose from {', '.join(chosen)}",
+            f"unknown policy {unknown[0]!r}{why}: choose from {known}",
             param_hint="--policies",
         )
     if ladder:

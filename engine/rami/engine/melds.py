@@ -49,10 +49,10 @@ def card_value(card: int, ace: int, joker: int) -> int:
     return rank_value(card % 13 + 1, ace)
 
 
-#: What :meth:`Meld.from_cards` said of (cards, jokers_as, jokers_per_meld): the meld, or why
-#: not (the message of its MeldError).
-_VERDICTS: dict[tuple[tuple[int, ...], tuple[int, ...], int], Meld | str] = {}
-_VERDICTS_CAP = 200_000
+#: The melds :meth:`Meld.from_cards` made, by (cards, jokers_as, jokers_per_meld): at most
+#: some 20,000 (a few MB).
+_MADE: dict[tuple[tuple[int, ...], tuple[int, ...], int], Meld] = {}
+_MADE_CAP = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,20 +91,17 @@ class Meld:
         joker stands in ``cards`` (before every natural card: the low end), unless ``jokers_as``
         names the card each joker stands for, in order.
         """
-        # Melds are values: each verdict is kept (searches and step masks ask the same ones
-        # again and again), the cache dropped whole when it grows past its bound.
-        key = (tuple(cards), tuple(jokers_as), jokers_per_meld)
-        found = _VERDICTS.get(key)
+        # Melds are values: each one made is kept (searches and step masks make the same ones
+        # again and again), the cache dropped whole when it grows past its bound. Refusals are
+        # not kept: they are what anyone may ask for, in any number.
+        cards, jokers_as = tuple(cards), tuple(jokers_as)
+        key = (cards, jokers_as, jokers_per_meld)
+        found = _MADE.get(key)
         if found is None:
-            try:
-                found = cls._from_cards(cards, jokers_as, jokers_per_meld)
-            except MeldError as e:
-                found = str(e)
-            if len(_VERDICTS) >= _VERDICTS_CAP:
-                _VERDICTS.clear()
-            _VERDICTS[key] = found
-        if isinstance(found, str):
-            raise MeldError(found)
+            found = cls._from_cards(cards, jokers_as, jokers_per_meld)
+            if len(_MADE) >= _MADE_CAP:
+                _MADE.clear()
+            _MADE[key] = found
         return found
 
     @classmethod

@@ -97,6 +97,9 @@ class IsmctsPolicy:
         space = _template(v.variant.id, v.options, self.horizon).space
         world.turn_cap = world.turn_index + self.horizon
         state = state_at(game, world)
+        # Every random choice of the search from ``rng``: its tree's, its rollouts' and its
+        # worlds' (the bot's own resampler would draw from an unseeded sampler).
+        worlds = random.Random(rng.getrandbits(64))
         bot = ismcts.ISMCTSBot(
             game=game,
             uct_c=self.uct_c,
@@ -106,6 +109,7 @@ class IsmctsPolicy:
             max_simulations=self.simulations,
             random_state=np.random.RandomState(rng.getrandbits(32)),
         )
+        bot.set_resampler(lambda s, player: s.resample_from_infostate(player, worlds.random))
         before = world.clone()
         steps: list[int] = []
         while True:

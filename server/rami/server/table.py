@@ -48,7 +48,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
-from rami.engine import POLICIES, Phase, RuleError, View, view
+from rami.engine import POLICIES, Action, Phase, RuleError, View, view
 from rami.engine import events as engine_events
 from rami.engine.policies import EXPERT_BUDGET, safe_move
 
@@ -1075,52 +1075,61 @@ class Table:
         state = self.state
         game = state.game
         assert game is not None and self.thinker is not None
-        self._thinking = (len(game.log), seat)
+        position = len(game.log)
+        self._thinking = (position, seat)
         v = state.seat_view(seat)
         assert v is not None
         self._thought = asyncio.get_running_loop().create_task(
-            self._decide(self.thinker, seat, state.seats[seat].policy, v, state.bot_seed(seat)),
+            self._decide(
+                self.thinker, position, seat, state.seats[seat].policy, v, state.bot_seed(seat)
+            ),
             name=f"table {self.table_id}: seat {seat} thinking",
         )
 
-    async def _decide(self, thinker: Thinker, seat: int, policy: str, v: View, seed: bytes) -> None:
-        assert self._thinking is not None
-        position = self._thinking[0]
+    async def _decide(
+        self, thinker: Thinker, position: int, seat: int, policy: str, v: View, seed: bytes
+    ) -> None:
+        """The thinking of :meth:`_think`: the move decided, then a change that plays it if the
+        game is still at ``position`` (else whatever is due now is armed again)."""
         try:
-            action = await thinker.decide(policy, v, seed)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # the worker died, or the server stops: the safe move
-            log.warning(
-                "table %s: the %s move of seat %d was not decided (%s); playing the safe move",
-                self.table_id,
-                policy,
-                seat,
-                type(e).__name__,
-            )
-            action = None
+            try:
+                action: Action | None = await thinker.decide(policy, v, seed)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # a worker died or hung, or the server stops: the safe move
+                log.warning(
+                    "table %s: the %s move of seat %d was not decided (%s); playing the safe move",
+                    self.table_id,
+                    policy,
+                    seat,
+                    type(e).__name__,
+                )
+                action = None
 
-        def plan(state: TableState) -> list[Entry]:
-            self._thinking = None
-            game = state.game
-            if (
-                game is None
-                or len(game.log) != position
-                or game.turn != seat
-                or state.auto_seat() != (seat, "bot")
-                or state.seats[seat].policy != policy
-            ):
-                self._schedule()  # the game moved on meanwhile: whatever is due now
-                return []
-            if action is None:
-                self._auto_move(state.number, "bot", fallback=True)
-                return []
-            return [Act(seat, action)]
+            def plan(state: TableState) -> list[Entry]:
+                if self._thinking == (position, seat):
+                    self._thinking = None
+                game = state.game
+                if (
+                    game is None
+                    or len(game.log) != position
+                    or game.turn != seat
+                    or state.auto_seat() != (seat, "bot")
+                    or state.seats[seat].policy != policy
+                ):
+                    self._schedule()  # the game moved on meanwhile: whatever is due now
+                    return []
+                if action is None:
+                    self._auto_move(state.number, "bot", fallback=True)
+                    return []
+                return [Act(seat, action)]
 
-        if self.closed:
-            return
-        done = self._enqueue(Change(plan, lambda _: None))
-        done.add_done_callback(lambda d: self._auto_done(d, self.number, "bot", False))
+            if self.closed:
+                return
+            done = self._enqueue(Change(plan, lambda _: None))
+            done.add_done_callback(lambda d: self._auto_done(d, self.number, "bot", False))
+        finally:
+            self._thought = None
 
     def _auto_done(self, done: asyncio.Future[Any], number: int, kind: str, fallback: bool) -> None:
         if done.cancelled():

@@ -13,13 +13,16 @@ decided here instead, in worker processes of their own, while the tables go on:
    game has not moved on meanwhile (a chat or a join does not move it).
 
 Workers are spawned (not forked: a forked gRPC process is not safe) when the first move is
-asked, at most ``workers`` at once; the moves of every table wait their turn for one. A worker
-that dies is replaced, and the move it was deciding is played by the safe move instead.
+asked; at most ``workers`` moves are in their hands at once, the others (of every table) wait
+their turn. A worker that dies is replaced, and the moves they were deciding are played by the
+safe move instead; so is a move still not decided after a long time (:attr:`Thinker.timeout`:
+a search is a fixed count of simulations, so that is a worker that hangs).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import multiprocessing
 import random
@@ -53,9 +56,15 @@ class Thinker:
         self.workers = workers
         #: The expert's budget per move, in seconds (``policies.EXPERT_BUDGET`` by default).
         self.budget = budget
+        #: Seconds a move may take in its worker before the workers are replaced and the move
+        #: is played by the safe move (a search is a fixed count of simulations: this only
+        #: catches a worker that hangs).
+        self.timeout = max(30.0, 20 * budget)
         #: Moves decided so far (a figure for tests and operators).
         self.decided = 0
         self._pool: ProcessPoolExecutor | None = None
+        #: At most ``workers`` moves are in the pool at once; the others wait here.
+        self._slots = asyncio.Semaphore(workers)
         self._closed = False
 
     def _executor(self) -> ProcessPoolExecutor:
@@ -65,20 +74,61 @@ class Thinker:
             )
         return self._pool
 
+    def _replace(self, pool: ProcessPoolExecutor, kill: bool) -> None:
+        """Drop ``pool`` (the next move starts a new one); ``kill``: end its workers now (the
+        moves they were deciding fail with ``BrokenProcessPool``)."""
+        if self._pool is pool:
+            self._pool = None
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        # Never cancel_futures: the pool fails every move it holds when a worker dies, and
+        # fails itself on one that was cancelled (moves are not cancelled here: see decide).
+        pool.shutdown(wait=False)
+        if kill:
+            for process in processes:
+                if process.is_alive():
+                    process.terminate()
+
     async def decide(self, policy: str, v: View, seed: bytes) -> Action:
-        """The move, decided in a worker. Raises ``BrokenProcessPool`` when the worker died
-        (the next move gets a new one) and ``RuntimeError`` once the thinker is closed."""
+        """The move, decided in a worker. Raises ``BrokenProcessPool`` when a worker died
+        while it was in the pool (the next move gets new ones), ``TimeoutError`` after
+        :attr:`timeout` (the workers are replaced), ``RuntimeError`` once the thinker is closed."""
         if self._closed:
             raise RuntimeError("the server is stopping")
-        pool = self._executor()
         loop = asyncio.get_running_loop()
+        await self._slots.acquire()  # a wait here may be cancelled: nothing is in the pool yet
         try:
-            action = await loop.run_in_executor(pool, decide, policy, self.budget, v, seed)
+            if self._closed:
+                raise RuntimeError("the server is stopping")
+            pool = self._executor()
+            future = pool.submit(decide, policy, self.budget, v, seed)
         except BrokenProcessPool:
-            if self._pool is pool:
-                self._pool = None
-                pool.shutdown(wait=False, cancel_futures=True)
-            log.error("a bot worker process died: a new one takes the next move")
+            self._slots.release()
+            self._replace(pool, kill=True)
+            raise
+        except BaseException:
+            self._slots.release()
+            raise
+
+        def done(_: object) -> None:  # in the pool's thread: the slot is free once it ends
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                loop.call_soon_threadsafe(self._slots.release)
+
+        future.add_done_callback(done)
+        try:
+            # Shielded: a move in the pool is never cancelled (a table that closes stops
+            # waiting for it, and it ends in its worker as it would have).
+            action = await asyncio.wait_for(
+                asyncio.shield(asyncio.wrap_future(future)), self.timeout
+            )
+        except BrokenProcessPool:
+            self._replace(pool, kill=True)
+            log.error("a bot worker process died: new ones take the next moves")
+            raise
+        except TimeoutError:
+            self._replace(pool, kill=True)
+            log.error(
+                "a bot move took over %g s in its worker: the workers are replaced", self.timeout
+            )
             raise
         self.decided += 1
         return action
@@ -94,11 +144,5 @@ class Thinker:
         """Stop the workers at once: a move under way is dropped (nothing waits for it any
         more), so a stopping server does not wait out a search."""
         self._closed = True
-        pool, self._pool = self._pool, None
-        if pool is None:
-            return
-        processes = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            if process.is_alive():
-                process.terminate()
+        if self._pool is not None:
+            self._replace(self._pool, kill=True)
