@@ -42,7 +42,7 @@ from .events import (
 from .fair import FairDeal
 from .melds import RUN, SET, End, Meld, MeldError, TableMeld
 from .rng import derive_seed, seed_commitment, shuffle
-from .solver import deadwood, portuguese_declaration
+from .solver import deadwood, declaration_cards, portuguese_declaration
 from .variants import Options, Variant, get_variant
 
 __all__ = ["LEARNING_TURN_CAP", "RAMI_SEC_POINTS", "Game", "Phase", "TableMeld", "max_rounds"]
@@ -245,6 +245,19 @@ class Game:
     def can_declare(self, seat: int) -> bool:
         """True when the rules let the seat declare now (whether its cards are complete)."""
         return self.phase == Phase.PLAY and seat == self.turn and self.variant.declares
+
+    def declarable(self, seat: int) -> list[Card]:
+        """The cards the seat may declare with now, each once, in card order (RULES.md §2):
+        none unless it may declare; with false declarations allowed (``reveal``) every card it
+        holds (a false one is shown, then discarded); else those that leave 13 complete cards
+        (:func:`~rami.engine.solver.declaration_cards`, one search)."""
+        if not self.can_declare(seat):
+            return []
+        hand = self.hands[seat]
+        if self.options.false_declaration != "reject":
+            return sorted(set(hand))
+        jpm = self.options.jokers_per_meld
+        return [c for c, _ in declaration_cards(hand, jokers_per_meld=jpm)]
 
     def state_key(self) -> tuple[object, ...]:
         """Everything that makes the state, for comparing two states."""

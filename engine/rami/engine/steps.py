@@ -367,8 +367,8 @@ class StepSpace:
         return flags
 
     def _declarations(self, game: Game, seat: int, state: StepState) -> list[Card]:
-        # A declaration is a solver search: asked once per card, on one clone each.
-        return [c for c in sorted(set(state.hand)) if _accepts(game, seat, Declare(c))]
+        # The game's own list (one solver search at most, not one per card).
+        return game.declarable(seat)
 
     def _staging(self, game: Game, seat: int, state: StepState) -> list[int]:
         """The staging steps the engine accepts after the staged ones."""
