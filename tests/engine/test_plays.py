@@ -8,7 +8,18 @@ import random
 import pytest
 from helpers import C, cards, deal, play
 
-from rami.engine import POLICIES, Game, NextRound, Options, Phase, view
+from rami.engine import (
+    POLICIES,
+    Card,
+    Declare,
+    Draw,
+    Game,
+    NextRound,
+    Options,
+    Phase,
+    RuleError,
+    view,
+)
 from rami.engine.plays import complete_declarations, declaration_cards, declarations
 from rami.engine.solver import portuguese_declaration
 
@@ -102,3 +113,32 @@ def test_complete_declarations_agree_with_the_declarations_played_in_random_game
             seen += bool(found)
             game.apply(game.turn, POLICIES["greedy"](v, rng))
     assert seen > 0
+
+
+def test_the_cards_a_seat_may_declare_with_are_the_games_own_list() -> None:
+    """``Game.declarable`` (what the step mask offers): every card held when a false
+    declaration is a move (``reveal``), else exactly the cards that leave a complete
+    declaration; none off the seat's turn or before it draws. Each is what ``apply`` accepts."""
+    for rule in ("reveal", "reject"):
+        # Both seats hold RED_RUNS (each card of it twice in the two decks); the first to move
+        # draws K♠: declaring with it leaves the runs.
+        game = deal(
+            "portuguese", [RED_RUNS, RED_RUNS], "Qc", "Ks", false_declaration=rule, rounds=1
+        )
+        seat = game.turn
+        assert game.declarable(seat) == []  # it has not drawn yet
+        game.apply(seat, Draw("stock"))
+        assert game.declarable(1 - seat) == []
+        held = game.hands[seat]
+        expected = (
+            sorted(set(held)) if rule == "reveal" else [c for c, _ in declaration_cards(held)]
+        )
+        assert game.declarable(seat) == expected
+        for c in sorted(set(held)):
+            accepted = True
+            try:
+                game.clone().apply(seat, Declare(c))
+            except RuleError:
+                accepted = False
+            assert accepted == (c in expected), (rule, c)
+    assert expected == [Card.parse("Ks")]  # reject: the one card that leaves the runs
