@@ -110,6 +110,36 @@ def test_an_expert_bot_plays_a_whole_game_with_every_move_decided_in_a_worker(
         assert srv.server.lobby.thinker.decided == len(mine)
 
 
+def _ana_against_the_expert(
+    stubs: Stubs, variant: str, **options: int
+) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """A 2-seat table: Ana in seat 0, an expert bot in seat 1; (table id, Ana's metadata)."""
+    table_id, owner = _create(stubs, variant, 2, **options)
+    ana = stubs.lobby.JoinTable(
+        lobby_service_pb2.JoinTableRequest(table_id=table_id, name="Ana", seat=0)
+    )
+    stubs.lobby.AddBot(
+        lobby_service_pb2.AddBotRequest(table_id=table_id, policy="expert"),
+        metadata=(("rami-token", owner),),
+    )
+    return table_id, (("rami-token", ana.token),)
+
+
+def _safe_move(
+    stubs: Stubs, table_id: str, token: tuple[tuple[str, str], ...], u: table_service_pb2.Update
+) -> None:
+    """The seat's safe move on update ``u``: draw from the stock, or discard the card drawn."""
+    if u.view.phase == game_pb2.PHASE_DRAW:
+        action = {"draw": table_service_pb2.DrawAction(source=game_pb2.DRAW_SOURCE_STOCK)}
+    else:
+        card = u.view.drawn or u.view.hand[-1]
+        action = {"discard": table_service_pb2.DiscardAction(card=card)}
+    stubs.table.Act(
+        table_service_pb2.ActRequest(table_id=table_id, number=u.number, **action),
+        metadata=token,
+    )
+
+
 def test_the_table_goes_on_while_its_expert_bot_thinks_and_a_chat_does_not_restart_it(
     tmp_path: Path,
 ) -> None:
@@ -120,15 +150,7 @@ def test_the_table_goes_on_while_its_expert_bot_thinks_and_a_chat_does_not_resta
     with ServerThread(str(tmp_path / "rami.db"), config) as srv, Stubs(srv.target) as stubs:
         assert srv.server is not None
         thinker = srv.server.lobby.thinker
-        table_id, owner = _create(stubs, "portuguese", 2, rounds=1)
-        ana = stubs.lobby.JoinTable(
-            lobby_service_pb2.JoinTableRequest(table_id=table_id, name="Ana", seat=0)
-        )
-        stubs.lobby.AddBot(
-            lobby_service_pb2.AddBotRequest(table_id=table_id, policy="expert"),
-            metadata=(("rami-token", owner),),
-        )
-        token = (("rami-token", ana.token),)
+        table_id, token = _ana_against_the_expert(stubs, "portuguese", rounds=1)
         watch = stubs.table.Watch(
             table_service_pb2.WatchRequest(table_id=table_id), metadata=token, timeout=120
         )
@@ -156,24 +178,8 @@ def test_the_table_goes_on_while_its_expert_bot_thinks_and_a_chat_does_not_resta
                         table_service_pb2.ChatRequest(table_id=table_id, text="take your time"),
                         metadata=token,
                     )
-                elif v.phase == game_pb2.PHASE_DRAW:
-                    stubs.table.Act(
-                        table_service_pb2.ActRequest(
-                            table_id=table_id,
-                            number=u.number,
-                            draw=table_service_pb2.DrawAction(source=game_pb2.DRAW_SOURCE_STOCK),
-                        ),
-                        metadata=token,
-                    )
                 else:
-                    stubs.table.Act(
-                        table_service_pb2.ActRequest(
-                            table_id=table_id,
-                            number=u.number,
-                            discard=table_service_pb2.DiscardAction(card=v.drawn or v.hand[-1]),
-                        ),
-                        metadata=token,
-                    )
+                    _safe_move(stubs, table_id, token, u)
         finally:
             watch.cancel()
         assert moved == 2
@@ -189,15 +195,7 @@ def test_when_the_experts_worker_dies_its_move_is_the_safe_move_and_a_new_worker
     with ServerThread(str(tmp_path / "rami.db"), config) as srv, Stubs(srv.target) as stubs:
         assert srv.server is not None
         thinker = srv.server.lobby.thinker
-        table_id, owner = _create(stubs, "simple", 2, target=1000)
-        ana = stubs.lobby.JoinTable(
-            lobby_service_pb2.JoinTableRequest(table_id=table_id, name="Ana", seat=0)
-        )
-        stubs.lobby.AddBot(
-            lobby_service_pb2.AddBotRequest(table_id=table_id, policy="expert"),
-            metadata=(("rami-token", owner),),
-        )
-        token = (("rami-token", ana.token),)
+        table_id, token = _ana_against_the_expert(stubs, "simple", target=1000)
         watch = stubs.table.Watch(
             table_service_pb2.WatchRequest(table_id=table_id), metadata=token, timeout=120
         )
@@ -223,24 +221,7 @@ def test_when_the_experts_worker_dies_its_move_is_the_safe_move_and_a_new_worker
                     back += 1  # Ana's turn again: the expert's turn was played
                     if back == 2:
                         break  # and another one since, its worker a new one
-                if v.phase == game_pb2.PHASE_DRAW:
-                    stubs.table.Act(
-                        table_service_pb2.ActRequest(
-                            table_id=table_id,
-                            number=u.number,
-                            draw=table_service_pb2.DrawAction(source=game_pb2.DRAW_SOURCE_STOCK),
-                        ),
-                        metadata=token,
-                    )
-                else:
-                    stubs.table.Act(
-                        table_service_pb2.ActRequest(
-                            table_id=table_id,
-                            number=u.number,
-                            discard=table_service_pb2.DiscardAction(card=v.drawn or v.hand[-1]),
-                        ),
-                        metadata=token,
-                    )
+                _safe_move(stubs, table_id, token, u)
         finally:
             watch.cancel()
         assert killed == 1

@@ -367,23 +367,25 @@ class _Judge:
             and _fits([tm.meld for tm in v.melds], card, self.jpm)
         )
 
+    def discard_key(self, hand: list[Card], card: Card) -> tuple[float, int, Card]:
+        """How good a discard ``card`` is, least first: the cost of the rest of ``hand`` (and
+        of throwing a joker or a card the next seat wants), then the dearer card, then the card."""
+        rest = list(hand)
+        rest.remove(card)
+        cost, _ = self.cost(rest)
+        if card == JOKER:
+            cost += self.w.joker
+        if self.w.feed and self.feeds(card):
+            cost += self.w.feed
+        return cost, -self.values[card], card
+
     def discard(self, hand: list[Card], keep: Card | None = None) -> tuple[float, Card] | None:
         """The discard of least cost, with that cost (``keep`` is never discarded)."""
-        best: tuple[float, int, Card] | None = None
-        for card in sorted(set(hand)):
-            if card == keep:
-                continue
-            rest = list(hand)
-            rest.remove(card)
-            cost, _ = self.cost(rest)
-            if card == JOKER:
-                cost += self.w.joker
-            if self.w.feed and self.feeds(card):
-                cost += self.w.feed
-            key = (cost, -self.values[card], card)
-            if best is None or key < best:
-                best = key
-        return None if best is None else (best[0], best[2])
+        keys = [self.discard_key(hand, c) for c in sorted(set(hand)) if c != keep]
+        if not keys:
+            return None
+        best = min(keys)
+        return best[0], best[2]
 
 
 def strong(v: View, rng: random.Random) -> Action:
@@ -471,17 +473,7 @@ def expert_simulations(
 
 def _ranked_discards(judge: _Judge, hand: list[Card]) -> list[Card]:
     """Every card of ``hand`` to discard, the cheapest first by strong's cost of the rest."""
-    keyed = []
-    for card in sorted(set(hand)):
-        rest = list(hand)
-        rest.remove(card)
-        cost, _ = judge.cost(rest)
-        if card == JOKER:
-            cost += judge.w.joker
-        if judge.w.feed and judge.feeds(card):
-            cost += judge.w.feed
-        keyed.append((cost, -judge.values[card], card))
-    return [c for _, _, c in sorted(keyed)]
+    return [key[2] for key in sorted(judge.discard_key(hand, c) for c in sorted(set(hand)))]
 
 
 def _laid_of(action: Action) -> int:

@@ -507,28 +507,41 @@ class StepSpace:
             return not self.variant.must_lay_discard
         return kind in ("draw", "commit", "discard", "declare")
 
+    def stage(self, game: Game, steps: Sequence[int]) -> StepState:
+        """The turn in progress after ``steps``, staging steps taken from the start of the
+        seat's move in ``game``, each legal after those before it (what the network's
+        LegalSteps is sent). ``game`` is not changed. Raises :class:`IllegalAction`
+        (``ILLEGAL_STEP``) for a step that is not legal then, or one that ends the move."""
+        state = StepState()
+        for n, i in enumerate(steps):
+            self._check_next(game, state, n, i)
+            if self.ends_move(i):
+                raise IllegalAction(
+                    f"step {n + 1}, {self.describe(i)}, ends the move: no step may follow",
+                    "ILLEGAL_STEP",
+                )
+            self.apply_step(game, state, i, check=False)  # stages only: the game is as it was
+        return state
+
     def action_of(self, game: Game, steps: Sequence[int]) -> Action:
         """The move that ``steps`` make from the start of the seat's move in ``game`` (the
         staging steps, then the one that ends the move): each must be legal after those before
         it, and only the last may end the move. ``game`` is not changed. Raises
         :class:`IllegalAction` (``ILLEGAL_STEP``) otherwise."""
-        state = StepState()
-        probe = game
-        for n, i in enumerate(steps):
-            if not 0 <= i < self.size or i not in self.legal_steps(probe, state):
-                what = self.describe(i) if 0 <= i < self.size else f"no step {i}"
-                raise IllegalAction(
-                    f"step {n + 1}, {what}, is not a legal step then", "ILLEGAL_STEP"
-                )
-            if self.ends_move(i):
-                if n != len(steps) - 1:
-                    raise IllegalAction(
-                        f"step {n + 1}, {self.describe(i)}, ends the move: no step may follow",
-                        "ILLEGAL_STEP",
-                    )
-                return self._final_action(state, i)
-            self.apply_step(probe, state, i, check=False)  # stages only: the game is as it was
-        raise IllegalAction("these steps do not end with a move", "ILLEGAL_STEP")
+        if not steps:
+            raise IllegalAction("these steps do not end with a move", "ILLEGAL_STEP")
+        state = self.stage(game, steps[:-1])
+        last = steps[-1]
+        self._check_next(game, state, len(steps) - 1, last)
+        if not self.ends_move(last):
+            raise IllegalAction("these steps do not end with a move", "ILLEGAL_STEP")
+        return self._final_action(state, last)
+
+    def _check_next(self, game: Game, state: StepState, n: int, i: int) -> None:
+        """Refuse step ``i``, the ``n``-th (from 0), unless it is legal now."""
+        if not 0 <= i < self.size or i not in self.legal_steps(game, state):
+            what = self.describe(i) if 0 <= i < self.size else f"no step {i}"
+            raise IllegalAction(f"step {n + 1}, {what}, is not a legal step then", "ILLEGAL_STEP")
 
     def _final_action(self, state: StepState, i: int) -> Action:
         step = self.steps[i]

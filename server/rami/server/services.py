@@ -36,7 +36,7 @@ from rami.engine import (
 )
 from rami.engine.analysis import analyse
 from rami.engine.fair import MAX_ENTROPY
-from rami.engine.steps import StepState, step_space
+from rami.engine.steps import step_space
 from rami.v1 import (
     lobby_service_pb2,
     lobby_service_pb2_grpc,
@@ -585,20 +585,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         if not turn:
             return table_service_pb2.LegalStepsResponse(size=space.size)
         with self.lobby.work.spend(_client(context)):
-            state = StepState()
-            for n, i in enumerate(request.staged):
-                if i >= space.size or i not in space.legal_steps(game, state):
-                    what = space.describe(i) if i < space.size else f"no step {i}"
-                    raise IllegalAction(
-                        f"staged step {n + 1}, {what}, is not a legal step then", "ILLEGAL_STEP"
-                    )
-                if space.ends_move(i):
-                    raise IllegalAction(
-                        f"staged step {n + 1}, {space.describe(i)}, ends the move: send it in "
-                        "Act's steps",
-                        "ILLEGAL_STEP",
-                    )
-                space.apply_step(game, state, i, check=False)  # stages only
+            state = space.stage(game, request.staged)
             legal = space.legal_steps(game, state)
             return table_service_pb2.LegalStepsResponse(
                 size=space.size,

@@ -47,6 +47,11 @@ def decide(policy: str, budget: float, v: View, seed: bytes) -> Action:
     return choose(v, random.Random(seed))
 
 
+def _processes(pool: ProcessPoolExecutor) -> list[multiprocessing.process.BaseProcess]:
+    """The pool's worker processes (its own record of them: the executor has no public one)."""
+    return list((getattr(pool, "_processes", None) or {}).values())
+
+
 class Thinker:
     """Worker processes that decide the searched-for moves of every table of a server."""
 
@@ -79,7 +84,7 @@ class Thinker:
         moves they were deciding fail with ``BrokenProcessPool``)."""
         if self._pool is pool:
             self._pool = None
-        processes = list((getattr(pool, "_processes", None) or {}).values())
+        processes = _processes(pool)
         # Never cancel_futures: the pool fails every move it holds when a worker dies, and
         # fails itself on one that was cancelled (moves are not cancelled here: see decide).
         pool.shutdown(wait=False)
@@ -137,8 +142,7 @@ class Thinker:
         """The process ids of the workers running now."""
         if self._pool is None:
             return []
-        processes = getattr(self._pool, "_processes", None) or {}
-        return [p.pid for p in processes.values() if p.is_alive() and p.pid is not None]
+        return [p.pid for p in _processes(self._pool) if p.is_alive() and p.pid is not None]
 
     def close(self) -> None:
         """Stop the workers at once: a move under way is dropped (nothing waits for it any
