@@ -71,3 +71,42 @@ def test_views_built_together_are_the_views_built_one_by_one(variant: str) -> No
             continue
         action = policy(view(game, game.turn), rng)
         state.apply(Act(game.turn, action))
+
+
+@pytest.mark.parametrize("variant", ["portuguese", "tallage", "simple"])
+def test_one_encoder_kept_through_a_table_encodes_every_update_as_built_anew(
+    variant: str,
+) -> None:
+    # A table keeps one encoder for its life, and the encoder keeps what it encoded (each
+    # player, meld, result and seat's own part) to reuse while it does not change: at every
+    # update of two games (to their end, or 1,500 updates), every seat's bytes are the view
+    # built from nothing.
+    rng = random.Random(f"kept/{variant}")
+    encoder = convert.ViewEncoder()
+    policy = POLICIES["random"]
+    for game_number in range(2):
+        spec = TableSpec("t", variant, Options(players=4, rounds=2).to_dict())
+        state = TableState(f"kept{game_number}", spec)
+        for seat in range(4):
+            state.apply(Join(seat, f"p{seat}", f"h{seat}"))
+        state.apply(Start(f"{game_number:02x}" * 32))
+        seats: list[int | None] = [0, 1, 2, 3, None]
+        checked = 0
+        for _ in range(1500):
+            game = state.game
+            assert game is not None
+            connected = {s: 1 for s in range(4) if rng.random() < 0.7}
+            deadline = rng.choice([None, 1_800_000_000.25])
+            encoded = encoder.encode(state, seats, connected, deadline)
+            for s in seats:
+                assert game_pb2.View.FromString(encoded[s]) == _one_by_one(
+                    state, s, connected, deadline
+                ), (game_number, s, state.number)
+            checked += 1
+            if game.phase == Phase.GAME_OVER:
+                break
+            if game.phase == Phase.ROUND_OVER:
+                state.apply(NextDeal())
+                continue
+            state.apply(Act(game.turn, policy(view(game, game.turn), rng)))
+        assert checked > 50

@@ -46,6 +46,7 @@ __all__ = [
     "legal_plays",
     "new_melds",
     "opening",
+    "takes_discard",
 ]
 
 _BIG = 64 * 1000  # outweighs any opening value: "lay this card" comes before "lay most"
@@ -236,26 +237,37 @@ def discard_completions(v: View) -> list[Lay]:
     """Tallage: the lays that would let this seat take the top discard (it must be laid)."""
     if v.discard_lays is not None:  # found when the view was made
         return list(v.discard_lays)
+    return list(_discard_lays(v))
+
+
+def takes_discard(v: View) -> bool:
+    """Tallage: True when some lay would let this seat take the top discard (the first of
+    :func:`discard_completions`, found without looking for the others)."""
+    if v.discard_lays is not None:
+        return bool(v.discard_lays)
+    return next(_discard_lays(v), None) is not None
+
+
+def _discard_lays(v: View) -> Iterator[Lay]:
+    """The lays of :func:`discard_completions`, each kind searched for only when asked."""
     if v.hand is None or v.discard_top is None or "discard" not in v.draw_sources:
-        return []
+        return
     taken = v.discard_top
     hand = [*v.hand, taken]
     assert v.seat is not None
-    out: list[Lay] = []
     if v.opened[v.seat]:
         m = new_melds(v, hand, must=taken)
         if m is not None:
-            out.append(m)
+            yield m
         # Those of the taken card alone: what the rest of the hand could lay does not matter.
-        out.extend(Lay((a,)) for a in additions(v, [taken]))
-        out.extend(Lay((a,)) for a in chain_additions(v, list(v.hand), taken))
-        out.extend(Lay(s) for s in joker_swaps(v, [taken]))
+        yield from (Lay((a,)) for a in additions(v, [taken]))
+        yield from (Lay((a,)) for a in chain_additions(v, list(v.hand), taken))
+        yield from (Lay(s) for s in joker_swaps(v, [taken]))
     elif clean_set_and_run(hand):  # else no opening and no finish, said without a search
         o = opening(v, hand, must=taken)
         if o is not None:
-            out.append(o)
-        out.extend(finish_lays(v, hand, must=taken))
-    return out
+            yield o
+        yield from finish_lays(v, hand, must=taken)
 
 
 def declarations(v: View) -> list[Declare]:

@@ -129,7 +129,11 @@ def seat_part(game: Game, seat: int | None) -> SeatPart | None:
         return None
     own = _own(game, seat)
     if "discard" in own[2] and game.variant.must_lay_discard:
-        own = (own[0], own[1], view(game, seat).draw_sources, own[3], own[4])
+        from .plays import takes_discard  # plays reads views: imported when needed
+
+        # Only whether some lay takes the discard: the seat's own view lists them all.
+        if not takes_discard(_view(game, seat)):
+            own = (own[0], own[1], tuple(s for s in own[2] if s != "discard"), own[3], own[4])
     if not own[4]:
         return SeatPart(seat, *own)
     jpm = game.options.jokers_per_meld
@@ -138,6 +142,26 @@ def seat_part(game: Game, seat: int | None) -> SeatPart | None:
 
 def view(game: Game, seat: int | None) -> View:
     """What ``seat`` (None: a spectator) may see of ``game`` now."""
+    v = _view(game, seat)
+    if "discard" in v.draw_sources and game.variant.must_lay_discard:
+        # Tallage: the discard is taken only with a lay that uses it. The lays found are kept
+        # for the seat's decision (a bot asks for them next); when there are none, the
+        # discard is not a place to draw from this turn. The view is still the function's
+        # own here, so it is finished in place (dataclasses.replace costs half a view).
+        from .plays import discard_completions  # plays reads views: imported when needed
+
+        lays = tuple(discard_completions(v))
+        object.__setattr__(v, "discard_lays", lays)
+        if not lays:
+            object.__setattr__(
+                v, "draw_sources", tuple(s for s in v.draw_sources if s != "discard")
+            )
+    return v
+
+
+def _view(game: Game, seat: int | None) -> View:
+    """:func:`view`, but for tallage's discard: listed as a draw source whenever there is one,
+    its lays not looked for."""
     hand: tuple[Card, ...] | None = None
     drawn: Card | None = None
     draw_sources: tuple[str, ...] = ()
@@ -148,7 +172,7 @@ def view(game: Game, seat: int | None) -> View:
         seat = None
     # Positional, in the order of View's fields (matching 25 keywords costs a fifth of a view,
     # and a view is made before every decision of every bot); a test checks every field.
-    v = View(
+    return View(
         game.variant,  # variant
         game.options,  # options
         seat,  # seat
@@ -176,15 +200,3 @@ def view(game: Game, seat: int | None) -> View:
         can_lay,  # can_lay
         can_declare,  # can_declare
     )
-    if "discard" in draw_sources and game.variant.must_lay_discard:
-        # Tallage: the discard is taken only with a lay that uses it. The lays found are kept
-        # for the seat's decision (a bot asks for them next); when there are none, the
-        # discard is not a place to draw from this turn. The view is still the function's
-        # own here, so it is finished in place (dataclasses.replace costs half a view).
-        from .plays import discard_completions  # plays reads views: imported when needed
-
-        lays = tuple(discard_completions(v))
-        object.__setattr__(v, "discard_lays", lays)
-        if not lays:
-            object.__setattr__(v, "draw_sources", tuple(s for s in draw_sources if s != "discard"))
-    return v

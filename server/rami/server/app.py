@@ -36,8 +36,7 @@ from .errors import DecodeGuard
 from .introspection import HEALTH, HealthServicer, add_health, add_reflection
 from .lobby import Lobby, LobbyConfig, summarize
 from .services import LobbyService, RulesService, TableService
-from .storage import Storage, open_storage
-from .storage_postgres import redacted
+from .storage import Storage, open_storage, redacted
 from .table import TableConfig
 from .wire import add_sending_bytes
 

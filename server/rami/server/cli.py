@@ -10,7 +10,7 @@ import typer
 from .app import LOOPS, run, run_loop
 from .connections import ConnectionLimits
 from .lobby import LobbyConfig
-from .storage_postgres import is_postgres_url
+from .storage import is_postgres_url
 from .table import TableConfig
 
 __all__ = ["app", "main"]

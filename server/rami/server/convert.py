@@ -393,24 +393,30 @@ def shared_view_to_proto(
     """The part of a view that is the same for every watcher of the table: a spectator's
     view, to which :func:`add_own_view` adds what only a seat sees (``options``, ``results``:
     the messages of ``v.options`` and ``v.results``, when the caller has them already)."""
+    msg = _view_head(v, table_id, number, deadline)
+    msg.options.CopyFrom(options if options is not None else options_to_proto(v.options))
+    msg.players.extend(players)
+    msg.melds.extend(table_meld_to_proto(i, m) for i, m in enumerate(v.melds, 1))
+    msg.results.extend(results if results is not None else [result_to_proto(r) for r in v.results])
+    return msg
+
+
+def _view_head(v: View, table_id: str, number: int, deadline: float | None) -> game_pb2.View:
+    """The shared part of a view without its options, players, melds and results."""
     msg = game_pb2.View(
         table_id=table_id,
         number=number,
         variant=variant_to_proto(v.variant.id),
-        options=options if options is not None else options_to_proto(v.options),
         phase=_PHASE_TO_PROTO[v.phase],
         round=v.round,
         dealer=v.dealer,
         turn=v.turn,
-        players=players,
         stock_size=v.stock_size,
         discard_top=card_to_proto(v.discard_top),
         discard_size=v.discard_size,
-        melds=[table_meld_to_proto(i, m) for i, m in enumerate(v.melds, 1)],
         bar=v.bar,
         first_circuit=v.first_circuit,
         rebuilds=v.rebuilds,
-        results=results if results is not None else [result_to_proto(r) for r in v.results],
         winners=v.winners,
     )
     if deadline is not None:
@@ -538,24 +544,45 @@ def table_event_to_proto(e: Event) -> events_pb2.Event:
 
 class ViewEncoder:
     """Builds a table's views as messages or encoded, keeping what does not change between
-    updates (the options' message, each finished round's result) for the next update."""
+    updates for the next update: the options' message, and, encoded, each seat's entry in the
+    players, each meld on the table, each finished round's result and each seat's own part.
+
+    One encoder serves one table (its caches hold that table's last values, compared by
+    value or, for the engine's frozen melds and results, by identity)."""
 
     def __init__(self) -> None:
-        self._options: tuple[Options, game_pb2.Options] | None = None
-        self._results: list[tuple[ev.RoundResult, game_pb2.RoundResult]] = []
+        self._options: tuple[Options, game_pb2.Options, bytes] | None = None
+        self._results: list[tuple[ev.RoundResult, game_pb2.RoundResult, bytes]] = []
+        #: By seat: the player as last shown, and its ``View.players`` entry encoded.
+        self._players: list[tuple[PlayerInfo, bytes]] = []
+        #: By place on the table: the meld last there, and its ``View.melds`` entry encoded.
+        self._melds: list[tuple[TableMeld, bytes]] = []
+        #: By seat: its own part as last encoded.
+        self._own: dict[int, tuple[SeatPart, bytes]] = {}
+
+    def _options_of(self, options: Options) -> tuple[Options, game_pb2.Options, bytes]:
+        if self._options is None or self._options[0] is not options:
+            msg = options_to_proto(options)
+            self._options = (options, msg, game_pb2.View(options=msg).SerializeToString())
+        return self._options
 
     def options(self, options: Options) -> game_pb2.Options:
         """The options' message (built once per change of the options)."""
-        if self._options is None or self._options[0] is not options:
-            self._options = (options, options_to_proto(options))
-        return self._options[1]
+        return self._options_of(options)[1]
 
-    def _results_of(self, results: tuple[ev.RoundResult, ...]) -> list[game_pb2.RoundResult]:
+    def _results_done(
+        self, results: tuple[ev.RoundResult, ...]
+    ) -> list[tuple[ev.RoundResult, game_pb2.RoundResult, bytes]]:
         done = self._results
         if len(done) > len(results) or (done and done[-1][0] is not results[len(done) - 1]):
             done.clear()  # another game
-        done.extend((r, result_to_proto(r)) for r in results[len(done) :])
-        return [msg for _, msg in done]
+        for r in results[len(done) :]:
+            msg = result_to_proto(r)
+            done.append((r, msg, game_pb2.View(results=[msg]).SerializeToString()))
+        return done
+
+    def _results_of(self, results: tuple[ev.RoundResult, ...]) -> list[game_pb2.RoundResult]:
+        return [msg for _, msg, _ in self._results_done(results)]
 
     def parts(
         self, state: TableState, connected: dict[int, int], deadline: float | None
@@ -621,6 +648,59 @@ class ViewEncoder:
         self.fill(state, {seat: msg}, connected, deadline)
         return msg
 
+    def _shared_bytes(
+        self, state: TableState, connected: dict[int, int], deadline: float | None
+    ) -> bytes | None:
+        """The shared part encoded, from the pieces kept since the last update; None before
+        the game (a waiting table is encoded from its message: it changes at every join)."""
+        public = state.public_view()
+        if public is None:
+            return None
+        # The message's scalar fields, then each kept piece of its other fields: Protocol
+        # Buffers parse concatenated encodings as one message, each repeated field's entries
+        # in the order met, so the bytes are the message's whatever the order of its fields.
+        msg = _view_head(public, state.table_id, state.number, deadline)
+        chunks = [msg.SerializeToString(), self._options_of(state.options)[2]]
+        kept = self._players
+        for i, p in enumerate(state.players(connected, public)):
+            if i < len(kept) and kept[i][0] == p:
+                chunks.append(kept[i][1])
+                continue
+            one = (p, game_pb2.View(players=[player_to_proto(p)]).SerializeToString())
+            if i < len(kept):
+                kept[i] = one
+            else:
+                kept.append(one)
+            chunks.append(one[1])
+        on_table = self._melds
+        del on_table[len(public.melds) :]
+        for i, tm in enumerate(public.melds):
+            if i < len(on_table) and on_table[i][0] is tm:
+                chunks.append(on_table[i][1])
+                continue
+            laid = (tm, game_pb2.View(melds=[table_meld_to_proto(i + 1, tm)]).SerializeToString())
+            if i < len(on_table):
+                on_table[i] = laid
+            else:
+                on_table.append(laid)
+            chunks.append(laid[1])
+        chunks.extend(r[2] for r in self._results_done(public.results))
+        return b"".join(chunks)
+
+    def _own_bytes(self, state: TableState, seat: int) -> bytes:
+        """What ``seat`` alone sees, encoded (kept while it does not change)."""
+        part = state.seat_part(seat)
+        if part is None:
+            return game_pb2.View(seat=seat).SerializeToString()
+        kept = self._own.get(seat)
+        if kept is not None and kept[0] == part:
+            return kept[1]
+        msg = game_pb2.View()
+        add_own_view(msg, part)
+        encoded = msg.SerializeToString()
+        self._own[seat] = (part, encoded)
+        return encoded
+
     def encode(
         self,
         state: TableState,
@@ -632,17 +712,23 @@ class ViewEncoder:
         seat's own part (a small message) appended to it. Protocol Buffers parse concatenated
         encodings as one message merged from them, and the two parts set no field in common,
         so the bytes are exactly the seat's whole view (:meth:`view`)."""
-        shared_msg, own = self.parts(state, connected, deadline)
-        shared = shared_msg.SerializeToString()
-        out: dict[int | None, bytes] = {}
-        for seat in seats:
-            if seat is None:
-                out[seat] = shared
-            else:
-                part = game_pb2.View()
-                own(part, seat)
-                out[seat] = shared + part.SerializeToString()
-        return out
+        shared = self._shared_bytes(state, connected, deadline)
+        if shared is None:
+            shared_msg, own = self.parts(state, connected, deadline)
+            shared = shared_msg.SerializeToString()
+            out: dict[int | None, bytes] = {}
+            for seat in seats:
+                if seat is None:
+                    out[seat] = shared
+                else:
+                    part = game_pb2.View()
+                    own(part, seat)
+                    out[seat] = shared + part.SerializeToString()
+            return out
+        return {
+            seat: shared if seat is None else shared + self._own_bytes(state, seat)
+            for seat in seats
+        }
 
 
 # -- responses sent as bytes (see ``wire``) -------------------------------------------------

@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 from .entries import Mark
 
@@ -46,7 +47,9 @@ __all__ = [
     "Storage",
     "StoredTable",
     "TableRow",
+    "is_postgres_url",
     "open_storage",
+    "redacted",
 ]
 
 T = TypeVar("T")
@@ -317,8 +320,9 @@ class _Encoded:
         )
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+#: Entries as stored: compact JSON (one encoder for all: ``json.dumps`` with options makes
+#: one per call, a third of an entry's encoding).
+_json: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def _row(r: tuple[Any, ...]) -> TableRow:
@@ -695,6 +699,26 @@ class SqliteStorage:
         self._pool.shutdown(wait=True)
 
 
+def is_postgres_url(db: str) -> bool:
+    """True when ``--db`` names a PostgreSQL database (a libpq URL) rather than a file."""
+    return db.startswith(("postgresql://", "postgres://"))
+
+
+def redacted(db: str) -> str:
+    """``db`` as a log may show it: a URL's password (and its query, which may hold one) left
+    out."""
+    if not is_postgres_url(db):
+        return db
+    parts = urlsplit(db)
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, host = netloc.rsplit("@", 1)
+        if ":" in user:
+            user = user.split(":", 1)[0] + ":***"
+        netloc = f"{user}@{host}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "***" if parts.query else "", ""))
+
+
 async def open_storage(
     db: str,
     summarize: Summarize | None = None,
@@ -707,9 +731,9 @@ async def open_storage(
     ``postgres://``) URL, else a SQLite file (``:memory:``: one that keeps nothing).
     ``server_id``, ``address`` and ``lease_seconds``: this server's leases of the tables of a
     shared database (see :class:`Storage`)."""
-    from .storage_postgres import PostgresStorage, is_postgres_url
-
     if is_postgres_url(db):
+        from .storage_postgres import PostgresStorage  # loaded only for PostgreSQL
+
         return await PostgresStorage.open(
             db, summarize, server_id=server_id, address=address, lease_seconds=lease_seconds
         )
@@ -746,6 +770,9 @@ def _connect_fast(path: str) -> sqlite3.Connection:
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=0.0)
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute("PRAGMA wal_autocheckpoint=0")
+    # It only appends (the last pages of the entries and their index): a small page cache,
+    # not SQLite's 2 MB default, which the worker thread's connection keeps for the reads.
+    db.execute("PRAGMA cache_size=-256")
     return db
 
 

@@ -40,7 +40,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from .entries import Mark
 from .storage import (
@@ -53,6 +52,8 @@ from .storage import (
     Summarize,
     TableRow,
     _json,
+    is_postgres_url,
+    redacted,
 )
 
 __all__ = [
@@ -232,26 +233,6 @@ _APPEND = "SELECT rami_append(%s, %s, %s, %s, %s, %s, %s, %s)"
 
 class PostgresUnavailable(OSError):
     """The database cannot be used: no driver installed, or no connection to be had."""
-
-
-def is_postgres_url(db: str) -> bool:
-    """True when ``--db`` names a PostgreSQL database (a libpq URL) rather than a file."""
-    return db.startswith(("postgresql://", "postgres://"))
-
-
-def redacted(db: str) -> str:
-    """``db`` as a log may show it: a URL's password (and its query, which may hold one) left
-    out."""
-    if not is_postgres_url(db):
-        return db
-    parts = urlsplit(db)
-    netloc = parts.netloc
-    if "@" in netloc:
-        user, host = netloc.rsplit("@", 1)
-        if ":" in user:
-            user = user.split(":", 1)[0] + ":***"
-        netloc = f"{user}@{host}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "***" if parts.query else "", ""))
 
 
 def _row(r: tuple[Any, ...]) -> TableRow:

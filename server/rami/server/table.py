@@ -318,6 +318,41 @@ def start_entry(state: TableState) -> Start:
 class Table:
     """One table: its state, its queue and task, its watchers and its automatic moves."""
 
+    # A server holds thousands of tables, most of them idle: slots keep each a third of the
+    # size of the dict its attributes would need.
+    __slots__ = (
+        "_auto",
+        "_beat",
+        "_busy",
+        "_dirty",
+        "_encoder_",
+        "_gone",
+        "_grace",
+        "_presence_due",
+        "_queue",
+        "_sent",
+        "_summary",
+        "_summary_stale",
+        "_task",
+        "_thinking",
+        "_thought",
+        "_turn_key",
+        "changed_at",
+        "checkpoints",
+        "closed",
+        "config",
+        "deadline",
+        "epoch",
+        "moved_to",
+        "number",
+        "on_finished",
+        "on_moved",
+        "state",
+        "storage",
+        "thinker",
+        "watchers",
+    )
+
     def __init__(
         self,
         state: TableState,
@@ -369,7 +404,8 @@ class Table:
         if state.status == PLAYING:
             now = time.monotonic()
             self._gone = {i: now for i, seat in enumerate(state.seats) if seat.kind == "player"}
-        self._encoder = ViewEncoder()
+        #: Made at the first view encoded (an idle table, watched by nobody, has none).
+        self._encoder_: ViewEncoder | None = None
         #: The table as the lobby lists it, as of ``number`` (made again after a commit, when
         #: asked while no change is under way: it never shows a change not stored yet).
         self._summary: TableSummary = state.summary({})
@@ -381,13 +417,11 @@ class Table:
         #: list: it is short (a job per seat at most, mostly), and a table idles with it empty,
         #: where an empty deque holds 600 bytes.
         self._queue: list[tuple[Job, asyncio.Future[Any]]] = []
-        self._wake: asyncio.Future[None] | None = None
+        #: The table's task while it has jobs (see :meth:`_serve`).
+        self._task: asyncio.Task[None] | None = None
         self._busy = False
         #: True while the state holds entries not stored yet (between apply and commit).
         self._dirty = False
-        self._task = asyncio.get_running_loop().create_task(
-            self._serve(), name=f"table {state.table_id}"
-        )
         self._clock()
         self._schedule()
 
@@ -459,53 +493,46 @@ class Table:
     def _enqueue(self, job: Job) -> asyncio.Future[Any]:
         if self.closed:
             raise self._gone_refusal()
-        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[Any] = loop.create_future()
         self._queue.append((job, done))
-        wake = self._wake
-        if wake is not None and not wake.done():
-            wake.set_result(None)
+        if self._task is None:
+            self._task = loop.create_task(self._serve(), name=f"table {self.table_id}")
         return done
 
     async def _serve(self) -> None:
-        """The table's task: every job in turn, for the life of the table."""
+        """The table's task: every job in turn until the queue is empty. Then it ends, and
+        the next job starts it again (an idle table holds no task, nor a job's closures);
+        there is never more than one, so jobs never overlap."""
         queue = self._queue
-        job: Job | None = None
-        done: asyncio.Future[Any] | None = None
-        result: Any = None
-        while True:
-            # The last job, its answer and its caller's closures go before the wait: an idle
-            # table holds none of them.
-            job = done = result = None
-            while not queue:
-                self._wake = asyncio.get_running_loop().create_future()
-                try:
-                    await self._wake
-                finally:
-                    self._wake = None
-            job, done = queue.pop(0)
-            if done.cancelled():
-                continue  # its caller is gone, and it has changed nothing yet
-            if self.closed:
-                done.set_exception(self._gone_refusal())
-                continue
-            self._busy = True
-            try:
-                if isinstance(job, Read):
-                    result = job.run(self.state)
-                else:
-                    result = await self._change(job)
-            except asyncio.CancelledError:
-                if not done.done():
+        try:
+            while queue:
+                job, done = queue.pop(0)
+                if done.cancelled():
+                    continue  # its caller is gone, and it has changed nothing yet
+                if self.closed:
                     done.set_exception(self._gone_refusal())
-                raise
-            except BaseException as e:  # the caller's to answer: a refusal, or an error
-                if not done.done():
-                    done.set_exception(e)
-            else:
-                if not done.done():
-                    done.set_result(result)
-            finally:
-                self._busy = False
+                    continue
+                self._busy = True
+                try:
+                    if isinstance(job, Read):
+                        result = job.run(self.state)
+                    else:
+                        result = await self._change(job)
+                except asyncio.CancelledError:
+                    if not done.done():
+                        done.set_exception(self._gone_refusal())
+                    raise
+                except BaseException as e:  # the caller's to answer: a refusal, or an error
+                    if not done.done():
+                        done.set_exception(e)
+                else:
+                    if not done.done():
+                        done.set_result(result)
+                finally:
+                    self._busy = False
+        finally:
+            self._task = None
 
     # -- the one pipeline of every change ---------------------------------------------------
 
@@ -651,7 +678,7 @@ class Table:
         number = self.state.number
         if not watched:
             return number, b"", {}
-        views = self._encoder.encode(self.state, watched, connected, self.deadline)
+        views = self._encoder().encode(self.state, watched, connected, self.deadline)
         return number, update_head(number, events), views
 
     def _fan_out(self, updates: list[tuple[int, bytes, dict[int | None, bytes]]]) -> None:
@@ -668,6 +695,11 @@ class Table:
         number, _, views = updates[-1]
         self._sent = ((number, self.deadline, connected), views)
 
+    def _encoder(self) -> ViewEncoder:
+        if self._encoder_ is None:
+            self._encoder_ = ViewEncoder()
+        return self._encoder_
+
     def view_bytes(self, seat: int | None) -> bytes:
         """The encoded View of a seat now (the one the last fan-out sent it, if nothing
         changed since: an Act answers with the view its update has just sent). Call it from
@@ -680,7 +712,7 @@ class Table:
             and seat in sent[1]
         ):
             return sent[1][seat]
-        return self._encoder.encode(self.state, (seat,), connected, self.deadline)[seat]
+        return self._encoder().encode(self.state, (seat,), connected, self.deadline)[seat]
 
     # -- watchers ---------------------------------------------------------------------------
 
@@ -947,8 +979,10 @@ class Table:
         end = time.monotonic() + timeout
         while (self._busy or self._queue) and time.monotonic() < end:
             await asyncio.sleep(0.005)
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
+        task = self._task
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
 
     # -- automatic moves: bots, away seats, the clock, the next deal ------------------------
 

@@ -24,13 +24,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import multiprocessing
 import random
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from typing import TYPE_CHECKING
 
 from rami.engine import POLICIES, Action, View
 from rami.engine.policies import make_expert
+
+if TYPE_CHECKING:
+    import multiprocessing.process
+    from concurrent.futures import ProcessPoolExecutor
+
+# ``concurrent.futures.process`` and ``multiprocessing`` are imported with the first pool: a
+# server that seats no expert never loads them (two thirds of a megabyte).
 
 __all__ = ["OFF_LOOP", "Thinker", "decide"]
 
@@ -74,6 +79,9 @@ class Thinker:
 
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
             self._pool = ProcessPoolExecutor(
                 self.workers, mp_context=multiprocessing.get_context("spawn")
             )
@@ -97,6 +105,8 @@ class Thinker:
         """The move, decided in a worker. Raises ``BrokenProcessPool`` when a worker died
         while it was in the pool (the next move gets new ones), ``TimeoutError`` after
         :attr:`timeout` (the workers are replaced), ``RuntimeError`` once the thinker is closed."""
+        from concurrent.futures.process import BrokenProcessPool
+
         if self._closed:
             raise RuntimeError("the server is stopping")
         loop = asyncio.get_running_loop()
