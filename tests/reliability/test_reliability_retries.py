@@ -21,7 +21,7 @@ from typing import Any
 import grpc
 import pytest
 from reliability_support import LossyProxy, actions_of, channel
-from server_support import RPC_TIMEOUT, error_of, md
+from server_support import RPC_TIMEOUT, error_of, md, without_presence
 
 from rami.client.botkit import play, policy_decider
 from rami.client.link import Link
@@ -337,7 +337,12 @@ def test_retries_after_a_restart_get_the_first_answers(server: ServerThread) -> 
         again = join(stubs, table_id, "Ana", request_id=join_id)
         assert (again.seat, again.token) == (joined.seat, joined.token)
         assert stubs.table.Chat(chat, metadata=md(joined.token), timeout=T) == said
-        assert stubs.table.Act(act, metadata=md(mover), timeout=T) == acted
+        # The same answer: its number, and the view as it stands (who is connected aside: the
+        # Watch streams that view_of opened may not have been closed on the server yet when
+        # the first Act was answered, and presence is not game state).
+        again_acted = stubs.table.Act(act, metadata=md(mover), timeout=T)
+        assert again_acted.number == acted.number
+        assert without_presence(again_acted.view) == without_presence(acted.view)
         assert table_now(stubs, table_id).number == number
         listed = stubs.lobby.ListTables(lobby_service_pb2.ListTablesRequest(), timeout=T).tables
         assert [t.name for t in listed].count("restarted") == 1

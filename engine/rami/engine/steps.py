@@ -277,12 +277,14 @@ class StepSpace:
         self._needs = tuple(
             (sum(1 << c for c in set(s.naturals)), s.jokers, len(s.cards)) for s in self.shapes
         )
-        # The shapes by their lowest natural card: a hand holds a shape's only if it holds that
-        # card, so a mask looks at the shapes of the cards held, not at every shape.
-        by_low: list[list[int]] = [[] for _ in range(52)]
+        # The shapes by their two lowest natural cards (-1 for the second of a shape with one
+        # natural card): a hand holds a shape only if it holds both, so a mask looks at the
+        # shapes of the pairs of cards held, not at every shape.
+        by_pair: list[dict[int, list[int]]] = [{} for _ in range(52)]
         for n, shape in enumerate(self.shapes):
-            by_low[min(shape.naturals)].append(n)
-        self._by_low = tuple(tuple(ns) for ns in by_low)
+            low = sorted(set(shape.naturals))
+            by_pair[low[0]].setdefault(low[1] if len(low) > 1 else -1, []).append(n)
+        self._by_pair = tuple({k: tuple(ns) for k, ns in d.items()} for d in by_pair)
         #: Most cards a seat holds when it lays: the deal, the dealer's extra or a draw.
         self.max_hand = v.hand_size + max(v.dealer_extra, 1)
         #: Staging steps a turn may make: each lays a card of the hand or swaps one for a
@@ -382,22 +384,27 @@ class StepSpace:
                 held |= 1 << c
         jokers = hand.count(JOKER)
         left = len(hand)
-        needs, by_low = self._needs, self._by_low
-        gated = False
-        for first in sorted({c for c in hand if c != JOKER}):
-            for n in by_low[first]:
-                bits, need_jokers, length = needs[n]
-                if bits & ~held or need_jokers > jokers or length >= left:
-                    continue  # not held, or it would leave no card to discard
-                step = self.steps[self.new_base + n].lay_step()
-                verdict = self._stage_ok(game, seat, state, step)
-                if verdict is None:
-                    gated = True
-                    break
-                if verdict:
-                    out.append(self.new_base + n)
-            if gated:
-                break
+        needs, by_pair = self._needs, self._by_pair
+        naturals = sorted({c for c in hand if c != JOKER})
+        # Candidates: the shapes of each held pair (and of each held card alone, with jokers).
+        candidates: list[int] = []
+        for i, first in enumerate(naturals):
+            pairs = by_pair[first]
+            if not pairs:
+                continue
+            for second in (-1, *naturals[i + 1 :]):
+                found = pairs.get(second)
+                if found is not None:
+                    candidates.extend(found)
+        for n in candidates:
+            bits, need_jokers, length = needs[n]
+            if bits & ~held or need_jokers > jokers or length >= left:
+                continue  # not held, or it would leave no card to discard
+            verdict = self._stage_ok(game, seat, state, self.steps[self.new_base + n].lay_step())
+            if verdict is None:
+                break  # no new meld may be staged now, whichever
+            if verdict:
+                out.append(self.new_base + n)
         if not self.max_melds or len(hand) < 2:
             return out
         jpm = self.options.jokers_per_meld
