@@ -797,3 +797,34 @@ def test_steps_that_are_not_one_legal_move_are_refused() -> None:
             space.action_of(game, steps)
         assert info.value.reason == "ILLEGAL_STEP"
     assert game.state_key() == before
+
+
+@pytest.mark.parametrize("variant", ["portuguese", "tallage", "simple"])
+def test_draw_refusal_is_what_apply_says_of_a_plain_draw(variant: str) -> None:
+    # The mask asks Game.draw_refusal instead of drawing on a clone: at every position of
+    # random games, for every seat and both sources, it refuses with apply's reason, or
+    # accepts exactly when apply does.
+    rng = random.Random(f"draw-refusal/{variant}")
+    policy = POLICIES["random"]
+    seen: set[str | None] = set()
+    for seed in range(3):
+        game, _ = Game.new(variant, Options(players=3), seed, turn_cap=LEARNING_TURN_CAP)
+        for _ in range(400):
+            if game.phase == Phase.GAME_OVER:
+                break
+            if game.phase == Phase.ROUND_OVER:
+                game.apply(None, NextRound())
+                continue
+            for seat in range(game.players):
+                for source in ("stock", "discard"):
+                    said = game.draw_refusal(seat, source)
+                    try:
+                        game.clone().apply(seat, Draw(source))
+                    except RuleError as e:
+                        assert said is not None and said.reason == e.reason, (seat, source, e)
+                    else:
+                        assert said is None, (seat, source, said)
+                    seen.add(None if said is None else said.reason)
+            game.apply(game.turn, policy(view(game, game.turn), rng))
+    # Both answers were met, and the refusals that matter to a draw.
+    assert None in seen and {"NOT_YOUR_TURN", "ALREADY_DREW"} <= seen

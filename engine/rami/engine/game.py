@@ -23,10 +23,11 @@ from .actions import (
     Lay,
     NewMeld,
     NextRound,
+    Source,
     TakeJoker,
 )
 from .cards import CARDS, JOKER, Card, format_cards, full_deck
-from .errors import IllegalAction, MalformedAction
+from .errors import IllegalAction, MalformedAction, RuleError
 from .events import (
     Declared,
     Discarded,
@@ -463,7 +464,20 @@ class Game:
                 return IllegalAction("a player holding one card takes from the stock", "ONE_CARD")
         return None
 
-    def _draw(self, seat: int, action: Draw) -> list[Event]:
+    def draw_refusal(self, seat: int, source: Source) -> RuleError | None:
+        """What :meth:`apply` would refuse a plain ``Draw(source)`` of ``seat`` with now, or
+        None when it would accept it (said without drawing: a mask asks it at every turn)."""
+        try:
+            if seat != self.turn or self.phase not in (Phase.DRAW, Phase.PLAY):
+                raise IllegalAction("it is not your move", "NOT_YOUR_TURN")
+            self._check_draw(seat, Draw(source))
+        except RuleError as e:
+            return e
+        return None
+
+    def _check_draw(self, seat: int, action: Draw) -> None:
+        """Raise what refuses ``action`` before its lay is looked at (the seat's turn is
+        checked by :meth:`apply`)."""
         if self.phase != Phase.DRAW:
             if self.drawn is None and self.variant.dealer_extra and self.turn_index == 0:
                 raise IllegalAction(
@@ -477,6 +491,18 @@ class Game:
             )
         if action.lay is not None and self.variant.declares:
             raise IllegalAction("nothing is laid in portuguese: hands stay closed", "NO_LAYING")
+        if action.source == "discard":
+            refusal = self._discard_refusal(seat)
+            if refusal is not None:
+                raise refusal
+            if self.variant.must_lay_discard and action.lay is None:
+                raise IllegalAction(
+                    "in tallage a discard taken must be laid this turn: send the lay with the draw",
+                    "MUST_LAY_DISCARD",
+                )
+
+    def _draw(self, seat: int, action: Draw) -> list[Event]:
+        self._check_draw(seat, action)
         if action.source == "stock":
             card = self.stock[-1]
             hand = [*self.hands[seat], card]
@@ -484,17 +510,9 @@ class Game:
             self.stock.pop()
             events: list[Event] = [Drew(seat, "stock")]
         else:
-            refusal = self._discard_refusal(seat)
-            if refusal is not None:
-                raise refusal
             card = self.discard[-1]
             hand = [*self.hands[seat], card]
             must_lay = self.variant.must_lay_discard
-            if must_lay and action.lay is None:
-                raise IllegalAction(
-                    "in tallage a discard taken must be laid this turn: send the lay with the draw",
-                    "MUST_LAY_DISCARD",
-                )
             plan = None
             if action.lay is not None:
                 plan = self._plan_lay(

@@ -31,10 +31,14 @@ The rules stay in ``game.py``: staging a step asks :meth:`Game.plan_lay` (``part
 whether the staged steps so far are valid steps in that order; ``commit``, ``draw``, ``take``,
 ``discard`` and ``declare`` are in the mask only when :meth:`Game.apply` accepts them on a
 clone of the game (cheap: :meth:`Game.clone`). The melds' own validators only pick the few
-candidates worth asking about. So every step in the mask is accepted, and every committed lay
-is one ``apply`` accepts (sound); and every legal lay is a sequence of ``new``, ``add`` and
-``joker`` steps (complete: a lay's multi-card addition is its cards added one at a time, which
-is what ``apply`` does with it), each of which the mask offers. ``tests/engine/test_steps.py``
+candidates worth asking about; and where what the engine checks of a kind of step is, beyond
+what those validators said of each candidate, the same for all candidates (the seat's turn and
+phase, laying now, the staged steps), the first one accepted answers for the others: one
+``plan_lay`` for the new melds, one for the steps on table melds, one clone for the discards.
+So every step in the mask is accepted, and every committed lay is one ``apply`` accepts
+(sound); and every legal lay is a sequence of ``new``, ``add`` and ``joker`` steps (complete:
+a lay's multi-card addition is its cards added one at a time, which is what ``apply`` does
+with it), each of which the mask offers. ``tests/engine/test_steps.py``
 checks both on thousands of positions, and completeness against every lay a brute-force
 search finds through ``Game.apply``.
 
@@ -272,19 +276,24 @@ class StepSpace:
             steps += [Step("declare", CARDS[c]) for c in range(53)]
         self.steps: tuple[Step, ...] = tuple(steps)
         self._index = {s: i for i, s in enumerate(self.steps)}
+        #: What the meld's own checks allow on each meld met on the table (_meld_steps).
+        self._on_meld: dict[Meld, tuple[frozenset[Card], bool, frozenset[Card]]] = {}
         self._new_index = {s: self.new_base + n for n, s in enumerate(self.shapes)}
-        # Each shape's natural cards as bits, and its jokers: the cheap test of "held".
-        self._needs = tuple(
-            (sum(1 << c for c in set(s.naturals)), s.jokers, len(s.cards)) for s in self.shapes
-        )
         # The shapes by their two lowest natural cards (-1 for the second of a shape with one
         # natural card): a hand holds a shape only if it holds both, so a mask looks at the
-        # shapes of the pairs of cards held, not at every shape.
-        by_pair: list[dict[int, list[int]]] = [{} for _ in range(52)]
+        # shapes of the pairs of cards held, not at every shape. Each shape is listed as its
+        # natural cards as bits, its jokers and its length (the cheap test of "held") and its
+        # step's index; those without jokers apart, for a hand that holds none.
+        Entry = tuple[int, int, int, int]
+        by_pair: list[dict[int, tuple[list[Entry], list[Entry]]]] = [{} for _ in range(52)]
         for n, shape in enumerate(self.shapes):
             low = sorted(set(shape.naturals))
-            by_pair[low[0]].setdefault(low[1] if len(low) > 1 else -1, []).append(n)
-        self._by_pair = tuple({k: tuple(ns) for k, ns in d.items()} for d in by_pair)
+            entry = (sum(1 << c for c in low), shape.jokers, len(shape.cards), self.new_base + n)
+            kinds = by_pair[low[0]].setdefault(low[1] if len(low) > 1 else -1, ([], []))
+            kinds[1 if shape.jokers else 0].append(entry)
+        self._by_pair = tuple(
+            {k: (tuple(clean), tuple(wild)) for k, (clean, wild) in d.items()} for d in by_pair
+        )
         #: Most cards a seat holds when it lays: the deal, the dealer's extra or a draw.
         self.max_hand = v.hand_size + max(v.dealer_extra, 1)
         #: Staging steps a turn may make: each lays a card of the hand or swaps one for a
@@ -337,13 +346,13 @@ class StepSpace:
         seat = game.turn
         out: list[int] = []
         if game.phase == Phase.DRAW and not state.taking:
-            if _accepts(game, seat, _DRAW_STOCK):
+            if game.draw_refusal(seat, "stock") is None:
                 out.append(0)
             # Tallage's take is refused without its lay: the lay is staged after the take.
             if (
                 not state.gave_back
                 and "discard" in game.draw_sources(seat)
-                and (self.variant.must_lay_discard or _accepts(game, seat, _DRAW_DISCARD))
+                and (self.variant.must_lay_discard or game.draw_refusal(seat, "discard") is None)
             ):
                 out.append(1)
             return out
@@ -354,8 +363,12 @@ class StepSpace:
         if state.staged and _accepts(game, seat, self._commit_action(state)):
             out.append(self.commit)
         if game.phase == Phase.PLAY and not state.staged:
+            # Once the engine accepts one held card's discard, it accepts each: what it checks
+            # of a discard but the card's being held is the seat's turn and phase.
+            accepted = False
             for c in sorted(set(state.hand)):
-                if _accepts(game, seat, Discard(c)):
+                if accepted or _accepts(game, seat, Discard(c)):
+                    accepted = True
                     out.append(self.discard_base + c)
             if self.variant.declares:
                 out += [self.declare_base + c for c in self._declarations(game, seat, state)]
@@ -384,69 +397,105 @@ class StepSpace:
                 held |= 1 << c
         jokers = hand.count(JOKER)
         left = len(hand)
-        needs, by_pair = self._needs, self._by_pair
+        by_pair = self._by_pair
         naturals = sorted({c for c in hand if c != JOKER})
         # Candidates: the shapes of each held pair (and of each held card alone, with jokers).
-        candidates: list[int] = []
-        for i, first in enumerate(naturals):
-            pairs = by_pair[first]
-            if not pairs:
-                continue
-            for second in (-1, *naturals[i + 1 :]):
-                found = pairs.get(second)
-                if found is not None:
-                    candidates.extend(found)
-        for n in candidates:
-            bits, need_jokers, length = needs[n]
+        candidates: list[tuple[int, int, int, int]] = []
+        for first in naturals:
+            for second, (clean, wild) in by_pair[first].items():  # a few seconds per card
+                if second < 0 or held >> second & 1:
+                    candidates.extend(clean)
+                    if jokers:
+                        candidates.extend(wild)
+        # Once the engine has accepted one held shape after the staged steps, it accepts
+        # every held shape: a shape's NewMeld makes a valid meld (checked when the space was
+        # built), its cards are in the hand the staged steps leave (the bits and the jokers
+        # above) and one card is left; what else could refuse it (the seat's turn, its phase,
+        # laying now, the staged steps) is the same for every shape.
+        accepted = False
+        for bits, need_jokers, length, index in candidates:
             if bits & ~held or need_jokers > jokers or length >= left:
                 continue  # not held, or it would leave no card to discard
-            verdict = self._stage_ok(game, seat, state, self.steps[self.new_base + n].lay_step())
-            if verdict is None:
-                break  # no new meld may be staged now, whichever
-            if verdict:
-                out.append(self.new_base + n)
+            if not accepted:
+                verdict = self._stage_ok(game, seat, state, self.steps[index].lay_step())
+                if verdict is None:
+                    break  # no new meld may be staged now, whichever
+                if not verdict:
+                    continue
+                accepted = True
+            out.append(index)
         if not self.max_melds or len(hand) < 2:
             return out
-        jpm = self.options.jokers_per_meld
         cards = sorted(set(hand))
+        # As with the shapes: once the engine has accepted one step on a table meld, it
+        # accepts every one that the meld's own check allows (it makes that same meld, with a
+        # card of the hand the staged steps leave); the rest of what it checks is the same
+        # for them all (the seat's turn and phase, that it opened before this turn).
+        on_table = False
         for k, tm in enumerate(state.melds, 1):
             if k > self.max_melds:  # pragma: no cover - the deck allows no more
                 raise AssertionError(f"meld {k} on the table: more than {self.max_melds}")
-            meld = tm.meld
+            adds, low, takes = self._meld_steps(tm.meld)
             for c in cards:
-                if _foreign(meld, c):
-                    continue
-                try:
-                    grown = meld.with_added(c, jokers_per_meld=jpm)
-                except MeldError:
-                    grown = None
-                if grown is not None:
-                    verdict = self._stage_ok(game, seat, state, AddToMeld(k, (c,)))
+                if c in adds:
+                    verdict = on_table or self._stage_ok(game, seat, state, AddToMeld(k, (c,)))
                     if verdict is None:
                         return out
                     if verdict:
+                        on_table = True
                         out.append(self.add_base + (k - 1) * 54 + c)
-                if c == JOKER and meld.kind == RUN:
-                    try:
-                        low = meld.with_added(c, end="low", jokers_per_meld=jpm)
-                    except MeldError:
-                        continue
-                    if low != grown and self._stage_ok(
-                        game, seat, state, AddToMeld(k, (c,), "low")
-                    ):
-                        out.append(self.add_base + (k - 1) * 54 + 53)
-            if meld.is_clean:
-                continue
+                if (
+                    c == JOKER
+                    and low
+                    and (on_table or self._stage_ok(game, seat, state, AddToMeld(k, (c,), "low")))
+                ):
+                    out.append(self.add_base + (k - 1) * 54 + 53)
             for c in cards:
-                if c == JOKER or _foreign(meld, c):
+                if c in takes and (on_table or self._stage_ok(game, seat, state, TakeJoker(k, c))):
+                    out.append(self.joker_base + (k - 1) * 52 + c)
+        return out
+
+    def _meld_steps(self, meld: Meld) -> tuple[frozenset[Card], bool, frozenset[Card]]:
+        """What the meld's own checks allow on ``meld``: the cards that go on it (a joker at
+        the end a run goes on by default), whether a joker also goes at its low end as another
+        meld, and the cards that take its joker back. Kept per meld: a meld stays on the table
+        for many masks."""
+        found = self._on_meld.get(meld)
+        if found is not None:
+            return found
+        jpm = self.options.jokers_per_meld
+        adds: set[Card] = set()
+        grown_joker: Meld | None = None
+        for c in CARDS:
+            if _foreign(meld, c):
+                continue
+            try:
+                grown = meld.with_added(c, jokers_per_meld=jpm)
+            except MeldError:
+                continue
+            adds.add(c)
+            if c == JOKER:
+                grown_joker = grown
+        low = False
+        if meld.kind == RUN:
+            try:
+                low = meld.with_added(JOKER, end="low", jokers_per_meld=jpm) != grown_joker
+            except MeldError:
+                low = False
+        takes: set[Card] = set()
+        if not meld.is_clean:
+            for c in CARDS[:52]:
+                if _foreign(meld, c):
                     continue
                 try:
                     meld.with_joker_taken(c)
                 except MeldError:
                     continue
-                if self._stage_ok(game, seat, state, TakeJoker(k, c)):
-                    out.append(self.joker_base + (k - 1) * 52 + c)
-        return out
+                takes.add(c)
+        if len(self._on_meld) >= 4096:
+            self._on_meld.clear()
+        found = self._on_meld[meld] = (frozenset(adds), low, frozenset(takes))
+        return found
 
     def _stage_ok(self, game: Game, seat: int, state: StepState, step: LayStep) -> bool | None:
         """True when the engine accepts ``step`` after the staged steps (a lay that may still
