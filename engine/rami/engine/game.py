@@ -353,24 +353,30 @@ class Game:
         if isinstance(action, NextRound):
             events = self._next_round()
         else:
-            if seat is None or not (0 <= seat < self.players):
-                raise MalformedAction(f"no seat {seat!r} at a table of {self.players}", "BAD_SEAT")
-            if self.phase in (Phase.ROUND_OVER, Phase.GAME_OVER):
-                raise IllegalAction(f"the {self._phase_words()}: no play now", "WRONG_PHASE")
-            if seat != self.turn:
-                raise IllegalAction(f"it is seat {self.turn}'s turn, not yours", "NOT_YOUR_TURN")
+            mover = self.check_turn(seat)
             if isinstance(action, Draw):
-                events = self._draw(seat, action)
+                events = self._draw(mover, action)
             elif isinstance(action, Lay):
-                events = self._lay(seat, action)
+                events = self._lay(mover, action)
             elif isinstance(action, Discard):
-                events = self._discard(seat, action.card)
+                events = self._discard(mover, action.card)
             elif isinstance(action, Declare):
-                events = self._declare(seat, action.card)
+                events = self._declare(mover, action.card)
             else:
                 raise MalformedAction(f"not an action: {action!r}", "BAD_ACTION")
         self.log.append((seat, action))
         return events
+
+    def check_turn(self, seat: int | None) -> int:
+        """Raise what :meth:`apply` refuses any move of ``seat`` with now (no such seat, the
+        round or the game over, another seat's turn); else return the seat."""
+        if seat is None or not (0 <= seat < self.players):
+            raise MalformedAction(f"no seat {seat!r} at a table of {self.players}", "BAD_SEAT")
+        if self.phase in (Phase.ROUND_OVER, Phase.GAME_OVER):
+            raise IllegalAction(f"the {self._phase_words()}: no play now", "WRONG_PHASE")
+        if seat != self.turn:
+            raise IllegalAction(f"it is seat {self.turn}'s turn, not yours", "NOT_YOUR_TURN")
+        return seat
 
     def _phase_words(self) -> str:
         return "game is over" if self.phase == Phase.GAME_OVER else "round is over"
@@ -468,8 +474,7 @@ class Game:
         """What :meth:`apply` would refuse a plain ``Draw(source)`` of ``seat`` with now, or
         None when it would accept it (said without drawing: a mask asks it at every turn)."""
         try:
-            if seat != self.turn or self.phase not in (Phase.DRAW, Phase.PLAY):
-                raise IllegalAction("it is not your move", "NOT_YOUR_TURN")
+            self.check_turn(seat)
             self._check_draw(seat, Draw(source))
         except RuleError as e:
             return e
@@ -477,7 +482,7 @@ class Game:
 
     def _check_draw(self, seat: int, action: Draw) -> None:
         """Raise what refuses ``action`` before its lay is looked at (the seat's turn is
-        checked by :meth:`apply`)."""
+        :meth:`check_turn`'s)."""
         if self.phase != Phase.DRAW:
             if self.drawn is None and self.variant.dealer_extra and self.turn_index == 0:
                 raise IllegalAction(

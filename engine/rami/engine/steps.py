@@ -28,9 +28,11 @@ The steps, in index order (``docs/steps.md`` has the sizes):
 - ``discard``: discard card *c*; ``declare``: declare with card *c* face down (portuguese).
 
 The rules stay in ``game.py``: staging a step asks :meth:`Game.plan_lay` (``partial=True``)
-whether the staged steps so far are valid steps in that order; ``commit``, ``draw``, ``take``,
-``discard`` and ``declare`` are in the mask only when :meth:`Game.apply` accepts them on a
-clone of the game (cheap: :meth:`Game.clone`). The melds' own validators only pick the few
+whether the staged steps so far are valid steps in that order; ``commit`` and ``discard`` are
+in the mask only when :meth:`Game.apply` accepts them on a clone of the game (cheap:
+:meth:`Game.clone`), ``draw`` and ``take`` when :meth:`Game.draw_refusal` (the check ``apply``
+makes of a draw) has nothing against them, ``declare`` when :meth:`Game.declarable` lists the
+card. The melds' own validators only pick the few
 candidates worth asking about; and where what the engine checks of a kind of step is, beyond
 what those validators said of each candidate, the same for all candidates (the seat's turn and
 phase, laying now, the staged steps), the first one accepted answers for the others: one
@@ -402,7 +404,7 @@ class StepSpace:
         # Candidates: the shapes of each held pair (and of each held card alone, with jokers).
         candidates: list[tuple[int, int, int, int]] = []
         for first in naturals:
-            for second, (clean, wild) in by_pair[first].items():  # a few seconds per card
+            for second, (clean, wild) in by_pair[first].items():  # some four per card
                 if second < 0 or held >> second & 1:
                     candidates.extend(clean)
                     if jokers:

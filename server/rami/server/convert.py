@@ -4,7 +4,7 @@ requests become the engine's actions and options."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from rami.engine import (
     CARDS,
@@ -70,6 +70,8 @@ __all__ = [
     "variant_to_proto",
     "view_to_proto",
 ]
+
+T = TypeVar("T")
 
 _VARIANT_TO_PROTO = {
     "portuguese": game_pb2.VARIANT_PORTUGUESE,
@@ -661,37 +663,25 @@ class ViewEncoder:
         # in the order met, so the bytes are the message's whatever the order of its fields.
         msg = _view_head(public, state.table_id, state.number, deadline)
         chunks = [msg.SerializeToString(), self._options_of(state.options)[2]]
-        kept = self._players
+        players = self._players
         for i, p in enumerate(state.players(connected, public)):
-            if i < len(kept) and kept[i][0] == p:
-                chunks.append(kept[i][1])
-                continue
-            one = (p, game_pb2.View(players=[player_to_proto(p)]).SerializeToString())
-            if i < len(kept):
-                kept[i] = one
-            else:
-                kept.append(one)
-            chunks.append(one[1])
-        on_table = self._melds
-        del on_table[len(public.melds) :]
+            if not (i < len(players) and players[i][0] == p):
+                _keep(players, i, p, game_pb2.View(players=[player_to_proto(p)]))
+            chunks.append(players[i][1])
+        melds = self._melds
+        del melds[len(public.melds) :]
         for i, tm in enumerate(public.melds):
-            if i < len(on_table) and on_table[i][0] is tm:
-                chunks.append(on_table[i][1])
-                continue
-            laid = (tm, game_pb2.View(melds=[table_meld_to_proto(i + 1, tm)]).SerializeToString())
-            if i < len(on_table):
-                on_table[i] = laid
-            else:
-                on_table.append(laid)
-            chunks.append(laid[1])
+            if not (i < len(melds) and melds[i][0] is tm):  # melds are frozen: new when changed
+                _keep(melds, i, tm, game_pb2.View(melds=[table_meld_to_proto(i + 1, tm)]))
+            chunks.append(melds[i][1])
         chunks.extend(r[2] for r in self._results_done(public.results))
         return b"".join(chunks)
 
     def _own_bytes(self, state: TableState, seat: int) -> bytes:
         """What ``seat`` alone sees, encoded (kept while it does not change)."""
         part = state.seat_part(seat)
-        if part is None:
-            return game_pb2.View(seat=seat).SerializeToString()
+        if part is None:  # before the game, a seat's view says only whose it is
+            return game_pb2.View(seat=seat).SerializeToString() if state.game is None else b""
         kept = self._own.get(seat)
         if kept is not None and kept[0] == part:
             return kept[1]
@@ -713,22 +703,20 @@ class ViewEncoder:
         encodings as one message merged from them, and the two parts set no field in common,
         so the bytes are exactly the seat's whole view (:meth:`view`)."""
         shared = self._shared_bytes(state, connected, deadline)
-        if shared is None:
-            shared_msg, own = self.parts(state, connected, deadline)
-            shared = shared_msg.SerializeToString()
-            out: dict[int | None, bytes] = {}
-            for seat in seats:
-                if seat is None:
-                    out[seat] = shared
-                else:
-                    part = game_pb2.View()
-                    own(part, seat)
-                    out[seat] = shared + part.SerializeToString()
-            return out
+        if shared is None:  # a waiting table
+            shared = self.parts(state, connected, deadline)[0].SerializeToString()
         return {
             seat: shared if seat is None else shared + self._own_bytes(state, seat)
             for seat in seats
         }
+
+
+def _keep(kept: list[tuple[T, bytes]], i: int, value: T, msg: game_pb2.View) -> None:
+    """Keep ``value`` and ``msg`` encoded at place ``i`` of ``kept`` (at most one past its end)."""
+    if i < len(kept):
+        kept[i] = (value, msg.SerializeToString())
+    else:
+        kept.append((value, msg.SerializeToString()))
 
 
 # -- responses sent as bytes (see ``wire``) -------------------------------------------------

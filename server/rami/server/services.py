@@ -25,7 +25,6 @@ from rami.engine import (
     POLICIES,
     Action,
     Game,
-    IllegalAction,
     MalformedAction,
     Meld,
     MeldError,
@@ -801,9 +800,5 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
 
 def _steps_action(game: Game, seat: int, steps: Sequence[int]) -> Action:
     """The move an Act's ``steps`` make for ``seat`` (``StepSpace.action_of``)."""
-    if game.phase not in (Phase.DRAW, Phase.PLAY):
-        over = "game" if game.phase == Phase.GAME_OVER else "round"
-        raise IllegalAction(f"the {over} is over: no play now", "WRONG_PHASE")
-    if game.turn != seat:
-        raise IllegalAction(f"it is seat {game.turn}'s turn, not yours", "NOT_YOUR_TURN")
+    game.check_turn(seat)
     return step_space(game.variant.id, game.options).action_of(game, steps)
