@@ -212,7 +212,12 @@ RACER = textwrap.dedent(
     async def main(url, name, wins):
         storage = await PostgresStorage.open(url, summarize)
         won = conflicts = 0
+        # Both writers start together: each says it is connected, then waits for the go (a
+        # process that starts its loop first could win every append before the other starts).
         try:
+            await storage.get_table("t")
+            print("ready", flush=True)
+            await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
             while won < wins:
                 row = await storage.get_table("t")
                 n = row.number + 1
@@ -247,12 +252,20 @@ def test_writers_in_two_processes_never_fork_or_gap_the_log(postgres_url: str) -
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", RACER, postgres_url, name, str(wins)],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
         for name in ("A", "B")
     ]
+    for p in procs:
+        assert p.stdout is not None
+        assert p.stdout.readline() == "ready\n", p.stderr.read() if p.stderr else ""
+    for p in procs:
+        assert p.stdin is not None
+        p.stdin.write("go\n")
+        p.stdin.flush()
     outs = []
     for p in procs:
         out, err = p.communicate(timeout=120)
