@@ -41,6 +41,7 @@ from rami.engine import (
     Discard,
     Draw,
     Game,
+    IllegalAction,
     Lay,
     Meld,
     MeldError,
@@ -828,3 +829,103 @@ def test_draw_refusal_is_what_apply_says_of_a_plain_draw(variant: str) -> None:
             game.apply(game.turn, policy(view(game, game.turn), rng))
     # Both answers were met, and the refusals that matter to a draw.
     assert None in seen and {"NOT_YOUR_TURN", "ALREADY_DREW"} <= seen
+
+
+@pytest.mark.parametrize("variant", ["portuguese", "tallage", "simple"])
+def test_discard_refusal_is_what_apply_says_of_a_discard(variant: str) -> None:
+    # The mask asks Game.discard_refusal instead of discarding on a clone: at every position
+    # of random games, for every seat and every card (held or not), it refuses with apply's
+    # reason, or accepts exactly when apply does.
+    rng = random.Random(f"discard-refusal/{variant}")
+    policy = POLICIES["random"]
+    seen: set[str | None] = set()
+    for seed in range(3):
+        game, _ = Game.new(variant, Options(players=3), seed, turn_cap=LEARNING_TURN_CAP)
+        for _ in range(300):
+            if game.phase == Phase.GAME_OVER:
+                break
+            if game.phase == Phase.ROUND_OVER:
+                game.apply(None, NextRound())
+                continue
+            for seat in range(game.players):
+                for card in range(53):
+                    said = game.discard_refusal(seat, card)
+                    try:
+                        game.clone().apply(seat, Discard(card))
+                    except RuleError as e:
+                        assert said is not None and said.reason == e.reason, (seat, card, e)
+                    else:
+                        assert said is None, (seat, card, said)
+                    seen.add(None if said is None else said.reason)
+            game.apply(game.turn, policy(view(game, game.turn), rng))
+    # Both answers were met, and the refusals that matter to a discard.
+    assert None in seen and {"NOT_YOUR_TURN", "MUST_DRAW", "CARD_NOT_IN_HAND"} <= seen
+
+
+@pytest.mark.parametrize("variant", ["tallage", "simple"])
+def test_commit_is_offered_exactly_when_apply_accepts_the_staged_lay(variant: str) -> None:
+    # The mask offers commit when plan_lay (not partial) accepts the staged lay: at every
+    # staged position of random step play, that is exactly when apply accepts the lay (alone,
+    # or with the discard taken) on a clone.
+    space = StepSpace(variant, Options(players=2), turn_cap=LEARNING_TURN_CAP)
+    rng = random.Random(f"commit/{variant}")
+    offered = refused = 0
+    for seed in range(6):
+        game, _ = space.new_game(seed)
+        state = StepState()
+        for _ in range(1500):
+            if game.phase == Phase.GAME_OVER:
+                break
+            if game.phase == Phase.ROUND_OVER:
+                game.apply(None, NextRound())
+                continue
+            legal = space.legal_steps(game, state)
+            if state.staged:
+                lay = Lay(tuple(state.staged))
+                action = Draw("discard", lay) if state.taking else lay
+                try:
+                    game.clone().apply(game.turn, action)
+                except RuleError:
+                    accepted = False
+                else:
+                    accepted = True
+                assert (space.commit in legal) == accepted, (state.staged, accepted)
+                offered += accepted
+                refused += not accepted
+            # Mostly staging, and committing half the times it is offered: random steps
+            # alone seldom stage a whole lay.
+            staging = [i for i in legal if space.steps[i].kind in ("new", "add", "joker")]
+            if space.commit in legal and rng.random() < 0.5:
+                step = space.commit
+            elif staging and rng.random() < 0.85:
+                step = rng.choice(staging)
+            else:
+                step = rng.choice(legal)
+            space.apply_step(game, state, step, check=False)
+    # The lays the bots find, staged step by step in games strong plays: commit is offered
+    # after each, and apply accepts it.
+    strong = POLICIES["strong"]
+    for seed in range(4):
+        game, _ = space.new_game(100 + seed)
+        for _ in range(600):
+            if game.phase == Phase.GAME_OVER:
+                break
+            if game.phase == Phase.ROUND_OVER:
+                game.apply(None, NextRound())
+                continue
+            v = view(game, game.turn)
+            if game.phase == Phase.PLAY and v.hand is not None:
+                for lay in lays(v, list(v.hand)):
+                    state = StepState()
+                    try:
+                        *staging, last = space.steps_of(game, state, lay)
+                    except IllegalAction:
+                        continue  # a multi-card addition: not one step
+                    assert last == space.commit
+                    for i in staging:
+                        space.apply_step(game, state, i)
+                    assert space.commit in space.legal_steps(game, state), lay
+                    game.clone().apply(game.turn, lay)
+                    offered += 1
+            game.apply(game.turn, strong(v, rng))
+    assert offered and refused, (offered, refused)

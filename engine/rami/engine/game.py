@@ -715,13 +715,29 @@ class Game:
 
     # -- ending a turn ----------------------------------------------------------------------
 
-    def _discard(self, seat: int, card: Card) -> list[Event]:
+    def discard_refusal(self, seat: int, card: Card) -> RuleError | None:
+        """What :meth:`apply` would refuse ``Discard(card)`` of ``seat`` with now, or None
+        when it would accept it (said without discarding: a mask asks it for every card)."""
+        try:
+            self.check_turn(seat)
+            self._check_discard(seat, card)
+        except RuleError as e:
+            return e
+        return None
+
+    def _check_discard(self, seat: int, card: Card) -> Card:
+        """Raise what refuses ``card``'s discard (the seat's turn is :meth:`check_turn`'s);
+        else return the card."""
         if self.phase != Phase.PLAY:
             raise IllegalAction("draw first: you discard after taking a card", "MUST_DRAW")
         card = _card(card)
-        hand = self.hands[seat]
-        if card not in hand:
+        if card not in self.hands[seat]:
             raise IllegalAction(f"you don't hold {card}", "CARD_NOT_IN_HAND")
+        return card
+
+    def _discard(self, seat: int, card: Card) -> list[Event]:
+        card = self._check_discard(seat, card)
+        hand = self.hands[seat]
         hand.remove(card)
         self.discard.append(card)
         events: list[Event] = [Discarded(seat, card)]

@@ -28,15 +28,16 @@ The steps, in index order (``docs/steps.md`` has the sizes):
 - ``discard``: discard card *c*; ``declare``: declare with card *c* face down (portuguese).
 
 The rules stay in ``game.py``: staging a step asks :meth:`Game.plan_lay` (``partial=True``)
-whether the staged steps so far are valid steps in that order; ``commit`` and ``discard`` are
-in the mask only when :meth:`Game.apply` accepts them on a clone of the game (cheap:
-:meth:`Game.clone`), ``draw`` and ``take`` when :meth:`Game.draw_refusal` (the check ``apply``
-makes of a draw) has nothing against them, ``declare`` when :meth:`Game.declarable` lists the
-card. The melds' own validators only pick the few
-candidates worth asking about; and where what the engine checks of a kind of step is, beyond
-what those validators said of each candidate, the same for all candidates (the seat's turn and
-phase, laying now, the staged steps), the first one accepted answers for the others: one
-``plan_lay`` for the new melds, one for the steps on table melds, one clone for the discards.
+whether the staged steps so far are valid steps in that order; ``commit`` is in the mask only
+when :meth:`Game.plan_lay` of the whole staged lay (``partial=False``: the check ``apply`` makes
+of a lay, alone or with the discard taken) accepts it, ``discard`` when
+:meth:`Game.discard_refusal` (the check ``apply`` makes of a discard) has nothing against it,
+``draw`` and ``take`` when :meth:`Game.draw_refusal` (the same, for a draw) has nothing against
+them, ``declare`` when :meth:`Game.declarable` lists the card. The melds' own validators only
+pick the few candidates worth asking about; and where what the engine checks of a kind of step
+is, beyond what those validators said of each candidate, the same for all candidates (the
+seat's turn and phase, laying now, the staged steps), the first one accepted answers for the
+others: one ``plan_lay`` for the new melds, one for the steps on table melds.
 So every step in the mask is accepted, and every committed lay is one ``apply`` accepts
 (sound); and every legal lay is a sequence of ``new``, ``add`` and ``joker`` steps (complete:
 a lay's multi-card addition is its cards added one at a time, which is what ``apply`` does
@@ -362,16 +363,11 @@ class StepSpace:
             out += self._staging(game, seat, state)
         if state.staged or state.taking:
             out.append(self.unstage)
-        if state.staged and _accepts(game, seat, self._commit_action(state)):
+        if state.staged and self._commit_ok(game, seat, state):
             out.append(self.commit)
         if game.phase == Phase.PLAY and not state.staged:
-            # Once the engine accepts one held card's discard, it accepts each: what it checks
-            # of a discard but the card's being held is the seat's turn and phase.
-            accepted = False
-            for c in sorted(set(state.hand)):
-                if accepted or _accepts(game, seat, Discard(c)):
-                    accepted = True
-                    out.append(self.discard_base + c)
+            base = self.discard_base
+            out += [base + c for c in sorted(set(state.hand)) if not game.discard_refusal(seat, c)]
             if self.variant.declares:
                 out += [self.declare_base + c for c in self._declarations(game, seat, state)]
         return sorted(out)
@@ -506,6 +502,16 @@ class StepSpace:
             game.plan_lay(seat, Lay((*state.staged, step)), with_discard=state.taking, partial=True)
         except RuleError as e:
             return None if e.reason in _GATES else False
+        return True
+
+    def _commit_ok(self, game: Game, seat: int, state: StepState) -> bool:
+        """True when the engine accepts the staged lay as a whole move now: ``plan_lay`` is
+        the check ``apply`` makes of a lay (alone, or with the discard taken), without a
+        clone of the game."""
+        try:
+            game.plan_lay(seat, Lay(tuple(state.staged)), with_discard=state.taking)
+        except RuleError:
+            return False
         return True
 
     def _commit_action(self, state: StepState) -> Action:
@@ -656,15 +662,6 @@ class StepSpace:
 
     def __repr__(self) -> str:
         return f"StepSpace({self.variant.id!r}, size={self.size})"
-
-
-def _accepts(game: Game, seat: int, action: Action) -> bool:
-    """True when ``game.apply`` accepts ``action`` (tried on a clone)."""
-    try:
-        game.clone().apply(seat, action)
-    except RuleError:
-        return False
-    return True
 
 
 def _foreign(meld: Meld, card: Card) -> bool:
