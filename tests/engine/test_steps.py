@@ -28,7 +28,8 @@ import itertools
 import os
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import pytest
 from helpers import cards, deal
@@ -800,43 +801,18 @@ def test_steps_that_are_not_one_legal_move_are_refused() -> None:
     assert game.state_key() == before
 
 
-@pytest.mark.parametrize("variant", ["portuguese", "tallage", "simple"])
-def test_draw_refusal_is_what_apply_says_of_a_plain_draw(variant: str) -> None:
-    # The mask asks Game.draw_refusal instead of drawing on a clone: at every position of
-    # random games, for every seat and both sources, it refuses with apply's reason, or
-    # accepts exactly when apply does.
-    rng = random.Random(f"draw-refusal/{variant}")
-    policy = POLICIES["random"]
-    seen: set[str | None] = set()
-    for seed in range(3):
-        game, _ = Game.new(variant, Options(players=3), seed, turn_cap=LEARNING_TURN_CAP)
-        for _ in range(400):
-            if game.phase == Phase.GAME_OVER:
-                break
-            if game.phase == Phase.ROUND_OVER:
-                game.apply(None, NextRound())
-                continue
-            for seat in range(game.players):
-                for source in ("stock", "discard"):
-                    said = game.draw_refusal(seat, source)
-                    try:
-                        game.clone().apply(seat, Draw(source))
-                    except RuleError as e:
-                        assert said is not None and said.reason == e.reason, (seat, source, e)
-                    else:
-                        assert said is None, (seat, source, said)
-                    seen.add(None if said is None else said.reason)
-            game.apply(game.turn, policy(view(game, game.turn), rng))
-    # Both answers were met, and the refusals that matter to a draw.
-    assert None in seen and {"NOT_YOUR_TURN", "ALREADY_DREW"} <= seen
-
-
-@pytest.mark.parametrize("variant", ["portuguese", "tallage", "simple"])
-def test_discard_refusal_is_what_apply_says_of_a_discard(variant: str) -> None:
-    # The mask asks Game.discard_refusal instead of discarding on a clone: at every position
-    # of random games, for every seat and every card (held or not), it refuses with apply's
-    # reason, or accepts exactly when apply does.
-    rng = random.Random(f"discard-refusal/{variant}")
+def _refusals_match_apply(
+    variant: str,
+    label: str,
+    refusal: Callable[[Game, int, Any], RuleError | None],
+    moves: Callable[[Any], Action],
+    choices: Sequence[Any],
+) -> set[str | None]:
+    """At every position of random games (3 players), for every seat and each of
+    ``choices``: ``refusal(game, seat, choice)`` says apply's reason when ``game.apply`` of
+    ``moves(choice)`` refuses it on a clone, and None exactly when apply accepts it. Returns
+    the answers met."""
+    rng = random.Random(f"{label}/{variant}")
     policy = POLICIES["random"]
     seen: set[str | None] = set()
     for seed in range(3):
@@ -848,16 +824,36 @@ def test_discard_refusal_is_what_apply_says_of_a_discard(variant: str) -> None:
                 game.apply(None, NextRound())
                 continue
             for seat in range(game.players):
-                for card in range(53):
-                    said = game.discard_refusal(seat, card)
+                for choice in choices:
+                    said = refusal(game, seat, choice)
                     try:
-                        game.clone().apply(seat, Discard(card))
+                        game.clone().apply(seat, moves(choice))
                     except RuleError as e:
-                        assert said is not None and said.reason == e.reason, (seat, card, e)
+                        assert said is not None and said.reason == e.reason, (seat, choice, e)
                     else:
-                        assert said is None, (seat, card, said)
+                        assert said is None, (seat, choice, said)
                     seen.add(None if said is None else said.reason)
             game.apply(game.turn, policy(view(game, game.turn), rng))
+    return seen
+
+
+@pytest.mark.parametrize("variant", ["portuguese", "tallage", "simple"])
+def test_draw_refusal_is_what_apply_says_of_a_plain_draw(variant: str) -> None:
+    # The mask asks Game.draw_refusal instead of drawing on a clone.
+    seen = _refusals_match_apply(
+        variant, "draw-refusal", Game.draw_refusal, Draw, ("stock", "discard")
+    )
+    # Both answers were met, and the refusals that matter to a draw.
+    assert None in seen and {"NOT_YOUR_TURN", "ALREADY_DREW"} <= seen
+
+
+@pytest.mark.parametrize("variant", ["portuguese", "tallage", "simple"])
+def test_discard_refusal_is_what_apply_says_of_a_discard(variant: str) -> None:
+    # The mask asks Game.discard_refusal instead of discarding on a clone: every card, held
+    # or not.
+    seen = _refusals_match_apply(
+        variant, "discard-refusal", Game.discard_refusal, Discard, range(53)
+    )
     # Both answers were met, and the refusals that matter to a discard.
     assert None in seen and {"NOT_YOUR_TURN", "MUST_DRAW", "CARD_NOT_IN_HAND"} <= seen
 
