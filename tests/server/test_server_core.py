@@ -8,6 +8,7 @@ import asyncio
 import json
 import random
 import sqlite3
+import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -631,3 +632,51 @@ def test_a_write_lock_held_elsewhere_delays_only_the_appends_never_the_loop(
         await storage.close()
 
     run(main)
+
+
+def test_a_reply_never_shows_a_seat_whose_stream_ended_while_its_change_was_stored() -> None:
+    """An Act's reply reuses the view its update has just sent only when nothing it shows
+    changed since: a stream that ends while the change is being stored takes its seat's
+    presence with it, and the reply shows that seat gone."""
+    from rami.engine import view
+    from rami.engine.policies import safe_move
+    from rami.v1 import game_pb2
+
+    async def main(tmp: Path) -> None:
+        storage = await open_storage(tmp)
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table = await new_table(lobby)
+        await table.change(joining("Ana"), lambda _: None)
+        await table.change(joining("Bo"), lambda _: None)
+        game = table.state.game
+        assert game is not None
+        mover, other = game.turn, 1 - game.turn
+
+        async def read(stream: Any) -> None:
+            async for _ in stream:
+                pass
+
+        readers = {
+            seat: asyncio.create_task(read(table.watch(seat, None, table.watcher(seat))))
+            for seat in (mover, other)
+        }
+        await asyncio.sleep(0.05)
+        assert table.connected() == {mover: 1, other: 1}
+        # The other seat's stream ends while the move is stored.
+        storage.before_commit = readers[other].cancel
+        action = safe_move(view(game, mover))
+        reply = await table.change(
+            lambda _: [Act(mover, action)], lambda done: done.table.view_bytes(mover)
+        )
+        storage.before_commit = None
+        await asyncio.sleep(0.05)
+        assert table.connected() == {mover: 1}
+        shown = game_pb2.View.FromString(reply)
+        assert [p.connected for p in shown.players if p.seat == other] == [False]
+        readers[mover].cancel()
+        await asyncio.gather(*readers.values(), return_exceptions=True)
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    asyncio.run(main(Path(tempfile.mkdtemp())))

@@ -393,3 +393,119 @@ def test_a_refused_draw_never_tells_what_the_stock_holds(
         assert info.table.number == number
     finally:
         channel.close()
+
+
+def test_streams_opened_before_a_start_that_renumbers_the_seats_follow_their_seat(
+    server: ServerThread,
+) -> None:
+    """The start drops the empty seats and renumbers the others. A seat's Watch and Play
+    streams opened while the table waited follow their player to the new number: each shows
+    its own player's hand, never the hand now at its old number, and a Play stream's command
+    is its own player's, never that of whoever took its old number."""
+
+    async def main() -> None:
+        async with grpc.aio.insecure_channel(server.target) as ch:
+            lobby = lobby_service_pb2_grpc.LobbyServiceStub(ch)
+            table = table_service_pb2_grpc.TableServiceStub(ch)
+            created = await lobby.CreateTable(
+                lobby_service_pb2.CreateTableRequest(
+                    variant=game_pb2.VARIANT_SIMPLE, options=game_pb2.Options(players=3)
+                ),
+                timeout=T,
+            )
+            tid, owner = created.table.table_id, created.owner_token
+
+            async def join(name: str, seat: int) -> str:
+                joined = await lobby.JoinTable(
+                    lobby_service_pb2.JoinTableRequest(table_id=tid, name=name, seat=seat),
+                    timeout=T,
+                )
+                return joined.token
+
+            # Seat 0 stays empty: Ana (seat 1) becomes seat 0, Bo (seat 2) seat 1.
+            ana, bo = await join("Ana", 1), await join("Bo", 2)
+            ana_watch = table.Watch(
+                table_service_pb2.WatchRequest(table_id=tid), metadata=md(ana), timeout=T
+            )
+            commands: asyncio.Queue[table_service_pb2.PlayRequest | None] = asyncio.Queue()
+            await commands.put(
+                table_service_pb2.PlayRequest(open=table_service_pb2.WatchRequest(table_id=tid))
+            )
+
+            async def requests() -> Any:
+                while (r := await commands.get()) is not None:
+                    yield r
+
+            ana_play = table.Play(requests(), metadata=md(ana), timeout=T)
+            bo_watch = table.Watch(
+                table_service_pb2.WatchRequest(table_id=tid), metadata=md(bo), timeout=T
+            )
+            for stream in (ana_watch, ana_play, bo_watch):
+                assert (await stream.read()).update.snapshot
+            await lobby.StartTable(
+                lobby_service_pb2.StartTableRequest(table_id=tid), metadata=md(owner), timeout=T
+            )
+
+            async def first_game_view(stream: Any) -> game_pb2.View:
+                while True:
+                    msg = await asyncio.wait_for(stream.read(), T)
+                    if msg.HasField("update") and msg.update.view.phase != game_pb2.PHASE_WAITING:
+                        return msg.update.view
+
+            async def own_view(token: str) -> game_pb2.View:
+                fresh = table.Watch(
+                    table_service_pb2.WatchRequest(table_id=tid), metadata=md(token), timeout=T
+                )
+                try:
+                    return (await fresh.read()).update.view
+                finally:
+                    fresh.cancel()
+
+            # Nobody moves until a seat acts: the fresh streams show the truth.
+            truth = {"Ana": await own_view(ana), "Bo": await own_view(bo)}
+            assert (truth["Ana"].seat, truth["Bo"].seat) == (0, 1)
+            for name, stream in (("Ana", ana_watch), ("Ana", ana_play), ("Bo", bo_watch)):
+                seen = await first_game_view(stream)
+                assert seen.seat == truth[name].seat, name
+                assert list(seen.hand) == list(truth[name].hand), name
+            # Ana plays her turns with Act until it is Bo's turn to draw.
+            view = truth["Ana"]
+            while not (view.turn == 1 and view.phase == game_pb2.PHASE_DRAW):
+                if view.phase == game_pb2.PHASE_DRAW:
+                    act = table_service_pb2.ActRequest(
+                        table_id=tid,
+                        number=view.number,
+                        draw=table_service_pb2.DrawAction(source=game_pb2.DRAW_SOURCE_STOCK),
+                    )
+                else:
+                    act = table_service_pb2.ActRequest(
+                        table_id=tid,
+                        number=view.number,
+                        discard=table_service_pb2.DiscardAction(card=view.hand[-1]),
+                    )
+                view = (await table.Act(act, metadata=md(ana), timeout=T)).view
+            # Bo's turn: a draw sent on Ana's stream is Ana's, and refused.
+            await commands.put(
+                table_service_pb2.PlayRequest(
+                    command_id=7,
+                    act=table_service_pb2.ActRequest(
+                        table_id=tid,
+                        number=view.number,
+                        draw=table_service_pb2.DrawAction(source=game_pb2.DRAW_SOURCE_STOCK),
+                    ),
+                )
+            )
+            while True:
+                msg = await asyncio.wait_for(ana_play.read(), T)
+                assert not msg.HasField("accepted"), "Ana's stream drew for Bo"
+                if msg.HasField("refused"):
+                    assert msg.refused.command_id == 7
+                    assert msg.refused.reason == "NOT_YOUR_TURN"
+                    break
+            after = await own_view(bo)
+            assert after.number == view.number and after.phase == game_pb2.PHASE_DRAW
+            await commands.put(None)
+            for stream in (ana_watch, ana_play, bo_watch):
+                stream.cancel()
+
+    asyncio.run(main())

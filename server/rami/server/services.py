@@ -780,7 +780,8 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
 
                 await self._act(
                     table,
-                    lambda _: seat,
+                    # The token's seat now, as for Act: the start renumbers the seats.
+                    lambda state: _seat(state, token),
                     act,
                     token,
                     lambda done: None,

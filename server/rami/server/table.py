@@ -547,10 +547,16 @@ class Table:
         connected = self.connected()
         updates: list[tuple[int, bytes, dict[int | None, bytes]]] = []
         events_of: list[list[Event]] = []
-        seats_before = len(state.seats)
+        # The start renumbers the seats: its update and every later one reach each seat's
+        # watchers under the seat's new number (a seat dropped: none of theirs).
+        renumbered: dict[int, int] | None = None
         self._dirty = True
         try:
             for entry in entries:
+                if isinstance(entry, Start):
+                    renumbered = state.renumbering()
+                    watched = {_renumbered(renumbered, s) for s in watched}
+                    connected = {renumbered[s]: n for s, n in connected.items() if s in renumbered}
                 events = state.apply(entry)
                 events_of.append(events)
                 self._clock()
@@ -600,11 +606,12 @@ class Table:
         self.checkpoints.offer(state)
         if job.ack is not None:
             job.ack[0].acks[first] = job.ack[1]
-        self._fan_out(updates)
-        if len(state.seats) != seats_before:
-            # The start dropped the empty seats and renumbered the others: who was gone while
-            # the table waited is not known by number any more.
+        if renumbered is not None:
+            for w in self.watchers:
+                w.seat = _renumbered(renumbered, w.seat)
+            # Who was gone while the table waited is not known by number any more.
             self._gone.clear()
+        self._fan_out(updates, connected)
         self._present(entries)
         self._schedule()
         for told in events_of:
@@ -681,11 +688,17 @@ class Table:
         views = self._encoder().encode(self.state, watched, connected, self.deadline)
         return number, update_head(number, events), views
 
-    def _fan_out(self, updates: list[tuple[int, bytes, dict[int | None, bytes]]]) -> None:
+    def _fan_out(
+        self,
+        updates: list[tuple[int, bytes, dict[int | None, bytes]]],
+        connected: dict[int, int],
+    ) -> None:
+        """Put each update in its watchers' mailboxes, and keep the last one's views, with
+        the presence they were encoded with (``connected``: a stream may have ended while the
+        change was stored), for :meth:`view_bytes`."""
         self._sent = None
         if not self.watchers:
             return
-        connected = self.connected()
         for number, head, views in updates:
             by_seat = {seat: (number, encode_update(head, v)) for seat, v in views.items()}
             for w in list(self.watchers):
@@ -1184,6 +1197,11 @@ class Table:
         log.error(
             "table %s: automatic %s move failed (%s)", self.table_id, kind, type(error).__name__
         )
+
+
+def _renumbered(renumbering: dict[int, int], seat: int | None) -> int | None:
+    """``seat``'s number after the start (None: a spectator, or a seat the start dropped)."""
+    return None if seat is None else renumbering.get(seat)
 
 
 def moved(table_id: str, owner: str) -> Refusal:

@@ -567,11 +567,17 @@ class TableState:
         if self.status == CLOSED:
             raise Precondition("TABLE_CLOSED", "this table was closed before its game began")
 
+    def renumbering(self) -> dict[int, int]:
+        """The seat each seat taken now gets at the start (the empty seats dropped, the others
+        numbered from 0 in order): what a table's watchers of those seats follow."""
+        taken = (i for i, s in enumerate(self.seats) if s.kind != "empty")
+        return {old: new for new, old in enumerate(taken)}
+
     def _start(self, seed: str) -> list[Event]:
         self._not_closed()
         if self.status != WAITING:
             raise Precondition("TABLE_STARTED", "the game has already started")
-        seated = [s for s in self.seats if s.kind != "empty"]
+        seated = [self.seats[old] for old in self.renumbering()]
         if len(seated) < 2:
             raise Precondition("NOT_ENOUGH_PLAYERS", "a game needs at least two seated players")
         options = self.options.with_(players=len(seated))
