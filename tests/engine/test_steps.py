@@ -925,3 +925,37 @@ def test_commit_is_offered_exactly_when_apply_accepts_the_staged_lay(variant: st
                     offered += 1
             game.apply(game.turn, strong(v, rng))
     assert offered and refused, (offered, refused)
+
+
+def test_a_bots_joker_at_the_low_end_of_an_ace_high_run_is_replayed_by_the_plain_add() -> None:
+    # A joker goes on Q K A only below it: the mask offers that as "add JK", and no "add-low"
+    # (which is offered only where it makes another meld). A bot's AddToMeld(..., "low") of
+    # it is that same step: steps_of must say so, or the move could not be replayed as steps.
+    game = deal(
+        "tallage",
+        [
+            "Qh Kh Ah 5h 6h 7h Ks Kd Kc JK 2c 4d 6s 8c 3d",
+            "2s 3s 4s 5s 7d 8d 9d 10c Jc Qc 9s 10s 2d 4c",
+        ],
+        "9c",
+        "5c 7c 9h 10h",
+    )
+    melds = [NewMeld(tuple(cards(m))) for m in ("Qh Kh Ah", "5h 6h 7h", "Ks Kd Kc")]
+    game.apply(0, Lay(tuple(melds)))
+    game.apply(0, Discard(cards("8c")[0]))
+    game.apply(1, Draw("stock"))
+    game.apply(1, Discard(cards("2s")[0]))
+    game.apply(0, Draw("stock"))
+    lay = Lay((AddToMeld(1, (JOKER,), "low"),))
+    game.clone().apply(0, lay)  # the engine accepts it
+    space = StepSpace("tallage", game.options)
+    state = StepState()
+    *staging, last = space.steps_of(game, state, lay)
+    assert [space.describe(i) for i in staging] == ["add 1 JK"]
+    for i in staging:
+        space.apply_step(game, state, i)  # checked against the mask
+    assert last == space.commit and space.commit in space.legal_steps(game, state)
+    before = game.clone()
+    space.apply_step(game, state, last)
+    before.apply(0, lay)
+    assert game.state_key() == before.state_key()

@@ -625,10 +625,10 @@ class StepSpace:
         if isinstance(action, Draw):
             out.append(0 if action.source == "stock" else 1)
             if action.lay is not None:
-                out += self._lay_steps(action.lay)
+                out += self._lay_steps(game, action.lay, with_discard=True)
                 out.append(self.commit)
         elif isinstance(action, Lay):
-            out += self._lay_steps(action)
+            out += self._lay_steps(game, action, with_discard=False)
             out.append(self.commit)
         elif isinstance(action, Discard):
             out.append(self.discard_base + action.card)
@@ -638,10 +638,10 @@ class StepSpace:
             raise IllegalAction(f"{action!r} is not a seat's step", "ILLEGAL_STEP")
         return out
 
-    def _lay_steps(self, lay: Lay) -> list[int]:
+    def _lay_steps(self, game: Game, lay: Lay, *, with_discard: bool) -> list[int]:
         out: list[int] = []
         jpm = self.options.jokers_per_meld
-        for s in lay.steps:
+        for n, s in enumerate(lay.steps):
             if isinstance(s, NewMeld):
                 shape = Meld.from_cards(s.cards, jokers_as=s.jokers_as, jokers_per_meld=jpm)
                 out.append(self.new_index(shape))
@@ -651,8 +651,25 @@ class StepSpace:
                 if len(s.cards) != 1:
                     raise IllegalAction("add the cards one at a time as steps", "ILLEGAL_STEP")
                 low = s.end == "low" and s.cards[0] == JOKER
+                if low and not self._meld_steps(self._meld_before(game, lay, n, with_discard))[1]:
+                    # The low end is the only place the joker goes on that meld: the plain
+                    # add step puts it there (add-low is offered only where it is another).
+                    low = False
                 out.append(self.add_base + (s.meld - 1) * 54 + (53 if low else s.cards[0]))
         return out
+
+    def _meld_before(self, game: Game, lay: Lay, n: int, with_discard: bool) -> Meld:
+        """The table meld that step ``n`` of ``lay`` goes on, as the steps before it leave it."""
+        step = lay.steps[n]
+        assert isinstance(step, AddToMeld)
+        melds: Sequence[TableMeld] = game.melds
+        if n:
+            _, melds = game.plan_lay(
+                game.turn, Lay(lay.steps[:n]), with_discard=with_discard, partial=True
+            )
+        if not 1 <= step.meld <= len(melds):
+            raise IllegalAction(f"no meld {step.meld} on the table", "ILLEGAL_STEP")
+        return melds[step.meld - 1].meld
 
     def __copy__(self) -> StepSpace:
         return self  # immutable: copies of a game or an environment share their space
