@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from .actions import Action, AddToMeld, Declare, Discard, Draw, Lay, NewMeld
 from .cards import CARDS, JOKER, Card
@@ -47,8 +48,11 @@ from .views import View, view
 __all__ = [
     "EXPERT_BUDGET",
     "POLICIES",
+    "STRONG_WEIGHTS",
     "Expert",
     "Policy",
+    "Strong",
+    "StrongWeights",
     "expert",
     "greedy",
     "make_expert",
@@ -198,14 +202,15 @@ def greedy(v: View, rng: random.Random) -> Action:
 # the hand after it costs less than a stock draw is expected to leave); portuguese takes a
 # discard that melds, tallage one it can lay at once. Lays and declarations are taken as soon
 # as they exist, as the greedy policy does (a finish first, then the opening, the most cards).
-# The weights were set by measuring against greedy in the arena (docs/bots.md).
+# The weights were set by measuring against greedy in the arena, then tallage's and simple's
+# against strong's own earlier weights (``python -m bench.strong_weights``; docs/bots.md).
 
 _CARD = 1000  # one card left over, in the counting objective (a hand's points stay below it)
 _COUNTING: dict[tuple[int, ...], Objective] = {}
 
 
 @dataclass(frozen=True, slots=True)
-class _Weights:
+class StrongWeights:
     """How the strong policy weighs a hand, per variant."""
 
     outs: float  # per card of expected gain from the next draw
@@ -217,11 +222,13 @@ class _Weights:
     meld_draw: bool  # take the discard whenever it melds (else: when it lowers the cost)
 
 
-_WEIGHTS = {
-    "portuguese": _Weights(1.0, 0.1, 0.0, 1.0, 0.0, 50.0, True),
-    "tallage": _Weights(1.0, 0.03, 1.0, 1.0, 0.5, 50.0, False),
-    "simple": _Weights(1.0, 0.03, 1.0, 1.0, 0.0, 50.0, False),
+_WEIGHTS: dict[str, StrongWeights] = {
+    "portuguese": StrongWeights(1.0, 0.1, 0.0, 1.0, 0.0, 50.0, True),
+    "tallage": StrongWeights(1.5, 0.01, 2.0, 2.0, 0.5, 50.0, False),
+    "simple": StrongWeights(1.5, 0.03, 4.0, 4.0, 0.0, 50.0, False),
 }
+#: The strong policy's weights, by variant.
+STRONG_WEIGHTS: Mapping[str, StrongWeights] = MappingProxyType(_WEIGHTS)
 
 
 def _counting(values: tuple[int, ...]) -> Objective:
@@ -259,10 +266,10 @@ def _fits(melds: list[Meld], card: Card, jpm: int) -> bool:
 class _Judge:
     """The strong policy's cost of a hand, for one view (lower is better)."""
 
-    def __init__(self, v: View) -> None:
+    def __init__(self, v: View, weights: StrongWeights | None = None) -> None:
         assert v.seat is not None
         self.v = v
-        self.w = _WEIGHTS[v.variant.id]
+        self.w = weights or _WEIGHTS[v.variant.id]
         self.values = hand_deadwood_values(v)
         self.jpm = v.options.jokers_per_meld
         self.objective = _counting(self.values)
@@ -391,9 +398,25 @@ class _Judge:
 def strong(v: View, rng: random.Random) -> Action:
     """Finish, declare, open and lay as soon as it can; draw and discard to get nearest to
     going out (see above)."""
+    return _strong(v, _Judge(v))
+
+
+@dataclass(frozen=True, slots=True)
+class Strong:
+    """The strong policy with other weights for some variants (the others keep theirs): for
+    measuring a change of weights in the arena against ``strong`` itself. A value (it
+    pickles: the arena's worker processes get it whole)."""
+
+    weights: tuple[tuple[str, StrongWeights], ...]
+
+    def __call__(self, v: View, rng: random.Random) -> Action:
+        """``strong``, judging hands with these weights."""
+        return _strong(v, _Judge(v, dict(self.weights).get(v.variant.id)))
+
+
+def _strong(v: View, judge: _Judge) -> Action:
     assert v.hand is not None
     hand = list(v.hand)
-    judge = _Judge(v)
     if v.phase == Phase.DRAW:
         if "discard" in v.draw_sources and v.discard_top is not None:
             top = v.discard_top
