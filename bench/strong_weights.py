@@ -7,7 +7,7 @@ difference in win rate and in points per round, each with its 95% interval::
 
     python -m bench.strong_weights simple no_set=4 no_run=4 --deals 1000 --seed w2 --jobs 2
 
-How the weights in ``rami.engine.policies`` were chosen (docs/bots.md, "Measured").
+How the weights in ``rami.engine.policies`` were chosen: docs/bots.md, "Strong's weights".
 """
 
 from __future__ import annotations
