@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from rami.engine import JOKER, POLICIES, Discard, Draw, Game, Options, Phase, view
+from rami.engine import JOKER, POLICIES, Discard, Draw, Game, NextRound, Options, Phase, view
 from rami.engine.policies import safe_move
 from rami.engine.solver import deadwood_split
 
@@ -82,3 +82,25 @@ def test_greedy_players_never_pass_a_discard_to_and_fro_for_ever() -> None:
             game.apply(game.turn, POLICIES["greedy"](v, random.Random(f"{seed}:{steps}")))
             steps += 1
             assert steps < 1500, f"seed {seed}: the round goes on for ever: {game.log[-4:]}"
+
+
+def test_strong_players_never_pass_a_discard_to_and_fro_for_ever() -> None:
+    """Two strong players of portuguese each took the discard (it melded) and threw it straight
+    back (their judge of the hand preferred to): the stock never ran down and the round never
+    ended (deal "w1:4", the fourth round). Strong takes no discard it would throw back at once;
+    its rounds finish."""
+    for seed in ["w1:4", *range(12)]:
+        game, _ = Game.new("portuguese", Options(players=2), seed=seed)
+        steps = 0
+        while game.phase != Phase.GAME_OVER:
+            if game.phase == Phase.ROUND_OVER:
+                game.apply(None, NextRound())
+                continue
+            v = view(game, game.turn)
+            action = POLICIES["strong"](v, random.Random(steps))
+            game.apply(game.turn, action)
+            if isinstance(action, Draw) and action.source == "discard":
+                thrown = POLICIES["strong"](view(game, game.turn), random.Random(steps))
+                assert thrown != Discard(game.drawn), f"seed {seed}: {action} then {thrown}"
+            steps += 1
+            assert steps < 5000, f"seed {seed}: the game goes on for ever: {game.log[-4:]}"

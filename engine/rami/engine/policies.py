@@ -200,8 +200,9 @@ def greedy(v: View, rng: random.Random) -> Action:
 #
 # Discards are chosen by that cost, and so are the draws of simple (the discard is taken when
 # the hand after it costs less than a stock draw is expected to leave); portuguese takes a
-# discard that melds, tallage one it can lay at once. Lays and declarations are taken as soon
-# as they exist, as the greedy policy does (a finish first, then the opening, the most cards).
+# discard that melds (unless it would throw that card straight back), tallage one it can lay at
+# once. Lays and declarations are taken as soon as they exist, as the greedy policy does (a
+# finish first, then the opening, the most cards).
 # The weights were set by measuring against greedy in the arena, then tallage's and simple's
 # against strong's own earlier weights (``python -m bench.strong_weights``; docs/bots.md).
 
@@ -428,8 +429,12 @@ def _strong(v: View, judge: _Judge) -> Action:
                 split = deadwood_split(
                     [*hand, top], judge.values, need_run=_need_run(v), jokers_per_meld=judge.jpm
                 )
+                # Never a card it would throw straight back: two such players would pass it
+                # to and fro for ever, the stock never running down.
                 if top not in split.left:
-                    return Draw("discard")
+                    after = judge.discard([*hand, top])
+                    if after is not None and after[1] != top:
+                        return Draw("discard")
             else:
                 now, gain = judge.cost(hand)
                 taken = judge.discard([*hand, top], keep=top)
