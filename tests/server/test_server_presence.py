@@ -320,3 +320,61 @@ def act(
         request.discard.card = discard
     done = stubs.table.Act(request, metadata=md(token), timeout=T)
     return done.view
+
+
+def test_a_player_gone_before_a_renumbering_start_is_dropped_by_the_new_number(
+    grace_server: ServerThread,
+) -> None:
+    """Eva closed her stream while the table waited. The start drops the empty seat 0 and
+    renumbers: Eva is seat 0 now, and on her turn she is dropped after the grace as before
+    (the server knows who was gone by the new numbers)."""
+    with Stubs(grace_server.target) as stubs:
+        created = stubs.lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                variant=game_pb2.VARIANT_SIMPLE, options=game_pb2.Options(players=3)
+            ),
+            timeout=T,
+        )
+        table_id, owner = created.table.table_id, created.owner_token
+
+        def join_at(name: str, seat: int) -> str:
+            joined = stubs.lobby.JoinTable(
+                lobby_service_pb2.JoinTableRequest(table_id=table_id, name=name, seat=seat),
+                timeout=T,
+            )
+            return str(joined.token)
+
+        eva, bruno = join_at("Eva", 1), join_at("Bruno", 2)
+        gone = watch(stubs, table_id, eva)
+        gone.expect(lambda m: m.WhichOneof("kind") == "update", "(snapshot)")
+        gone.cancel()  # Eva closes her terminal before the game
+        stream = watch(stubs, table_id, bruno)
+        stream.expect(lambda m: m.WhichOneof("kind") == "update", "(snapshot)")
+        stubs.lobby.StartTable(
+            lobby_service_pb2.StartTableRequest(table_id=table_id), metadata=md(owner), timeout=T
+        )
+        view = stream.expect(
+            lambda m: (
+                m.WhichOneof("kind") == "update" and m.update.view.phase != game_pb2.PHASE_WAITING
+            ),
+            "(the game)",
+        ).update.view
+        assert view.seat == 1
+        # Bruno plays until it is Eva's turn.
+        while view.turn != 0:
+            if view.phase == game_pb2.PHASE_DRAW:
+                act = table_service_pb2.ActRequest(
+                    table_id=table_id,
+                    number=view.number,
+                    draw=table_service_pb2.DrawAction(source=game_pb2.DRAW_SOURCE_STOCK),
+                )
+            else:
+                act = table_service_pb2.ActRequest(
+                    table_id=table_id,
+                    number=view.number,
+                    discard=table_service_pb2.DiscardAction(card=view.hand[-1]),
+                )
+            view = stubs.table.Act(act, metadata=md(bruno), timeout=T).view
+        left = stream.expect(event_of("player_left", 0), "saying Eva's seat left")
+        assert left.update.view.players[0].name == "Eva" and left.update.view.players[0].away
+        stream.cancel()

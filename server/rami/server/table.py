@@ -609,8 +609,8 @@ class Table:
         if renumbered is not None:
             for w in self.watchers:
                 w.seat = _renumbered(renumbered, w.seat)
-            # Who was gone while the table waited is not known by number any more.
-            self._gone.clear()
+            # Who was gone while the table waited, by the new numbers.
+            self._gone = {renumbered[s]: t for s, t in self._gone.items() if s in renumbered}
         self._fan_out(updates, connected)
         self._present(entries)
         self._schedule()
