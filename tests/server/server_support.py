@@ -220,6 +220,21 @@ def stacked_deck(
     return lobby_service_pb2.Deck(cards=[int(c) + 1 for c in deck])
 
 
+def plain_move(table_id: str, view: game_pb2.View) -> table_service_pb2.ActRequest:
+    """The seat's simplest move in ``view``: draw from the stock, or discard its last card."""
+    if view.phase == game_pb2.PHASE_DRAW:
+        return table_service_pb2.ActRequest(
+            table_id=table_id,
+            number=view.number,
+            draw=table_service_pb2.DrawAction(source=game_pb2.DRAW_SOURCE_STOCK),
+        )
+    return table_service_pb2.ActRequest(
+        table_id=table_id,
+        number=view.number,
+        discard=table_service_pb2.DiscardAction(card=view.hand[-1]),
+    )
+
+
 def without_presence(view: game_pb2.View) -> game_pb2.View:
     """A copy of a view without who is connected right now (presence is not game state)."""
     out = game_pb2.View()

@@ -28,6 +28,7 @@ from server_support import (
     cards,
     error_of,
     md,
+    plain_move,
     stacked_deck,
     without_presence,
 )
@@ -471,18 +472,7 @@ def test_streams_opened_before_a_start_that_renumbers_the_seats_follow_their_sea
             # Ana plays her turns with Act until it is Bo's turn to draw.
             view = truth["Ana"]
             while not (view.turn == 1 and view.phase == game_pb2.PHASE_DRAW):
-                if view.phase == game_pb2.PHASE_DRAW:
-                    act = table_service_pb2.ActRequest(
-                        table_id=tid,
-                        number=view.number,
-                        draw=table_service_pb2.DrawAction(source=game_pb2.DRAW_SOURCE_STOCK),
-                    )
-                else:
-                    act = table_service_pb2.ActRequest(
-                        table_id=tid,
-                        number=view.number,
-                        discard=table_service_pb2.DiscardAction(card=view.hand[-1]),
-                    )
+                act = plain_move(tid, view)
                 view = (await table.Act(act, metadata=md(ana), timeout=T)).view
             # Bo's turn: a draw sent on Ana's stream is Ana's, and refused.
             await commands.put(

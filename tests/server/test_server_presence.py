@@ -22,7 +22,7 @@ from typing import Any
 
 import grpc
 import pytest
-from server_support import RPC_TIMEOUT, error_of, md
+from server_support import RPC_TIMEOUT, error_of, md, plain_move
 
 from rami.server.table import TableConfig
 from rami.server.testing import ServerThread, Stubs
@@ -362,19 +362,7 @@ def test_a_player_gone_before_a_renumbering_start_is_dropped_by_the_new_number(
         assert view.seat == 1
         # Bruno plays until it is Eva's turn.
         while view.turn != 0:
-            if view.phase == game_pb2.PHASE_DRAW:
-                act = table_service_pb2.ActRequest(
-                    table_id=table_id,
-                    number=view.number,
-                    draw=table_service_pb2.DrawAction(source=game_pb2.DRAW_SOURCE_STOCK),
-                )
-            else:
-                act = table_service_pb2.ActRequest(
-                    table_id=table_id,
-                    number=view.number,
-                    discard=table_service_pb2.DiscardAction(card=view.hand[-1]),
-                )
-            view = stubs.table.Act(act, metadata=md(bruno), timeout=T).view
+            view = stubs.table.Act(plain_move(table_id, view), metadata=md(bruno), timeout=T).view
         left = stream.expect(event_of("player_left", 0), "saying Eva's seat left")
         assert left.update.view.players[0].name == "Eva" and left.update.view.players[0].away
         stream.cancel()
