@@ -43,14 +43,21 @@ class Tables:
         return table_service_pb2_grpc.TableServiceStub(self.channel)
 
     def create(
-        self, variant: str, players: int = 4, bots: tuple[str, ...] = (), **options: int
+        self,
+        variant: str,
+        players: int = 4,
+        bots: tuple[str, ...] = (),
+        decks: tuple[lobby_service_pb2.Deck, ...] = (),
+        **options: int,
     ) -> str:
-        """A table of ``variant`` with built-in bots in its first seats; returns its id."""
+        """A table of ``variant`` with built-in bots in its first seats, dealt ``decks`` (stacked:
+        the first rounds' decks, top card first) or fair deals; returns its id."""
         resp = self.lobby.CreateTable(
             lobby_service_pb2.CreateTableRequest(
                 name=f"{variant} bots",
                 variant=VARIANTS[variant],
                 options=game_pb2.Options(players=players, **{**SHORT[variant], **options}),
+                stacked_decks=decks,
             ),
             timeout=10,
         )

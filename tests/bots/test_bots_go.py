@@ -21,7 +21,7 @@ import grpc
 import pytest
 from bots_support import GAME_SECONDS, ROOT, FixedPortServer, Tables, free_port, run_all
 
-from rami.server.testing import ServerThread
+from rami.server.testing import ServerThread, deck_to_proto, stacked_deck
 from rami.v1 import lobby_service_pb2, table_service_pb2, table_service_pb2_grpc
 
 BUILT_IN = ("strong", "greedy", "random")
@@ -83,7 +83,10 @@ def test_go_bot_plays_a_whole_game_of_every_variant(
 
 
 def test_go_bot_sends_a_rate_limited_command_again(go_bot: Path, tmp_path: Path) -> None:
-    # One command at a time, ten a second: the discard right after the draw must wait.
+    # One command at a time, ten a second: the discard right after the draw must wait. The deal
+    # is junk for both seats, so the greedy dealer can't lay its whole hand before the Go bot
+    # has drawn (on a fair deal it once did, and the Go bot never played).
+    deck = stacked_deck("simple", [None, None], "3c")
     with (
         ServerThread(
             str(tmp_path / "limited.db"), commands_per_second=10.0, command_burst=1.0
@@ -91,7 +94,7 @@ def test_go_bot_sends_a_rate_limited_command_again(go_bot: Path, tmp_path: Path)
         grpc.insecure_channel(srv.target) as ch,
     ):
         tables = Tables(srv.target, ch)
-        table_id = tables.create("simple", 2, ("greedy",), round_cap=1)
+        table_id = tables.create("simple", 2, ("greedy",), (deck_to_proto(deck),), round_cap=1)
         run = subprocess.run(
             _command(go_bot, srv.target, table_id, "Go limited"),
             capture_output=True,

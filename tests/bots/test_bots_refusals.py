@@ -13,7 +13,7 @@ from bots_support import Tables
 
 from rami.client.botkit import BotResult, Decide, play
 from rami.engine import Action, Discard, Draw, Phase, View
-from rami.server.testing import ServerThread
+from rami.server.testing import ServerThread, deck_to_proto, stacked_deck
 from rami.v1 import game_pb2
 
 MODES = pytest.mark.parametrize("stream", [True, False], ids=["play-stream", "unary-act"])
@@ -33,10 +33,14 @@ def _safe(v: View) -> Action:
 
 
 def _game(db: Path, decide: Decide, stream: bool, **limits: float) -> BotResult:
-    """One remote bot kit against a built-in bot, two seats of a short simple game."""
+    """One remote bot kit against a built-in bot, two seats of a short simple game dealt junk (the
+    greedy dealer can't lay its whole hand before the kit has played)."""
+    deck = deck_to_proto(stacked_deck("simple", [None, None], "3c"))
     with ServerThread(str(db), **limits) as srv:
         with grpc.insecure_channel(srv.target) as ch:
-            table_id = Tables(srv.target, ch).create("simple", 2, bots=("greedy",), round_cap=1)
+            table_id = Tables(srv.target, ch).create(
+                "simple", 2, bots=("greedy",), decks=(deck,), round_cap=1
+            )
         return asyncio.run(asyncio.wait_for(play(srv.target, table_id, decide, stream=stream), 60))
 
 

@@ -2,7 +2,8 @@
 running game, moves refused before they are staged, confirmations (an incomplete declaration,
 quit during a game), undo of a staged step, and a rematch after the game is over.
 
-Each test types into the real client on a real server, with a stacked deck (client_decks).
+Each test types into the real client on a real server, with a stacked deck
+(rami.server.testing.stacked_deck).
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from client_decks import stacked_deck
 from client_harness import Driver
 from client_server import ServerThread, Stubs, running_server, server_stubs
 
 from rami.client import cli
 from rami.client.convert import VARIANT_IDS
 from rami.client.look import Look
+from rami.server.testing import stacked_deck
 from rami.v1 import game_pb2, lobby_service_pb2
 
 

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from client_decks import stacked_deck
 from client_harness import Driver
 from client_server import ServerThread, Stubs, running_server, server_stubs
 
@@ -21,6 +20,7 @@ from rami.client import cli
 from rami.client.convert import VARIANT_IDS
 from rami.client.look import Look
 from rami.client.replay import load_frames
+from rami.server.testing import stacked_deck
 from rami.v1 import game_pb2, lobby_service_pb2
 
 

@@ -8,7 +8,6 @@ import json
 import stat
 from pathlib import Path
 
-from client_decks import stacked_deck
 from client_harness import Driver
 from client_server import ServerThread, Stubs
 
@@ -17,6 +16,7 @@ from rami.client.convert import VARIANT_IDS
 from rami.client.look import Look
 from rami.client.seats import SavedSeat, SeatBook
 from rami.server.table import TableConfig
+from rami.server.testing import stacked_deck
 from rami.v1 import game_pb2, lobby_service_pb2
 
 PORTUGUESE_HAND = "3d 4d 5d 7c 8c 9c 10c Ks Kd Kh 9h JK Jh"

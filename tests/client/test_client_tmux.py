@@ -265,11 +265,9 @@ def test_80_by_24_help_fits_above_the_panel(pane: Pane) -> None:
 def test_80_by_24_keeps_the_end_of_a_four_player_game_in_view(pane: Pane, tmp_path: Path) -> None:
     """A whole hand laid at once ends the only round: who went out, what everyone paid, the
     result and what to do next are all on the screen together."""
-    from client_decks import stacked_deck
-
     from rami.client.convert import VARIANT_IDS
     from rami.server.table import TableConfig
-    from rami.server.testing import ServerThread, Stubs
+    from rami.server.testing import ServerThread, Stubs, stacked_deck
     from rami.v1 import game_pb2, lobby_service_pb2
 
     hand = "Qs Ks As 8c 8d 8h 7h 8h 9h 10h Jh 4c JK 6c 2d"

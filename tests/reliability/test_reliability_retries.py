@@ -26,7 +26,7 @@ from server_support import RPC_TIMEOUT, error_of, md, without_presence
 from rami.client.botkit import play, policy_decider
 from rami.client.link import Link
 from rami.engine import Action, View
-from rami.server.testing import ServerThread, Stubs
+from rami.server.testing import ServerThread, Stubs, deck_to_proto, stacked_deck
 from rami.v1 import (
     game_pb2,
     lobby_service_pb2,
@@ -487,10 +487,13 @@ async def stored_past(ch: grpc.aio.Channel, table_id: str, number: int) -> None:
 
 
 def game_with_a_bot(stubs: Stubs) -> str:
-    """A 2-seat simple game, one round, waiting for a remote seat; a built-in bot at the other."""
+    """A 2-seat simple game, one round, waiting for a remote seat; a built-in bot at the other.
+    Both are dealt junk, so neither can lay its whole hand in its first turns."""
     created = stubs.lobby.CreateTable(
         lobby_service_pb2.CreateTableRequest(
-            variant=game_pb2.VARIANT_SIMPLE, options=game_pb2.Options(players=2, round_cap=1)
+            variant=game_pb2.VARIANT_SIMPLE,
+            options=game_pb2.Options(players=2, round_cap=1),
+            stacked_decks=[deck_to_proto(stacked_deck("simple", [None, None], "3c"))],
         ),
         timeout=T,
     )

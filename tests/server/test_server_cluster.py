@@ -219,7 +219,8 @@ def test_a_client_at_a_server_that_does_not_play_the_table_plays_a_whole_game(
         async def go() -> None:
             at_a, at_b = Stubs(a), Stubs(b)
             try:
-                table_id, _ = await _create(at_a, rounds=1)
+                # Two rounds: each kit plays even if a round ends on its first turn.
+                table_id, _ = await _create(at_a, rounds=2)
                 # A CreateTable sent again to another server gets the table its first copy
                 # made (played by the first server).
                 request = lobby_service_pb2.CreateTableRequest(

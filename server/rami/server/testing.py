@@ -1,4 +1,5 @@
-"""A real server in a background thread, for tests of clients and bots (any test runner).
+"""A real server in a background thread, for tests of clients and bots (any test runner),
+and stacked decks to deal it chosen hands.
 
 >>> # with ServerThread("/tmp/t.db") as srv, Stubs(srv.target) as stubs: ...
 """
@@ -8,19 +9,29 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from collections import Counter
 from collections.abc import Coroutine
+from itertools import combinations
 from typing import Any, TypeVar
 
 import grpc
 
-from rami.v1 import lobby_service_pb2_grpc, rules_service_pb2_grpc, table_service_pb2_grpc
+from rami.engine import Card, Meld, MeldError, get_variant, parse_cards
+from rami.engine.cards import full_deck
+from rami.v1 import (
+    lobby_service_pb2,
+    lobby_service_pb2_grpc,
+    rules_service_pb2_grpc,
+    table_service_pb2_grpc,
+)
 
 from .app import Server, serve
 from .connections import ConnectionLimits
+from .convert import cards_to_proto
 from .lobby import LobbyConfig
 from .table import TableConfig
 
-__all__ = ["CONNECTIONS", "FAST", "ServerThread", "Stubs"]
+__all__ = ["CONNECTIONS", "FAST", "ServerThread", "Stubs", "deck_to_proto", "stacked_deck"]
 
 T = TypeVar("T")
 
@@ -133,3 +144,71 @@ class Stubs:
 
     def __exit__(self, *exc: object) -> None:
         self.channel.close()
+
+
+def _makes_meld(cards: list[Card]) -> bool:
+    for trio in combinations(cards, 3):
+        try:
+            Meld.from_cards(trio)
+        except MeldError:
+            continue
+        return True
+    return False
+
+
+def _junk(pool: Counter[Card], size: int) -> list[Card]:
+    """``size`` cards from ``pool`` that make no meld together (no jokers)."""
+    hand: list[Card] = []
+    for card in sorted(pool):
+        if len(hand) == size:
+            break
+        if card.is_joker or pool[card] == 0 or card in hand:
+            continue
+        if not _makes_meld([*hand, card]):
+            hand.append(card)
+            pool[card] -= 1
+    if len(hand) < size:
+        raise ValueError("not enough junk cards left")
+    return hand
+
+
+def stacked_deck(
+    variant: str, hands: list[str | None], discard: str, stock: str = ""
+) -> list[Card]:
+    """The deck (top card first) that deals ``hands`` (None: junk) with seat 0 dealing.
+
+    It follows ``Game._deal`` for round 1: one card at a time from seat 1 round to seat 0, the
+    dealer's extra card last (tallage, simple), then ``discard`` turned up, then ``stock`` on
+    top of the stock, top first. A hand given as None is *junk*: cards that make no meld with
+    each other, so a bot holding them can't open, finish or declare on its first turn.
+    """
+    v = get_variant(variant)
+    pool = Counter(full_deck(v.decks, v.jokers))
+    given = [parse_cards(h) if h is not None else None for h in hands]
+    top = [*parse_cards(discard), *parse_cards(stock)]
+    for cards in [*(g for g in given if g), top]:
+        for c in cards:
+            if pool[c] == 0:
+                raise ValueError(f"{c} is used more often than the deck holds it")
+            pool[c] -= 1
+    dealt: list[list[Card]] = []
+    for seat, cards in enumerate(given):
+        size = v.hand_size + (v.dealer_extra if seat == 0 else 0)
+        cards = cards if cards is not None else _junk(pool, size)
+        if len(cards) != size:
+            raise ValueError(f"seat {seat} needs {size} cards, not {len(cards)}")
+        dealt.append(cards)
+    n = len(hands)
+    deck: list[Card] = []
+    for k in range(v.hand_size):
+        for i in range(1, n + 1):
+            deck.append(dealt[i % n][k])
+    deck.extend(dealt[0][v.hand_size :])
+    deck.extend(top)
+    deck.extend(c for c in sorted(pool) for _ in range(pool[c]))
+    return deck
+
+
+def deck_to_proto(deck: list[Card]) -> lobby_service_pb2.Deck:
+    """``deck`` as CreateTableRequest.stacked_decks takes it."""
+    return lobby_service_pb2.Deck(cards=cards_to_proto(deck))
