@@ -14,6 +14,7 @@ import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -499,3 +500,60 @@ def test_streams_opened_before_a_start_that_renumbers_the_seats_follow_their_sea
                 stream.cancel()
 
     asyncio.run(main())
+
+
+def test_a_seats_stream_count_follows_its_player_through_a_start_that_renumbers_the_seats(
+    tmp_path: Path,
+) -> None:
+    """Streams count against their player's seat whatever its number: the streams Bo opened
+    at seat 2 before a start that made him seat 1 still count as his, and never as those of
+    Cy, who became seat 2."""
+    with ServerThread(str(tmp_path / "count.db"), streams_per_seat=2) as server:
+
+        async def main() -> None:
+            async with grpc.aio.insecure_channel(server.target) as ch:
+                lobby = lobby_service_pb2_grpc.LobbyServiceStub(ch)
+                table = table_service_pb2_grpc.TableServiceStub(ch)
+                created = await lobby.CreateTable(
+                    lobby_service_pb2.CreateTableRequest(
+                        variant=game_pb2.VARIANT_SIMPLE, options=game_pb2.Options(players=4)
+                    ),
+                    timeout=T,
+                )
+                tid, owner = created.table.table_id, created.owner_token
+                tokens = {}
+                for name, seat in (("Ana", 1), ("Bo", 2), ("Cy", 3)):
+                    joined = await lobby.JoinTable(
+                        lobby_service_pb2.JoinTableRequest(table_id=tid, name=name, seat=seat),
+                        timeout=T,
+                    )
+                    tokens[name] = joined.token
+                opened = []
+
+                async def watch(name: str) -> Any:
+                    stream = table.Watch(
+                        table_service_pb2.WatchRequest(table_id=tid),
+                        metadata=md(tokens[name]),
+                        timeout=T,
+                    )
+                    opened.append(stream)
+                    return (await stream.read()).update.view
+
+                # Bo's two streams, at seat 2; then the start: Ana 0, Bo 1, Cy 2.
+                assert [(await watch("Bo")).seat for _ in range(2)] == [2, 2]
+                await lobby.StartTable(
+                    lobby_service_pb2.StartTableRequest(table_id=tid),
+                    metadata=md(owner),
+                    timeout=T,
+                )
+                # Cy, now at seat 2, may open his two.
+                assert [(await watch("Cy")).seat for _ in range(2)] == [2, 2]
+                # Bo, now at seat 1, still has his two open: a third is refused.
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await watch("Bo")
+                assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                assert error_of(refused.value).reason == "TOO_MANY_STREAMS"
+                for stream in opened:
+                    stream.cancel()
+
+        asyncio.run(main())

@@ -99,6 +99,13 @@ def _seat(state: TableState, token: str | None) -> int:
     return seat
 
 
+def _stream_key(state: TableState, seat: int | None) -> str:
+    """What a seat's streams are counted under (``streams_per_seat``): its player, by the
+    seat's token, so that a start which renumbers the seats moves no stream to another
+    player's count ("" for a spectator's stream: those count by client)."""
+    return "" if seat is None else f"{state.table_id}:{state.seats[seat].token_hash}"
+
+
 def _owner_or_seat(state: TableState, token: str | None) -> None:
     if not token:
         raise Unauthenticated("NO_TOKEN", "send the table owner's or a seat's token")
@@ -665,20 +672,16 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         token = _token(context)
         after = request.after if request.HasField("after") else None
 
-        def seat_of(state: TableState) -> tuple[int | None, int]:
+        def seat_of(state: TableState) -> tuple[int | None, int, str]:
             # No token, or the owner's token of a seatless owner: a spectator's stream.
             owner_only = bool(token) and state.is_owner(token) and state.seat_of(token) is None
             seat = _seat(state, token) if token and not owner_only else None
             table.check_after(state, after)  # before the seat comes back: a refusal changes nothing
-            return seat, state.number
+            return seat, state.number, _stream_key(state, seat)
 
-        seat, number = await self.read(table, seat_of)
+        seat, number, key = await self.read(table, seat_of)
         client = _client(context)
-        counter, key = (
-            (self.spectators, client)
-            if seat is None
-            else (self.seat_streams, f"{table.table_id}:{seat}")
-        )
+        counter, key = (self.spectators, client) if seat is None else (self.seat_streams, key)
         counter.open(key)
         pace = None
         try:
@@ -716,13 +719,12 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         token = _token(context)
         after = first.open.after if first.open.HasField("after") else None
 
-        def seat_of(state: TableState) -> tuple[int, int]:
+        def seat_of(state: TableState) -> tuple[int, int, str]:
             seat = _seat(state, token)
             table.check_after(state, after)
-            return seat, state.number
+            return seat, state.number, _stream_key(state, seat)
 
-        seat, now = await self.read(table, seat_of)
-        key = f"{table.table_id}:{seat}"
+        seat, now, key = await self.read(table, seat_of)
         self.seat_streams.open(key)
         watcher = table.watcher(seat)
         commands: asyncio.Task[None] | None = None
