@@ -293,6 +293,42 @@ def test_the_appends_of_one_tick_share_one_commit_and_are_acknowledged_after_it(
     run(main)
 
 
+def test_closing_a_table_answers_every_queued_change_even_when_it_stops_one_under_way(
+    backend: Backend,
+) -> None:
+    """A table closed while a change is being stored, and stopped before it ends (``closing``
+    with no time left): that change and those queued behind it are all answered, refused
+    (none waits for ever), and a change sent later is refused at once."""
+
+    async def main() -> None:
+        storage = await backend.open()
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table = await new_table(lobby, players=3)
+        under_way = asyncio.ensure_future(table.change(joining("Ana"), lambda _: None))
+        queued = [
+            asyncio.ensure_future(table.change(joining(name), lambda _: None))
+            for name in ("Bo", "Cy")
+        ]
+        for _ in range(100):  # until the table's task has taken Ana's join (its append waits)
+            if table._busy:
+                break
+            await asyncio.sleep(0)
+        assert table._busy and len(table._queue) == 2
+        table.close()
+        await table.closing(timeout=0)
+        for call in (under_way, *queued):
+            with pytest.raises(Unavailable) as info:
+                await asyncio.wait_for(call, 2)
+            assert info.value.reason == "SHUTTING_DOWN"
+        with pytest.raises(Unavailable):
+            await table.change(joining("Di"), lambda _: None)
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
 def test_a_change_and_what_it_implies_are_stored_together(backend: Backend) -> None:
     async def main() -> None:
         storage = await backend.open()

@@ -988,7 +988,8 @@ class Table:
 
     async def closing(self, timeout: float = 5.0) -> None:
         """Until the task has ended the change under way and refused what was queued after
-        :meth:`close` (at most ``timeout`` seconds); then stop it."""
+        :meth:`close` (at most ``timeout`` seconds); then stop it, refusing what it had not
+        reached."""
         end = time.monotonic() + timeout
         while (self._busy or self._queue) and time.monotonic() < end:
             await asyncio.sleep(0.005)
@@ -996,6 +997,11 @@ class Table:
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+        # What the stopped task left queued is refused too: no caller waits for ever.
+        queue, self._queue = self._queue, []
+        for _, done in queue:
+            if not done.done():
+                done.set_exception(self._gone_refusal())
 
     # -- automatic moves: bots, away seats, the clock, the next deal ------------------------
 
