@@ -38,6 +38,7 @@ from rami.client.botkit import play, policy_decider
 from rami.engine import Phase
 from rami.server import convert
 from rami.server.entries import entry_from_dict
+from rami.server.table import TableConfig
 from rami.server.tablestate import TableSpec, TableState
 from rami.server.testing import ServerThread
 from rami.v1 import (
@@ -555,5 +556,141 @@ def test_a_seats_stream_count_follows_its_player_through_a_start_that_renumbers_
                 assert error_of(refused.value).reason == "TOO_MANY_STREAMS"
                 for stream in opened:
                     stream.cancel()
+
+        asyncio.run(main())
+
+
+def test_a_seats_stream_ends_when_its_player_leaves_before_the_game(server: ServerThread) -> None:
+    """Leaving a waiting table frees the seat and the token proves nothing from then on: the
+    streams it opened end (UNAUTHENTICATED BAD_TOKEN) and never show the seat's next holder's
+    hand."""
+
+    async def main() -> None:
+        async with grpc.aio.insecure_channel(server.target) as ch:
+            lobby = lobby_service_pb2_grpc.LobbyServiceStub(ch)
+            table = table_service_pb2_grpc.TableServiceStub(ch)
+            created = await lobby.CreateTable(
+                lobby_service_pb2.CreateTableRequest(
+                    variant=game_pb2.VARIANT_PORTUGUESE, options=game_pb2.Options(players=2)
+                ),
+                timeout=T,
+            )
+            tid, owner = created.table.table_id, created.owner_token
+
+            async def join(name: str) -> str:
+                joined = await lobby.JoinTable(
+                    lobby_service_pb2.JoinTableRequest(table_id=tid, name=name, seat=0),
+                    timeout=T,
+                )
+                return joined.token
+
+            ana = await join("Ana")
+            spy = table.Watch(
+                table_service_pb2.WatchRequest(table_id=tid), metadata=md(ana), timeout=T
+            )
+            assert (await spy.read()).update.view.seat == 0
+            await lobby.LeaveTable(
+                lobby_service_pb2.LeaveTableRequest(table_id=tid), metadata=md(ana), timeout=T
+            )
+            bo = await join("Bo")
+            await lobby.AddBot(
+                lobby_service_pb2.AddBotRequest(table_id=tid, policy="random", seat=1),
+                metadata=md(owner),
+                timeout=T,
+            )  # the table is full: the game starts
+            seen: list[Any] = []
+            with pytest.raises(grpc.aio.AioRpcError) as ended:
+                while True:
+                    msg = await asyncio.wait_for(spy.read(), 3)
+                    assert msg is not grpc.aio.EOF
+                    seen.append(msg)
+            assert ended.value.code() == grpc.StatusCode.UNAUTHENTICATED, ended.value
+            assert error_of(ended.value).reason == "BAD_TOKEN"
+            assert not [m for m in seen if m.HasField("update") and m.update.view.hand], seen
+            # Bo, at the seat now, watches it.
+            mine = table.Watch(
+                table_service_pb2.WatchRequest(table_id=tid), metadata=md(bo), timeout=T
+            )
+            view = (await mine.read()).update.view
+            assert view.seat == 0 and len(view.hand) >= 13
+            mine.cancel()
+
+    asyncio.run(main())
+
+
+def test_a_stream_opened_as_the_game_starts_shows_its_players_new_seat(
+    tmp_path: Path,
+) -> None:
+    """Watch and Play look a token's seat up, then open the stream: a start that renumbers
+    the seats in between (any seated player may start the table) leaves the stream with its
+    player, at the new number, never on the old number's new holder. The race is made likely
+    by queueing chat lines before the Watch and the start."""
+    config = TableConfig(bot_delay=3.0, round_pause=3.0, away_delay=3.0, heartbeat=0.5)
+    with ServerThread(str(tmp_path / "race.db"), table_config=config) as server:
+
+        async def attempt(ch: grpc.aio.Channel, play: bool) -> tuple[int, int, list[int]]:
+            lobby = lobby_service_pb2_grpc.LobbyServiceStub(ch)
+            table = table_service_pb2_grpc.TableServiceStub(ch)
+            created = await lobby.CreateTable(
+                lobby_service_pb2.CreateTableRequest(
+                    variant=game_pb2.VARIANT_PORTUGUESE, options=game_pb2.Options(players=4)
+                ),
+                timeout=T,
+            )
+            tid = created.table.table_id
+            tokens = []
+            for name, seat in (("Ana", 0), ("Bo", 2), ("Cy", 3)):  # seat 1 stays empty
+                joined = await lobby.JoinTable(
+                    lobby_service_pb2.JoinTableRequest(table_id=tid, name=name, seat=seat),
+                    timeout=T,
+                )
+                tokens.append(joined.token)
+            ana, bo, cy = tokens
+            chats = [
+                asyncio.ensure_future(
+                    table.Chat(
+                        table_service_pb2.ChatRequest(table_id=tid, text="hi"),
+                        metadata=md(t),
+                        timeout=T,
+                    )
+                )
+                for t in (ana, cy, ana, cy)
+            ]
+            if play:
+
+                async def requests() -> Any:
+                    yield table_service_pb2.PlayRequest(
+                        open=table_service_pb2.WatchRequest(table_id=tid)
+                    )
+                    await asyncio.sleep(T)
+
+                stream = table.Play(requests(), metadata=md(bo), timeout=T)
+            else:
+                stream = table.Watch(
+                    table_service_pb2.WatchRequest(table_id=tid), metadata=md(bo), timeout=T
+                )
+            start = lobby.StartTable(
+                lobby_service_pb2.StartTableRequest(table_id=tid), metadata=md(ana), timeout=T
+            )
+            await asyncio.gather(start, *chats)
+            while True:
+                msg = await asyncio.wait_for(stream.read(), T)
+                if msg.HasField("update") and msg.update.view.hand:
+                    seen = msg.update.view
+                    break
+            stream.cancel()
+            own = table.Watch(
+                table_service_pb2.WatchRequest(table_id=tid), metadata=md(bo), timeout=T
+            )
+            truth = (await own.read()).update.view
+            own.cancel()
+            assert truth.seat == 1  # Bo: seat 2 -> 1
+            return seen.seat, truth.seat, [list(seen.hand), list(truth.hand)]
+
+        async def main() -> None:
+            async with grpc.aio.insecure_channel(server.target) as ch:
+                for i in range(12):
+                    seat, true_seat, (seen, truth) = await attempt(ch, play=i % 2 == 1)
+                    assert seat == true_seat and seen == truth, f"try {i}: seat {seat}"
 
         asyncio.run(main())

@@ -694,12 +694,14 @@ class ClientSession:
         """Give up the seat (the server plays it from now on) or stop watching."""
         if self.view is None or self.view.phase == game_pb2.PHASE_WAITING:
             self._forget_seat()  # before the game, the seat is free again once left
+        # The stream first: the server ends a seat's streams when its player leaves before the
+        # game, and that end is no news to show.
+        await self._stop_watching()
         if self.token is not None and self.table_id is not None:
             request = lobby_service_pb2.LeaveTableRequest(table_id=self.table_id)
             # A finished game has no seat to give up; leaving is still right.
             with contextlib.suppress(Refused):
                 await self.link.call(self.link.lobby.LeaveTable, request, token=self.token)
-        await self._stop_watching()
         self._left_table()
 
     async def _do_leave(self, args: str) -> None:

@@ -99,11 +99,18 @@ def _seat(state: TableState, token: str | None) -> int:
     return seat
 
 
-def _stream_key(state: TableState, seat: int | None) -> str:
-    """What a seat's streams are counted under (``streams_per_seat``): its player, by the
-    seat's token, so that a start which renumbers the seats moves no stream to another
-    player's count ("" for a spectator's stream: those count by client)."""
-    return "" if seat is None else f"{state.table_id}:{state.seats[seat].token_hash}"
+def _holder(state: TableState, seat: int | None) -> str:
+    """Whose a seat's stream is: the hash of the seat's token ("" for a spectator's stream).
+    The stream follows it (``Watcher.holder``), and it counts against it
+    (``streams_per_seat``), so that a start which renumbers the seats moves no stream to
+    another player."""
+    return "" if seat is None else state.seats[seat].token_hash
+
+
+def _returning_holder(state: TableState, holder: str) -> list[Entry]:
+    """:func:`_returning` for the seat ``holder`` holds now (none: it left, nothing to do)."""
+    seat = state.seat_held(holder)
+    return [] if seat is None else _returning(state, seat)
 
 
 def _owner_or_seat(state: TableState, token: str | None) -> None:
@@ -677,18 +684,24 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
             owner_only = bool(token) and state.is_owner(token) and state.seat_of(token) is None
             seat = _seat(state, token) if token and not owner_only else None
             table.check_after(state, after)  # before the seat comes back: a refusal changes nothing
-            return seat, state.number, _stream_key(state, seat)
+            return seat, state.number, _holder(state, seat)
 
-        seat, number, key = await self.read(table, seat_of)
+        seat, number, holder = await self.read(table, seat_of)
         client = _client(context)
-        counter, key = (self.spectators, client) if seat is None else (self.seat_streams, key)
+        counter, key = (
+            (self.spectators, client)
+            if seat is None
+            else (self.seat_streams, f"{table.table_id}:{holder}")
+        )
         counter.open(key)
         pace = None
         try:
             pace = self._pace(client, after, number)
             if seat is not None:
-                await table.change(lambda state: _returning(state, seat), lambda _: None)
-            async for _, data in table.watch(seat, after, pace=pace, take_over=request.take_over):
+                await table.change(lambda state: _returning_holder(state, holder), lambda _: None)
+            async for _, data in table.watch(
+                seat, after, pace=pace, take_over=request.take_over, holder=holder
+            ):
                 yield data
         finally:
             if pace is not None:
@@ -722,16 +735,17 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         def seat_of(state: TableState) -> tuple[int, int, str]:
             seat = _seat(state, token)
             table.check_after(state, after)
-            return seat, state.number, _stream_key(state, seat)
+            return seat, state.number, _holder(state, seat)
 
-        seat, now, key = await self.read(table, seat_of)
+        seat, now, holder = await self.read(table, seat_of)
+        key = f"{table.table_id}:{holder}"
         self.seat_streams.open(key)
-        watcher = table.watcher(seat)
+        watcher = table.watcher(seat, holder)
         commands: asyncio.Task[None] | None = None
         pace = None
         try:
             pace = self._pace(client, after, now)
-            await table.change(lambda state: _returning(state, seat), lambda _: None)
+            await table.change(lambda state: _returning_holder(state, holder), lambda _: None)
             # The stream's items are encoded WatchResponses, which are PlayResponses as they
             # are (the same field numbers), and refusals (see ``wire``).
             async for number, data in table.watch(
@@ -740,9 +754,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
                 if commands is None:
                     # Commands are taken once the stream watches (it has its first message):
                     # the update of each then reaches this stream, as its acknowledgement.
-                    commands = asyncio.create_task(
-                        self._commands(requests, table, seat, watcher, token)
-                    )
+                    commands = asyncio.create_task(self._commands(requests, table, watcher, token))
                 command = watcher.acks.pop(number, None) if number else None
                 if command is not None:
                     # Appended, the field is part of the same response.
@@ -759,7 +771,6 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         self,
         requests: AsyncIterator[table_service_pb2.PlayRequest],
         table: Table,
-        seat: int,
         watcher: Watcher,
         token: str | None,
     ) -> None:

@@ -61,7 +61,7 @@ from .convert import (
     update_head,
 )
 from .entries import Act, Chat, Entry, Join, Leave, NextDeal, Return, Start
-from .refusals import Aborted, Exhausted, Invalid, Refusal, Unavailable
+from .refusals import Aborted, Exhausted, Invalid, Refusal, Unauthenticated, Unavailable
 from .storage import Append, Fenced, Storage
 from .tablestate import (
     FINISHED,
@@ -185,9 +185,15 @@ class Watcher:
 
     seat: int | None
     queue: Mailbox
+    #: Whose stream it is: the hash of the token that opened it, for a seat's stream ("" for
+    #: a spectator's). The stream follows that player: to a new number when a start renumbers
+    #: the seats, and it ends when the token proves no seat any more (left before the game).
+    holder: str = ""
     cut: bool = False
     #: A newer stream of the same seat opened: this one ends (ABORTED TAKEN_OVER).
     taken: bool = False
+    #: Its player left the seat (before the game): the stream ends (UNAUTHENTICATED).
+    left: bool = False
     last: int = 0
     #: Play streams: the update number each accepted command became -> the command's id.
     acks: dict[int, int] = field(default_factory=dict)
@@ -611,6 +617,8 @@ class Table:
                 w.seat = _renumbered(renumbered, w.seat)
             # Who was gone while the table waited, by the new numbers.
             self._gone = {renumbered[s]: t for s, t in self._gone.items() if s in renumbered}
+        if any(isinstance(e, Join | Leave | Start) for e in entries):
+            self._follow_holders()
         self._fan_out(updates, connected)
         self._present(entries)
         self._schedule()
@@ -776,6 +784,25 @@ class Table:
         if seat is not None and before == 0:
             self._presence(seat, True)
 
+    def _follow_holders(self) -> None:
+        """After a change of who holds which seat: each seat's stream is at its player's seat
+        (a start renumbers them), or, its player having left, ends now, before anything of the
+        seat's next holder can reach it."""
+        seats = self.state.seats
+        for w in list(self.watchers):
+            if not w.holder:
+                continue
+            if w.seat is not None and w.seat < len(seats) and seats[w.seat].token_hash == w.holder:
+                continue
+            held = self.state.seat_held(w.holder)
+            if held is not None:
+                w.seat = held
+                continue
+            w.left = True
+            self.watchers.discard(w)
+            with contextlib.suppress(asyncio.QueueFull):
+                w.queue.put_nowait(None)  # wakes its stream, which ends
+
     def _remove(self, watcher: Watcher) -> None:
         """A stream ends (or is cut off): presence told when it was its seat's last."""
         if watcher not in self.watchers:
@@ -870,9 +897,10 @@ class Table:
                 f"update {after} has not happened: the table is at {state.number}",
             )
 
-    def watcher(self, seat: int | None) -> Watcher:
-        """A new watcher of ``seat``, not yet watching (see :meth:`watch`)."""
-        return Watcher(seat, Mailbox(self.config.watcher_queue))
+    def watcher(self, seat: int | None, holder: str = "") -> Watcher:
+        """A new watcher of ``seat``, held by the token whose hash is ``holder`` ("" for a
+        spectator), not yet watching (see :meth:`watch`)."""
+        return Watcher(seat, Mailbox(self.config.watcher_queue), holder)
 
     def _open(
         self, watcher: Watcher, after: int | None, take_over: bool
@@ -881,6 +909,13 @@ class Table:
         says of the seat's other streams (``encode_stream_note``, or nothing); and the watcher
         added (between two changes: every later update reaches its mailbox)."""
         self.check_after(self.state, after)
+        if watcher.holder:
+            # The seat as it is now: a start may have renumbered it, or its player left it,
+            # since the caller looked the token up.
+            held = self.state.seat_held(watcher.holder)
+            if held is None:
+                raise _seat_left()
+            watcher.seat = held
         seat = watcher.seat
         first: list[Item] | _Replay
         others = 0 if seat is None else sum(1 for w in self.watchers if w.seat == seat)
@@ -919,12 +954,14 @@ class Table:
         watcher: Watcher | None = None,
         pace: Pace | None = None,
         take_over: bool = False,
+        holder: str = "",
     ) -> AsyncIterator[Item]:
         """The stream of one watcher, encoded: a snapshot (or what it missed, replayed at
         ``pace``), then every update (and whatever else is put on ``watcher``'s queue).
-        ``take_over``: the seat's other streams end (ABORTED TAKEN_OVER)."""
+        ``take_over``: the seat's other streams end (ABORTED TAKEN_OVER). ``holder``: the hash
+        of the seat's token (see :class:`Watcher`; a ``watcher`` given has its own)."""
         if watcher is None:
-            watcher = self.watcher(seat)
+            watcher = self.watcher(seat, holder)
         pace = pace or Pace()
         try:
             first, note = await self.read(lambda _: self._open(watcher, after, take_over))
@@ -955,6 +992,8 @@ class Table:
                     )
                 if watcher.cut:
                     raise _cut_off(watcher, self)
+                if watcher.left:
+                    raise _seat_left()
                 if got is None:
                     if self.moved_to is not None:
                         raise moved(self.table_id, self.moved_to)
@@ -1222,6 +1261,12 @@ def moved(table_id: str, owner: str) -> Refusal:
         )
     return Unavailable(
         "TABLE_MOVED", f"table {table_id} is between servers: call again in a moment"
+    )
+
+
+def _seat_left() -> Refusal:
+    return Unauthenticated(
+        "BAD_TOKEN", "this stream's seat was left: its token proves no seat at this table now"
     )
 
 

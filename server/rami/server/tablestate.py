@@ -311,7 +311,10 @@ class TableState:
 
     def seat_of(self, token: str) -> int | None:
         """The seat a token proves, compared in constant time; None if it proves none."""
-        digest = hash_token(token)
+        return self.seat_held(hash_token(token))
+
+    def seat_held(self, digest: str) -> int | None:
+        """The seat whose token hashes to ``digest`` (compared in constant time), or None."""
         found = None
         for i, seat in enumerate(self.seats):
             if seat.token_hash and hmac.compare_digest(seat.token_hash, digest):
