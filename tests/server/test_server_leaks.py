@@ -398,6 +398,30 @@ def test_a_refused_draw_never_tells_what_the_stock_holds(
         channel.close()
 
 
+async def waiting_table(
+    lobby: lobby_service_pb2_grpc.LobbyServiceStub,
+    variant: int,
+    players: int,
+    seats: dict[str, int],
+) -> tuple[str, str, dict[str, str]]:
+    """A new table of ``players`` seats, ``seats`` taken (name: seat), the others empty: its
+    id, the owner's token and each name's token."""
+    created = await lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            variant=variant, options=game_pb2.Options(players=players)
+        ),
+        timeout=T,
+    )
+    tid = created.table.table_id
+    tokens = {}
+    for name, seat in seats.items():
+        joined = await lobby.JoinTable(
+            lobby_service_pb2.JoinTableRequest(table_id=tid, name=name, seat=seat), timeout=T
+        )
+        tokens[name] = joined.token
+    return tid, created.owner_token, tokens
+
+
 def test_streams_opened_before_a_start_that_renumbers_the_seats_follow_their_seat(
     server: ServerThread,
 ) -> None:
@@ -410,23 +434,11 @@ def test_streams_opened_before_a_start_that_renumbers_the_seats_follow_their_sea
         async with grpc.aio.insecure_channel(server.target) as ch:
             lobby = lobby_service_pb2_grpc.LobbyServiceStub(ch)
             table = table_service_pb2_grpc.TableServiceStub(ch)
-            created = await lobby.CreateTable(
-                lobby_service_pb2.CreateTableRequest(
-                    variant=game_pb2.VARIANT_SIMPLE, options=game_pb2.Options(players=3)
-                ),
-                timeout=T,
-            )
-            tid, owner = created.table.table_id, created.owner_token
-
-            async def join(name: str, seat: int) -> str:
-                joined = await lobby.JoinTable(
-                    lobby_service_pb2.JoinTableRequest(table_id=tid, name=name, seat=seat),
-                    timeout=T,
-                )
-                return joined.token
-
             # Seat 0 stays empty: Ana (seat 1) becomes seat 0, Bo (seat 2) seat 1.
-            ana, bo = await join("Ana", 1), await join("Bo", 2)
+            tid, owner, tokens = await waiting_table(
+                lobby, game_pb2.VARIANT_SIMPLE, 3, {"Ana": 1, "Bo": 2}
+            )
+            ana, bo = tokens["Ana"], tokens["Bo"]
             ana_watch = table.Watch(
                 table_service_pb2.WatchRequest(table_id=tid), metadata=md(ana), timeout=T
             )
@@ -515,20 +527,9 @@ def test_a_seats_stream_count_follows_its_player_through_a_start_that_renumbers_
             async with grpc.aio.insecure_channel(server.target) as ch:
                 lobby = lobby_service_pb2_grpc.LobbyServiceStub(ch)
                 table = table_service_pb2_grpc.TableServiceStub(ch)
-                created = await lobby.CreateTable(
-                    lobby_service_pb2.CreateTableRequest(
-                        variant=game_pb2.VARIANT_SIMPLE, options=game_pb2.Options(players=4)
-                    ),
-                    timeout=T,
+                tid, owner, tokens = await waiting_table(
+                    lobby, game_pb2.VARIANT_SIMPLE, 4, {"Ana": 1, "Bo": 2, "Cy": 3}
                 )
-                tid, owner = created.table.table_id, created.owner_token
-                tokens = {}
-                for name, seat in (("Ana", 1), ("Bo", 2), ("Cy", 3)):
-                    joined = await lobby.JoinTable(
-                        lobby_service_pb2.JoinTableRequest(table_id=tid, name=name, seat=seat),
-                        timeout=T,
-                    )
-                    tokens[name] = joined.token
                 opened = []
 
                 async def watch(name: str) -> Any:
@@ -569,22 +570,10 @@ def test_a_seats_stream_ends_when_its_player_leaves_before_the_game(server: Serv
         async with grpc.aio.insecure_channel(server.target) as ch:
             lobby = lobby_service_pb2_grpc.LobbyServiceStub(ch)
             table = table_service_pb2_grpc.TableServiceStub(ch)
-            created = await lobby.CreateTable(
-                lobby_service_pb2.CreateTableRequest(
-                    variant=game_pb2.VARIANT_PORTUGUESE, options=game_pb2.Options(players=2)
-                ),
-                timeout=T,
+            tid, owner, tokens = await waiting_table(
+                lobby, game_pb2.VARIANT_PORTUGUESE, 2, {"Ana": 0}
             )
-            tid, owner = created.table.table_id, created.owner_token
-
-            async def join(name: str) -> str:
-                joined = await lobby.JoinTable(
-                    lobby_service_pb2.JoinTableRequest(table_id=tid, name=name, seat=0),
-                    timeout=T,
-                )
-                return joined.token
-
-            ana = await join("Ana")
+            ana = tokens["Ana"]
             spy = table.Watch(
                 table_service_pb2.WatchRequest(table_id=tid), metadata=md(ana), timeout=T
             )
@@ -592,7 +581,11 @@ def test_a_seats_stream_ends_when_its_player_leaves_before_the_game(server: Serv
             await lobby.LeaveTable(
                 lobby_service_pb2.LeaveTableRequest(table_id=tid), metadata=md(ana), timeout=T
             )
-            bo = await join("Bo")
+            bo = (
+                await lobby.JoinTable(
+                    lobby_service_pb2.JoinTableRequest(table_id=tid, name="Bo", seat=0), timeout=T
+                )
+            ).token
             await lobby.AddBot(
                 lobby_service_pb2.AddBotRequest(table_id=tid, policy="random", seat=1),
                 metadata=md(owner),
@@ -631,21 +624,10 @@ def test_a_stream_opened_as_the_game_starts_shows_its_players_new_seat(
         async def attempt(ch: grpc.aio.Channel, play: bool) -> tuple[int, int, list[int]]:
             lobby = lobby_service_pb2_grpc.LobbyServiceStub(ch)
             table = table_service_pb2_grpc.TableServiceStub(ch)
-            created = await lobby.CreateTable(
-                lobby_service_pb2.CreateTableRequest(
-                    variant=game_pb2.VARIANT_PORTUGUESE, options=game_pb2.Options(players=4)
-                ),
-                timeout=T,
+            tid, _, tokens = await waiting_table(  # seat 1 stays empty
+                lobby, game_pb2.VARIANT_PORTUGUESE, 4, {"Ana": 0, "Bo": 2, "Cy": 3}
             )
-            tid = created.table.table_id
-            tokens = []
-            for name, seat in (("Ana", 0), ("Bo", 2), ("Cy", 3)):  # seat 1 stays empty
-                joined = await lobby.JoinTable(
-                    lobby_service_pb2.JoinTableRequest(table_id=tid, name=name, seat=seat),
-                    timeout=T,
-                )
-                tokens.append(joined.token)
-            ana, bo, cy = tokens
+            ana, bo, cy = tokens["Ana"], tokens["Bo"], tokens["Cy"]
             chats = [
                 asyncio.ensure_future(
                     table.Chat(
