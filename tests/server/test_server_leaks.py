@@ -5,6 +5,9 @@ Every seat played over the wire is watched with its token, and a spectator witho
 before the deal to the end; the record is exported again and again while the game runs. After
 the game, every state is rebuilt by replaying the table's stored log, and each message is
 checked against that truth.
+
+A seat's streams and limits belong to its player (its token), whatever the seat's number: a
+start that renumbers the seats, or a seat left and taken by another, moves none of them.
 """
 
 from __future__ import annotations
@@ -674,5 +677,43 @@ def test_a_stream_opened_as_the_game_starts_shows_its_players_new_seat(
                 for i in range(12):
                     seat, true_seat, (seen, truth) = await attempt(ch, play=i % 2 == 1)
                     assert seat == true_seat and seen == truth, f"try {i}: seat {seat}"
+
+        asyncio.run(main())
+
+
+def test_a_seats_rate_limit_follows_its_player_through_a_start_that_renumbers_the_seats(
+    tmp_path: Path,
+) -> None:
+    """The chat lines Ana sent at seat 1 before a start that made Bo seat 1 count against
+    Ana, never against Bo."""
+    with ServerThread(str(tmp_path / "rate.db"), chat_per_second=0.01, chat_burst=2.0) as server:
+
+        async def main() -> None:
+            async with grpc.aio.insecure_channel(server.target) as ch:
+                lobby = lobby_service_pb2_grpc.LobbyServiceStub(ch)
+                table = table_service_pb2_grpc.TableServiceStub(ch)
+                tid, owner, tokens = await waiting_table(
+                    lobby, game_pb2.VARIANT_SIMPLE, 3, {"Ana": 1, "Bo": 2}
+                )
+
+                async def chat(name: str) -> str:
+                    try:
+                        await table.Chat(
+                            table_service_pb2.ChatRequest(table_id=tid, text="hi"),
+                            metadata=md(tokens[name]),
+                            timeout=T,
+                        )
+                    except grpc.aio.AioRpcError as e:
+                        return error_of(e).reason
+                    return "OK"
+
+                assert [await chat("Ana") for _ in range(3)] == ["OK", "OK", "RATE_LIMITED"]
+                await lobby.StartTable(
+                    lobby_service_pb2.StartTableRequest(table_id=tid),
+                    metadata=md(owner),
+                    timeout=T,
+                )
+                assert await chat("Bo") == "OK"  # Bo: seat 2 -> 1, Ana's old number
+                assert await chat("Ana") == "RATE_LIMITED"
 
         asyncio.run(main())

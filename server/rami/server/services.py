@@ -100,10 +100,10 @@ def _seat(state: TableState, token: str | None) -> int:
 
 
 def _holder(state: TableState, seat: int | None) -> str:
-    """Whose a seat's stream is: the hash of the seat's token ("" for a spectator's stream).
-    The stream follows it (``Watcher.holder``), and it counts against it
-    (``streams_per_seat``), so that a start which renumbers the seats moves no stream to
-    another player."""
+    """Whose a seat is: the hash of its token ("" for none: a spectator's stream). A seat's
+    stream follows it (``Watcher.holder``), and its streams and commands count against it
+    (``streams_per_seat``, the rate limits), so that neither a start which renumbers the seats
+    nor a seat left and taken again moves any of them to another player."""
     return "" if seat is None else state.seats[seat].token_hash
 
 
@@ -556,7 +556,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
                 found.append(before)
                 return []
             seat = seat_of(state)
-            self.commands.take(f"{table.table_id}:{seat}")
+            self.commands.take(f"{table.table_id}:{_holder(state, seat)}")
             by_steps = request.WhichOneof("action") == "steps"
             action = None if by_steps else convert.action_from_proto(request)
             if state.game is None:
@@ -625,7 +625,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
                 found.append(state.number_of(before))  # a retry: posted already
                 return []
             seat = _seat(state, token)
-            self.chat.take(f"{table.table_id}:{seat}")
+            self.chat.take(f"{table.table_id}:{_holder(state, seat)}")
             text = clean_text(request.text, MAX_CHAT)
             if not text:
                 raise Invalid("EMPTY_CHAT", "write something printable")
