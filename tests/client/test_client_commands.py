@@ -248,6 +248,31 @@ def test_undo_drops_the_last_staged_step_and_quit_asks_during_a_game(
         d.close()
 
 
+def test_ctrl_d_during_a_game_asks_as_quit_does_and_a_second_one_quits(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "tallage", TALLAGE_HAND, "10c 5c", round_cap=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "tallage")
+        d.expect(r"It's your turn: you play first with 15 cards, without drawing\.")
+        d.keys("\x04")  # Ctrl-D
+        d.expect(r"The game is still on: if you quit, the server plays your seat")
+        d.expect(r"quit\? \[y/N\]> ")
+        d.type("no")
+        d.expect(r"You stay at the table\.")
+        d.type("table")
+        d.expect(r"Tallage")
+        d.keys("\x04")
+        d.expect(r"The game is still on")
+        d.keys("\x04")  # again: quits
+        d.expect(r"You left the game: the server plays your seat")
+        d.thread.join(10)
+        assert not d.thread.is_alive(), "a second Ctrl-D did not quit"
+    finally:
+        d.close()
+
+
 def test_leave_during_a_game_says_the_server_plays_the_seat(
     server: ServerThread, stubs: Stubs
 ) -> None:

@@ -274,8 +274,8 @@ COMMANDS: tuple[Command, ...] = (
         "quit",
         "quit",
         "leave the client (Ctrl-D too)",
-        "quit closes the client. During a game it asks first (yes quits); Ctrl-D quits "
-        "without asking. A game you are seated at goes on, the server playing your seat; "
+        "quit (or Ctrl-D) closes the client. During a game it asks first (yes, or Ctrl-D "
+        "again, quits). A game you are seated at goes on, the server playing your seat; "
         "rami-client connect remembers the seat, and join takes it back next time. In "
         "rami-client play the game ends with the client.",
         _ANY,

@@ -309,7 +309,9 @@ class ClientSession:
                 except KeyboardInterrupt:
                     continue
                 except EOFError:
-                    break
+                    if await self._end_of_input():
+                        break
+                    continue
                 await self.handle(line)
             await self._farewell()
         await self._stop_watching()
@@ -1080,6 +1082,17 @@ class ClientSession:
 
     async def _quit(self) -> None:
         self.done = True
+
+    async def _end_of_input(self) -> bool:
+        """Ctrl-D: quit as ``quit`` does. During a game it asks first; a second Ctrl-D (or
+        yes) quits."""
+        question, self._question = self._question, None
+        if question is not None:
+            if question.yes == self._quit:
+                return True
+            self.out.info(question.no)  # another question: Ctrl-D is no to it
+        await self._do_quit("")
+        return self.done or self._question is None
 
 
 def _height(fragments: StyleAndTextTuples) -> int:
