@@ -387,7 +387,11 @@ def test_a_hint_without_an_opening_says_what_the_hand_lacks() -> None:
     view = _engine_view("2c 2d 2s As 3s 4s 9h")
     said = lines(hint_lines(analysis, view, LOOK))
     assert not any("neither" in line for line in said), said
-    assert any("are there, but not both at once" in line for line in said), said
+    assert any("are there, but they share 2♠: you hold only one" in line for line in said), said
+    # Apart, with no card left over to discard (a hand of six).
+    view = _engine_view("2c 2d 2h 4s 5s 6s")
+    said = lines(hint_lines(analysis, view, LOOK))
+    assert any("laying both leaves no card to discard" in line for line in said), said
 
 
 def test_a_hint_short_of_the_opening_says_when_the_discard_would_open() -> None:

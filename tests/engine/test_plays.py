@@ -20,7 +20,12 @@ from rami.engine import (
     RuleError,
     view,
 )
-from rami.engine.plays import complete_declarations, declaration_cards, declarations
+from rami.engine.plays import (
+    complete_declarations,
+    declaration_cards,
+    declarations,
+    legal_plays,
+)
 from rami.engine.solver import portuguese_declaration
 
 #: 13 cards complete only with a set: ×1.
@@ -142,3 +147,34 @@ def test_the_cards_a_seat_may_declare_with_are_the_games_own_list() -> None:
                 accepted = False
             assert accepted == (c in expected), (rule, c)
     assert expected == [Card.parse("Ks")]  # reject: the one card that leaves the runs
+
+
+def test_an_opening_that_is_also_a_finish_is_offered_once() -> None:
+    # Tallage, seat 1 not opened, 8♥ on the pile after the first circuit: taking it, the lay
+    # of every card but one opens and finishes at once (it was listed twice, as both).
+    hand = "3c 3d JK 6c 7c 8c 8c 8d 9s 10s Js Qs Ks 2h"
+    game = deal("tallage", ["8h 2s 5d 9d Jd 4h 6h Qc 3s 7d 10c Kh 4c 9h 5s", hand], "Ad", "2c 4d")
+    play(game, 0, "discard 5s")
+    play(game, 1, "draw stock")
+    play(game, 1, "discard 2c")
+    play(game, 0, "draw stock")
+    play(game, 0, "discard 8h")
+    v = view(game, 1)
+    assert v.phase == Phase.DRAW and v.discard_top == C("8h") and not v.first_circuit
+    takes = [p for p in legal_plays(v) if isinstance(p, Draw) and p.lay is not None]
+    assert len(takes) == 1, takes
+
+
+@pytest.mark.parametrize("variant", ["portuguese", "tallage", "simple"])
+def test_legal_plays_never_lists_an_action_twice(variant: str) -> None:
+    rng = random.Random(3)
+    positions = 0
+    for seed in range(8):
+        game, _ = Game.new(variant, Options(players=2, rounds=1, round_cap=1), seed=seed)
+        while game.phase not in (Phase.ROUND_OVER, Phase.GAME_OVER):
+            v = view(game, game.turn)
+            plays = legal_plays(v)
+            assert len(set(plays)) == len(plays), [p for p in plays if plays.count(p) > 1]
+            positions += 1
+            game.apply(game.turn, POLICIES["greedy"](v, rng))
+    assert positions > 100

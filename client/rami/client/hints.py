@@ -9,8 +9,9 @@ suggestion from its strong policy, both run on the seat's own view.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Sequence
-from itertools import combinations
+from itertools import combinations, product
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
@@ -65,7 +66,9 @@ def plays_now(view: View) -> list[str]:
             continue
         if isinstance(action, Discard):
             continue
-        out.append(command_text(action))
+        text = command_text(action)
+        if text not in out:  # two plays may read alike (the same cards, another order)
+            out.append(text)
     return out[:MAX_PLAYS]
 
 
@@ -136,9 +139,19 @@ def _why_no_opening(hand: Sequence[Card], look: Look) -> str:
     if runs and not sets:
         return f"No opening yet: you have a clean run ({shown(runs[0])}) but no clean set."
     if sets and runs:
+        held = Counter(hand)
+        for a_set, a_run in product(sets, runs):
+            if not Counter(a_set) + Counter(a_run) - held:
+                # Both can be laid apart: what is missing is a card left over to discard.
+                return (
+                    f"No opening yet: a clean set ({shown(a_set)}) and a clean run "
+                    f"({shown(a_run)}) are there, but laying both leaves no card to discard."
+                )
+        shared = sorted((Counter(sets[0]) + Counter(runs[0]) - held).elements())
         return (
             f"No opening yet: a clean set ({shown(sets[0])}) and a clean run "
-            f"({shown(runs[0])}) are there, but not both at once with a card left to discard."
+            f"({shown(runs[0])}) are there, but they share {shown(tuple(shared))}: you hold "
+            f"only one{' of each' if len(shared) > 1 else ''}, and a card goes in one meld only."
         )
     return "No opening yet: you have neither a clean set nor a clean run."
 

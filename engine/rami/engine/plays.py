@@ -221,7 +221,7 @@ def lays(v: View, hand: list[Card]) -> list[Lay]:
         out.extend(finish_lays(v, hand))
         if v.variant.has_opening:
             o = opening(v, hand)
-            if o is not None:
+            if o is not None and o not in out:  # an opening of all cards but one: a finish
                 out.append(o)
         return out
     m = new_melds(v, hand)
@@ -249,7 +249,16 @@ def takes_discard(v: View) -> bool:
 
 
 def _discard_lays(v: View) -> Iterator[Lay]:
-    """The lays of :func:`discard_completions`, each kind searched for only when asked."""
+    """The lays of :func:`discard_completions`, each kind searched for only when asked, each
+    once (an opening that lays all but one card is also a finish)."""
+    seen: set[Lay] = set()
+    for lay in _discard_lays_found(v):
+        if lay not in seen:
+            seen.add(lay)
+            yield lay
+
+
+def _discard_lays_found(v: View) -> Iterator[Lay]:
     if v.hand is None or v.discard_top is None or "discard" not in v.draw_sources:
         return
     taken = v.discard_top
