@@ -247,6 +247,9 @@ def test_nothing_is_laid_in_portuguese() -> None:
     game = deal("portuguese", [PAYS_21, WITH_A_SET], "Ac", "Qd")
     refused(game, 1, "draw discard; lay As 2s 3s", "NO_LAYING")
     refused(game, 1, "draw stock; lay As 2s 3s", "LAY_WITH_STOCK")
+    # Before the draw too, for that reason: "draw first" would promise a lay after it.
+    refused(game, 1, "lay As 2s 3s", "NO_LAYING")
+    refused(game, 1, "add 1 As", "NO_LAYING")
     play(game, 1, "draw stock")
     refused(game, 1, "lay As 2s 3s", "NO_LAYING")
 

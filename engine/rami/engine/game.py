@@ -321,6 +321,7 @@ class Game:
         """
         if seat != self.turn or self.phase not in (Phase.DRAW, Phase.PLAY):
             raise IllegalAction("it is not your move", "NOT_YOUR_TURN")
+        self._check_laying()
         hand = list(self.hands[seat])
         taken = None
         if with_discard:
@@ -535,10 +536,19 @@ class Game:
     # -- laying -----------------------------------------------------------------------------
 
     def _lay(self, seat: int, lay: Lay) -> list[Event]:
+        self._check_laying()
         if self.phase != Phase.PLAY:
             raise IllegalAction("draw first: you lay after taking a card", "MUST_DRAW")
         plan = self._plan_lay(seat, list(self.hands[seat]), lay, None, drawing=False)
         return self._commit_lay(seat, plan)
+
+    def _check_laying(self) -> None:
+        """A variant whose hands stay closed refuses every lay, in any phase, for that reason
+        first (not "draw first", which would suggest a lay after the draw)."""
+        if self.variant.declares:
+            raise IllegalAction(
+                "nothing is laid in portuguese: hands stay closed; declare to finish", "NO_LAYING"
+            )
 
     def _plan_lay(
         self,
@@ -553,10 +563,7 @@ class Game:
         """Check ``lay`` on copies of the hand and the table; raise if any rule refuses it
         (``partial``: only its steps, not the conditions on a whole lay, see plan_lay)."""
         v, opts = self.variant, self.options
-        if v.declares:
-            raise IllegalAction(
-                "nothing is laid in portuguese: hands stay closed; declare to finish", "NO_LAYING"
-            )
+        self._check_laying()
         if not isinstance(lay, Lay) or not lay.steps:
             raise MalformedAction("a lay needs at least one step", "BAD_ACTION")
         opened_at = self.opened_turn[seat]
