@@ -145,6 +145,8 @@ def test_a_joker_take_is_refused_at_once_before_opening_and_without_the_card(
         d.expect(r"You drew 5♣ from the stock\.")
         d.type("take 4 7h")
         d.expect(r"You don't hold 7♥\. Nothing was staged or sent\.")
+        d.type("lay 5c 5c 5c")  # 5♣ named three times, held once
+        d.expect(r"You hold 5♣ only once\. Nothing was")
         d.type("take 9 5c")
         d.expect(r"There is no meld 9 on the table\. Nothing was staged or sent\.")
         d.type("take 1 5c")
@@ -244,6 +246,29 @@ def test_undo_drops_the_last_staged_step_and_quit_asks_during_a_game(
         d.expect(r"You stay at the table\.")
         d.type("table")
         d.expect(r"Tallage")
+    finally:
+        d.close()
+
+
+def test_a_command_for_elsewhere_says_where_it_belongs(server: ServerThread, stubs: Stubs) -> None:
+    _table(stubs, "tallage", TALLAGE_HAND, "10c 5c", round_cap=1)
+    d = _client(server)
+    try:
+        d.expect(r"Connected to 127\.0\.0\.1")
+        d.type("discard 2d")
+        d.expect(r"You are not at a table: tables lists them")
+        d.type("join 1")
+        d.expect(r"You sit at seat 0")
+        d.type("create simple")  # at a waiting table
+        d.expect(r"create is for the lobby: leave this table first\.")
+        d.type("discard 2d")
+        d.expect(r"The game has not started yet: bot seats a bot, start starts it\.")
+        d.type("bot greedy")
+        d.expect(r"The game begins: Ana and Greedy bot 2\.")
+        d.type("start")  # the game is on
+        d.expect(r"The game is on already: that was for before it\.")
+        d.type("tables")
+        d.expect(r"tables is for the lobby: leave this table first\.")
     finally:
         d.close()
 

@@ -102,7 +102,7 @@ _NOT_HERE = {
     "create starts one.",
     WAITING: "The game has not started yet: bot seats a bot, start starts it.",
     WATCHING: "You are watching: spectators can't play. leave returns to the lobby.",
-    PLAYING: "That is for the lobby: leave this table first.",
+    PLAYING: "The game is on already: that was for before it.",
 }
 
 
@@ -366,7 +366,10 @@ class ClientSession:
             self.out.error(f"There is no command {name!r}.{also} help lists them.")
             return
         if self.where not in command.where:
-            self.out.error(_NOT_HERE[self.where])
+            if self.where != LOBBY and LOBBY in command.where:
+                self.out.error(f"{command.name} is for the lobby: leave this table first.")
+            else:
+                self.out.error(_NOT_HERE[self.where])
             return
         try:
             if command.name in MOVES:
@@ -460,10 +463,18 @@ class ClientSession:
         self, missing: list[Card], hand: list[Card], done: str = "Nothing was played."
     ) -> str:
         held = self.look.card_text
-        names = ", ".join(held(c) for c in missing)
-        similar = sorted({c for c in hand for m in missing if c.rank == m.rank and c != m})
-        also = f" (you hold {', '.join(held(c) for c in similar)})" if similar else ""
-        return f"You don't hold {names}{also}. {done}"
+        said: list[str] = []
+        absent = [c for c in missing if c not in hand]
+        if absent:
+            names = ", ".join(held(c) for c in absent)
+            similar = sorted({c for c in hand for m in absent if c.rank == m.rank and c != m})
+            also = f" (you hold {', '.join(held(c) for c in similar)})" if similar else ""
+            said.append(f"You don't hold {names}{also}")
+        # A card named more often than it is held: say how often it is.
+        for c in sorted({c for c in missing if c in hand}):
+            n = hand.count(c)
+            said.append(f"You hold {held(c)} only {'once' if n == 1 else f'{n} times'}")
+        return f"{'. '.join(said)}. {done}"
 
     def _incomplete(self, face_down: Card, view: game_pb2.View) -> str:
         """The question to put before an incomplete declaration ("" when it is complete, or
