@@ -50,3 +50,14 @@ def test_option_info_writes_every_value_the_one_way_the_contract_says() -> None:
         else:
             assert info.default_value == str(default)
             assert all(re.fullmatch(r"-?\d+", c) for c in info.choices), spec.name
+
+
+def test_the_servers_help_shows_every_word_of_its_texts_at_80_columns() -> None:
+    # In Rich's boxed help, [postgres] was read as markup and vanished, and a long URL was cut.
+    from typer.testing import CliRunner
+
+    from rami.server.cli import app
+
+    out = " ".join(CliRunner().invoke(app, ["--help"], terminal_width=80).output.split())
+    for words in ("pip install 'rami[postgres]'", "postgresql://host/db"):
+        assert words in out, out

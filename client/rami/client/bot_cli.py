@@ -35,6 +35,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="Rami bots: play a policy over the network, or run an arena between policies.",
+    rich_markup_mode=None,  # plain help, wrapped at words (Rich's columns cut long words)
 )
 
 

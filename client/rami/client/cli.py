@@ -33,6 +33,7 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Play Rami in a terminal: against bots at once (play), on a server (connect), "
     "or step through a saved game (replay).",
+    rich_markup_mode=None,  # plain help, wrapped at words (Rich's columns cut long words)
 )
 
 

@@ -15,7 +15,9 @@ from .table import TableConfig
 
 __all__ = ["app", "main"]
 
-app = typer.Typer(add_completion=False, help="Serve Rami tables over gRPC.")
+#: Help as plain text, wrapped at words (Rich's boxed columns cut long words at 80 columns,
+#: and would read [postgres] as markup).
+app = typer.Typer(add_completion=False, help="Serve Rami tables over gRPC.", rich_markup_mode=None)
 
 
 @app.command()
@@ -25,8 +27,8 @@ def serve(
     db: str = typer.Option(
         "rami.db",
         help="Where every table is kept across restarts: a SQLite file (':memory:' for none), or"
-        " a PostgreSQL database that several servers may share, as a libpq URL"
-        " (postgresql://USER@HOST:PORT/DB; needs --secret-file and pip install 'rami[postgres]').",
+        " a PostgreSQL database that several servers may share, as a libpq URL such as"
+        " postgresql://host/db (it needs --secret-file, and pip install 'rami[postgres]').",
     ),
     turn_seconds: int = typer.Option(
         0, help="Default turn clock for new tables, in seconds (0: no clock)."
