@@ -138,6 +138,12 @@ def test_a_play_stream_that_never_opens_is_ended_and_such_streams_are_few(
         ("strong  BOT 2", "BAD_NAME"),
         ("ＳＴＲＯＮＧ bot 2", "BAD_NAME"),
         ("greedy bot 7", "BAD_NAME"),
+        ("\u0405trong bot 2", "BAD_NAME"),  # Cyrillic Ѕ
+        ("Strong b\u043et 2", "BAD_NAME"),  # Cyrillic о
+        ("Gr\u0435\u0435dy bot 3", "BAD_NAME"),  # Cyrillic е
+        ("Rand\u03bfm bot 4", "BAD_NAME"),  # Greek ο
+        ("S\u0306trong bot 2", "BAD_NAME"),  # a combining breve
+        ("L\u03c5cky", "NAME_TAKEN"),  # Greek υ
         ("\u3164", "BAD_NAME"),
         ("\u115f\u1160", "BAD_NAME"),
         ("\u2800\u2800\u2800", "BAD_NAME"),

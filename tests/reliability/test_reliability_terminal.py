@@ -226,3 +226,10 @@ def test_the_client_never_writes_what_a_server_lets_through(
         stubs.channel.close()
     for bad in (OSC_TITLE, "PWNED", "evil", TRUECOLOR, "\x9b", "\x1bP", "\u202e", "\u200b"):
         assert bad not in raw_screen, repr(bad)
+
+
+def test_clean_text_keeps_accents_but_not_a_pile_of_combining_marks() -> None:
+    assert (
+        clean_text("Z" + "\u0338" * 7 + "oe\u0302\u0323") == "Z" + "\u0338" * 3 + "oe\u0302\u0323"
+    )
+    assert clean_text("e\u0301" * 3) == "e\u0301" * 3  # one accent on each letter: all kept

@@ -23,14 +23,25 @@ _ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@
 _BLANK = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e\u2028\u2029")
 
 
+#: The combining marks (accents) kept on one character: what writing stacks, not a pile.
+_MARKS = 3
+
+
 def clean_text(text: str, limit: int | None = None) -> str:
     """``text`` without escape sequences, control or format characters (bidi overrides
-    included) and letters that draw nothing, whitespace collapsed, cut to ``limit``
-    characters (when given)."""
+    included), letters that draw nothing and combining marks piled more than three on one
+    character, whitespace collapsed, cut to ``limit`` characters (when given)."""
     text = _ESCAPES.sub("", text)
     kept = []
+    marks = 0  # combining marks in a row: a pile of them draws over the lines around
     for ch in text:
         cat = unicodedata.category(ch)
+        if cat in ("Mn", "Me"):
+            marks += 1
+            if marks <= _MARKS:
+                kept.append(ch)
+            continue
+        marks = 0
         if ch in "\t\n\r" or cat == "Zl" or cat == "Zp":
             kept.append(" ")
         elif cat[0] != "C" and ch not in _BLANK:
@@ -52,8 +63,23 @@ def clean_name(text: str, limit: int, what: str, *, required: bool) -> str:
     return name
 
 
+#: Cyrillic and Greek letters (case folded) drawn like a Latin one, as that letter: a name
+#: is compared by how it looks, so "Ѕtrong bot 2" (a Cyrillic Ѕ) is "Strong bot 2".
+_LOOKALIKES = str.maketrans(
+    {
+        **dict(zip("аеёһіјӏкмнорсѕтухԁԛԝвүɡ", "aeehijlkmhopcstyxdqwbyg", strict=True)),
+        **dict(zip("αβεηικνορτυχωζ", "abenikvoptuxwz", strict=True)),
+        "ı": "i",
+        "ȷ": "j",
+    }
+)
+
+
 def name_key(name: str) -> str:
-    """What two names are compared by: their compatibility form, case folded, letters and
-    digits only (so "Strong bot 2", "strong  bot 2" and "ＳＴＲＯＮＧ bot 2" are one name)."""
-    folded = unicodedata.normalize("NFKC", name).casefold()
-    return "".join(ch for ch in folded if ch.isalnum())
+    """What two names are compared by: how they look. Their compatibility form, case folded,
+    accents and other combining marks dropped, Cyrillic and Greek letters drawn like Latin
+    ones read as those, letters and digits only: "Strong bot 2", "strong  bot 2",
+    "ＳＴＲＯＮＧ bot 2" and "Ѕtrong bоt 2" (a Cyrillic Ѕ and о) are one name."""
+    folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", name).casefold())
+    bare = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    return "".join(ch for ch in bare.translate(_LOOKALIKES) if ch.isalnum())
