@@ -219,10 +219,11 @@ def test_the_stream_resumes_by_itself_after_the_server_restarts(
         d.expect(r"It's your turn: take a card")
         server.halt()
         d.expect(r"The connection to the server dropped; reconnecting\.\.\.", timeout=10)
+        d.type("draw stock")  # typed while the server is away: said, and sent once it is back
+        d.expect(r"The connection is down: draw stock goes to the server once it is back\.")
         server.start()
         d.expect(r"Reconnected: the table is up to date\.", timeout=15)
-        d.type("draw stock")
-        d.expect(r"You drew 2♠ from the stock\.")
+        d.expect(r"You drew 2♠ from the stock\.", timeout=15)
         d.type("declare 2s")
         d.expect(r"Game over after 1 round: You win with 0\.")
     finally:

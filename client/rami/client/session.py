@@ -371,6 +371,9 @@ class ClientSession:
             else:
                 self.out.error(_NOT_HERE[self.where])
             return
+        if self.note and command.name in (*MOVES, "say"):
+            # The call waits for the connection (the prompt with it): say so, not nothing.
+            self.out.info(f"The connection is down: {line} goes to the server once it is back.")
         try:
             if command.name in MOVES:
                 await self._move(command.name, args)
