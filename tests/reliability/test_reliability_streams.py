@@ -144,6 +144,10 @@ def test_a_play_stream_that_never_opens_is_ended_and_such_streams_are_few(
         ("Rand\u03bfm bot 4", "BAD_NAME"),  # Greek ο
         ("S\u0306trong bot 2", "BAD_NAME"),  # a combining breve
         ("L\u03c5cky", "NAME_TAKEN"),  # Greek υ
+        ("STRO\u039dG BOT 2", "BAD_NAME"),  # Greek capital Ν
+        ("RANDO\u039c BOT 1", "BAD_NAME"),  # Greek capital Μ
+        ("GREED\u03a5 BOT 1", "BAD_NAME"),  # Greek capital Υ
+        ("LUCK\u03a5", "NAME_TAKEN"),
         ("\u3164", "BAD_NAME"),
         ("\u115f\u1160", "BAD_NAME"),
         ("\u2800\u2800\u2800", "BAD_NAME"),

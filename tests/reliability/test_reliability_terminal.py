@@ -233,3 +233,5 @@ def test_clean_text_keeps_accents_but_not_a_pile_of_combining_marks() -> None:
         clean_text("Z" + "\u0338" * 7 + "oe\u0302\u0323") == "Z" + "\u0338" * 3 + "oe\u0302\u0323"
     )
     assert clean_text("e\u0301" * 3) == "e\u0301" * 3  # one accent on each letter: all kept
+    # Characters dropped between them do not start a new pile.
+    assert clean_text("a" + ("\u0301" * 3 + "\u200b\u3164") * 5) == "a" + "\u0301" * 3

@@ -41,11 +41,12 @@ def clean_text(text: str, limit: int | None = None) -> str:
             if marks <= _MARKS:
                 kept.append(ch)
             continue
-        marks = 0
         if ch in "\t\n\r" or cat == "Zl" or cat == "Zp":
             kept.append(" ")
+            marks = 0
         elif cat[0] != "C" and ch not in _BLANK:
             kept.append(ch)
+            marks = 0  # a character kept: its own marks start here (one dropped: no new pile)
     # Cut, then strip again: the cut may end on a space that was inside the text.
     return " ".join("".join(kept).split())[:limit].rstrip()
 
@@ -73,6 +74,17 @@ _LOOKALIKES = str.maketrans(
         "ȷ": "j",
     }
 )
+#: Capitals drawn like a Latin capital, read before case folding (their small letters look
+#: otherwise: Ν is N, its ν a v).
+_CAPITALS = str.maketrans(
+    dict(
+        zip(
+            "АВЕКМНОРСТУХЅІЈԚԜҺҮΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+            "ABEKMHOPCTYXSIJQWHYABEZHIKMNOPTYX",
+            strict=True,
+        )
+    )
+)
 
 
 def name_key(name: str) -> str:
@@ -80,6 +92,7 @@ def name_key(name: str) -> str:
     accents and other combining marks dropped, Cyrillic and Greek letters drawn like Latin
     ones read as those, letters and digits only: "Strong bot 2", "strong  bot 2",
     "ＳＴＲＯＮＧ bot 2" and "Ѕtrong bоt 2" (a Cyrillic Ѕ and о) are one name."""
-    folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", name).casefold())
+    shown = unicodedata.normalize("NFKC", name).translate(_CAPITALS)
+    folded = unicodedata.normalize("NFKD", shown.casefold())
     bare = "".join(ch for ch in folded if not unicodedata.combining(ch))
     return "".join(ch for ch in bare.translate(_LOOKALIKES) if ch.isalnum())
