@@ -366,3 +366,43 @@ def test_a_player_gone_before_a_renumbering_start_is_dropped_by_the_new_number(
         left = stream.expect(event_of("player_left", 0), "saying Eva's seat left")
         assert left.update.view.players[0].name == "Eva" and left.update.view.players[0].away
         stream.cancel()
+
+
+def test_a_seats_new_player_is_not_counted_gone_for_the_player_who_left_it(
+    grace_server: ServerThread,
+) -> None:
+    """Ana watched seat 0, closed her stream and left the waiting table; Bo took seat 0 and
+    plays by Act alone, with no stream, as before him a player who never watched: the time
+    Ana was gone is not his, and he is not dropped on his turn."""
+    with Stubs(grace_server.target) as stubs:
+        created = stubs.lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                variant=game_pb2.VARIANT_SIMPLE, options=game_pb2.Options(players=2)
+            ),
+            timeout=T,
+        )
+        table_id = created.table.table_id
+
+        def join_at(name: str, seat: int) -> str:
+            joined = stubs.lobby.JoinTable(
+                lobby_service_pb2.JoinTableRequest(table_id=table_id, name=name, seat=seat),
+                timeout=T,
+            )
+            return str(joined.token)
+
+        ana = join_at("Ana", 0)
+        gone = watch(stubs, table_id, ana)
+        gone.expect(lambda m: m.WhichOneof("kind") == "update", "(snapshot)")
+        gone.cancel()
+        time.sleep(0.2)
+        stubs.lobby.LeaveTable(
+            lobby_service_pb2.LeaveTableRequest(table_id=table_id), metadata=md(ana), timeout=T
+        )
+        time.sleep(GRACE.drop_grace * 2)
+        join_at("Bo", 0)
+        join_at("Cy", 1)  # the table is full: the game starts, Bo (the dealer) to play
+        time.sleep(GRACE.drop_grace * 4)
+        seats = stubs.lobby.GetTable(
+            lobby_service_pb2.GetTableRequest(table_id=table_id), timeout=T
+        ).table.seats
+        assert seats[0].name == "Bo" and not seats[0].away, seats

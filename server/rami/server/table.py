@@ -612,6 +612,14 @@ class Table:
         self.checkpoints.offer(state)
         if job.ack is not None:
             job.ack[0].acks[first] = job.ack[1]
+        for e in entries:
+            # A seat taken, or freed before the game, has a new player (or none): whenever the
+            # one before went gone is not theirs. (By the numbers of the entries: before any
+            # renumbering below.)
+            if isinstance(e, Join) or (
+                isinstance(e, Leave) and state.seats[e.seat].kind == "empty"
+            ):
+                self._gone.pop(e.seat, None)
         if renumbered is not None:
             for w in self.watchers:
                 w.seat = _renumbered(renumbered, w.seat)
