@@ -371,9 +371,6 @@ class ClientSession:
             else:
                 self.out.error(_NOT_HERE[self.where])
             return
-        if self.note and command.name in (*MOVES, "say"):
-            # The call waits for the connection (the prompt with it): say so, not nothing.
-            self.out.info(f"The connection is down: {line} goes to the server once it is back.")
         try:
             if command.name in MOVES:
                 await self._move(command.name, args)
@@ -454,6 +451,7 @@ class ClientSession:
             self.out.error(self._not_held(missing, hand))
             return
         request = action_to_request(self.table_id, view.number, decided.send)
+        self._say_if_down(f"{name} {args}".strip())
         try:
             response = await self.link.call(self.link.table.Act, request, token=self.token)
         except Refused as e:
@@ -749,7 +747,14 @@ class ClientSession:
         if not args:
             raise ValueError("say what? say good luck! writes to the table")
         request = table_service_pb2.ChatRequest(table_id=self.table_id, text=args)
+        self._say_if_down(f"say {args}")
         await self.link.call(self.link.table.Chat, request, token=self.token)
+
+    def _say_if_down(self, what: str) -> None:
+        """Before a call: while the connection is down it waits for it (the prompt with it),
+        so say so rather than nothing."""
+        if self.note:
+            self.out.info(f"The connection is down: {what} goes to the server once it is back.")
 
     async def _do_cancel(self, args: str) -> None:
         if self.stage.empty:
