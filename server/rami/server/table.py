@@ -856,8 +856,9 @@ class Table:
         """The updates ``r`` holds as its seat saw them, made by replaying the log outside the
         table's task, in slices: each applies and encodes for ``replay_slice`` seconds at most
         (and ``_SLICE_ITEMS`` updates), sends them, then waits for ``pace``. It stops early
-        when the watcher is cut off meanwhile, or the table closes (its stream then ends
-        ``TOO_SLOW`` or ``SHUTTING_DOWN``, resumable from the last update it sent)."""
+        when the watcher is cut off, taken over or left meanwhile, or the table closes (its
+        stream then ends ``TOO_SLOW`` (resumable from the last update it sent), ``TAKEN_OVER``,
+        ``BAD_TOKEN`` or ``SHUTTING_DOWN``)."""
         try:
             began, cpu = time.perf_counter(), time.thread_time()
             start = r.start
@@ -886,8 +887,8 @@ class Table:
                         break
                 for item in batch:
                     yield item
-                if watcher.cut or watcher.taken or self.closed:
-                    return  # the stream ends TOO_SLOW, TAKEN_OVER or SHUTTING_DOWN
+                if watcher.cut or watcher.taken or watcher.left or self.closed:
+                    return  # the stream ends TOO_SLOW, TAKEN_OVER, BAD_TOKEN or SHUTTING_DOWN
                 # What the slice cost the server: its work, and the loop's while its updates
                 # went out (CPU time: a slow connection's waits are not counted).
                 await pace.slice(time.thread_time() - cpu)
