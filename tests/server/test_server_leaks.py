@@ -717,3 +717,40 @@ def test_a_seats_rate_limit_follows_its_player_through_a_start_that_renumbers_th
                 assert await chat("Ana") == "RATE_LIMITED"
 
         asyncio.run(main())
+
+
+def test_joining_and_leaving_a_table_over_and_over_is_held_to_a_rate(tmp_path: Path) -> None:
+    """Each seat taken or left is a stored update sent to everyone at the table, and a new
+    player's allowance of chat: one client address changes seats at one table at a bounded
+    rate (RATE_LIMITED past it, changing nothing), and other tables are not held back."""
+    with ServerThread(
+        str(tmp_path / "churn.db"), seat_changes_per_second=0.01, seat_change_burst=4.0
+    ) as server:
+
+        async def main() -> None:
+            async with grpc.aio.insecure_channel(server.target) as ch:
+                lobby = lobby_service_pb2_grpc.LobbyServiceStub(ch)
+                tid, _, _ = await waiting_table(lobby, game_pb2.VARIANT_SIMPLE, 3, {})
+                said = []
+                for _ in range(3):
+                    try:
+                        joined = await lobby.JoinTable(
+                            lobby_service_pb2.JoinTableRequest(table_id=tid, name="Eve"),
+                            timeout=T,
+                        )
+                        said.append("joined")
+                        await lobby.LeaveTable(
+                            lobby_service_pb2.LeaveTableRequest(table_id=tid),
+                            metadata=md(joined.token),
+                            timeout=T,
+                        )
+                        said.append("left")
+                    except grpc.aio.AioRpcError as e:
+                        said.append(error_of(e).reason)
+                assert said == ["joined", "left", "joined", "left", "RATE_LIMITED"], said
+                info = await lobby.GetTable(lobby_service_pb2.GetTableRequest(table_id=tid))
+                assert info.table.number == 4  # the refused join stored nothing
+                other, _, _ = await waiting_table(lobby, game_pb2.VARIANT_SIMPLE, 3, {"Eve": 0})
+                assert other != tid
+
+        asyncio.run(main())

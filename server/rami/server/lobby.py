@@ -67,6 +67,10 @@ class LobbyConfig:
     #: Chat lines per second one seat may send, and the burst.
     chat_per_second: float = 1.0
     chat_burst: float = 5.0
+    #: Seats one client address may take or leave at one table (JoinTable, LeaveTable) per
+    #: second, and the burst: each is an update to everyone there, and a new player's chat.
+    seat_changes_per_second: float = 0.5
+    seat_change_burst: float = 10.0
     #: Open watch streams per seat, and spectator streams per client address.
     streams_per_seat: int = 4
     spectator_streams_per_client: int = 64

@@ -246,6 +246,13 @@ class _TableCalls:
 class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
     """Creating, finding, joining and starting tables."""
 
+    def __init__(self, lobby: Lobby) -> None:
+        super().__init__(lobby)
+        c = lobby.config
+        self.seat_changes = RateLimiter(
+            c.seat_changes_per_second, c.seat_change_burst, "seats taken or left at a table"
+        )
+
     @unary
     async def CreateTable(
         self, request: lobby_service_pb2.CreateTableRequest, context: grpc.aio.ServicerContext
@@ -318,6 +325,7 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
             else secrets.token_urlsafe(24)
         )
         found: list[Join] = []
+        self.seat_changes.take(f"{table.table_id}:{_client(context)}")
 
         def plan(state: TableState) -> list[Entry]:
             before = state.answered(marked)
@@ -348,6 +356,7 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
         token = _token(context)
         marked = _marked("LeaveTable", request, token)
         table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
+        self.seat_changes.take(f"{table.table_id}:{_client(context)}")
 
         def plan(state: TableState) -> list[Entry]:
             if state.answered(marked) is not None:

@@ -65,6 +65,8 @@ class ServerThread:
             "max_tables_per_client": 1000,
             "commands_per_second": 1000.0,
             "command_burst": 1000.0,
+            "seat_changes_per_second": 1000.0,
+            "seat_change_burst": 1000.0,
             "work_share": 1000.0,
             "work_burst": 1000.0,
         }
