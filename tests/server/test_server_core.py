@@ -23,6 +23,7 @@ from rami.server.entries import (
     Act,
     AddBot,
     Chat,
+    Close,
     Entry,
     EntryError,
     Join,
@@ -322,6 +323,32 @@ def test_closing_a_table_answers_every_queued_change_even_when_it_stops_one_unde
             assert info.value.reason == "SHUTTING_DOWN"
         with pytest.raises(Unavailable):
             await table.change(joining("Di"), lambda _: None)
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
+def test_the_lobby_lists_open_tables_before_finished_and_closed_ones(backend: Backend) -> None:
+    """A client that creates and closes tables over and over must not push the tables people
+    can join out of the list (at most 200): open ones come first, each group newest first."""
+
+    async def main() -> None:
+        storage = await backend.open()
+        lobby = Lobby(storage, LobbyConfig(max_tables_per_client=1000), QUIET)
+        waiting = await new_table(lobby)
+        playing = await new_table(lobby)
+        await playing.change(joining("Ana"), lambda _: None)
+        await playing.change(joining("Bo"), lambda _: None)  # full: the game starts
+        for _ in range(205):
+            spam = await new_table(lobby)
+            await spam.change(lambda _: [Close("owner")], lambda _: None)
+        listed = await lobby.listing()
+        assert len(listed) == 200
+        assert [t.table_id for t in listed[:2]] == [waiting.table_id, playing.table_id]
+        assert all(t.status == "closed" for t in listed[2:])
+        assert [t.table_id for t in await lobby.listing(status="waiting")] == [waiting.table_id]
         lobby.close()
         await lobby.closing()
         await storage.close()

@@ -38,6 +38,7 @@ from .storage import Created, Storage, TableRow
 from .table import Checkpoints, Table, TableConfig, moved, start_entry
 from .tablestate import (
     OVER,
+    PLAYING,
     WAITING,
     DealError,
     PlayerInfo,
@@ -49,6 +50,9 @@ from .tablestate import (
 from .thinking import Thinker
 
 __all__ = ["Lobby", "LobbyConfig", "summarize", "summary_of_row"]
+
+#: The most tables ListTables answers with.
+_LISTED = 200
 
 log = logging.getLogger("rami.server.lobby")
 
@@ -478,8 +482,23 @@ class Lobby:
         return summary_of_row(row)
 
     async def listing(self, *, variant: str = "", status: str = "") -> list[TableSummary]:
-        """Public tables, newest first (at most 200), from the directory."""
-        rows = await self.storage.list_tables(variant=variant, status=status, limit=200)
+        """Public tables (at most 200), from the directory: of ``status``, newest first; or,
+        without one, the open tables first (waiting, then playing), then the others, each
+        newest first, so that tables nobody can join never push out those people can."""
+        if status:
+            rows = await self.storage.list_tables(variant=variant, status=status, limit=_LISTED)
+        else:
+            rows = []
+            for open_status in (WAITING, PLAYING):
+                rows += await self.storage.list_tables(
+                    variant=variant, status=open_status, limit=_LISTED - len(rows)
+                )
+                if len(rows) == _LISTED:
+                    break
+            if len(rows) < _LISTED:
+                seen = {r.table_id for r in rows}
+                rest = await self.storage.list_tables(variant=variant, limit=_LISTED)
+                rows += [r for r in rest if r.table_id not in seen][: _LISTED - len(rows)]
         out = []
         for row in rows:
             table = self.tables.get(row.table_id)
