@@ -148,6 +148,15 @@ def test_a_play_stream_that_never_opens_is_ended_and_such_streams_are_few(
         ("RANDO\u039c BOT 1", "BAD_NAME"),  # Greek capital Μ
         ("GREED\u03a5 BOT 1", "BAD_NAME"),  # Greek capital Υ
         ("LUCK\u03a5", "NAME_TAKEN"),
+        ("Greed\u03b3 bot 1", "BAD_NAME"),  # Greek γ
+        ("R\u0430\u043fdom bot 1", "BAD_NAME"),  # Cyrillic а, п
+        ("Strong b\u0585t 2", "BAD_NAME"),  # Armenian օ
+        ("R\u0251ndom bot 1", "BAD_NAME"),  # Latin alpha
+        ("\ua731trong bot 2", "BAD_NAME"),  # small capital s
+        ("\u13datrong bot 2", "BAD_NAME"),  # Cherokee Ꮪ
+        ("Strong b\u2c9ft 2", "BAD_NAME"),  # Coptic ⲟ
+        ("Lu\u03f2ky", "NAME_TAKEN"),  # Greek lunate sigma
+        ("L\u057dcky", "NAME_TAKEN"),  # Armenian ս
         ("\u3164", "BAD_NAME"),
         ("\u115f\u1160", "BAD_NAME"),
         ("\u2800\u2800\u2800", "BAD_NAME"),
@@ -181,3 +190,33 @@ def test_names_that_show_nothing_or_pass_for_a_bot_are_refused(
             lobby_service_pb2.JoinTableRequest(table_id=table_id, name="Strongbow"),
             timeout=RPC_TIMEOUT,
         )
+
+
+def test_names_that_only_look_alike_in_other_scripts_are_two_names(server: ServerThread) -> None:
+    # राम and रमा differ by their vowel signs: a bot called राम leaves रमा free; a name taken
+    # is refused with the bot's name.
+    with Stubs(server.target) as stubs:
+        created = stubs.lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                variant=game_pb2.VARIANT_TALLAGE, options=game_pb2.Options(players=4)
+            ),
+            timeout=RPC_TIMEOUT,
+        )
+        table_id = created.table.table_id
+        stubs.lobby.AddBot(
+            lobby_service_pb2.AddBotRequest(table_id=table_id, policy="strong", name="राम"),
+            metadata=(("rami-token", created.owner_token),),
+            timeout=RPC_TIMEOUT,
+        )
+        for name in ("रमा", "रीमा"):
+            stubs.lobby.JoinTable(
+                lobby_service_pb2.JoinTableRequest(table_id=table_id, name=name),
+                timeout=RPC_TIMEOUT,
+            )
+        with pytest.raises(grpc.RpcError) as info:
+            stubs.lobby.JoinTable(
+                lobby_service_pb2.JoinTableRequest(table_id=table_id, name="\u0930\u093e\u092e"),
+                timeout=RPC_TIMEOUT,
+            )
+        assert error_of(info.value).reason == "NAME_TAKEN"
+        assert "'राम'" in info.value.details()

@@ -64,23 +64,35 @@ def clean_name(text: str, limit: int, what: str, *, required: bool) -> str:
     return name
 
 
-#: Cyrillic and Greek letters (case folded) drawn like a Latin one, as that letter: a name
-#: is compared by how it looks, so "Ѕtrong bot 2" (a Cyrillic Ѕ) is "Strong bot 2".
+#: Letters of other scripts (case folded) drawn like a Latin small letter, as that letter: a
+#: name is compared by how it looks, so "Ѕtrong bot 2" (a Cyrillic Ѕ) is "Strong bot 2". Not
+#: every lookalike of Unicode (TR39 lists thousands): those of the scripts whose letters pass
+#: for Latin ones in a name (Cyrillic, Greek, Armenian, Cherokee, Coptic, and Latin's own
+#: small capitals and variants).
 _LOOKALIKES = str.maketrans(
     {
-        **dict(zip("аеёһіјӏкмнорсѕтухԁԛԝвүɡ", "aeehijlkmhopcstyxdqwbyg", strict=True)),
-        **dict(zip("αβεηικνορτυχωζ", "abenikvoptuxwz", strict=True)),
-        "ı": "i",
-        "ȷ": "j",
+        # Cyrillic
+        **dict(zip("аеёһіјӏкмнопрсѕтухԁԛԝвүɡԍ", "aeehijlkmhonpcstyxdqwbygg", strict=True)),
+        # Greek
+        **dict(zip("αβγεηικνοπρτυχωζϲϳ", "abyenikvonptuxwzcj", strict=True)),
+        # Armenian
+        **dict(zip("օոսհցքաւզ", "onuhgpwlz", strict=True)),
+        # Coptic
+        **dict(zip("ⲟⲣⲥⲓⲕⲭ", "opcikx", strict=True)),
+        # Cherokee small letters (Unicode case-folds Cherokee to them)
+        **dict(zip("ꭺꮪꮯꭼꮋꭻꮶꮇꮲꭲꮃꮤꮖꮐꮪ", "ascehjkmptwwlgs", strict=True)),
+        # Latin variants and small capitals
+        **dict(zip("ɑıȷɪʏᴏᴀʙᴄᴅᴇɢʜᴊᴋʟᴍɴᴘꞯʀꜱᴛᴜᴠᴡʏᴢ", "aijiyoabcdeghjklmnpqrstuvwyz", strict=True)),
     }
 )
-#: Capitals drawn like a Latin capital, read before case folding (their small letters look
-#: otherwise: Ν is N, its ν a v).
+#: Capitals drawn like a Latin capital, read before the compatibility form and case folding
+#: (their small letters look otherwise: Ν is N, its ν a v), and the lunate sigmas (c-shaped,
+#: whose compatibility form is a final sigma).
 _CAPITALS = str.maketrans(
     dict(
         zip(
-            "АВЕКМНОРСТУХЅІЈԚԜҺҮΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
-            "ABEKMHOPCTYXSIJQWHYABEZHIKMNOPTYX",
+            "АВЕКМНОРСТУХЅІЈԚԜҺҮΑΒΕΖΗΙΚΜΝΟΡΤΥΧᎪᏴᏟᎬᎻᎫᏦᎷᏢᏚᎢᏔᏙϹϲ",
+            "ABEKMHOPCTYXSIJQWHYABEZHIKMNOPTYXABCEHJKMPSTWVCc",
             strict=True,
         )
     )
@@ -89,10 +101,22 @@ _CAPITALS = str.maketrans(
 
 def name_key(name: str) -> str:
     """What two names are compared by: how they look. Their compatibility form, case folded,
-    accents and other combining marks dropped, Cyrillic and Greek letters drawn like Latin
-    ones read as those, letters and digits only: "Strong bot 2", "strong  bot 2",
-    "ＳＴＲＯＮＧ bot 2" and "Ѕtrong bоt 2" (a Cyrillic Ѕ and о) are one name."""
-    shown = unicodedata.normalize("NFKC", name).translate(_CAPITALS)
-    folded = unicodedata.normalize("NFKD", shown.casefold())
-    bare = "".join(ch for ch in folded if not unicodedata.combining(ch))
-    return "".join(ch for ch in bare.translate(_LOOKALIKES) if ch.isalnum())
+    the accents of Latin letters dropped, letters of other scripts drawn like Latin ones read
+    as those, letters, digits and the marks of other scripts only: "Strong bot 2",
+    "strong  bot 2", "ＳＴＲＯＮＧ bot 2" and "Ѕtrong bоt 2" (a Cyrillic Ѕ and о) are one name,
+    and "राम" and "रमा" two (their vowel signs are kept)."""
+    # Before the compatibility form (the lunate sigmas), and after (a capital it makes, such
+    # as the Ν of the mathematical bold Nu).
+    shown = unicodedata.normalize("NFKC", name.translate(_CAPITALS)).translate(_CAPITALS)
+    folded = unicodedata.normalize("NFKD", shown.casefold()).translate(_LOOKALIKES)
+    out: list[str] = []
+    latin = False  # whether the last letter kept is a Latin one (its accents are dropped)
+    for ch in folded:
+        if unicodedata.category(ch)[0] == "M":
+            if not latin:
+                out.append(ch)
+            continue
+        if ch.isalnum():
+            latin = "a" <= ch <= "z" or unicodedata.name(ch, "").startswith("LATIN")
+            out.append(ch)
+    return "".join(out)

@@ -153,8 +153,9 @@ def _check_name(state: TableState, name: str, *, bot: bool = False) -> None:
         raise Invalid("BAD_NAME", "a name needs a letter or a digit")
     if not bot and _BOT_NAME.fullmatch(key):
         raise Invalid("BAD_NAME", "names like a built-in bot's are kept for the bots")
-    if any(s.kind == "bot" and name_key(s.name) == key for s in state.seats):
-        raise Precondition("NAME_TAKEN", f"a bot at this table is called {name!r} already")
+    for s in state.seats:
+        if s.kind == "bot" and name_key(s.name) == key:
+            raise Precondition("NAME_TAKEN", f"a bot at this table is called {s.name!r} already")
 
 
 def _marked(method: str, request: Message, token: str | None) -> Mark | None:
