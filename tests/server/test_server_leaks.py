@@ -752,5 +752,15 @@ def test_joining_and_leaving_a_table_over_and_over_is_held_to_a_rate(tmp_path: P
                 assert info.table.number == 4  # the refused join stored nothing
                 other, _, _ = await waiting_table(lobby, game_pb2.VARIANT_SIMPLE, 3, {"Eve": 0})
                 assert other != tid
+                # Calls refused for another reason take or leave no seat, and spend nothing.
+                for _ in range(6):
+                    with pytest.raises(grpc.aio.AioRpcError) as refused:
+                        await lobby.LeaveTable(
+                            lobby_service_pb2.LeaveTableRequest(table_id=other), timeout=T
+                        )
+                    assert error_of(refused.value).reason == "NO_TOKEN"
+                await lobby.JoinTable(
+                    lobby_service_pb2.JoinTableRequest(table_id=other, name="Flo"), timeout=T
+                )
 
         asyncio.run(main())

@@ -326,7 +326,7 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
             else secrets.token_urlsafe(24)
         )
         found: list[Join] = []
-        self.seat_changes.take(f"{table.table_id}:{_client(context)}")
+        changes = f"{table.table_id}:{_client(context)}"
 
         def plan(state: TableState) -> list[Entry]:
             before = state.answered(marked)
@@ -335,6 +335,7 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
                 return []
             seat = state.free_seat(wanted)
             _check_name(state, name)
+            self.seat_changes.take(changes)  # after the seat's and name's checks
             return _with_start(state, [Join(seat, name, hash_token(token), entropy, marked)])
 
         def reply(done: Committed | None) -> lobby_service_pb2.JoinTableResponse:
@@ -357,12 +358,14 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
         token = _token(context)
         marked = _marked("LeaveTable", request, token)
         table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
-        self.seat_changes.take(f"{table.table_id}:{_client(context)}")
+        changes = f"{table.table_id}:{_client(context)}"
 
         def plan(state: TableState) -> list[Entry]:
             if state.answered(marked) is not None:
                 return []  # a retry: left already
-            return [Leave(_seat(state, token), marked)]
+            seat = _seat(state, token)
+            self.seat_changes.take(changes)  # after the token's check: a stranger spends none
+            return [Leave(seat, marked)]
 
         return await self.change(
             table,
