@@ -343,6 +343,15 @@ def test_rematch_creates_a_table_like_the_last_and_seats_its_bots(
     assert table.options.rounds == 1 and table.options.players == 2
 
 
+def test_a_rematch_of_a_long_named_table_has_a_name_the_server_takes() -> None:
+    from rami.client.session import MAX_TABLE_NAME, rematch_name
+
+    assert rematch_name("portuguese e2e") == "portuguese e2e (rematch)"
+    assert rematch_name("portuguese e2e (rematch)") == "portuguese e2e (rematch)"
+    long = rematch_name("Friday night at the club, table two")  # 35 characters
+    assert long == "Friday night at the club, tabl (rematch)" and len(long) <= MAX_TABLE_NAME
+
+
 def test_join_at_a_finished_table_says_the_game_is_over_and_offers_watch(
     server: ServerThread, stubs: Stubs
 ) -> None:

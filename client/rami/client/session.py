@@ -87,6 +87,9 @@ from .tablelist import SHORT_ID, joinable, short_ids, table_list_lines, table_su
 
 __all__ = ["DEFAULT_TURN_SECONDS", "ClientSession"]
 
+#: The longest table name the server takes (CreateTableRequest.name).
+MAX_TABLE_NAME = 40
+
 #: The turn clock of a table made with ``create`` when no turn_seconds is given.
 DEFAULT_TURN_SECONDS = 60
 
@@ -843,11 +846,8 @@ class ClientSession:
         got = await self.link.call(
             self.link.lobby.GetTable, lobby_service_pb2.GetTableRequest(table_id=old_id)
         )
-        name = got.table.name or self.table_name
-        if not name.endswith(" (rematch)"):
-            name = f"{name} (rematch)"
         request = lobby_service_pb2.CreateTableRequest(
-            name=name[:60],
+            name=rematch_name(got.table.name or self.table_name),
             variant=view.variant,
             options=view.options,
             private=got.table.private,
@@ -1112,6 +1112,14 @@ class ClientSession:
             self.out.info(question.no)  # another question: Ctrl-D is no to it
         await self._do_quit("")
         return self.done or self._question is None
+
+
+def rematch_name(name: str) -> str:
+    """The name of a rematch's table: the old one with " (rematch)", cut to fit the server's
+    40 characters (the old name gives way; a longer one is refused, never cut)."""
+    if name.endswith(" (rematch)"):
+        return name
+    return f"{name[: MAX_TABLE_NAME - len(' (rematch)')].rstrip()} (rematch)"
 
 
 def _height(fragments: StyleAndTextTuples) -> int:
