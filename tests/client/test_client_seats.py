@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import stat
+import time
 from pathlib import Path
 
 from client_harness import Driver
@@ -103,6 +104,46 @@ def _play_across_two_clients(server: ServerThread, stubs: Stubs, book: SeatBook)
     finally:
         second.close()
     assert book.at(server.target) == []  # the game is over: nothing to take back
+
+
+def test_taking_a_seat_back_tells_what_happened_while_away(tmp_path: Path) -> None:
+    # The server plays the seat at once when it is left, and the bot plays: a few moves are
+    # made before Ana comes back, and her new client tells them before the table as it is.
+    brisk = TableConfig(bot_delay=0.05, round_pause=0.05, away_delay=0.05, heartbeat=0.5)
+    book = SeatBook(tmp_path / "seats.json")
+    with ServerThread(str(tmp_path / "rami.db"), brisk) as server, Stubs(server.target) as stubs:
+        stubs.lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                name="kept",
+                variant=VARIANT_IDS["portuguese"],
+                options=game_pb2.Options(players=2, rounds=3),
+            )
+        )
+        first = _client(server, book)
+        try:
+            first.expect(r"1  [a-z2-7]{6,16}  waiting")
+            first.type("join 1")
+            first.expect(r"You sit at seat 0")
+            first.type("bot greedy")
+            first.expect(r"The game begins")
+            first.type("quit")
+            first.type("yes")
+            first.expect(r"You left the game: the server plays your seat until you take it back")
+        finally:
+            first.close()
+        (saved,) = book.at(server.target)
+        assert saved.seen > 0
+        time.sleep(0.6)  # the server and the bot play on
+        second = _client(server, book)
+        try:
+            second.expect(r"You hold seat 0 at table 1: join 1 takes it back\.")
+            second.type("join")
+            second.expect(r"You take seat 0 back: kept")
+            second.expect(r"While you were away \(\d+ updates\):")
+            second.expect(r"(drew|discarded|took)")  # the moves made meanwhile, told
+            second.expect(r"You are up to date:", timeout=15)
+        finally:
+            second.close()
 
 
 def test_profiles_keep_their_own_seats_in_one_book(tmp_path: Path) -> None:

@@ -56,6 +56,9 @@ class SavedSeat:
     table_name: str = ""
     #: The profile of the client that took the seat.
     profile: str = DEFAULT_PROFILE
+    #: The table's update the person saw last when they left it (0: not known): taking the
+    #: seat back replays what happened after it.
+    seen: int = 0
 
 
 def default_path() -> Path:
@@ -117,8 +120,12 @@ class SeatBook:
         for item in data if isinstance(data, list) else []:
             if isinstance(item, dict) and set(_FIELDS) <= item.keys():
                 profile = item.get("profile") or DEFAULT_PROFILE
+                seen = item.get("seen")
+                seen = seen if isinstance(seen, int) and seen > 0 else 0
                 try:
-                    seats.append(SavedSeat(**{k: item[k] for k in _FIELDS}, profile=profile))
+                    seats.append(
+                        SavedSeat(**{k: item[k] for k in _FIELDS}, profile=profile, seen=seen)
+                    )
                 except TypeError:
                     continue
         return seats
@@ -153,7 +160,13 @@ class SeatBook:
     def save(self, seat: SavedSeat) -> None:
         """Write ``seat`` down for this profile (in place of its other seat at the table)."""
         seat = SavedSeat(
-            seat.server, seat.table_id, seat.seat, seat.token, seat.table_name, self.profile
+            seat.server,
+            seat.table_id,
+            seat.seat,
+            seat.token,
+            seat.table_name,
+            self.profile,
+            seat.seen,
         )
         key = (seat.server, seat.table_id, self.profile)
         others = [s for s in self._read() if (s.server, s.table_id, s.profile) != key]

@@ -151,6 +151,8 @@ class ClientSession:
         self._staged_before: list[tuple[Stage, str]] = []
         #: A question waiting for its answer (the prompt asks it until then).
         self._question: _Question | None = None
+        #: Taking a seat back: the table's number then, until the updates missed are told.
+        self._catching_up: int | None = None
         #: The discard pile's recent throws, followed from the stream.
         self.pile = Pile()
         self.by_rank = False
@@ -548,11 +550,15 @@ class ClientSession:
 
     # -- the watch stream --------------------------------------------------------------------
 
-    async def _watch(self) -> None:
+    async def _watch(self, after: int | None = None) -> None:
         assert self.table_id is not None
         try:
             async for update in self.link.updates(
-                self.table_id, self.token, self._on_status, on_presence=self._on_presence
+                self.table_id,
+                self.token,
+                self._on_status,
+                after=after,
+                on_presence=self._on_presence,
             ):
                 self._on_update(update)
                 self._followed.set()
@@ -634,6 +640,10 @@ class ClientSession:
             self.pile.sync(card(after.discard_top))
         if update.snapshot:
             self._snapshot(after)
+        if self._catching_up is not None and after.number >= self._catching_up:
+            self._catching_up = None
+            self.out.info("You are up to date:")
+            self._snapshot(after)
         if before is None or after.number >= before.number:
             self._set_view(after)
         if after.phase == game_pb2.PHASE_GAME_OVER:
@@ -655,7 +665,8 @@ class ClientSession:
         mine = _my_turn(view)
         if not mine:
             self.stage = Stage()
-        if mine and (before is None or not _my_turn(before) or before.round != view.round):
+        new_turn = before is None or not _my_turn(before) or before.round != view.round
+        if mine and new_turn and self._catching_up is None:  # not the past turns told again
             self._announce_turn(view)
         self._refresh()
 
@@ -680,14 +691,18 @@ class ClientSession:
 
     # -- at the table ------------------------------------------------------------------------
 
-    async def _watch_table(self, table_id: str, token: str | None, name: str) -> None:
+    async def _watch_table(
+        self, table_id: str, token: str | None, name: str, after: int | None = None
+    ) -> None:
+        """Follow ``table_id`` (as the seat ``token`` proves, or as a spectator): from a
+        snapshot, or, ``after`` an update seen before, with every update since, told."""
         await self._stop_watching()
         self.table_id, self.token, self.table_name = table_id, token, name
         self.view = self._streamed = None
         self.stage = Stage()
         self.pile = Pile()
         self._followed = asyncio.Event()
-        watcher = asyncio.get_running_loop().create_task(self._watch(), name="watch")
+        watcher = asyncio.get_running_loop().create_task(self._watch(after), name="watch")
         self._watcher = watcher
         # Wait for the table's first update, so what follows is told in order.
         followed = asyncio.ensure_future(self._followed.wait())
@@ -702,6 +717,7 @@ class ClientSession:
                 await task
 
     def _left_table(self) -> None:
+        self._catching_up = None
         self.table_id = self.token = None
         self.view = self._streamed = None
         self.stage = Stage()
@@ -718,8 +734,18 @@ class ClientSession:
             request = lobby_service_pb2.LeaveTableRequest(table_id=self.table_id)
             # A finished game has no seat to give up; leaving is still right.
             with contextlib.suppress(Refused):
-                await self.link.call(self.link.lobby.LeaveTable, request, token=self.token)
+                left = await self.link.call(self.link.lobby.LeaveTable, request, token=self.token)
+                self._note_seen(left.table.number)
         self._left_table()
+
+    def _note_seen(self, number: int) -> None:
+        """Write down, with the seat kept, the last update its player saw (their own leave):
+        taking the seat back tells what happened after it."""
+        if self.seats is None or self.table_id is None:
+            return
+        saved = self.seats.find(self.link.target, self.table_id)
+        if saved is not None:
+            self.seats.save(replace(saved, seen=number))
 
     async def _do_leave(self, args: str) -> None:
         view = self.view
@@ -998,7 +1024,13 @@ class ClientSession:
             self.out.line(
                 [("class:good", f"You take seat {saved.seat} back: "), ("", table_summary(table))]
             )
-            await self._watch_table(table.table_id, saved.token, table.name)
+            missed = table.number - saved.seen if saved.seen else 0
+            if missed > 0:
+                self.out.info(f"While you were away ({missed} updates):")
+                self._catching_up = table.number
+            await self._watch_table(
+                table.table_id, saved.token, table.name, after=saved.seen if missed > 0 else None
+            )
             return
         # 32 bytes of this client's own randomness go into every deal (docs/records.md).
         request = lobby_service_pb2.JoinTableRequest(
