@@ -131,6 +131,23 @@ def test_a_play_stream_that_never_opens_is_ended_and_such_streams_are_few(
     assert answers.count((grpc.StatusCode.INVALID_ARGUMENT, "OPEN_FIRST")) == 2
 
 
+def _table_with_a_bot(stubs: Stubs, players: int, bot: str) -> str:
+    """A waiting tallage table of ``players`` seats with a strong bot called ``bot``: its id."""
+    created = stubs.lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            variant=game_pb2.VARIANT_TALLAGE, options=game_pb2.Options(players=players)
+        ),
+        timeout=RPC_TIMEOUT,
+    )
+    table_id = created.table.table_id
+    stubs.lobby.AddBot(
+        lobby_service_pb2.AddBotRequest(table_id=table_id, policy="strong", name=bot),
+        metadata=(("rami-token", created.owner_token),),
+        timeout=RPC_TIMEOUT,
+    )
+    return table_id
+
+
 @pytest.mark.parametrize(
     ("name", "reason"),
     [
@@ -167,18 +184,7 @@ def test_names_that_show_nothing_or_pass_for_a_bot_are_refused(
     server: ServerThread, name: str, reason: str
 ) -> None:
     with Stubs(server.target) as stubs:
-        created = stubs.lobby.CreateTable(
-            lobby_service_pb2.CreateTableRequest(
-                variant=game_pb2.VARIANT_TALLAGE, options=game_pb2.Options(players=3)
-            ),
-            timeout=RPC_TIMEOUT,
-        )
-        table_id = created.table.table_id
-        stubs.lobby.AddBot(
-            lobby_service_pb2.AddBotRequest(table_id=table_id, policy="strong", name="Lucky"),
-            metadata=(("rami-token", created.owner_token),),
-            timeout=RPC_TIMEOUT,
-        )
+        table_id = _table_with_a_bot(stubs, 3, "Lucky")
         with pytest.raises(grpc.RpcError) as info:
             stubs.lobby.JoinTable(
                 lobby_service_pb2.JoinTableRequest(table_id=table_id, name=name),
@@ -196,18 +202,7 @@ def test_names_that_only_look_alike_in_other_scripts_are_two_names(server: Serve
     # राम and रमा differ by their vowel signs: a bot called राम leaves रमा free; a name taken
     # is refused with the bot's name.
     with Stubs(server.target) as stubs:
-        created = stubs.lobby.CreateTable(
-            lobby_service_pb2.CreateTableRequest(
-                variant=game_pb2.VARIANT_TALLAGE, options=game_pb2.Options(players=4)
-            ),
-            timeout=RPC_TIMEOUT,
-        )
-        table_id = created.table.table_id
-        stubs.lobby.AddBot(
-            lobby_service_pb2.AddBotRequest(table_id=table_id, policy="strong", name="राम"),
-            metadata=(("rami-token", created.owner_token),),
-            timeout=RPC_TIMEOUT,
-        )
+        table_id = _table_with_a_bot(stubs, 4, "राम")
         for name in ("रमा", "रीमा"):
             stubs.lobby.JoinTable(
                 lobby_service_pb2.JoinTableRequest(table_id=table_id, name=name),

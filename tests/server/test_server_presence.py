@@ -322,6 +322,25 @@ def act(
     return done.view
 
 
+def _simple_table(stubs: Stubs, players: int) -> tuple[str, str]:
+    """A waiting simple table of ``players`` seats: its id and the owner's token."""
+    created = stubs.lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            variant=game_pb2.VARIANT_SIMPLE, options=game_pb2.Options(players=players)
+        ),
+        timeout=T,
+    )
+    return created.table.table_id, created.owner_token
+
+
+def _join_at(stubs: Stubs, table_id: str, name: str, seat: int) -> str:
+    """``name`` takes ``seat``: the seat's token."""
+    joined = stubs.lobby.JoinTable(
+        lobby_service_pb2.JoinTableRequest(table_id=table_id, name=name, seat=seat), timeout=T
+    )
+    return str(joined.token)
+
+
 def test_a_player_gone_before_a_renumbering_start_is_dropped_by_the_new_number(
     grace_server: ServerThread,
 ) -> None:
@@ -329,22 +348,8 @@ def test_a_player_gone_before_a_renumbering_start_is_dropped_by_the_new_number(
     renumbers: Eva is seat 0 now, and on her turn she is dropped after the grace as before
     (the server knows who was gone by the new numbers)."""
     with Stubs(grace_server.target) as stubs:
-        created = stubs.lobby.CreateTable(
-            lobby_service_pb2.CreateTableRequest(
-                variant=game_pb2.VARIANT_SIMPLE, options=game_pb2.Options(players=3)
-            ),
-            timeout=T,
-        )
-        table_id, owner = created.table.table_id, created.owner_token
-
-        def join_at(name: str, seat: int) -> str:
-            joined = stubs.lobby.JoinTable(
-                lobby_service_pb2.JoinTableRequest(table_id=table_id, name=name, seat=seat),
-                timeout=T,
-            )
-            return str(joined.token)
-
-        eva, bruno = join_at("Eva", 1), join_at("Bruno", 2)
+        table_id, owner = _simple_table(stubs, 3)
+        eva, bruno = _join_at(stubs, table_id, "Eva", 1), _join_at(stubs, table_id, "Bruno", 2)
         gone = watch(stubs, table_id, eva)
         gone.expect(lambda m: m.WhichOneof("kind") == "update", "(snapshot)")
         gone.cancel()  # Eva closes her terminal before the game
@@ -375,22 +380,8 @@ def test_a_seats_new_player_is_not_counted_gone_for_the_player_who_left_it(
     plays by Act alone, with no stream, as before him a player who never watched: the time
     Ana was gone is not his, and he is not dropped on his turn."""
     with Stubs(grace_server.target) as stubs:
-        created = stubs.lobby.CreateTable(
-            lobby_service_pb2.CreateTableRequest(
-                variant=game_pb2.VARIANT_SIMPLE, options=game_pb2.Options(players=2)
-            ),
-            timeout=T,
-        )
-        table_id = created.table.table_id
-
-        def join_at(name: str, seat: int) -> str:
-            joined = stubs.lobby.JoinTable(
-                lobby_service_pb2.JoinTableRequest(table_id=table_id, name=name, seat=seat),
-                timeout=T,
-            )
-            return str(joined.token)
-
-        ana = join_at("Ana", 0)
+        table_id, _ = _simple_table(stubs, 2)
+        ana = _join_at(stubs, table_id, "Ana", 0)
         gone = watch(stubs, table_id, ana)
         gone.expect(lambda m: m.WhichOneof("kind") == "update", "(snapshot)")
         gone.cancel()
@@ -399,8 +390,10 @@ def test_a_seats_new_player_is_not_counted_gone_for_the_player_who_left_it(
             lobby_service_pb2.LeaveTableRequest(table_id=table_id), metadata=md(ana), timeout=T
         )
         time.sleep(GRACE.drop_grace * 2)
-        join_at("Bo", 0)
-        join_at("Cy", 1)  # the table is full: the game starts, Bo (the dealer) to play
+        _join_at(stubs, table_id, "Bo", 0)
+        _join_at(
+            stubs, table_id, "Cy", 1
+        )  # the table is full: the game starts, Bo (the dealer) to play
         time.sleep(GRACE.drop_grace * 4)
         seats = stubs.lobby.GetTable(
             lobby_service_pb2.GetTableRequest(table_id=table_id), timeout=T

@@ -612,21 +612,8 @@ class Table:
         self.checkpoints.offer(state)
         if job.ack is not None:
             job.ack[0].acks[first] = job.ack[1]
-        for e in entries:
-            # A seat taken, or freed before the game, has a new player (or none): whenever the
-            # one before went gone is not theirs. (By the numbers of the entries: before any
-            # renumbering below.)
-            if isinstance(e, Join) or (
-                isinstance(e, Leave) and state.seats[e.seat].kind == "empty"
-            ):
-                self._gone.pop(e.seat, None)
-        if renumbered is not None:
-            for w in self.watchers:
-                w.seat = _renumbered(renumbered, w.seat)
-            # Who was gone while the table waited, by the new numbers.
-            self._gone = {renumbered[s]: t for s, t in self._gone.items() if s in renumbered}
         if any(isinstance(e, Join | Leave | Start) for e in entries):
-            self._follow_holders()
+            self._seats_changed(entries, renumbered)
         self._fan_out(updates, connected)
         self._present(entries)
         self._schedule()
@@ -792,10 +779,24 @@ class Table:
         if seat is not None and before == 0:
             self._presence(seat, True)
 
+    def _seats_changed(self, entries: Sequence[Entry], renumbered: dict[int, int] | None) -> None:
+        """After a change of who holds which seat (committed, before its fan-out): who was gone
+        is known by the new numbers, and each seat's stream follows its player."""
+        for e in entries:
+            # A seat taken, or freed before the game, has a new player (or none): whenever the
+            # one before went gone is not theirs. (By the numbers of the entries: before the
+            # renumbering of a start.)
+            if isinstance(e, Join) or (
+                isinstance(e, Leave) and self.state.seats[e.seat].kind == "empty"
+            ):
+                self._gone.pop(e.seat, None)
+        if renumbered is not None:
+            self._gone = {renumbered[s]: t for s, t in self._gone.items() if s in renumbered}
+        self._follow_holders()
+
     def _follow_holders(self) -> None:
-        """After a change of who holds which seat: each seat's stream is at its player's seat
-        (a start renumbers them), or, its player having left, ends now, before anything of the
-        seat's next holder can reach it."""
+        """Each seat's stream at its player's seat (a start renumbers them), or, its player
+        having left, ended now, before anything of the seat's next holder can reach it."""
         seats = self.state.seats
         for w in list(self.watchers):
             if not w.holder:
@@ -907,8 +908,12 @@ class Table:
             )
 
     def watcher(self, seat: int | None, holder: str = "") -> Watcher:
-        """A new watcher of ``seat``, held by the token whose hash is ``holder`` ("" for a
-        spectator), not yet watching (see :meth:`watch`)."""
+        """A new watcher of ``seat``, held by the token whose hash is ``holder`` (by default
+        the seat's token now; "" for a spectator), not yet watching (see :meth:`watch`). A
+        caller that looked the token up gives the holder it found: the seat's number may have
+        changed since."""
+        if seat is not None and not holder:
+            holder = self.state.seats[seat].token_hash
         return Watcher(seat, Mailbox(self.config.watcher_queue), holder)
 
     def _open(
