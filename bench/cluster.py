@@ -62,6 +62,8 @@ class Servers:
                     "warning",
                     "--max-tables-per-client",
                     "1000",
+                    "--table-creations-per-second",
+                    "0",
                 ],
                 stdout=subprocess.PIPE,
                 stderr=err,

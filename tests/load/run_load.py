@@ -631,7 +631,7 @@ def run(opts: argparse.Namespace) -> dict[str, Any]:
     wall = 0.0
     with tempfile.TemporaryDirectory(prefix="rami-load-") as tmp:
         folder = Path(tmp)
-        args = ["--max-tables-per-client", str(count + 10)]
+        args = ["--max-tables-per-client", str(count + 10), "--table-creations-per-second", "0"]
         if opts.watcher_queue:
             args += ["--watcher-queue", str(opts.watcher_queue)]
         db: str | Path = folder / "load.db"

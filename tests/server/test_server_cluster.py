@@ -400,8 +400,8 @@ def test_servers_killed_mid_game_their_tables_finish_on_the_survivor(
 ) -> None:
     key, tables = tmp_path / "key", 30
     logs = [tmp_path / f"s{i}.log" for i in range(3)]
-    # All 30 tables are made from one address (this test): the limit per client is lifted.
-    more = ("--max-tables-per-client", "100")
+    # All 30 tables are made from one address (this test): the limits per client are lifted.
+    more = ("--max-tables-per-client", "100", "--table-creations-per-second", "0")
     with (
         rami_server(postgres_url, logs[0], args=_args(key, 1.5, *more)) as (proc_a, a),
         rami_server(postgres_url, logs[1], args=_args(key, 1.5, *more)) as (proc_b, b),

@@ -336,7 +336,9 @@ def test_the_lobby_lists_open_tables_before_finished_and_closed_ones(backend: Ba
 
     async def main() -> None:
         storage = await backend.open()
-        lobby = Lobby(storage, LobbyConfig(max_tables_per_client=1000), QUIET)
+        lobby = Lobby(
+            storage, LobbyConfig(max_tables_per_client=1000, table_creations_per_second=0), QUIET
+        )
         waiting = await new_table(lobby)
         playing = await new_table(lobby)
         await playing.change(joining("Ana"), lambda _: None)

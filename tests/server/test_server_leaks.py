@@ -764,3 +764,47 @@ def test_joining_and_leaving_a_table_over_and_over_is_held_to_a_rate(tmp_path: P
                 )
 
         asyncio.run(main())
+
+
+def test_creating_tables_over_and_over_is_held_to_a_rate(tmp_path: Path) -> None:
+    """A table closed by its owner no longer counts toward the unfinished tables of its
+    address, but it stays in the directory: one client address creates tables at a bounded
+    rate (RATE_LIMITED past it, storing nothing). A retry of a created table, and a request
+    refused for its content, spend nothing."""
+    with ServerThread(
+        str(tmp_path / "creations.db"), table_creations_per_second=0.01, table_creation_burst=3.0
+    ) as server:
+
+        async def main() -> None:
+            async with grpc.aio.insecure_channel(server.target) as ch:
+                lobby = lobby_service_pb2_grpc.LobbyServiceStub(ch)
+
+                async def create(request_id: str = "", **kwargs: Any) -> str:
+                    request = lobby_service_pb2.CreateTableRequest(
+                        variant=game_pb2.VARIANT_SIMPLE, request_id=request_id, **kwargs
+                    )
+                    try:
+                        made = await lobby.CreateTable(request, timeout=T)
+                    except grpc.aio.AioRpcError as e:
+                        return error_of(e).reason
+                    await lobby.CloseTable(
+                        lobby_service_pb2.CloseTableRequest(table_id=made.table.table_id),
+                        metadata=md(made.owner_token),
+                        timeout=T,
+                    )
+                    return made.table.table_id
+
+                # Refused for what it asks: nothing spent.
+                for _ in range(4):
+                    assert await create(name="x" * 200) == "BAD_NAME"
+                first = await create("req-0123456789abcdef0123456789abcdef")
+                assert len(first) == 16
+                assert len(await create()) == 16
+                assert len(await create()) == 16
+                assert await create() == "RATE_LIMITED"
+                # The retry of a table created before is answered with it, past the rate.
+                assert await create("req-0123456789abcdef0123456789abcdef") == first
+                listed = await lobby.ListTables(lobby_service_pb2.ListTablesRequest(), timeout=T)
+                assert len(listed.tables) == 3  # the refused creation stored nothing
+
+        asyncio.run(main())

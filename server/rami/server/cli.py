@@ -40,6 +40,12 @@ def serve(
     max_tables_per_client: int = typer.Option(
         20, help="Unfinished tables one client address may have created at once."
     ),
+    table_creations_per_second: float = typer.Option(
+        LobbyConfig().table_creations_per_second,
+        min=0.0,
+        help="Tables one client address may create per second, after a burst of 20 (0: no"
+        " bound); a closed table no longer counts toward --max-tables-per-client.",
+    ),
     tls_cert: Path | None = typer.Option(
         None, help="PEM certificate chain: serve with TLS (needs --tls-key)."
     ),
@@ -129,6 +135,7 @@ def serve(
         allow_stacked_decks=allow_stacked_decks,
         turn_seconds=turn_seconds,
         max_tables_per_client=max_tables_per_client,
+        table_creations_per_second=table_creations_per_second,
         waiting_expiry=waiting_expiry,
     )
     tls = None

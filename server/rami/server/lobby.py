@@ -31,7 +31,7 @@ from rami.engine.cards import full_deck
 from .dealing import ServerKey
 from .entries import Close, Entry, EntryError, Mark, entry_from_dict
 from .errors import log_unexpected
-from .limits import TimeBudget
+from .limits import RateLimiter, TimeBudget
 from .refusals import Exhausted, Invalid, NotFound, PermissionDenied, Refusal
 from .sanitize import MAX_TABLE_NAME, clean_name
 from .storage import Created, Storage, TableRow
@@ -75,6 +75,11 @@ class LobbyConfig:
     #: second, and the burst: each is an update to everyone there, and a new player's chat.
     seat_changes_per_second: float = 0.5
     seat_change_burst: float = 10.0
+    #: Tables one client address may create per second (0: no bound), and the burst: a table
+    #: closed or finished no longer counts toward ``max_tables_per_client``, but it stays in
+    #: the directory.
+    table_creations_per_second: float = 0.5
+    table_creation_burst: float = 20.0
     #: Open watch streams per seat, and spectator streams per client address.
     streams_per_seat: int = 4
     spectator_streams_per_client: int = 64
@@ -190,6 +195,14 @@ class Lobby:
         )
         #: Where the moves of the bots that search are decided, off the event loop.
         self.thinker = Thinker(table_config.bot_workers, table_config.expert_budget)
+        #: Tables created, per client address (see ``LobbyConfig.table_creations_per_second``).
+        self._creations = (
+            RateLimiter(
+                config.table_creations_per_second, config.table_creation_burst, "tables created"
+            )
+            if config.table_creations_per_second > 0
+            else None
+        )
 
     def _hold(
         self, state: TableState, checkpoints: Checkpoints | None = None, epoch: int = 0
@@ -410,6 +423,8 @@ class Lobby:
             options = options.with_(turn_seconds=self.config.turn_seconds)
         table_name = clean_name(name, MAX_TABLE_NAME, "table name", required=False)
         table_name = table_name or f"{variant} table"
+        if self._creations is not None:
+            self._creations.take(client)  # after the request's checks: a refused one spends none
         owner = owner or secrets.token_urlsafe(24)
         table_id = new_table_id()
         nonce = secrets.token_hex(16)

@@ -67,6 +67,7 @@ class ServerThread:
             "command_burst": 1000.0,
             "seat_changes_per_second": 1000.0,
             "seat_change_burst": 1000.0,
+            "table_creations_per_second": 0.0,
             "work_share": 1000.0,
             "work_burst": 1000.0,
         }
