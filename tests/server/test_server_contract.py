@@ -176,6 +176,17 @@ def test_add_bots_then_start_works_when_the_bots_filled_the_table(stubs: Stubs) 
     )
 
 
+def test_a_bot_added_without_a_policy_is_strong(stubs: Stubs) -> None:
+    """AddBotRequest.policy: "empty for strong"."""
+    created = _new(stubs, 2)
+    added = stubs.lobby.AddBot(
+        lobby_service_pb2.AddBotRequest(table_id=created.table.table_id),
+        metadata=md(created.owner_token),
+        timeout=10,
+    )
+    assert (added.table.seats[0].name, added.table.seats[0].policy) == ("Strong bot 1", "strong")
+
+
 def test_the_owner_closes_a_waiting_table_and_it_frees_a_place(tmp_path: Any) -> None:
     from test_server_errors import refused
 

@@ -808,3 +808,52 @@ def test_creating_tables_over_and_over_is_held_to_a_rate(tmp_path: Path) -> None
                 assert len(listed.tables) == 3  # the refused creation stored nothing
 
         asyncio.run(main())
+
+
+def test_a_seat_that_left_does_not_come_back_once_the_game_is_over(server: ServerThread) -> None:
+    """A seat that left mid-game is played for; once the game is over its token still opens
+    its stream (its hand, the record), but that adds nothing to the finished table: no
+    PlayerReturned after GameEnded (LeaveTable is refused GAME_OVER there too)."""
+
+    async def main() -> None:
+        async with grpc.aio.insecure_channel(server.target) as ch:
+            lobby = lobby_service_pb2_grpc.LobbyServiceStub(ch)
+            table = table_service_pb2_grpc.TableServiceStub(ch)
+            created = await lobby.CreateTable(
+                lobby_service_pb2.CreateTableRequest(
+                    variant=game_pb2.VARIANT_SIMPLE,
+                    options=game_pb2.Options(players=2, round_cap=1),
+                ),
+                timeout=T,
+            )
+            tid = created.table.table_id
+            ana = await lobby.JoinTable(
+                lobby_service_pb2.JoinTableRequest(table_id=tid, name="Ana"), timeout=T
+            )
+            await lobby.AddBot(
+                lobby_service_pb2.AddBotRequest(table_id=tid, policy="greedy"),
+                metadata=md(created.owner_token),
+                timeout=T,
+            )
+            await lobby.LeaveTable(
+                lobby_service_pb2.LeaveTableRequest(table_id=tid), metadata=md(ana.token), timeout=T
+            )
+            info = await lobby.GetTable(lobby_service_pb2.GetTableRequest(table_id=tid))
+            for _ in range(300):  # the server plays both seats to the end
+                if info.table.status == lobby_service_pb2.TABLE_STATUS_FINISHED:
+                    break
+                await asyncio.sleep(0.1)
+                info = await lobby.GetTable(lobby_service_pb2.GetTableRequest(table_id=tid))
+            assert info.table.status == lobby_service_pb2.TABLE_STATUS_FINISHED
+            for opened in range(2):
+                stream = table.Watch(
+                    table_service_pb2.WatchRequest(table_id=tid, after=info.table.number),
+                    metadata=md(ana.token),
+                )
+                first = await asyncio.wait_for(stream.read(), T)
+                assert first.WhichOneof("kind") == "heartbeat", opened
+                stream.cancel()
+            after = await lobby.GetTable(lobby_service_pb2.GetTableRequest(table_id=tid))
+            assert after.table.number == info.table.number
+
+    asyncio.run(main())

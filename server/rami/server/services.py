@@ -169,8 +169,9 @@ def _marked(method: str, request: Message, token: str | None) -> Mark | None:
 
 
 def _returning(state: TableState, seat: int) -> list[Entry]:
-    """A seat whose player left comes back when it acts or watches with its token."""
-    return [Return(seat)] if state.seats[seat].away else []
+    """A seat whose player left comes back when it acts or watches with its token, while the
+    game goes on (a finished game is not changed by a look at it)."""
+    return [Return(seat)] if state.status == PLAYING and state.seats[seat].away else []
 
 
 class RulesService(rules_service_pb2_grpc.RulesServiceServicer):
@@ -190,8 +191,8 @@ class RulesService(rules_service_pb2_grpc.RulesServiceServicer):
     async def CheckMeld(
         self, request: rules_service_pb2.CheckMeldRequest, context: grpc.aio.ServicerContext
     ) -> rules_service_pb2.CheckMeldResponse:
-        if len(request.cards) > 20:
-            raise Invalid("TOO_MANY_CARDS", "a meld has at most 13 cards")
+        if len(request.cards) > 13:
+            raise Invalid("TOO_MANY_CARDS", "a meld has at most 13 cards (the longest run)")
         cards = convert.cards_from_proto(request.cards)
         jokers_as = convert.cards_from_proto(request.jokers_as)
         jpm = request.jokers_per_meld or 1
