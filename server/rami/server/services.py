@@ -191,8 +191,10 @@ class RulesService(rules_service_pb2_grpc.RulesServiceServicer):
     async def CheckMeld(
         self, request: rules_service_pb2.CheckMeldRequest, context: grpc.aio.ServicerContext
     ) -> rules_service_pb2.CheckMeldResponse:
-        if len(request.cards) > 13:
-            raise Invalid("TOO_MANY_CARDS", "a meld has at most 13 cards (the longest run)")
+        # A meld has at most 13 cards (the longest run), but "does this card fit that meld?"
+        # is asked with 14: it is answered (not valid); only more than a hand is refused.
+        if len(request.cards) > 20:
+            raise Invalid("TOO_MANY_CARDS", "at most 20 cards to check (a meld has at most 13)")
         cards = convert.cards_from_proto(request.cards)
         jokers_as = convert.cards_from_proto(request.jokers_as)
         jpm = request.jokers_per_meld or 1
