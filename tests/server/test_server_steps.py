@@ -16,6 +16,7 @@ import grpc
 import pytest
 from server_support import error_of, md
 
+from rami.engine import Phase
 from rami.engine.record import replay_record
 from rami.engine.steps import StepState, step_space
 from rami.server.testing import ServerThread, Stubs
@@ -231,3 +232,39 @@ def test_legal_steps_needs_a_seat_and_a_started_game(server: ServerThread) -> No
             )[1]
             == "NO_TOKEN"
         )
+
+
+def test_a_move_of_steps_is_charged_to_the_clients_server_time(tmp_path: Path) -> None:
+    """Checking a move of steps is the LegalSteps work again (tens of steps, each checked
+    against the legal ones, on the table's task): it counts against the client's server time
+    as LegalSteps does, and is refused RATE_LIMITED, changing nothing, while that is spent.
+    A move sent as an action costs no server time."""
+    with (
+        ServerThread(str(tmp_path / "rami.db"), work_share=1e-6, work_burst=0.0) as server,
+        Stubs(server.target) as stubs,
+    ):
+        tid, token = _table(stubs, "tallage", bot=None)
+        other = stubs.lobby.JoinTable(
+            lobby_service_pb2.JoinTableRequest(table_id=tid, name="Other"), timeout=T
+        ).token
+        assert server.server is not None
+        table = server.server.lobby.tables[tid]
+        game = table.state.game
+        assert game is not None
+        mover = token if table.state.seat_of(token) == game.turn else other
+        space = step_space(game.variant.id, game.options)
+        ending = next(
+            s for s in space.legal_steps(game, space.stage(game, [])) if space.ends_move(s)
+        )
+        number = table.number
+        assert _refused(lambda: _act(stubs, tid, mover, number, [ending])) == (
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "RATE_LIMITED",
+        )
+        assert table.number == number
+        move = table_service_pb2.ActRequest(table_id=tid, number=number)
+        if game.phase == Phase.DRAW:
+            move.draw.source = game_pb2.DRAW_SOURCE_STOCK
+        else:  # the dealer's first turn: a discard
+            move.discard.card = int(game.hands[game.turn][-1]) + 1
+        assert stubs.table.Act(move, metadata=md(mover), timeout=T).number == number + 1

@@ -539,6 +539,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
             seat_of,
             request,
             token,
+            _client(context),
             lambda done: convert.encode_act_response(done.first, done.table.view_bytes(seats[0])),
             lambda number, seat: convert.encode_act_response(number, table.view_bytes(seat)),
         )
@@ -549,6 +550,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         seat_of: Callable[[TableState], int],
         request: table_service_pb2.ActRequest,
         token: str | None,
+        client: str,
         reply: Callable[[Committed], T],
         again: Callable[[int, int], T],
         ack: tuple[Watcher, int] | None = None,
@@ -579,7 +581,9 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
                 raise Precondition("NOT_STARTED", "the game has not started")
             stale(state, request.number)
             if action is None:
-                action = _steps_action(state.game, seat, request.steps.steps)
+                # The LegalSteps work again: on the client's server time, as LegalSteps is.
+                with self.lobby.work.spend(client):
+                    action = _steps_action(state.game, seat, request.steps.steps)
             # The seat comes back only once its command is accepted: a refused command
             # changes nothing.
             return [Act(seat, action, request=marked), *_returning(state, seat)]
@@ -770,7 +774,9 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
                 if commands is None:
                     # Commands are taken once the stream watches (it has its first message):
                     # the update of each then reaches this stream, as its acknowledgement.
-                    commands = asyncio.create_task(self._commands(requests, table, watcher, token))
+                    commands = asyncio.create_task(
+                        self._commands(requests, table, watcher, token, _client(context))
+                    )
                 command = watcher.acks.pop(number, None) if number else None
                 if command is not None:
                     # Appended, the field is part of the same response.
@@ -789,6 +795,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         table: Table,
         watcher: Watcher,
         token: str | None,
+        client: str,
     ) -> None:
         """The commands of a Play stream, each applied like an Act; a refusal goes out on the
         stream (and the stream goes on), and so does the answer to a retry of a command
@@ -813,6 +820,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
                     lambda state: _seat(state, token),
                     act,
                     token,
+                    client,
                     lambda done: None,
                     accepted_before,
                     (watcher, command_id),
