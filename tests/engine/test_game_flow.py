@@ -381,6 +381,24 @@ def test_an_option_in_its_range_is_accepted(name: str, value: object) -> None:
     assert getattr(Options(**{name: value}), name) == value  # type: ignore[arg-type]
 
 
+def test_an_option_the_variant_does_not_have_is_refused_unless_left_at_its_default() -> None:
+    with pytest.raises(MalformedAction) as info:
+        Options(target=500).check_variant("portuguese")
+    assert info.value.reason == "BAD_OPTION"
+    assert "target" in str(info.value) and "portuguese" in str(info.value)
+    for variant, options in (
+        ("tallage", Options(false_declaration="reject")),
+        ("simple", Options(opening=51)),
+        ("tallage", Options(simple_rami_sec=True)),
+        ("portuguese", Options(round_cap=3)),
+    ):
+        with pytest.raises(MalformedAction):
+            options.check_variant(variant)
+    Options().check_variant("portuguese")  # every option at its default
+    Options(target=500, round_cap=3, opening=51).check_variant("tallage")
+    Options(rounds=3, false_declaration="reject").check_variant("portuguese")
+
+
 def test_options_from_a_dict_refuse_an_unknown_name_and_fill_in_defaults() -> None:
     with pytest.raises(MalformedAction) as info:
         Options.from_dict({"jokers": 3})

@@ -253,8 +253,14 @@ def test_malformed_lobby_requests_are_invalid_argument_and_change_nothing(stubs:
         game_pb2.Options(jokers_per_meld=3),
         game_pb2.Options(false_declaration=9),
         game_pb2.Options(turn_seconds=-1),
+        # Options tallage does not have (RulesService.ListVariants lists each variant's).
+        game_pb2.Options(false_declaration=game_pb2.FALSE_DECLARATION_REJECT),
+        game_pb2.Options(simple_rami_sec=True),
+        game_pb2.Options(rounds=7),
     ):
         refused(make(variant=tallage_, options=options), bad, "BAD_OPTION")
+    for options in (game_pb2.Options(target=500), game_pb2.Options(round_cap=7)):
+        refused(make(variant=VARIANTS["portuguese"], options=options), bad, "BAD_OPTION")
     short = lobby_service_pb2.Deck(cards=stacked_deck("tallage", 2, {}, "7h").cards[:-1])
     refused(make(variant=tallage_, stacked_decks=[short]), bad, "BAD_DECK")
     assert tables() == before
@@ -262,6 +268,14 @@ def test_malformed_lobby_requests_are_invalid_argument_and_change_nothing(stubs:
     created = create(stubs, "portuguese", 2)
     table_id = created.table.table_id
     number = created.table.number
+    # TableInfo lists every option; a copy of them makes a table of the same variant.
+    again = stubs.lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            variant=VARIANTS["portuguese"], options=created.table.options
+        ),
+        timeout=T,
+    )
+    assert again.table.options == created.table.options
 
     def join(name: str, seat: int | None = None) -> Callable[[], object]:
         request = lobby_service_pb2.JoinTableRequest(table_id=table_id, name=name, seat=seat)

@@ -225,6 +225,16 @@ class Options:
         # Every value is an int, bool or str: a flat copy is what asdict's deep one would be.
         return {name: getattr(self, name) for name in _OPTION_NAMES}
 
+    def check_variant(self, variant: str) -> None:
+        """Refuse (``BAD_OPTION``) an option that ``variant`` does not have, set to anything
+        but its default (left at its default, it is only not used: a table's whole list of
+        options can be copied into a new table of the same variant)."""
+        for spec in OPTION_SPECS:
+            if variant not in spec.variants and getattr(self, spec.name) != _DEFAULTS[spec.name]:
+                raise MalformedAction(
+                    f"{variant} has no option {spec.name} (leave it unset)", "BAD_OPTION"
+                )
+
     def with_(self, **changes: Any) -> Options:
         """A copy with some options changed (and checked)."""
         return replace(self, **changes)
@@ -237,3 +247,4 @@ class Options:
 
 
 _OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Options))
+_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Options)}

@@ -212,6 +212,7 @@ class RulesService(rules_service_pb2_grpc.RulesServiceServicer):
     ) -> rules_service_pb2.AnalyseHandResponse:
         variant = convert.variant_from_proto(request.variant)
         options = convert.options_from_proto(request.options)
+        options.check_variant(variant)
         hand = convert.cards_from_proto(request.hand)
         with self.work.spend(_client(context)) if self.work else contextlib.nullcontext():
             analysis = convert.analysis_to_proto(
@@ -266,6 +267,7 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
         marked = mark("CreateTable", "create", request_id, request) if request_id else None
         variant = convert.variant_from_proto(request.variant)
         options = convert.options_from_proto(request.options)
+        options.check_variant(variant)
         decks = [list(convert.cards_from_proto(d.cards)) for d in request.stacked_decks]
         table, owner = await self.lobby.create(
             name=request.name,
