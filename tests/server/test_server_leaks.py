@@ -857,3 +857,58 @@ def test_a_seat_that_left_does_not_come_back_once_the_game_is_over(server: Serve
             assert after.table.number == info.table.number
 
     asyncio.run(main())
+
+
+def test_a_stream_resumed_from_before_the_start_shows_the_seats_as_they_were(
+    server: ServerThread,
+) -> None:
+    """The start drops the empty seats and renumbers the others. A seat's stream resumed from
+    before the start gets the updates before it as they were sent live: under the number its
+    player had then, and with each seat's presence (now) at that seat's number then."""
+
+    async def main() -> None:
+        async with grpc.aio.insecure_channel(server.target) as ch:
+            lobby = lobby_service_pb2_grpc.LobbyServiceStub(ch)
+            table = table_service_pb2_grpc.TableServiceStub(ch)
+            # Seat 1 stays empty: Bo stays seat 0, Ana (seat 2) becomes seat 1.
+            tid, owner, tokens = await waiting_table(lobby, game_pb2.VARIANT_SIMPLE, 3, {"Ana": 2})
+            ana = tokens["Ana"]
+            live = table.Watch(
+                table_service_pb2.WatchRequest(table_id=tid), metadata=md(ana), timeout=T
+            )
+            first = (await live.read()).update
+            await lobby.JoinTable(
+                lobby_service_pb2.JoinTableRequest(table_id=tid, name="Bo", seat=0), timeout=T
+            )
+            await lobby.StartTable(
+                lobby_service_pb2.StartTableRequest(table_id=tid), metadata=md(owner), timeout=T
+            )
+            sent: dict[int, table_service_pb2.Update] = {}
+            while True:
+                msg = await asyncio.wait_for(live.read(), T)
+                if msg.HasField("update"):
+                    sent[msg.update.number] = msg.update
+                    if msg.update.view.phase != game_pb2.PHASE_WAITING:
+                        break
+            assert [sent[n].view.seat for n in sorted(sent)][:1] == [2]  # Bo's join, live
+            resumed = table.Watch(
+                table_service_pb2.WatchRequest(table_id=tid, after=first.number),
+                metadata=md(ana),
+                timeout=T,
+            )
+            live.cancel()
+            for number in sorted(sent):
+                msg = await asyncio.wait_for(resumed.read(), T)
+                while not msg.HasField("update"):
+                    msg = await asyncio.wait_for(resumed.read(), T)
+                got, then = msg.update, sent[number]
+                assert got.number == number
+                assert got.view.seat == then.view.seat, number
+                assert [p.name for p in got.view.players] == [p.name for p in then.view.players]
+                ana_at = [p.name for p in got.view.players].index("Ana")
+                connected = [p.connected for p in got.view.players]
+                assert connected[ana_at], (number, connected)  # her resumed stream is open
+                assert connected.count(True) == 1, (number, connected)
+            resumed.cancel()
+
+    asyncio.run(main())

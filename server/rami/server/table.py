@@ -77,6 +77,7 @@ from .tablestate import (
     TableSummary,
     load_state,
 )
+from .tablestate import WAITING as _WAITING
 from .thinking import OFF_LOOP, Thinker
 
 __all__ = [
@@ -881,7 +882,10 @@ class Table:
                         g = state.game
                         same_turn = g is not None and r.turn_key == (g.round, g.turn_index)
                         deadline = r.deadline if same_turn else None
-                        view = encoder.encode(state, (seat,), r.connected, deadline)[seat]
+                        then, connected = seat, r.connected
+                        if state.status == _WAITING:  # before the start renumbered the seats
+                            then, connected = self._before_start(state, watcher.holder, seat, r)
+                        view = encoder.encode(state, (then,), connected, deadline)[then]
                         head = update_head(state.number, events)
                         batch.append((state.number, encode_update(head, view)))
                     if time.perf_counter() - began >= limit:
@@ -898,6 +902,21 @@ class Table:
                 began, cpu = time.perf_counter(), time.thread_time()
         finally:
             pace.done()
+
+    def _before_start(
+        self, then: TableState, holder: str, seat: int | None, r: _Replay
+    ) -> tuple[int | None, dict[int, int]]:
+        """For an update of a replay from before the start, which renumbered the seats: the
+        seat ``holder`` held then (``seat``, when none), and each seat's presence now (``r``'s)
+        by the number its player had then."""
+        now = {s.token_hash: i for i, s in enumerate(self.state.seats) if s.token_hash}
+        connected = {
+            i: r.connected.get(now[s.token_hash], 0)
+            for i, s in enumerate(then.seats)
+            if s.token_hash in now
+        }
+        held = then.seat_held(holder) if holder else None
+        return (seat if held is None else held), connected
 
     def check_after(self, state: TableState, after: int | None) -> None:
         """Refuse to resume after an update that has not happened."""
