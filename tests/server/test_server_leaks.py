@@ -912,3 +912,32 @@ def test_a_stream_resumed_from_before_the_start_shows_the_seats_as_they_were(
             resumed.cancel()
 
     asyncio.run(main())
+
+
+def test_leaving_again_is_refused_for_what_it_is_and_spends_no_seat_change(
+    tmp_path: Path,
+) -> None:
+    """A LeaveTable refused for the seat's state (ALREADY_AWAY) is a refusal for its seat: it
+    changes nothing, and counts nothing toward the seat changes of its address."""
+    with ServerThread(
+        str(tmp_path / "away.db"), seat_changes_per_second=0.01, seat_change_burst=3.0
+    ) as server:
+
+        async def main() -> None:
+            async with grpc.aio.insecure_channel(server.target) as ch:
+                lobby = lobby_service_pb2_grpc.LobbyServiceStub(ch)
+                tid, owner, tokens = await waiting_table(
+                    lobby, game_pb2.VARIANT_TALLAGE, 2, {"Ana": 0, "Bo": 1}
+                )
+                leave = lobby_service_pb2.LeaveTableRequest(table_id=tid)
+                await lobby.LeaveTable(leave, metadata=md(tokens["Ana"]), timeout=T)
+                said = []
+                for _ in range(5):
+                    try:
+                        await lobby.LeaveTable(leave, metadata=md(tokens["Ana"]), timeout=T)
+                        said.append("left")
+                    except grpc.aio.AioRpcError as e:
+                        said.append(error_of(e).reason)
+                assert said == ["ALREADY_AWAY"] * 5, said
+
+        asyncio.run(main())

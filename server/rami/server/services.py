@@ -369,7 +369,10 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
             if state.answered(marked) is not None:
                 return []  # a retry: left already
             seat = _seat(state, token)
-            self.seat_changes.take(changes)  # after the token's check: a stranger spends none
+            # After the token's and the seat's checks: a stranger, or a seat that cannot leave
+            # now (ALREADY_AWAY, GAME_OVER, TABLE_CLOSED), spends none.
+            state.check_leave(seat)
+            self.seat_changes.take(changes)
             return [Leave(seat, marked)]
 
         return await self.change(

@@ -548,16 +548,20 @@ class TableState:
         self.seats[taken] = seat
         return PlayerJoined(taken, seat.name, seat.kind)
 
-    def _leave(self, seat: int) -> PlayerLeft:
+    def check_leave(self, seat: int) -> None:
+        """Refuse, as a Leave of ``seat`` would be refused now (changing nothing)."""
         self._not_closed()
+        if self.status == PLAYING and self.seats[seat].away:
+            raise Precondition("ALREADY_AWAY", "you have already left this game")
+        if self.status not in (WAITING, PLAYING):
+            raise Precondition("GAME_OVER", "the game is over")
+
+    def _leave(self, seat: int) -> PlayerLeft:
+        self.check_leave(seat)
         if self.status == WAITING:
             self.seats[seat] = Seat()
-        elif self.status == PLAYING:
-            if self.seats[seat].away:
-                raise Precondition("ALREADY_AWAY", "you have already left this game")
-            self.seats[seat].away = True
         else:
-            raise Precondition("GAME_OVER", "the game is over")
+            self.seats[seat].away = True
         return PlayerLeft(seat)
 
     def _return(self, seat: int) -> PlayerReturned:
