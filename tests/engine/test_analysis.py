@@ -22,6 +22,18 @@ def test_thirteen_complete_cards_say_their_multiplier_with_nothing_to_put_face_d
     assert a.declare_cards == () and a.multiplier == 1
 
 
+def test_the_arrangement_shown_is_the_declaration_that_earns_the_multiplier() -> None:
+    # Three sets of 3, 4 and 5 or three runs of 3-4-5: the runs make the x2.
+    hand = cards("3h 4h 5h 3d 4d 5d 3s 4s 5s 9s 10s Js 7c Qs")
+    a = analyse(VARIANTS["portuguese"], Options(), hand, 0)
+    assert (a.declare_cards, a.multiplier) == ((C("7c"),), 2)
+    assert all(m.kind == "run" for m in a.melds), a.melds
+    assert (a.left, a.points_left) == ((C("7c"),), 7)
+    whole = analyse(VARIANTS["portuguese"], Options(), hand[:12] + hand[13:], 0)
+    assert whole.multiplier == 2 and whole.left == ()
+    assert all(m.kind == "run" for m in whole.melds), whole.melds
+
+
 def test_an_opening_is_measured_against_the_least_value_and_the_bar() -> None:
     hand = cards("Qc Qd Qh 10s Js Qs Ks 4c 5c 6c 9d 9h 2s 3h")
     tallage = VARIANTS["tallage"]

@@ -94,6 +94,13 @@ def test_nothing_is_added_to_melds_nor_jokers_taken_in_simple() -> None:
     refused(game, 0, "take 1 5c; add 1 JK", "NO_LAYING")
 
 
+def test_after_the_finishing_lay_only_the_discard_is_left() -> None:
+    game = deal("simple", [FINISH, ""], "Ad")
+    play(game, 0, LAY_FINISH)
+    error = refused(game, 0, "add 1 5c", "OPENED_THIS_TURN")
+    assert str(error) == "you laid your hand this turn: discard your last card"
+
+
 def test_a_finish_holds_at_most_one_joker_per_meld_unless_the_option_allows_two() -> None:
     hand = "Ac JK JK 4c 2d 2h 2s 4h 5h 6h 3d 3s 3h Ks"
     lay = "lay Ac JK JK 4c, 2d 2h 2s, 4h 5h 6h, 3d 3s 3h"

@@ -31,6 +31,7 @@ def reference_analysis(
     )
     if variant.id == "portuguese":
         best = 0
+        multipliers: dict[Card, int] = {}
         for card in sorted(set(hand)):
             rest = list(hand)
             rest.remove(card)
@@ -40,9 +41,28 @@ def reference_analysis(
             if found is not None:
                 out.declare_cards.append(convert.card_to_proto(card))
                 best = max(best, found[1])
+                multipliers[card] = found[1]
+        declared = None
         if len(hand) == 13:
-            found = portuguese_declaration(list(hand), jokers_per_meld=jpm)
-            best = found[1] if found else 0
+            declared = portuguese_declaration(list(hand), jokers_per_meld=jpm)
+            best = declared[1] if declared else 0
+        elif best:
+            # Since: the arrangement is the best declaration's (its multiplier, then the
+            # cheapest card face down).
+            down = min((c for c, m in multipliers.items() if m == best), key=lambda c: values[c])
+            rest = list(hand)
+            rest.remove(down)
+            declared = portuguese_declaration(rest, jokers_per_meld=jpm)
+        if declared is not None:
+            kept = list(hand)
+            for meld in declared[0].melds:
+                for c in meld.cards:
+                    kept.remove(c)
+            del out.melds[:]
+            out.melds.extend(convert.meld_to_proto(m) for m in declared[0].melds)
+            del out.left[:]
+            out.left.extend(convert.cards_to_proto(kept))
+            out.points_left = sum(values[c] for c in kept)
         out.multiplier = best
         return out
     if variant.id == "tallage":

@@ -68,6 +68,15 @@ def check_hand(variant: Variant, hand: Sequence[Card]) -> None:
         raise MalformedAction(f"a {variant.id} deck holds {variant.jokers} jokers", "BAD_HAND")
 
 
+def _left_over(hand: Sequence[Card], melds: Sequence[Meld]) -> tuple[Card, ...]:
+    """The cards of ``hand`` that ``melds`` do not hold (in hand order)."""
+    rest = list(hand)
+    for meld in melds:
+        for c in meld.cards:
+            rest.remove(c)
+    return tuple(rest)
+
+
 def analyse(variant: Variant, options: Options, hand: Sequence[Card], bar: int) -> Analysis:
     """What the solver says of ``hand`` under ``variant`` and ``options``, against ``bar``."""
     check_hand(variant, hand)
@@ -79,9 +88,21 @@ def analyse(variant: Variant, options: Options, hand: Sequence[Card], bar: int) 
     if variant.declares:
         found = declaration_cards(hand, jokers_per_meld=jpm)
         multiplier = max((m for _, m in found), default=0)
+        declared = None
         if len(hand) == 13:
-            whole = portuguese_declaration(list(hand), jokers_per_meld=jpm)
-            multiplier = whole[1] if whole else 0
+            declared = portuguese_declaration(list(hand), jokers_per_meld=jpm)
+            multiplier = declared[1] if declared else 0
+        elif found:
+            # The arrangement shown is the best declaration's (its multiplier, then the
+            # cheapest card face down), not another split of the same cards.
+            card = min((c for c, m in found if m == multiplier), key=lambda c: (values[c], c))
+            rest = list(hand)
+            rest.remove(card)
+            declared = portuguese_declaration(rest, jokers_per_meld=jpm)
+        if declared is not None:
+            melds = tuple(declared[0].melds)
+            left = _left_over(hand, melds)
+            points_left = sum(values[c] for c in left)
         return Analysis(melds, left, points_left, tuple(c for c, _ in found), multiplier)
     opening_value, can_open = 0, False
     opening_melds: tuple[Meld, ...] = ()

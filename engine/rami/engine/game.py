@@ -569,6 +569,10 @@ class Game:
         opened_at = self.opened_turn[seat]
         opened = opened_at is not None
         if opened and opened_at == self.turn_index:
+            if v.lays_whole_hand:
+                raise IllegalAction(
+                    "you laid your hand this turn: discard your last card", "OPENED_THIS_TURN"
+                )
             raise IllegalAction(
                 "you opened this turn: you lay again from your next turn", "OPENED_THIS_TURN"
             )
