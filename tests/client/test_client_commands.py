@@ -187,6 +187,58 @@ def test_draw_discard_with_one_card_in_hand_is_refused_at_once(
         d.close()
 
 
+def test_a_draw_or_a_lay_that_the_turn_allows_no_more_is_refused_at_once(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    """The dealer's first turn has no draw, and a player who opened this turn lays again only
+    from the next: the client says so at once, instead of staging a move (a draw of the
+    discard, a joker take) that waits for a lay and is then refused whole."""
+    _table(stubs, "tallage", TALLAGE_HAND, "10c 5c", round_cap=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "tallage")
+        d.expect(r"It's your turn: you play first with 15 cards, without drawing\.")
+        d.type("draw discard")
+        d.expect(
+            r"You can't draw now: the dealer plays the first turn without drawing: lay or "
+            r"discard\. Nothing was staged or sent\."
+        )
+        d.type("cancel")
+        d.expect(r"Nothing is staged\.")
+        d.type("lay qs ks as, 8C 8D 8H, 7♥ 8♥ 9♥, 4c JK 6c")
+        d.expect(r"and opened with 78")
+        for line in ("take 4 5s", "add 1 Js", "lay Jh 2d 5s"):
+            d.type(line)
+            d.expect(
+                r"You opened this turn: you lay again from your next turn\. Nothing was staged "
+                r"or sent\."
+            )
+        d.type("cancel")
+        d.expect(r"Nothing is staged\.")
+        d.type("discard 2d")
+        d.expect(r"You discarded 2♦\.")
+    finally:
+        d.close()
+
+
+def test_declaring_a_card_not_held_is_refused_before_any_question(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"It's your turn: take a card")
+        d.type("draw stock")
+        d.expect(r"You drew 2♠ from the stock\.")
+        d.type("declare 8d")
+        d.expect(r"You don't hold 8♦.*Nothing was played\.")
+        d.type("declare 2s")
+        d.expect(r"You declared a complete hand:")
+    finally:
+        d.close()
+
+
 # -- item 8: an incomplete declaration asks first -----------------------------------------------
 
 

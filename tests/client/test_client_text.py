@@ -25,7 +25,7 @@ from rami.client.pile import Pile
 from rami.client.printer import wrapped
 from rami.client.safetext import safe
 from rami.client.scores import game_table, round_table, score_sheet
-from rami.engine import Card, Meld, Options, TableMeld, View, parse_cards
+from rami.engine import VARIANTS, Card, Meld, Options, TableMeld, View, parse_cards
 from rami.engine import events as ev
 from rami.v1 import game_pb2
 
@@ -350,6 +350,18 @@ def test_the_end_of_a_round_prints_what_everyone_paid() -> None:
     assert out[4].split() == ["Strong", "bot", "3", "6", "6", "3♥", "3♠"]
 
 
+def test_a_declaration_with_a_multiplier_shows_what_each_paid_times_it() -> None:
+    hands = (tuple(parse_cards("Kc Qd Jh 10s")), (), tuple(parse_cards("2c")))
+    result = ev.RoundResult(1, "declare", 1, (160, 0, 8), (160, 0, 8), 4, hands)
+    scene = _scene(me=0, variant=VARIANTS["portuguese"])
+    out = lines(narrate(ev.RoundEnded(result), scene))
+    assert out[0] == "Round 1: Sara declared a complete hand (x4)."
+    assert out[2].split()[:3] == ["You", "160", "160"]
+    assert out[2].endswith("(40 x4)"), out[2]
+    assert out[3].split() == ["Sara", "0", "0", "(declared)"]
+    assert out[4].endswith("(2 x4)"), out[4]
+
+
 def test_the_end_of_the_game_ranks_the_totals() -> None:
     out = text(game_table((47, 0, 6), (1,), ["You", "Sara", "Strong bot 3"], 3)).splitlines()
     assert out[0] == "Game over after 3 rounds: Sara wins with 0."
@@ -598,12 +610,27 @@ def test_a_line_with_newlines_or_wide_characters_still_fits() -> None:
 def test_the_last_rounds_payments_stay_in_the_panel_through_the_first_circuit() -> None:
     """At 80x24 with 4 players the round's payments scroll away before your first turn of the
     next round: the panel keeps them while every seat plays its first turn."""
-    last = game_pb2.RoundResult(round=1, winner=1, points=[47, 0, 6], totals=[47, 0, 6])
+    last = game_pb2.RoundResult(
+        round=1, ending=game_pb2.ROUND_ENDING_RAMI, winner=1, points=[47, 0, 6], totals=[47, 0, 6]
+    )
     view = _view(phase=game_pb2.PHASE_DRAW, first_circuit=True, results=[last])
     panel = text(panel_fragments(view, LOOK, width=80, rows=24)).split("\n")
     (line,) = [p for p in panel if p.startswith("Round 1")]
     assert line == "Round 1  Sara went out · paid: You 47 · Sara 0 · Strong bot 3 6", line
     assert len(line) < 80
+    # A declaration is said as one (portuguese).
+    declared = game_pb2.RoundResult(
+        round=1,
+        ending=game_pb2.ROUND_ENDING_DECLARE,
+        winner=1,
+        multiplier=2,
+        points=[40, 0, 12],
+        totals=[40, 0, 12],
+    )
+    view2 = _view(phase=game_pb2.PHASE_DRAW, first_circuit=True, results=[declared])
+    panel2 = text(panel_fragments(view2, LOOK, width=80, rows=24)).split("\n")
+    (line2,) = [p for p in panel2 if p.startswith("Round 1")]
+    assert line2.startswith("Round 1  Sara declared (x2) · paid: You 40"), line2
     # Gone once the circuit is over, and never in a small window.
     later = _view(phase=game_pb2.PHASE_DRAW, first_circuit=False, results=[last])
     assert not any(p.startswith("Round") for p in text(panel_fragments(later, LOOK)).split("\n"))

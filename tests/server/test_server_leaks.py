@@ -926,7 +926,7 @@ def test_leaving_again_is_refused_for_what_it_is_and_spends_no_seat_change(
         async def main() -> None:
             async with grpc.aio.insecure_channel(server.target) as ch:
                 lobby = lobby_service_pb2_grpc.LobbyServiceStub(ch)
-                tid, owner, tokens = await waiting_table(
+                tid, _, tokens = await waiting_table(
                     lobby, game_pb2.VARIANT_TALLAGE, 2, {"Ana": 0, "Bo": 1}
                 )
                 leave = lobby_service_pb2.LeaveTableRequest(table_id=tid)

@@ -243,7 +243,8 @@ COMMANDS: tuple[Command, ...] = (
         "join 2 sits at the second table of the list you saw, if the server's list still has "
         "it there: when tables were created or closed since, nothing is done and the list is "
         "shown again. Tab completes the short ids of the last list. join with no table takes "
-        "the newest table with a free seat.",
+        "back a seat you hold at a game still on (the first listed), or else sits at the "
+        "newest table with a free seat.",
         frozenset({LOBBY}),
     ),
     Command(

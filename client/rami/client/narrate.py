@@ -48,16 +48,19 @@ class Scene:
     #: The game's rules, to tell which cards a declaration made the others pay for.
     variant: Variant | None = None
     jokers_per_meld: int = 1
+    #: Who played the watcher's seat, when not the watcher (the moves made while they were
+    #: away, told when they come back): its name instead of "You".
+    stand_in: str = ""
 
     def name(self, seat: int) -> str:
-        """A seat's name ("You" for the watcher)."""
+        """A seat's name ("You" for the watcher, or who played for them)."""
         if seat == self.me:
-            return "You"
+            return self.stand_in or "You"
         return self.names[seat] if 0 <= seat < len(self.names) else f"Seat {seat}"
 
     def verb(self, seat: int, plain: str, third: str) -> str:
         """``deal`` for "You", ``deals`` for everyone else."""
-        return plain if seat == self.me else third
+        return plain if seat == self.me and not self.stand_in else third
 
 
 def _line(*parts: str | Line) -> Line:

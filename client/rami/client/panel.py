@@ -16,10 +16,11 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from rami.v1 import game_pb2
 
 from .cardtext import card_fragments, hand_groups, meld_fragments
-from .convert import card, cards, meld_from_proto, variant_id, variant_of
+from .convert import card, cards, meld_from_proto, result_from_proto, variant_id, variant_of
 from .look import Look
 from .pile import Pile
 from .safetext import safe
+from .scores import ending_note
 
 __all__ = [
     "VARIANT_TITLES",
@@ -385,7 +386,7 @@ def _last_round(view: game_pb2.View, look: Look, width: int, size: int) -> Style
     names = seat_names(view)
     dot, more = (" - ", "...") if look.ascii else (" · ", "…")
     paid = dot.join(f"{names[s]} {p}" for s, p in enumerate(last.points) if s < len(names))
-    how = f"{names[last.winner]} went out" if last.HasField("winner") else "void"
+    how = ending_note(result_from_proto(last), names)
     line = how + dot + "paid: " + paid
     room = width - 1 - size
     if len(line) > room:

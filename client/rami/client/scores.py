@@ -77,13 +77,17 @@ def round_table(
             out.append(("class:dim", "(went out)" if result.ending != "declare" else "(declared)"))
         elif hand:
             out += cards_fragments(hand, look)
+            times = result.multiplier if result.ending == "declare" else 1
+            if times > 1 and paid and paid % times == 0:
+                out.append(("class:dim", f"  ({paid // times} x{times})"))
         else:
             out.append(("class:dim", "-"))
         out.append(("", "\n"))
     return out
 
 
-def _ending_note(result: RoundResult, names: Sequence[str]) -> str:
+def ending_note(result: RoundResult, names: Sequence[str]) -> str:
+    """How a round ended, in a few words ("Ana declared (x2)", "void")."""
     who = _name(names, result.winner)
     if result.ending == "void":
         return "void"
@@ -113,7 +117,7 @@ def score_sheet(results: Sequence[RoundResult], names: Sequence[str]) -> list[St
             paid = r.points[seat] if seat < len(r.points) else 0
             style = "class:good" if seat == r.winner else ""
             row.append((style, f"  {paid:>{w}}"))
-        row.append(("class:dim", f"  {_ending_note(r, names)}"))
+        row.append(("class:dim", f"  {ending_note(r, names)}"))
         out.append(row)
     last = results[-1].totals
     totals = "".join(f"  {(last[s] if s < len(last) else 0):>{w}}" for s, w in enumerate(widths))

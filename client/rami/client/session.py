@@ -153,6 +153,9 @@ class ClientSession:
         self._question: _Question | None = None
         #: Taking a seat back: the table's number then, until the updates missed are told.
         self._catching_up: int | None = None
+        #: Whether the player had opened when their turn began (one who opens lays again only
+        #: from the next turn).
+        self._opened_before_turn = False
         #: The discard pile's recent throws, followed from the stream.
         self.pile = Pile()
         self.by_rank = False
@@ -413,6 +416,9 @@ class ClientSession:
         view = self.view
         assert view is not None and self.table_id is not None
         action = parse_move(name, args)
+        if isinstance(action, Declare) and action.card not in cards(view.hand):
+            self.out.error(self._not_held([action.card], list(cards(view.hand))))
+            return
         if isinstance(action, Declare) and not confirmed:
             question = self._incomplete(action.card, view)
             if question:
@@ -461,6 +467,9 @@ class ClientSession:
             response = await self.link.call(self.link.table.Act, request, token=self.token)
         except Refused as e:
             self.out.error(_refusal(e, seat_names(view)))
+            if not self.stage.empty:
+                staged = self.stage.describe(self.look.card_text)
+                self.out.info(f"Still staged: {staged} (type its lay again, or cancel drops it).")
             return
         self.stage = decided.stage
         self._set_view(response.view)
@@ -506,6 +515,19 @@ class ClientSession:
         said at once, before anything is staged or sent."""
         offered = game_pb2.DRAW_SOURCE_DISCARD in view.draw_sources
         drawing = _my_turn(view) and view.phase == game_pb2.PHASE_DRAW
+        if (
+            isinstance(action, Draw)
+            and action.source == "discard"
+            and _my_turn(view)
+            and not drawing
+        ):
+            # (A draw of the discard waits for its lay: said now, not once the lay is typed.)
+            why = (
+                "you have already drawn this turn"
+                if card(view.drawn) is not None
+                else "the dealer plays the first turn without drawing: lay or discard"
+            )
+            return f"You can't draw now: {why}. Nothing was staged or sent."
         if isinstance(action, Draw) and action.source == "discard" and drawing and not offered:
             why = _no_discard(view, variant)
             if why:
@@ -515,6 +537,13 @@ class ClientSession:
             return ""
         me = my_seat(view)
         opened = me is not None and me < len(view.players) and view.players[me].opened
+        if opened and not self._opened_before_turn:
+            if variant.lays_whole_hand:
+                return "You laid your hand this turn: discard your last card. Nothing was sent."
+            return (
+                "You opened this turn: you lay again from your next turn. "
+                "Nothing was staged or sent."
+            )
         table = {m.number: meld_from_proto(m.meld) for m in view.melds}
         steps = (*self.stage.steps, *lay.steps)
         held = list(cards(view.hand)) + ([self.stage.draw] if self.stage.draw else [])
@@ -630,6 +659,8 @@ class ClientSession:
             rounds=len(after.results),
             variant=variant_of(after.variant),
             jokers_per_meld=after.options.jokers_per_meld or 1,
+            # The moves of the seat while its player was away were the server's.
+            stand_in="The server (for you)" if self._catching_up is not None else "",
         )
         for msg in update.events:
             event = event_from_proto(msg)
@@ -666,6 +697,11 @@ class ClientSession:
         if not mine:
             self.stage = Stage()
         new_turn = before is None or not _my_turn(before) or before.round != view.round
+        if mine and new_turn:
+            me = my_seat(view)
+            self._opened_before_turn = (
+                me is not None and me < len(view.players) and view.players[me].opened
+            )
         if mine and new_turn and self._catching_up is None:  # not the past turns told again
             self._announce_turn(view)
         self._refresh()
