@@ -217,6 +217,15 @@ def test_a_draw_or_a_lay_that_the_turn_allows_no_more_is_refused_at_once(
         d.expect(r"Nothing is staged\.")
         d.type("discard 2d")
         d.expect(r"You discarded 2♦\.")
+        d.expect(r"Greedy bot 2 discarded ")
+        d.expect(r"It's your turn: take a card with draw stock")
+        d.type("draw stock")
+        d.expect(r"You drew 5♣ from the stock\.")
+        d.type("take 4 5c")
+        d.expect(r"Now say where the joker goes")
+        d.type("lay JK Jh 5s")  # no meld: the server refuses the move whole
+        d.expect(r"Refused: ")
+        d.expect(r"Still staged: take 4 5c \(type its lay again, or cancel drops it\)\.")
     finally:
         d.close()
 

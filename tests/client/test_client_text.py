@@ -212,6 +212,17 @@ def test_the_panel_fits_a_small_window_and_keeps_room_for_the_events() -> None:
     assert all(len(line) < 60 for line in panel)
     tall = text(panel_fragments(view, LOOK, width=80, rows=24)).split("\n")
     assert tall[0].startswith("Table    [1] Sara") and sum(t.count("Sara:") for t in tall) == 8
+    # A label as long as the small window's room still has a space after it.
+    staged = text(panel_fragments(view, LOOK, width=60, rows=15, staged="draw discard (9♣)"))
+    assert "Staged draw discard (9♣)" in staged, staged
+
+
+def test_a_name_of_24_characters_keeps_a_space_before_the_seats_facts() -> None:
+    view = _view()
+    view.players[1].name = "Bartholomew-Longname-XYZ"
+    out = lines(table_lines(view, LOOK))
+    assert "    Bartholomew-Longname-XYZ seat 1 · 11 cards · 34 points · opened" in out, out
+    assert "  ▶ You                      seat 0 · 14 cards · 12 points" in out, out
 
 
 def test_the_toolbar_names_the_player_to_move_and_what_they_do() -> None:

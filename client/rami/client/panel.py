@@ -351,7 +351,7 @@ def _melds(view: game_pb2.View, look: Look) -> list[StyleAndTextTuples]:
 
 
 def _label(text: str, size: int = _LABEL) -> StyleAndTextTuples:
-    return [("class:label", text.ljust(size))]
+    return [("class:label", f"{text} ".ljust(size))]  # a space after it, however long
 
 
 def _lines(fragments: StyleAndTextTuples) -> int:
@@ -492,7 +492,7 @@ def table_lines(view: game_pb2.View, look: Look, name: str = "") -> list[StyleAn
         lines.append(
             [
                 ("class:turn", f"  {look.arrow if turn else ' '} "),
-                ("", who.ljust(24)),
+                ("", f"{who:<24} "),  # a name may have all 24 characters
                 ("class:dim", facts),
             ]
         )
