@@ -779,6 +779,8 @@ def test_creating_tables_over_and_over_is_held_to_a_rate(tmp_path: Path) -> None
             async with grpc.aio.insecure_channel(server.target) as ch:
                 lobby = lobby_service_pb2_grpc.LobbyServiceStub(ch)
 
+                waits: list[int] = []
+
                 async def create(request_id: str = "", **kwargs: Any) -> str:
                     request = lobby_service_pb2.CreateTableRequest(
                         variant=game_pb2.VARIANT_SIMPLE, request_id=request_id, **kwargs
@@ -786,7 +788,10 @@ def test_creating_tables_over_and_over_is_held_to_a_rate(tmp_path: Path) -> None
                     try:
                         made = await lobby.CreateTable(request, timeout=T)
                     except grpc.aio.AioRpcError as e:
-                        return error_of(e).reason
+                        refused = error_of(e)
+                        if refused.reason == "RATE_LIMITED":
+                            waits.append(int(refused.metadata["retry_after_ms"]))
+                        return refused.reason
                     await lobby.CloseTable(
                         lobby_service_pb2.CloseTableRequest(table_id=made.table.table_id),
                         metadata=md(made.owner_token),
@@ -802,6 +807,8 @@ def test_creating_tables_over_and_over_is_held_to_a_rate(tmp_path: Path) -> None
                 assert len(await create()) == 16
                 assert len(await create()) == 16
                 assert await create() == "RATE_LIMITED"
+                # When the next one would be taken: a token at 0.01 a second, about 100 s away.
+                assert 90_000 < waits[0] <= 100_000, waits
                 # The retry of a table created before is answered with it, past the rate.
                 assert await create("req-0123456789abcdef0123456789abcdef") == first
                 listed = await lobby.ListTables(lobby_service_pb2.ListTablesRequest(), timeout=T)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,6 +11,11 @@ from dataclasses import dataclass, field
 from .errors import Exhausted
 
 __all__ = ["RateLimiter", "StreamCounter", "TimeBudget"]
+
+
+def _millis(seconds: float) -> str:
+    """Seconds as the whole milliseconds of a refusal's ``retry_after_ms`` (at least 1)."""
+    return str(max(1, math.ceil(seconds * 1000)))
 
 
 @dataclass
@@ -41,6 +47,7 @@ class RateLimiter:
             raise Exhausted(
                 "RATE_LIMITED",
                 f"too many {self.what}: at most {self.rate:g} per second; slow down",
+                retry_after_ms=_millis((1.0 - b.tokens) / self.rate),
             )
         b.tokens -= 1.0
 
@@ -108,10 +115,12 @@ class TimeBudget:
 
     def check(self, key: str) -> None:
         """Refuse with RESOURCE_EXHAUSTED while ``key``'s budget is spent."""
-        if self._bucket(key).tokens <= 0:
+        tokens = self._bucket(key).tokens
+        if tokens <= 0:
             raise Exhausted(
                 "RATE_LIMITED",
                 f"too much {self.what}: at most {self.share:.0%} of the server's time; slow down",
+                retry_after_ms=_millis(-tokens / self.share if self.share > 0 else 1.0),
             )
 
     def charge(self, key: str, seconds: float) -> float:
