@@ -374,7 +374,9 @@ class Bot {
 
   safeMove(view) {
     if (view.phase === 'PHASE_DRAW') return { draw: { source: 'DRAW_SOURCE_STOCK' } };
-    const card = view.drawn !== 'CARD_UNSPECIFIED' ? view.drawn : view.hand[view.hand.length - 1];
+    // The card drawn, while it is still held (a discard taken with its lay went to the table).
+    const held = view.drawn !== 'CARD_UNSPECIFIED' && view.hand.includes(view.drawn);
+    const card = held ? view.drawn : view.hand[view.hand.length - 1];
     return { discard: { card } };
   }
 

@@ -6,7 +6,9 @@ delay). The games are short but whole (see conftest.SHORT); every wait is bounde
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -51,6 +53,26 @@ def test_js_bot_plays_a_whole_game_of_every_variant(
         assert re.search(r"refused 0\b", summary), f"{variant}: {summary}\n{run.stderr}"
         assert int(re.search(r"actions (\d+)", summary).group(1)) > 0
         _assert_finished(tables, ids[variant])
+
+
+def test_the_js_bots_safe_move_discards_a_card_it_holds(js_bot: Path) -> None:
+    """The card drawn may be on the table already (a discard taken with its lay): the safe
+    move, the answer to a refusal, then discards a card of the hand, never the one laid."""
+    probe = (
+        "const { Bot } = require('./bot.js');"
+        "const move = (view) => JSON.stringify(Bot.prototype.safeMove.call(null, view));"
+        "console.log(move({ phase: 'PHASE_PLAY', drawn: 'CARD_DIAMONDS_7',"
+        " hand: ['CARD_CLUBS_2', 'CARD_HEARTS_KING'] }));"
+        "console.log(move({ phase: 'PHASE_PLAY', drawn: 'CARD_CLUBS_2',"
+        " hand: ['CARD_CLUBS_2', 'CARD_HEARTS_KING'] }));"
+    )
+    run = subprocess.run(
+        ["node", "-e", probe], cwd=js_bot.parent, capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    laid, held = run.stdout.split()
+    assert json.loads(laid) == {"discard": {"card": "CARD_HEARTS_KING"}}
+    assert json.loads(held) == {"discard": {"card": "CARD_CLUBS_2"}}
 
 
 def test_python_example_bot_plays_a_whole_game_of_every_variant(

@@ -291,7 +291,7 @@ def action_from_proto(request: table_service_pb2.ActRequest) -> Action:
         return Discard(card_from_proto(request.discard.card))
     if which == "declare":
         return Declare(card_from_proto(request.declare.card))
-    raise MalformedAction("an action needs draw, lay, discard or declare", "BAD_ACTION")
+    raise MalformedAction("an action needs draw, lay, discard, declare or steps", "BAD_ACTION")
 
 
 # -- events and views -----------------------------------------------------------------------
