@@ -230,24 +230,6 @@ def test_a_draw_or_a_lay_that_the_turn_allows_no_more_is_refused_at_once(
         d.close()
 
 
-def test_declaring_a_card_not_held_is_refused_before_any_question(
-    server: ServerThread, stubs: Stubs
-) -> None:
-    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
-    d = _client(server)
-    try:
-        _sit_with_a_bot(d, "portuguese")
-        d.expect(r"It's your turn: take a card")
-        d.type("draw stock")
-        d.expect(r"You drew 2♠ from the stock\.")
-        d.type("declare 8d")
-        d.expect(r"You don't hold 8♦.*Nothing was played\.")
-        d.type("declare 2s")
-        d.expect(r"You declared a complete hand:")
-    finally:
-        d.close()
-
-
 # -- item 8: an incomplete declaration asks first -----------------------------------------------
 
 
@@ -261,6 +243,9 @@ def test_an_incomplete_declaration_asks_before_showing_the_hand(
         d.expect(r"It's your turn: take a card")
         d.type("draw stock")
         d.expect(r"You drew 2♠ from the stock\.")
+        # A card not held is said so at once, before any question.
+        d.type("declare 8d")
+        d.expect(r"You don't hold 8♦.*Nothing was played\.")
         d.type("declare 3d")
         d.expect(r"With 3♦ face down your hand is not complete: declaring shows your 13 cards")
         d.expect(

@@ -16,9 +16,10 @@ import grpc
 import pytest
 from server_support import error_of, md
 
-from rami.engine import Phase
+from rami.engine import Game, Phase
 from rami.engine.record import replay_record
 from rami.engine.steps import StepState, step_space
+from rami.server.table import Table
 from rami.server.testing import ServerThread, Stubs
 from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2
 
@@ -161,23 +162,28 @@ def _refused(call: object) -> tuple[grpc.StatusCode, str]:
     return e.code, e.reason
 
 
+def _two_players(server: ServerThread, stubs: Stubs) -> tuple[str, Table, Game, str, str]:
+    """A tallage table of two players, started: its id, the table and game on the server, and
+    the tokens of the seat to move and of the other."""
+    tid, token = _table(stubs, "tallage", bot=None)
+    other = stubs.lobby.JoinTable(
+        lobby_service_pb2.JoinTableRequest(table_id=tid, name="Other"), timeout=T
+    ).token
+    assert server.server is not None
+    table = server.server.lobby.tables[tid]
+    game = table.state.game
+    assert game is not None
+    first = table.state.seat_of(token) == game.turn
+    return tid, table, game, *((token, other) if first else (other, token))
+
+
 def test_steps_that_are_not_one_legal_move_are_refused_and_change_nothing(
     server: ServerThread,
 ) -> None:
     with Stubs(server.target) as stubs:
-        tid, token = _table(stubs, "tallage", bot=None)
-        other = stubs.lobby.JoinTable(
-            lobby_service_pb2.JoinTableRequest(table_id=tid, name="Other"), timeout=T
-        ).token
-        assert server.server is not None
-        table = server.server.lobby.tables[tid]
-        game = table.state.game
-        assert game is not None
+        tid, table, game, mover, waiter = _two_players(server, stubs)
         space = step_space(game.variant.id, game.options)
         number = table.number
-        mover, waiter = (
-            (token, other) if table.state.seat_of(token) == game.turn else (other, token)
-        )
         listed = _steps(stubs, tid, mover, number, [])
         legal = [s.index for s in listed.steps]
         assert legal and listed.size == space.size
@@ -243,15 +249,7 @@ def test_a_move_of_steps_is_charged_to_the_clients_server_time(tmp_path: Path) -
         ServerThread(str(tmp_path / "rami.db"), work_share=1e-6, work_burst=0.0) as server,
         Stubs(server.target) as stubs,
     ):
-        tid, token = _table(stubs, "tallage", bot=None)
-        other = stubs.lobby.JoinTable(
-            lobby_service_pb2.JoinTableRequest(table_id=tid, name="Other"), timeout=T
-        ).token
-        assert server.server is not None
-        table = server.server.lobby.tables[tid]
-        game = table.state.game
-        assert game is not None
-        mover = token if table.state.seat_of(token) == game.turn else other
+        tid, table, game, mover, _ = _two_players(server, stubs)
         space = step_space(game.variant.id, game.options)
         ending = next(
             s for s in space.legal_steps(game, space.stage(game, [])) if space.ends_move(s)
