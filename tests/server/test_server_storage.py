@@ -480,3 +480,36 @@ def test_without_the_driver_the_server_says_which_extra_to_install(tmp_path: Pat
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1, proc.stderr
     assert "pip install 'rami[postgres]'" in proc.stderr
+
+
+# -- one SQLite file, one server ---------------------------------------------------------------
+
+
+def test_a_second_server_on_a_sqlite_file_in_use_is_refused_at_start(tmp_path: Path) -> None:
+    """One SQLite file serves one server (several share a PostgreSQL database). A second
+    server on it would load its tables and play them too: each refuses the other's changes
+    (Conflict) and its own clients' tables stay stuck. It is refused at start, saying why;
+    once the first stops, the file is free again."""
+    db, log = tmp_path / "rami.db", tmp_path / "server.log"
+    with rami_server(db, log):
+        second = subprocess.run(
+            [str(SERVER), "--db", str(db), "--port", "0"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert second.returncode == 1, second.stderr
+        assert "in use by another rami-server" in second.stderr, second.stderr
+        assert "PostgreSQL" in second.stderr
+
+    async def main() -> None:
+        from rami.server.storage import SqliteStorage
+
+        storage = await SqliteStorage.open(str(db))  # free again
+        with pytest.raises(OSError, match="in use by another rami-server"):
+            await SqliteStorage.open(str(db))
+        await storage.close()
+        again = await SqliteStorage.open(str(db))
+        await again.close()
+
+    asyncio.run(main())

@@ -24,7 +24,9 @@ moment.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -356,15 +358,26 @@ class SqliteStorage:
     before_commit: Callable[[], None] | None = None
     #: One process holds the file: every lease is its own, for ever.
     lease_seconds: float = 0.0
+    #: The lock that keeps the file this process's alone (see :func:`_hold_alone`).
+    _alone: int | None = None
 
     @classmethod
     async def open(cls, path: str, summarize: Summarize | None = None) -> SqliteStorage:
-        """Open (creating or migrating) the database at ``path``."""
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rami-sqlite")
-        loop = asyncio.get_running_loop()
-        db = await loop.run_in_executor(pool, _connect, path, summarize)
-        fast = None if path == ":memory:" else _connect_fast(path)
-        return cls(path, db, pool, fast)
+        """Open (creating or migrating) the database at ``path``, which no other process may
+        hold (OSError, saying so, when one does)."""
+        alone = None if path == ":memory:" else _hold_alone(path)
+        try:
+            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rami-sqlite")
+            loop = asyncio.get_running_loop()
+            db = await loop.run_in_executor(pool, _connect, path, summarize)
+            fast = None if path == ":memory:" else _connect_fast(path)
+        except BaseException:
+            if alone is not None:
+                os.close(alone)
+            raise
+        storage = cls(path, db, pool, fast)
+        storage._alone = alone
+        return storage
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
@@ -697,6 +710,9 @@ class SqliteStorage:
             self._fast.close()
         await self._run(self._db.close)
         self._pool.shutdown(wait=True)
+        if self._alone is not None:
+            os.close(self._alone)  # the file is free for another process
+            self._alone = None
 
 
 def is_postgres_url(db: str) -> bool:
@@ -786,6 +802,25 @@ def _replace_tokens(db: sqlite3.Connection, a: _Encoded) -> None:
     db.executemany(
         "INSERT OR IGNORE INTO tokens VALUES (?, ?)", [(t, a.table_id) for t in a.tokens or ()]
     )
+
+
+def _hold_alone(path: str) -> int:
+    """Lock ``path`` + ".lock" for this process (released when it closes the lock or ends,
+    however it ends); OSError when another process holds it. A second server on the file
+    would load its tables and play them too, each refusing the other's changes."""
+    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode(errors="replace").strip()
+        os.close(fd)
+        raise OSError(
+            f"{path} is in use by another rami-server (process {holder or '?'}): one SQLite "
+            "database serves one server; several servers share a PostgreSQL database"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    return fd
 
 
 def _connect(path: str, summarize: Summarize | None) -> sqlite3.Connection:
