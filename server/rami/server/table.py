@@ -67,6 +67,7 @@ from .tablestate import (
     FINISHED,
     OVER,
     PLAYING,
+    WAITING,
     Event,
     GameStarted,
     PlayerJoined,
@@ -77,7 +78,6 @@ from .tablestate import (
     TableSummary,
     load_state,
 )
-from .tablestate import WAITING as _WAITING
 from .thinking import OFF_LOOP, Thinker
 
 __all__ = [
@@ -883,7 +883,7 @@ class Table:
                         same_turn = g is not None and r.turn_key == (g.round, g.turn_index)
                         deadline = r.deadline if same_turn else None
                         then, connected = seat, r.connected
-                        if state.status == _WAITING:  # before the start renumbered the seats
+                        if state.status == WAITING:  # before the start renumbered the seats
                             then, connected = self._before_start(state, watcher.holder, seat, r)
                         view = encoder.encode(state, (then,), connected, deadline)[then]
                         head = update_head(state.number, events)
