@@ -81,6 +81,21 @@ def opening(table_id: str) -> bytes:
     ).SerializeToString()
 
 
+def test_undecodable_bytes_as_a_watch_request_are_bad_message_with_no_traceback(
+    server: ServerThread, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    with Stubs(server.target) as stubs:
+        seated_table(stubs)  # a table to watch, were the bytes to be read as one
+        watch = stubs.channel.unary_stream("/rami.v1.TableService/Watch")
+        with pytest.raises(grpc.RpcError) as raised:
+            list(watch(JUNK, timeout=RPC_TIMEOUT))
+    err = error_of(raised.value)
+    assert (err.code, err.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "BAD_MESSAGE")
+    logged = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("rami"))
+    assert "Traceback" not in logged and "unexpected" not in logged
+
+
 def test_undecodable_bytes_first_on_a_play_stream_are_bad_message_with_no_traceback(
     server: ServerThread, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -10,6 +10,7 @@ import random
 import sqlite3
 import tempfile
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -745,3 +746,40 @@ def test_a_reply_never_shows_a_seat_whose_stream_ended_while_its_change_was_stor
         await storage.close()
 
     asyncio.run(main(Path(tempfile.mkdtemp())))
+
+
+def test_a_lobbys_tables_share_one_heartbeat_timer_and_each_quiet_stream_gets_its_beats() -> None:
+    """One timer sweeps every watched table of a lobby (a timer per table costs each some
+    500 bytes): each quiet stream gets its heartbeats, a closed table or one left without
+    watchers leaves the sweep, and the others' beats go on."""
+
+    async def main() -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            storage = await open_storage(Path(tmp))
+            lobby = Lobby(storage, LobbyConfig(), replace(QUIET, heartbeat=0.2))
+            a, b, c = [await new_table(lobby) for _ in range(3)]
+            assert a.heart is b.heart is lobby.heart
+            streams = {t: aiter(t.watch(None, None)) for t in (a, b, c)}
+            for s in streams.values():
+                number, _ = await anext(s)  # the snapshot
+                assert number == 0
+            assert lobby.heart._tables == {a, b, c}
+
+            async def beat(t: Table) -> None:
+                number, data = await asyncio.wait_for(anext(streams[t]), 2.0)
+                assert number == 0 and data  # a heartbeat: no update number
+
+            await asyncio.gather(beat(a), beat(b), beat(c))
+            a.close()
+            await streams[c].aclose()  # its only stream ends
+            await beat(b)
+            await beat(b)
+            assert lobby.heart._tables == {b}
+            await streams[b].aclose()
+            await asyncio.sleep(0.25)  # a sweep finds no table watched: no timer left armed
+            assert lobby.heart._tables == set() and lobby.heart._timer is None
+            lobby.close()
+            await lobby.closing()
+            await storage.close()
+
+    run(main)

@@ -150,12 +150,15 @@ def unary(
 def streaming(
     method: Callable[[Any, Req, grpc.aio.ServicerContext], AsyncIterator[Resp]],
 ) -> Callable[[Any, Req, grpc.aio.ServicerContext], AsyncIterator[Resp]]:
-    """Turn the refusals a streaming method raises into status codes."""
+    """Turn the refusals a streaming method raises into status codes; a request that did not
+    parse (:class:`DecodeGuard`) is refused before the method runs."""
 
     @functools.wraps(method)
     async def wrapper(
         self: Any, request: Req, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[Resp]:
+        if request is _UNDECODABLE:
+            await context.abort_with_status(_undecodable())
         try:
             # aclosing: when the client goes away, the method's own clean-up runs now, not
             # whenever the garbage collector finalizes the generator.
@@ -168,6 +171,8 @@ def streaming(
             log_unexpected(log, f"unexpected error in {method.__name__}", e)
             await context.abort_with_status(status_of(RuntimeError()))
 
+    # DecodeGuard needs no stream of its own around it (a generator less per open stream).
+    wrapper.refuses_undecodable = True  # type: ignore[attr-defined]
     return wrapper
 
 
@@ -240,6 +245,8 @@ def _is_async(method: Any) -> bool:
 
 def _refusing(method: Any) -> Any:
     """``method`` (of one request), refusing an undecodable request before it runs."""
+    if getattr(method, "refuses_undecodable", False):
+        return method  # a @streaming method: it refuses the request itself
     if inspect.isasyncgenfunction(method):
 
         async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:

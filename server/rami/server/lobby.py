@@ -35,7 +35,7 @@ from .limits import RateLimiter, TimeBudget
 from .refusals import Exhausted, Invalid, NotFound, PermissionDenied, Refusal
 from .sanitize import MAX_TABLE_NAME, clean_name
 from .storage import Created, Storage, TableRow
-from .table import Checkpoints, Table, TableConfig, moved, start_entry
+from .table import Checkpoints, Heartbeats, Table, TableConfig, moved, start_entry
 from .tablestate import (
     OVER,
     PLAYING,
@@ -195,6 +195,8 @@ class Lobby:
         )
         #: Where the moves of the bots that search are decided, off the event loop.
         self.thinker = Thinker(table_config.bot_workers, table_config.expert_budget)
+        #: One timer for the heartbeats of every table.
+        self.heart = Heartbeats(table_config.heartbeat)
         #: Tables created, per client address (see ``LobbyConfig.table_creations_per_second``).
         self._creations = (
             RateLimiter(
@@ -216,6 +218,7 @@ class Lobby:
             epoch=epoch,
             on_moved=self.moved,
             thinker=self.thinker,
+            heart=self.heart,
         )
         self.tables[state.table_id] = table
         return table

@@ -42,7 +42,6 @@ import logging
 import random
 import secrets
 import time
-from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
@@ -136,14 +135,16 @@ Outgoing = Item | None
 class Mailbox:
     """A watcher's bounded queue: ``asyncio.Queue``'s ``put_nowait``, ``get``, ``get_nowait``
     and ``empty`` for one reader, without the three more deques and the event that a Queue
-    holds (some 2.5 KB per watcher, and a server keeps thousands of watchers). ``idle``
+    holds (some 2.5 KB per watcher, and a server keeps thousands of watchers). The items are
+    a list, not a deque: a deque holds a block of 64 slots (some 500 bytes) even empty, and a
+    mailbox holds an item or two at a time, each taken at once. ``idle``
     counts the table's heartbeat sweeps since the last item put (see
-    :meth:`Table._heartbeats`)."""
+    :meth:`Table.heartbeats`)."""
 
     __slots__ = ("_items", "_limit", "_waiter", "idle")
 
     def __init__(self, limit: int) -> None:
-        self._items: deque[Outgoing] = deque()
+        self._items: list[Outgoing] = []
         self._limit = limit
         self._waiter: asyncio.Future[None] | None = None
         self.idle = 0
@@ -166,7 +167,7 @@ class Mailbox:
         """The oldest item, or ``asyncio.QueueEmpty``."""
         if not self._items:
             raise asyncio.QueueEmpty
-        return self._items.popleft()
+        return self._items.pop(0)
 
     async def get(self) -> Outgoing:
         """The oldest item, waiting for one (no timer per wait: the table's heartbeats put
@@ -177,10 +178,45 @@ class Mailbox:
                 await waiter
             finally:
                 self._waiter = None
-        return self._items.popleft()
+        return self._items.pop(0)
 
 
-@dataclass(eq=False)
+class Heartbeats:
+    """The heartbeat sweeps of many tables on one timer: every half ``interval``, each table
+    with watchers sends a heartbeat to those that were sent nothing for two sweeps
+    (:meth:`Table.heartbeats`). A lobby holds one for all its tables: a timer armed per
+    watched table costs it some 500 bytes, where the set of tables to sweep costs a few dozen."""
+
+    __slots__ = ("_loop", "_tables", "_timer", "interval")
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self._tables: set[Table] = set()
+        self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def add(self, table: Table) -> None:
+        """Sweep ``table`` from now on, until it has no watchers left or is closed."""
+        self._tables.add(table)
+        loop = asyncio.get_running_loop()
+        if self._timer is None or self._loop is not loop:  # (a timer of a loop that ended)
+            self._loop = loop
+            self._timer = loop.call_later(self.interval / 2, self._sweep)
+
+    def discard(self, table: Table) -> None:
+        """Sweep ``table`` no more."""
+        self._tables.discard(table)
+
+    def _sweep(self) -> None:
+        self._timer = None
+        for table in list(self._tables):
+            if not table.heartbeats():
+                self._tables.discard(table)
+        if self._tables and self._loop is not None:
+            self._timer = self._loop.call_later(self.interval / 2, self._sweep)
+
+
+@dataclass(eq=False, slots=True)
 class Watcher:
     """One open Watch (or Play) stream."""
 
@@ -329,7 +365,6 @@ class Table:
     # size of the dict its attributes would need.
     __slots__ = (
         "_auto",
-        "_beat",
         "_busy",
         "_dirty",
         "_encoder_",
@@ -350,6 +385,7 @@ class Table:
         "config",
         "deadline",
         "epoch",
+        "heart",
         "moved_to",
         "number",
         "on_finished",
@@ -370,8 +406,11 @@ class Table:
         epoch: int = 0,
         on_moved: Callable[[Table, str], None] | None = None,
         thinker: Thinker | None = None,
+        heart: Heartbeats | None = None,
     ) -> None:
         self.state = state
+        #: What sweeps the table's watchers for heartbeats (a lobby's tables share one).
+        self.heart = heart or Heartbeats(config.heartbeat)
         #: Where the moves of the policies that search (``thinking.OFF_LOOP``) are decided;
         #: without one, they are decided on the event loop as the others are.
         self.thinker = thinker
@@ -401,7 +440,6 @@ class Table:
         self.closed = False
         self._turn_key: tuple[int, int] | None = None
         self._auto: asyncio.TimerHandle | None = None
-        self._beat: asyncio.TimerHandle | None = None
         #: Player seats with no stream open, since when (monotonic): the last stream ended,
         #: or this process loaded the table mid-game. Their turn marks them away once
         #: ``config.drop_grace`` has passed (see :meth:`_arm_grace`).
@@ -745,21 +783,20 @@ class Table:
         """Put a message that carries no update (a Play stream's refusal) in a mailbox."""
         self._deliver(w, (0, data))
 
-    def _heartbeats(self) -> None:
-        """Every half heartbeat interval while the table has watchers: a heartbeat to each
-        watcher that was sent nothing for two of these sweeps, so a quiet stream gets one
-        every interval and none is silent for longer. (One timer per table, none per
-        message.)"""
-        self._beat = None
+    def heartbeats(self) -> bool:
+        """Every half heartbeat interval while the table has watchers (:class:`Heartbeats`):
+        a heartbeat to each watcher that was sent nothing for two of these sweeps, so a quiet
+        stream gets one every interval and none is silent for longer (no timer per message).
+        False when the table has no watchers to sweep any more."""
         if self.closed or not self.watchers:
-            return
+            return False
         beat: Item | None = None
         for w in list(self.watchers):
             w.queue.idle += 1
             if w.queue.idle >= 2:
                 beat = beat or (0, encode_heartbeat(self.number, self.presence()))
                 self._deliver(w, beat)
-        self._beat_later()
+        return True
 
     def presence(self) -> list[bool]:
         """Each seat's presence now (PlayerState.connected), as of the latest stored update."""
@@ -846,11 +883,6 @@ class Table:
         beat = (0, encode_heartbeat(self.number, self.presence()))
         for w in list(self.watchers):
             self._deliver(w, beat)
-
-    def _beat_later(self) -> None:
-        if self._beat is None and not self.closed:
-            loop = asyncio.get_running_loop()
-            self._beat = loop.call_later(self.config.heartbeat / 2, self._heartbeats)
 
     async def _replayed(
         self, r: _Replay, watcher: Watcher, pace: Pace
@@ -975,7 +1007,8 @@ class Table:
                 self.deadline,
                 self._turn_key,
             )
-        self._beat_later()
+        if not self.closed:
+            self.heart.add(self)
         # On the first message, appended (WatchResponse's and PlayResponse's field numbers
         # are the same): the seat's other streams, taken over or counted.
         return first, encode_stream_note(take_over, others) if others else b""
@@ -1048,8 +1081,7 @@ class Table:
             self._auto.cancel()
         if self._thought is not None:
             self._thought.cancel()
-        if self._beat is not None:
-            self._beat.cancel()
+        self.heart.discard(self)
         if self._grace is not None:
             self._grace.cancel()
         for w in self.watchers:
