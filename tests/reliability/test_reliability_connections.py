@@ -38,7 +38,7 @@ from server_support import RPC_TIMEOUT, md, rami_server
 from test_client_tmux import Pane, _env
 
 from rami.client.botkit import CHANNEL_OPTIONS
-from rami.server.connections import ConnectionLimits, tcp_connections
+from rami.server.connections import ConnectionLimits, _host, tcp_connections
 from rami.server.table import TableConfig
 from rami.server.testing import ServerThread
 from rami.v1 import (
@@ -152,6 +152,20 @@ def open_file_limits(pid: int) -> tuple[int, int]:
             soft, hard = line.split()[3:5]
             return int(soft), int(hard)
     raise AssertionError("no open-file limit in /proc/PID/limits")
+
+
+@pytest.mark.parametrize(
+    ("family", "raw", "host"),
+    [
+        (socket.AF_INET, bytes([10, 1, 2, 3]) + bytes(12), "10.1.2.3"),
+        (socket.AF_INET6, bytes(15) + b"\x01", "::1"),
+        # A client of an IPv6 socket that came over IPv4 counts with its IPv4 address.
+        (socket.AF_INET6, bytes(10) + b"\xff\xff" + bytes([192, 0, 2, 7]), "192.0.2.7"),
+        (socket.AF_INET6, b"\x20\x01\x0d\xb8" + bytes(11) + b"\x05", "2001:db8::5"),
+    ],
+)
+def test_a_connections_client_host_reads_as_its_address(family: int, raw: bytes, host: str) -> None:
+    assert _host(family, raw) == host
 
 
 def test_the_open_file_limit_is_raised_to_its_hard_limit(tmp_path: Path) -> None:

@@ -22,7 +22,6 @@ all.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import os
 import socket
@@ -148,12 +147,16 @@ _REQUEST = struct.Struct("=BBBBI48s")
 _MESSAGE = struct.Struct("=BBBB2s2s16s16sI8sIIIII")
 
 
+_V4_MAPPED = bytes(10) + b"\xff\xff"
+
+
 def _host(family: int, raw: bytes) -> str:
     """A remote host as sock_diag gives it, an IPv4-mapped IPv6 address as IPv4."""
     if family == socket.AF_INET:
-        return str(ipaddress.IPv4Address(raw[:4]))
-    v6 = ipaddress.IPv6Address(raw)
-    return str(v6.ipv4_mapped or v6)
+        return socket.inet_ntop(socket.AF_INET, raw[:4])
+    if raw[:12] == _V4_MAPPED:
+        return socket.inet_ntop(socket.AF_INET, raw[12:16])
+    return socket.inet_ntop(socket.AF_INET6, raw)
 
 
 def _port_filter(port: int) -> bytes:

@@ -20,7 +20,6 @@ import logging
 import os
 import secrets
 import stat
-from pathlib import Path
 
 from rami.engine.rng import derive_seed
 
@@ -57,10 +56,10 @@ class ServerKey:
         return cls(secrets.token_bytes(KEY_BYTES))
 
     @classmethod
-    def load(cls, path: str | Path) -> ServerKey:
+    def load(cls, path: str | os.PathLike[str]) -> ServerKey:
         """The key in ``path``, made there first when the file does not exist (readable and
         writable by its owner only)."""
-        p = Path(path).expanduser()
+        p = os.path.expanduser(os.fspath(path))
         try:
             fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
@@ -74,8 +73,9 @@ class ServerKey:
                 os.fsync(f.fileno())
             log.info("made a new server key in %s", p)
         try:
-            text = p.read_bytes().strip()
-            mode = p.stat().st_mode
+            with open(p, "rb") as f:
+                text = f.read().strip()
+                mode = os.fstat(f.fileno()).st_mode
         except OSError as e:
             raise ServerKeyError(f"cannot read the server key {p}: {e.strerror}") from None
         if mode & (stat.S_IRWXG | stat.S_IRWXO):
@@ -84,7 +84,7 @@ class ServerKey:
             key = bytes.fromhex(text.decode("ascii"))
         except (UnicodeDecodeError, ValueError):
             raise ServerKeyError(f"the server key {p} is not hexadecimal") from None
-        return cls(key, str(p))
+        return cls(key, p)
 
     @classmethod
     def for_store(cls, db: str, secret_file: str | None = None) -> ServerKey:

@@ -34,7 +34,6 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 from .entries import Mark
 
@@ -725,6 +724,9 @@ def redacted(db: str) -> str:
     out."""
     if not is_postgres_url(db):
         return db
+    # Imported here: urllib.parse brings ipaddress, half a megabyte a SQLite server never needs.
+    from urllib.parse import urlsplit, urlunsplit
+
     parts = urlsplit(db)
     netloc = parts.netloc
     if "@" in netloc:

@@ -433,7 +433,9 @@ class Table:
         self.checkpoints = checkpoints
         #: The number of the latest stored update: all that anyone outside the task may see.
         self.number = state.number
-        self.watchers: set[Watcher] = set()
+        #: The open streams, in the order they opened (a dict: an empty set holds 216 bytes,
+        #: an empty dict 64, and most tables are watched by nobody at any moment).
+        self.watchers: dict[Watcher, None] = {}
         self.deadline: float | None = None
         #: When this process last committed a change of the table (or loaded it), monotonic.
         self.changed_at = time.monotonic()
@@ -809,11 +811,11 @@ class Table:
         if seat is not None and take_over:
             for old in [w for w in self.watchers if w.seat == seat]:
                 old.taken = True
-                self.watchers.discard(old)
+                self.watchers.pop(old, None)
                 with contextlib.suppress(asyncio.QueueFull):
                     old.queue.put_nowait(None)  # wakes its stream, which ends TAKEN_OVER
         before = self.connected().get(seat, 0) if seat is not None else 1
-        self.watchers.add(watcher)
+        self.watchers[watcher] = None
         if seat is not None and before == 0:
             self._presence(seat, True)
 
@@ -846,7 +848,7 @@ class Table:
                 w.seat = held
                 continue
             w.left = True
-            self.watchers.discard(w)
+            self.watchers.pop(w, None)
             with contextlib.suppress(asyncio.QueueFull):
                 w.queue.put_nowait(None)  # wakes its stream, which ends
 
@@ -854,7 +856,7 @@ class Table:
         """A stream ends (or is cut off): presence told when it was its seat's last."""
         if watcher not in self.watchers:
             return
-        self.watchers.discard(watcher)
+        self.watchers.pop(watcher, None)
         seat = watcher.seat
         if seat is not None and not self.closed and self.connected().get(seat, 0) == 0:
             self._presence(seat, False)
