@@ -626,6 +626,36 @@ def test_a_policys_moves_are_steps() -> None:
     assert played > 50
 
 
+def test_a_bots_addition_of_several_cards_is_replayed_one_card_at_a_time() -> None:
+    """A bot's AddToMeld of several cards (here 9h taken from the discard pile, which fits
+    5h 6h 7h only with the 8h of the hand, the cards given in the other order) becomes one
+    step per card, in an order in which each fits: the steps leave the game as the action."""
+    game = deal(
+        "tallage",
+        [
+            "Qh Kh Ah 5h 6h 7h Ks Kd Kc JK 2c 4d 6s 8h 3d",
+            "2s 3s 4s 5s 7d 8d 9d 10c Jc Qc 9s 10s 2d 9h",
+        ],
+        "9c",
+        "5c 7c 9d 10h",
+    )
+    melds = [NewMeld(tuple(cards(m))) for m in ("Qh Kh Ah", "5h 6h 7h", "Ks Kd Kc")]
+    game.apply(0, Lay(tuple(melds)))
+    game.apply(0, Discard(cards("2c")[0]))
+    game.apply(1, Draw("stock"))
+    game.apply(1, Discard(cards("9h")[0]))
+    action = Draw("discard", Lay((AddToMeld(2, tuple(cards("9h 8h"))),)))
+    twin = game.clone()
+    twin.apply(0, action)  # the engine accepts it
+    space = StepSpace("tallage", game.options)
+    state = StepState()
+    steps = space.steps_of(game, state, action)
+    assert [space.describe(i) for i in steps[1:-1]] == ["add 2 8♥", "add 2 9♥"]
+    for i in steps:
+        space.apply_step(game, state, i)  # each checked against the mask
+    assert game.state_key() == twin.state_key()
+
+
 def _split_additions(action: Action) -> Action | None:
     """The action with each multi-card addition of naturals split into one card at a time
     (the order ``Game.apply`` adds them in can't be told from outside: skip those)."""

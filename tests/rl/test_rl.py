@@ -189,6 +189,27 @@ def test_openspiel_resampling_keeps_what_the_seat_knows(pyspiel) -> None:  # typ
     assert sum(state.returns()) == pytest.approx(0.0)
 
 
+def test_an_openspiel_clone_and_a_resampled_state_keep_the_history(pyspiel) -> None:  # type: ignore[no-untyped-def]
+    game = pyspiel.load_game("python_rami_tallage")
+    rng = random.Random(1)
+    state = game.new_initial_state()
+    for _ in range(200):
+        if state.is_chance_node():
+            state.apply_action(rng.choice([o for o, _ in state.chance_outcomes()]))
+        else:
+            state.apply_action(rng.choice(state.legal_actions()))
+    history = [(t.player, t.action) for t in state.full_history()]
+    sampler = pyspiel.UniformProbabilitySampler(0.0, 1.0)
+    for other in (state.clone(), state.resample_from_infostate(state.current_player(), sampler)):
+        assert [(t.player, t.action) for t in other.full_history()] == history
+        assert other.move_number() == state.move_number() == 200
+        assert other.current_player() == state.current_player()
+    copy = state.clone()
+    assert str(copy) == str(state) and copy.legal_actions() == state.legal_actions()
+    copy.apply_action(copy.legal_actions()[0])  # the copy goes on alone
+    assert len(state.history()) == 200 and len(copy.history()) == 201
+
+
 def test_openspiels_ismcts_bot_plays_a_round(pyspiel) -> None:  # type: ignore[no-untyped-def]
     from open_spiel.python.algorithms import ismcts, mcts
 
@@ -215,3 +236,28 @@ def test_openspiels_ismcts_bot_plays_a_round(pyspiel) -> None:  # type: ignore[n
         else:
             state.apply_action(int(rng.choice(state.legal_actions())))
     assert moves >= 3 and sum(state.returns()) == pytest.approx(0.0)
+
+
+def test_a_seat_env_episode_begins_with_a_decision_of_the_learner() -> None:
+    """A game the others end before the learner's first turn (here greedy declares at once,
+    portuguese, one round) is not an episode: reset deals the seed's next game instead."""
+    e = SeatEnv(variant="portuguese", players=2, opponents="greedy", rounds=1)
+    obs, info = e.reset(seed=455)
+    assert not e.match.over and obs["action_mask"].any() and info["action_mask"].any()
+    again, _ = e.reset(seed=455)  # still one seed, one game
+    assert np.array_equal(again["observation"], obs["observation"])
+
+
+def test_a_seat_env_replays_an_opponents_addition_of_several_cards() -> None:
+    """A random opponent's addition of several cards at once (tallage, seed 29: Q♦ K♦ with
+    the discard taken) is played as one step per card, and the episode goes on to its end."""
+    e = SeatEnv(variant="tallage", players=2, opponents="random", round_cap=1)
+    obs, _ = e.reset(seed=29)
+    rng = np.random.default_rng(29)
+    for _ in range(100_000):
+        obs, _, terminated, truncated, _ = e.step(
+            int(rng.choice(np.flatnonzero(obs["action_mask"])))
+        )
+        if terminated or truncated:
+            break
+    assert e.match.over

@@ -619,8 +619,9 @@ class StepSpace:
         return Discard(step.card) if step.kind == "discard" else Declare(step.card)
 
     def steps_of(self, game: Game, state: StepState, action: Action) -> Sequence[int]:
-        """Steps that make ``action`` (a draw, a lay of new melds, single-card additions and
-        joker takes, a discard or a declaration) from here: for replaying bots' moves."""
+        """Steps that make ``action`` (a draw, a lay of new melds, additions and joker takes,
+        a discard or a declaration) from here: for replaying bots' moves. An addition of
+        several cards becomes one step per card, in an order in which each fits."""
         out: list[int] = []
         if isinstance(action, Draw):
             out.append(0 if action.source == "stock" else 1)
@@ -639,6 +640,7 @@ class StepSpace:
         return out
 
     def _lay_steps(self, game: Game, lay: Lay, *, with_discard: bool) -> list[int]:
+        lay = _one_card_adds(game, lay, with_discard)
         out: list[int] = []
         jpm = self.options.jokers_per_meld
         for n, s in enumerate(lay.steps):
@@ -679,6 +681,51 @@ class StepSpace:
 
     def __repr__(self) -> str:
         return f"StepSpace({self.variant.id!r}, size={self.size})"
+
+
+def _one_card_adds(game: Game, lay: Lay, with_discard: bool) -> Lay:
+    """``lay`` with each addition of several cards made one card at a time, in an order in
+    which each card fits the meld as the cards before it leave it (a joker at either end):
+    the same lay, as steps can stage it. IllegalAction when there is no such order."""
+    if all(not isinstance(s, AddToMeld) or len(s.cards) == 1 for s in lay.steps):
+        return lay
+    done: list[LayStep] = []
+
+    def fits(step: LayStep) -> bool:
+        try:
+            game.plan_lay(game.turn, Lay((*done, step)), with_discard=with_discard, partial=True)
+        except RuleError:
+            return False
+        return True
+
+    def place(meld: int, left: tuple[Card, ...], end: Literal["low", "high"] | None) -> bool:
+        if not left:
+            return True
+        for i, card in enumerate(left):
+            if card in left[:i]:
+                continue  # the same card again: the same tries
+            ends: tuple[Literal["low", "high"] | None, ...] = (
+                (end, "high", "low") if card == JOKER else (None,)
+            )
+            for e in dict.fromkeys(ends):
+                one = AddToMeld(meld, (card,), e)
+                if fits(one):
+                    done.append(one)
+                    if place(meld, left[:i] + left[i + 1 :], end):
+                        return True
+                    done.pop()
+        return False
+
+    for s in lay.steps:
+        if isinstance(s, AddToMeld) and len(s.cards) > 1:
+            if not place(s.meld, s.cards, s.end):
+                raise IllegalAction(
+                    f"the cards added to meld {s.meld} do not fit it one at a time",
+                    "ILLEGAL_STEP",
+                )
+        else:
+            done.append(s)
+    return Lay(tuple(done))
 
 
 def _foreign(meld: Meld, card: Card) -> bool:

@@ -12,6 +12,9 @@ changes nothing and ends the episode with ``illegal_reward`` (-1 by default), as
 ``TerminateIllegalWrapper`` does; ``info["illegal"]`` then says so.
 
 The opponents' choices are seeded from the ``seed`` given to ``reset``: one seed, one game.
+An episode begins with a decision of the learner: a game that the others end before its first
+turn (a declaration at once, in a game of one round) is not an episode, and ``reset`` deals
+the next game of the seed's sequence instead.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ from rami.engine import POLICIES, view
 from .core import Match, RewardKind
 
 __all__ = ["SeatEnv"]
+
+#: Most games ``reset`` deals to find one in which the learner has a turn.
+_DEALS = 100
 
 
 class SeatEnv(gymnasium.Env[dict[str, np.ndarray], np.int64]):
@@ -96,11 +102,19 @@ class SeatEnv(gymnasium.Env[dict[str, np.ndarray], np.int64]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         super().reset(seed=seed)
-        game_seed = int(self.np_random.integers(2**31))
-        self._rng = random.Random(game_seed)
-        self.match.reset(game_seed)
-        self._ended = False
-        self._others()  # the game may start with another seat's turn
+        for _ in range(_DEALS):
+            game_seed = int(self.np_random.integers(2**31))
+            self._rng = random.Random(game_seed)
+            self.match.reset(game_seed)
+            self._ended = False
+            self._others()  # the game may start with another seat's turn
+            if not self.match.over:
+                break
+            # The others ended the game before the learner's first turn (a declaration on
+            # the first turn of a one-round game): an episode begins with a decision of the
+            # learner, so the next deal of the same seed's sequence is played instead.
+        else:
+            raise RuntimeError(f"{_DEALS} deals in a row ended before the learner's turn")
         obs = self._observation()
         return obs, {"action_mask": obs["action_mask"]}
 

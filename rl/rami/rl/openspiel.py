@@ -131,10 +131,14 @@ class RamiState(pyspiel.State):  # type: ignore[misc]
         self.seen: list[list[str]] = [[] for _ in range(game.num_players())]
         #: The steps of the seat to move this turn (its own recall).
         self.turn_steps: list[int] = []
+        #: While :meth:`clone` copies the history: the player of the action being recorded.
+        self._recording: int | None = None
 
     # -- the tree ---------------------------------------------------------------------------
 
     def current_player(self) -> int:
+        if self._recording is not None:
+            return self._recording
         if self.is_terminal():
             return int(pyspiel.PlayerId.TERMINAL)
         if self.match is None or self.drawing:
@@ -173,6 +177,8 @@ class RamiState(pyspiel.State):  # type: ignore[misc]
         return self.match.legal()
 
     def _apply_action(self, action: int) -> None:
+        if self._recording is not None:
+            return  # clone() records the history: the state itself is copied
         if self.match is None:
             self._deal(int(action))
         elif self.drawing:
@@ -342,7 +348,15 @@ class RamiState(pyspiel.State):  # type: ignore[misc]
         return new
 
     def clone(self) -> RamiState:
+        """A copy, made without replaying the game (``copy.deepcopy``, OpenSpiel's default for
+        a Python game, replays every action). Its history and move number are the same: the
+        actions are recorded by OpenSpiel's ``apply_action`` as they were taken, each applying
+        nothing, then the state is copied."""
         new = RamiState(self.get_game())
+        for taken in self.full_history():
+            new._recording = taken.player
+            new.apply_action(taken.action)
+        new._recording = None
         new.dealt = list(self.dealt)
         new.drawing = self.drawing
         new.seen = [list(s) for s in self.seen]
