@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from storage_backends import Backend
+from storage_backends import Backend, backend_for
 
 from rami.engine import POLICIES, Card, Discard, Draw, Lay, NewMeld, Options, Phase, RuleError
 from rami.engine import events as engine_events
@@ -781,5 +781,110 @@ def test_a_lobbys_tables_share_one_heartbeat_timer_and_each_quiet_stream_gets_it
             lobby.close()
             await lobby.closing()
             await storage.close()
+
+    run(main)
+
+
+def test_a_table_behind_its_stored_log_loads_it_again_instead_of_conflicting_for_ever(
+    backend: Backend,
+) -> None:
+    """An append stored whose answer was lost leaves the table one update behind its log:
+    its next append conflicts. The table is then dropped and loaded again from the log (its
+    streams end TABLE_MOVED, "call again in a moment"), instead of refusing every command."""
+
+    async def main() -> None:
+        storage = await backend.open()
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table = await new_table(lobby)
+        await table.change(joining("Ana"), lambda _: None)
+        # Update 2, stored; its answer never reached the table.
+        behind = Append(table.table_id, 2, [Chat(0, "hello").to_dict()], "waiting", None, None)
+        await storage.append(behind)
+        with pytest.raises(Unavailable) as info:
+            await table.change(lambda s: [Chat(0, "again")], lambda _: None)
+        assert info.value.reason == "TABLE_MOVED"
+        assert table.closed
+        again = await lobby.get(table.table_id)
+        assert again is not table and again.number == 2
+        assert await again.change(joining("Bo"), lambda done: done.first) == 3
+        assert backend.stored_numbers(table.table_id) == [1, 2, 3, 4]  # Bo's join, the start
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
+def test_an_automatic_move_refused_by_a_storage_outage_is_tried_again(backend: Backend) -> None:
+    """Bots' moves (and the next deal, the clock, a drop) are made by the server: one that the
+    store refused is tried again once it is back, or the table would wait for ever."""
+    fast = TableConfig(
+        bot_delay=0.0, round_pause=0.0, away_delay=0.0, heartbeat=60.0, storage_retry=0.05
+    )
+
+    async def main() -> None:
+        storage = await backend.open()
+        lobby = Lobby(storage, LobbyConfig(), fast)
+        table = await new_table(lobby, "simple", 2)
+        failures = []
+
+        def outage() -> None:
+            failures.append(1)
+            raise backend.io_error()
+
+        await table.change(lambda s: [AddBot(s.free_seat(None), "b0", "greedy")], lambda _: None)
+        await table.change(
+            lambda s: [AddBot(s.free_seat(None), "b1", "greedy"), Start(SEED)], lambda _: None
+        )
+        started = table.number
+        storage.before_commit = outage  # the bots' first moves meet the outage
+        while len(failures) < 3:
+            await asyncio.sleep(0.01)
+        storage.before_commit = None  # the store is back
+        for _ in range(200):
+            if table.number > started + 2:
+                break
+            await asyncio.sleep(0.05)
+        assert table.number > started + 2, "the bots did not play on after the outage"
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
+def test_a_change_whose_storing_cannot_be_known_reloads_the_table_from_its_log(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """The commit's answer is lost and the log cannot be read to tell whether it was stored
+    (PostgreSQL out of reach for a moment): the caller hears that it may or may not have
+    been, and the table is loaded again from its log, where it was."""
+    # (A SQLite commit's answer is never lost: it is given in this process.)
+    backend = backend_for("postgres", tmp_path, lambda: postgres_url)
+
+    async def main() -> None:
+        import psycopg
+
+        storage = await backend.open()
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table = await new_table(lobby)
+        await table.change(joining("Ana"), lambda _: None)
+
+        def lost() -> None:
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+        storage.after_commit = lost
+        storage.before_check = lost
+        with pytest.raises(Unavailable) as info:
+            await table.change(joining("Bo"), lambda _: None)
+        assert info.value.reason == "STORAGE_FAILED" and "may or may not" in str(info.value)
+        storage.after_commit = storage.before_check = None
+        assert table.closed
+        again = await lobby.get(table.table_id)
+        assert again is not table and again.number == 3 and again.status == PLAYING
+        assert await again.change(lambda s: [Chat(0, "hi")], lambda done: done.first) == 4
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
 
     run(main)

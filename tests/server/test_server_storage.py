@@ -485,6 +485,22 @@ def test_without_the_driver_the_server_says_which_extra_to_install(tmp_path: Pat
 # -- one SQLite file, one server ---------------------------------------------------------------
 
 
+def test_a_second_server_on_a_port_in_use_is_refused_at_start(tmp_path: Path) -> None:
+    """Two servers never listen at one address: gRPC shares a port between processes unless
+    told not to (SO_REUSEPORT), and the kernel would split the clients between them, each
+    server taking the other's tables (which the cluster matches by address) at every sweep."""
+    with rami_server(tmp_path / "a.db", tmp_path / "a.log") as (_, address):
+        port = address.rsplit(":", 1)[1]
+        second = subprocess.run(
+            [str(SERVER), "--db", str(tmp_path / "b.db"), "--host", "127.0.0.1", "--port", port],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert second.returncode == 1, second.stderr
+        assert f"could not listen on 127.0.0.1:{port}" in second.stderr, second.stderr
+
+
 def test_a_second_server_on_a_sqlite_file_in_use_is_refused_at_start(tmp_path: Path) -> None:
     """One SQLite file serves one server (several share a PostgreSQL database). A second
     server on it would load its tables and play them too: each refuses the other's changes
@@ -513,3 +529,33 @@ def test_a_second_server_on_a_sqlite_file_in_use_is_refused_at_start(tmp_path: P
         await again.close()
 
     asyncio.run(main())
+
+
+def test_lobby_calls_while_the_store_is_out_of_reach_are_unavailable_not_internal(
+    postgres_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With the database out of reach (here: the server's connection pool closed), a lobby
+    call is UNAVAILABLE STORAGE_FAILED, to be called again, and no traceback is logged:
+    INTERNAL is for the server's own bugs."""
+    import grpc
+    from server_support import error_of
+
+    from rami.server.testing import ServerThread, Stubs
+    from rami.v1 import lobby_service_pb2
+
+    key = str(tmp_path / "server.key")
+    with ServerThread(postgres_url, secret_file=key) as srv, Stubs(srv.target) as stubs:
+        assert srv.server is not None
+        srv.call(srv.server.storage._pool.close())
+        calls = [
+            lambda: stubs.lobby.ListTables(lobby_service_pb2.ListTablesRequest(), timeout=20),
+            lambda: stubs.lobby.GetTable(
+                lobby_service_pb2.GetTableRequest(table_id="nosuchtable"), timeout=20
+            ),
+        ]
+        for call in calls:
+            with pytest.raises(grpc.RpcError) as raised:
+                call()
+            err = error_of(raised.value)
+            assert (err.code, err.reason) == (grpc.StatusCode.UNAVAILABLE, "STORAGE_FAILED")
+    assert "Traceback" not in caplog.text and "unexpected error" not in caplog.text

@@ -144,6 +144,10 @@ async def serve(
             ("grpc.keepalive_timeout_ms", 10_000),
             ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
             ("grpc.keepalive_permit_without_calls", 1),
+            # One server per address: gRPC lets processes share a port by default, and the
+            # kernel would split the clients between them (and a cluster's tables, matched
+            # by address, would go back and forth between the two).
+            ("grpc.so_reuseport", 0),
             *grpc_options(limits, files),
         ],
     )
@@ -157,13 +161,16 @@ async def serve(
     health_servicer = add_health(server)
     add_reflection((*SERVICE_NAMES, HEALTH), server)
     address = f"{host}:{port}"
-    if tls is not None:
-        bound = server.add_secure_port(address, grpc.ssl_server_credentials([tls]))
-    else:
-        bound = server.add_insecure_port(address)
+    try:
+        if tls is not None:
+            bound = server.add_secure_port(address, grpc.ssl_server_credentials([tls]))
+        else:
+            bound = server.add_insecure_port(address)
+    except RuntimeError:  # gRPC's "Failed to bind"
+        bound = 0
     if bound == 0:
         await storage.close()
-        raise OSError(f"could not listen on {host}:{port}")
+        raise OSError(f"could not listen on {host}:{port} (is another server listening there?)")
     if hasattr(storage, "address"):
         storage.address = advertise or advertised(host, bound)
     # Only the tables this server holds or may claim (on SQLite: every unfinished one).

@@ -35,6 +35,7 @@ from .refusals import (
     Unauthenticated,
     Unavailable,
 )
+from .storage import is_outage
 
 __all__ = [
     "DOMAIN",
@@ -124,6 +125,21 @@ def log_unexpected(logger: logging.Logger, what: str, error: BaseException) -> N
     logger.error("%s: %s (message withheld)\n%s", what, type(error).__name__, frames)
 
 
+def _unexpected(name: str, error: Exception) -> grpc.Status:
+    """The status of an error no refusal names: UNAVAILABLE when the store is out of reach
+    for now (a warning, no traceback: the call may be made again), else INTERNAL, a bug of
+    the server's (logged with where it happened)."""
+    if is_outage(error):
+        log.warning("%s: the table store is out of reach (%s)", name, type(error).__name__)
+        return status_of(
+            Unavailable(
+                "STORAGE_FAILED", "the table store is out of reach for now: call again shortly"
+            )
+        )
+    log_unexpected(log, f"unexpected error in {name}", error)
+    return status_of(RuntimeError())
+
+
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
 
@@ -140,8 +156,7 @@ def unary(
         except (ServiceError, RuleError) as e:
             await context.abort_with_status(status_of(e))
         except Exception as e:
-            log_unexpected(log, f"unexpected error in {method.__name__}", e)
-            await context.abort_with_status(status_of(RuntimeError()))
+            await context.abort_with_status(_unexpected(method.__name__, e))
         raise AssertionError("unreachable")  # pragma: no cover
 
     return wrapper
@@ -168,8 +183,7 @@ def streaming(
         except (ServiceError, RuleError) as e:
             await context.abort_with_status(status_of(e))
         except Exception as e:
-            log_unexpected(log, f"unexpected error in {method.__name__}", e)
-            await context.abort_with_status(status_of(RuntimeError()))
+            await context.abort_with_status(_unexpected(method.__name__, e))
 
     # DecodeGuard needs no stream of its own around it (a generator less per open stream).
     wrapper.refuses_undecodable = True  # type: ignore[attr-defined]

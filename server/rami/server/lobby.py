@@ -219,6 +219,7 @@ class Lobby:
             on_moved=self.moved,
             thinker=self.thinker,
             heart=self.heart,
+            on_reload=self.reload,
         )
         self.tables[state.table_id] = table
         return table
@@ -261,6 +262,27 @@ class Lobby:
             )
         table.close(moved_to=owner)
         asyncio.get_running_loop().create_task(table.closing(), name=f"moved {table.table_id}")
+
+    def reload(self, table: Table) -> None:
+        """Drop a table whose memory may be behind its stored log, and load it again from the
+        log (at once: a table of bots alone has nobody to call for it). Its streams and calls
+        end UNAVAILABLE/TABLE_MOVED, "call again in a moment", and resume on the table as
+        stored."""
+        if self.tables.get(table.table_id) is table:
+            del self.tables[table.table_id]
+        self._finished.pop(table.table_id, None)
+        table.close(moved_to="")
+
+        async def again() -> None:
+            await table.closing()
+            try:
+                await self._load(table.table_id)
+            except Refusal:
+                pass  # another server holds it now
+            except Exception as e:  # the store out of reach: the next call loads it
+                log.warning("table %s: not loaded again (%s)", table.table_id, type(e).__name__)
+
+        asyncio.get_running_loop().create_task(again(), name=f"reload {table.table_id}")
 
     def held(self) -> dict[str, int]:
         """The leases of the tables this server holds: table id -> epoch."""

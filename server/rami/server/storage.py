@@ -28,6 +28,7 @@ import fcntl
 import json
 import os
 import sqlite3
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -61,6 +62,21 @@ SCHEMA_VERSION = 3
 
 class Conflict(Exception):
     """An append whose first number is not the one after the table's last stored entry."""
+
+
+def is_outage(error: BaseException) -> bool:
+    """Whether ``error`` is the store out of reach or failing for now (the database down, its
+    connections all taken, its disk full), which a call made again later may get past: not a
+    bug of the server's."""
+    if isinstance(error, sqlite3.OperationalError):
+        return True
+    psycopg = sys.modules.get("psycopg")  # loaded only by a server on PostgreSQL
+    return psycopg is not None and isinstance(error, psycopg.OperationalError)
+
+
+class Unknown(Exception):
+    """An append whose transaction may or may not have committed: its answer was lost, and the
+    log could not be read to tell. The table's memory may be behind its stored log."""
 
 
 class Fenced(Exception):

@@ -51,6 +51,7 @@ from .storage import (
     StoredTable,
     Summarize,
     TableRow,
+    Unknown,
     _json,
     is_postgres_url,
     redacted,
@@ -291,6 +292,9 @@ class PostgresStorage:
     before_commit: Callable[[], None] | None = None
     #: Called just after it, before its answers are read (tests lose them with it).
     after_commit: Callable[[], None] | None = None
+    #: Called before the log is read to learn whether a failed batch was stored (tests:
+    #: raise to make that impossible).
+    before_check: Callable[[], None] | None = None
 
     @classmethod
     async def open(
@@ -599,7 +603,7 @@ class PostgresStorage:
                     row = await cur.fetchone()
                     results.append(row[0] if row else ["conflict", "no answer from the database"])
         except BaseException as e:
-            stored: list[bool] = [False] * len(batch)
+            stored: list[bool | None] = [False] * len(batch)
             if isinstance(e, Exception):
                 # The commit may have happened with its answer lost (the connection dropped):
                 # an append whose entries are in the log, as written, was stored.
@@ -611,6 +615,12 @@ class PostgresStorage:
                     done.set_result(None)
                 elif isinstance(e, asyncio.CancelledError):
                     done.cancel()
+                elif was_stored is None:
+                    # Neither stored nor refused, as far as anyone can tell: the table must
+                    # learn which from its log (it loads itself again).
+                    unknown = Unknown(f"the commit's answer was lost ({type(e).__name__})")
+                    unknown.__cause__ = e
+                    done.set_exception(unknown)
                 else:
                     done.set_exception(e)
             if not isinstance(e, Exception):
@@ -627,11 +637,13 @@ class PostgresStorage:
             else:
                 done.set_exception(Conflict(why[1]))
 
-    async def _stored(self, batch: list[tuple[Append, asyncio.Future[None]]]) -> list[bool]:
+    async def _stored(self, batch: list[tuple[Append, asyncio.Future[None]]]) -> list[bool | None]:
         """For each append of a batch whose transaction failed: whether its entries are in
-        the log all the same, exactly as it wrote them (False when that cannot be known)."""
-        found = []
+        the log all the same, exactly as it wrote them (None when that cannot be known)."""
+        found: list[bool | None] = []
         try:
+            if self.before_check is not None:
+                self.before_check()
             async with self._pool.connection(timeout=5.0) as conn:
                 for a, _ in batch:
                     cur = await conn.execute(
@@ -642,7 +654,7 @@ class PostgresStorage:
                     rows = [r[0] for r in await cur.fetchall()]
                     found.append(bool(rows) and rows == [_json(e) for e in a.entries])
         except Exception:
-            return [False] * len(batch)
+            return [None] * len(batch)
         return found
 
     async def close(self) -> None:

@@ -61,7 +61,7 @@ from .convert import (
 )
 from .entries import Act, Chat, Entry, Join, Leave, NextDeal, Return, Start
 from .refusals import Aborted, Exhausted, Invalid, Refusal, Unauthenticated, Unavailable
-from .storage import Append, Fenced, Storage
+from .storage import Append, Conflict, Fenced, Storage, Unknown
 from .tablestate import (
     FINISHED,
     OVER,
@@ -119,6 +119,9 @@ class TableConfig:
     #: a game before, on the seat's turn, the server marks the seat away as a LeaveTable
     #: would, and plays for it (its token brings it back, as ever).
     drop_grace: float = 30.0
+    #: Seconds before an automatic move (a bot's, the next deal, the clock's, a drop) that
+    #: the store refused is tried again; doubled at each refusal in a row, up to 30 s.
+    storage_retry: float = 1.0
     #: Worker processes that decide the moves of the bots that search (``expert``), for the
     #: whole server (``thinking.py``); and the expert's seconds per move.
     bot_workers: int = 1
@@ -372,6 +375,7 @@ class Table:
         "_grace",
         "_presence_due",
         "_queue",
+        "_refused",
         "_sent",
         "_summary",
         "_summary_stale",
@@ -390,6 +394,7 @@ class Table:
         "number",
         "on_finished",
         "on_moved",
+        "on_reload",
         "state",
         "storage",
         "thinker",
@@ -407,8 +412,15 @@ class Table:
         on_moved: Callable[[Table, str], None] | None = None,
         thinker: Thinker | None = None,
         heart: Heartbeats | None = None,
+        on_reload: Callable[[Table], None] | None = None,
     ) -> None:
         self.state = state
+        #: Called when the table's memory may be behind its stored log (an append conflicted,
+        #: or its outcome could not be learnt): the owner drops it and loads it again from the
+        #: log. Without one, the table closes (its calls then answer TABLE_MOVED).
+        self.on_reload = on_reload
+        #: Automatic moves the store refused in a row (their retries wait longer each time).
+        self._refused = 0
         #: What sweeps the table's watchers for heartbeats (a lobby's tables share one).
         self.heart = heart or Heartbeats(config.heartbeat)
         #: Where the moves of the policies that search (``thinking.OFF_LOOP``) are decided;
@@ -636,6 +648,31 @@ class Table:
                 else:
                     self.close(moved_to=e.owner)
                 raise moved(self.table_id, e.owner) from None
+            if isinstance(e, Conflict | Unknown):
+                # The stored log is not what this memory was built from (an append stored
+                # whose answer was lost, most likely): the log is the truth. The table is
+                # loaded again from it, and every stream resumes there.
+                log.warning(
+                    "table %s: updates %d to %d %s; loading the table again from its log",
+                    self.table_id,
+                    first,
+                    state.number,
+                    "conflict with the stored log"
+                    if isinstance(e, Conflict)
+                    else "may or may not be stored (the store's answer was lost)",
+                )
+                if self.on_reload is not None:
+                    self.on_reload(self)
+                else:
+                    self.close(moved_to="")
+                if isinstance(e, Unknown):
+                    raise Unavailable(
+                        "STORAGE_FAILED",
+                        "the store's answer was lost: this change may or may not have been "
+                        "stored; resume the table's stream to see (a retry with the same "
+                        "request id is safe)",
+                    ) from None
+                raise moved(self.table_id, "") from None
             log.error(
                 "table %s: storing updates %d to %d failed (%s); nothing was changed",
                 self.table_id,
@@ -648,6 +685,7 @@ class Table:
             ) from None
         # Committed: from here on, everyone may see it.
         self.number = state.number
+        self._refused = 0
         self.changed_at = time.monotonic()
         self._dirty, self._summary_stale = False, True
         self.checkpoints.offer(state)
@@ -1191,7 +1229,8 @@ class Table:
             )
             return [Leave(seat)]
 
-        self.change_later(plan)
+        done = self._enqueue(Change(plan, lambda _: None))
+        done.add_done_callback(lambda d: self._auto_done(d, number, "drop", True))
 
     def _auto_move(self, number: int, kind: str, fallback: bool = False) -> None:
         """Queue the automatic move of ``kind`` decided on update ``number``."""
@@ -1294,7 +1333,17 @@ class Table:
         if done.cancelled():
             return
         error = done.exception()
-        if error is None or isinstance(error, Unavailable):
+        if error is None:
+            return
+        if isinstance(error, Unavailable):
+            if error.reason == "STORAGE_FAILED" and not self.closed:
+                # The store refused it (an outage): nothing changed, and nothing else would
+                # make the move. Tried again in a moment, longer each time in a row.
+                delay = min(self.config.storage_retry * 2**self._refused, 30.0)
+                self._refused += 1
+                if self._auto is not None:
+                    self._auto.cancel()
+                self._auto = asyncio.get_running_loop().call_later(delay, self._schedule)
             return
         if isinstance(error, RuleError) and not fallback and kind != "next":
             # The reason only: the message may name the seat's concealed cards.

@@ -55,9 +55,12 @@ class ServerThread:
         db: str,
         table_config: TableConfig = FAST,
         connections: ConnectionLimits = CONNECTIONS,
+        secret_file: str | None = None,
         **lobby: Any,
     ) -> None:
         self.db = db
+        #: The server's key file (needed on PostgreSQL; by default ``db`` + ``.key``).
+        self.secret_file = secret_file
         self.table_config = table_config
         self.connections = connections
         settings: dict[str, Any] = {
@@ -90,6 +93,7 @@ class ServerThread:
                 lobby_config=self.lobby_config,
                 table_config=self.table_config,
                 connections=self.connections,
+                secret_file=self.secret_file,
             )
         )
         self.port = self.server.port
