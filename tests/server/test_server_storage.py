@@ -559,3 +559,48 @@ def test_lobby_calls_while_the_store_is_out_of_reach_are_unavailable_not_interna
             err = error_of(raised.value)
             assert (err.code, err.reason) == (grpc.StatusCode.UNAVAILABLE, "STORAGE_FAILED")
     assert "Traceback" not in caplog.text and "unexpected error" not in caplog.text
+
+
+def test_a_postgresql_connection_string_of_keywords_is_refused_without_repeating_it(
+    tmp_path: Path,
+) -> None:
+    """``--db 'host=... password=...'`` is no SQLite file's name: taken for one, it made files
+    named with the password and logged it. It is refused at start, saying to use a URL."""
+    conninfo = "host=127.0.0.1 port=5432 dbname=rami user=rami password=Hunter2Secret"
+    done = subprocess.run(
+        [str(SERVER), "--db", conninfo, "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "postgresql://" in done.stderr
+    assert "Hunter2Secret" not in done.stderr + done.stdout
+    assert list(tmp_path.iterdir()) == []  # no file made from its name
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://rami:k9/Zq?LeakedPart99@127.0.0.1:1/rami",
+        "postgresql://rami:k9#LeakedPart99@127.0.0.1:1/rami",
+        "postgresql://rami:k9@LeakedPart99@127.0.0.1:1/rami",
+    ],
+)
+def test_a_url_whose_password_breaks_it_is_refused_in_words_without_the_password(
+    tmp_path: Path, url: str
+) -> None:
+    """A password with / # ? or @ not percent-encoded breaks the URL: the server says it
+    cannot connect and how to write it, with no traceback and no part of the password."""
+    done = subprocess.run(
+        [str(SERVER), "--db", url, "--port", "0", "--secret-file", str(tmp_path / "key")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    out = done.stderr + done.stdout
+    assert done.returncode == 1, out
+    assert "cannot connect to PostgreSQL" in out, out
+    assert "LeakedPart99" not in out and "Traceback" not in out, out

@@ -36,7 +36,7 @@ from .errors import DecodeGuard
 from .introspection import HEALTH, HealthServicer, add_health, add_reflection
 from .lobby import Lobby, LobbyConfig, summarize
 from .services import LobbyService, RulesService, TableService
-from .storage import Storage, open_storage, redacted
+from .storage import Storage, check_store, open_storage, redacted
 from .table import TableConfig
 from .wire import add_sending_bytes
 
@@ -130,6 +130,7 @@ async def serve(
     address it listens on), named to clients of the tables it holds; ``lease_seconds``, how
     long its lease on a table lasts unless renewed (it renews every third of that).
     """
+    check_store(db)  # before anything is made from its name (the key file)
     key = ServerKey.for_store(db, secret_file)
     limits = connections or ConnectionLimits()
     files = open_file_limit()

@@ -27,6 +27,7 @@ import asyncio
 import fcntl
 import json
 import os
+import re
 import sqlite3
 import sys
 import time
@@ -740,17 +741,35 @@ def redacted(db: str) -> str:
     out."""
     if not is_postgres_url(db):
         return db
-    # Imported here: urllib.parse brings ipaddress, half a megabyte a SQLite server never needs.
-    from urllib.parse import urlsplit, urlunsplit
+    # By hand, not by urllib: a password with / # ? not percent-encoded would end the
+    # address there, and its rest be shown as the path or the query. Everything before the
+    # last @ is the user and the password.
+    scheme, _, rest = db.partition("://")
+    userinfo, at, where = rest.rpartition("@")
+    if at:
+        user, colon, _ = userinfo.partition(":")
+        where = f"{user}{':***' if colon else ''}@{where}"
+    where, query, _ = where.partition("?")
+    where = where.partition("#")[0]
+    return f"{scheme}://{where}{'?***' if query else ''}"
 
-    parts = urlsplit(db)
-    netloc = parts.netloc
-    if "@" in netloc:
-        user, host = netloc.rsplit("@", 1)
-        if ":" in user:
-            user = user.split(":", 1)[0] + ":***"
-        netloc = f"{user}@{host}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "***" if parts.query else "", ""))
+
+#: A PostgreSQL connection string of keywords (libpq's ``host=... dbname=...``).
+_CONNINFO = re.compile(
+    r"(?:^|\s)(?:host|hostaddr|port|dbname|user|password|passfile|service|sslmode)\s*="
+)
+
+
+def check_store(db: str) -> None:
+    """Refuse a ``--db`` that names a PostgreSQL database other than by URL: it would be taken
+    for a SQLite file's name (a file made with that name, the password in it and in the
+    log). The message does not repeat it."""
+    if not is_postgres_url(db) and _CONNINFO.search(db):
+        raise OSError(
+            "--db looks like a PostgreSQL connection string of keywords (host=... dbname=...):"
+            " name the database by a URL, postgresql://user:password@host:port/dbname"
+            " (percent-encode / # ? @ : in the password)"
+        )
 
 
 async def open_storage(
@@ -765,6 +784,7 @@ async def open_storage(
     ``postgres://``) URL, else a SQLite file (``:memory:``: one that keeps nothing).
     ``server_id``, ``address`` and ``lease_seconds``: this server's leases of the tables of a
     shared database (see :class:`Storage`)."""
+    check_store(db)
     if is_postgres_url(db):
         from .storage_postgres import PostgresStorage  # loaded only for PostgreSQL
 

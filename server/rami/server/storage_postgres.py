@@ -34,6 +34,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import secrets
 import socket
 import time
@@ -326,7 +327,12 @@ class PostgresStorage:
             )
         except psycopg.OperationalError as e:
             raise PostgresUnavailable(
-                f"cannot connect to PostgreSQL at {redacted(url)}: {str(e).strip()}"
+                f"cannot connect to PostgreSQL at {redacted(url)}: {_without_secret(url, e)}"
+            ) from None
+        except psycopg.Error:  # libpq could not read the URL (its words may quote it)
+            raise PostgresUnavailable(
+                f"cannot connect to PostgreSQL at {redacted(url)}: the URL does not read as one"
+                " (percent-encode / # ? @ : in the password)"
             ) from None
         try:
             await _migrate(conn)
@@ -664,6 +670,18 @@ class PostgresStorage:
             else:
                 self._flush()
         await self._pool.close()
+
+
+def _without_secret(url: str, error: Exception) -> str:
+    """libpq's words for ``error``, with every piece of the URL's password left out: a
+    password that breaks the URL (an unencoded @, say) is read in part as a host or a port,
+    which the words then name."""
+    words = str(error).strip()
+    secret = url.partition("://")[2].rpartition("@")[0].partition(":")[2]
+    for piece in sorted(re.split(r"[/#?@:]", secret), key=len, reverse=True):
+        if len(piece) >= 3:
+            words = words.replace(piece, "***")
+    return words
 
 
 async def _rollback(conn: Any) -> None:
