@@ -160,6 +160,9 @@ def test_targets_get_the_default_port() -> None:
     assert normalise_target("[::1]") == "[::1]:50051"
     assert normalise_target("[::1]:7000") == "[::1]:7000"
     assert normalise_target("::1") == "[::1]:50051"
+    # gRPC's own target names, several servers among them, go as they are.
+    for target in ("dns:///rami.example:50051", "ipv4:10.0.0.1:50051,10.0.0.2:50051", "unix:/s"):
+        assert normalise_target(target) == target
 
 
 def test_rami_bot_connect_plays_expert(tables: Tables) -> None:

@@ -8,12 +8,16 @@ import time
 from pathlib import Path
 
 import grpc
+import pytest
 from bots_support import ROOT, FixedPortServer, Tables, free_port
 
 from rami.v1 import lobby_service_pb2
 
 
-def test_connect_resumes_after_a_server_restart(tmp_path: Path) -> None:
+# Down for a moment, and for longer than a table of a dead server takes to move to another
+# (its lease, 10 s by default, and a sweep): the bot keeps trying that long.
+@pytest.mark.parametrize("down", [0.3, 15.0])
+def test_connect_resumes_after_a_server_restart(tmp_path: Path, down: float) -> None:
     db, port = str(tmp_path / "rami.db"), free_port()
     first = FixedPortServer(db, port).start()
     target = f"127.0.0.1:{port}"
@@ -50,7 +54,7 @@ def test_connect_resumes_after_a_server_restart(tmp_path: Path) -> None:
             time.sleep(0.05)
         first.stop()
         first_running = False
-        time.sleep(0.3)
+        time.sleep(down)
         second = FixedPortServer(db, port).start()
         out, err = bot.communicate(timeout=70)
         assert bot.returncode == 0, f"{out}\n{err}"

@@ -285,6 +285,11 @@ def test_an_address_takes_the_default_port() -> None:
     assert parse_address("rami.example.org") == "rami.example.org:50051"
     assert parse_address("localhost:6000") == "localhost:6000"
     assert parse_address("[::1]:7000") == "[::1]:7000"
+    # gRPC's own target names (several servers of a cluster) go as they are.
+    assert parse_address("dns:///rami.example:50051") == "dns:///rami.example:50051"
+    assert parse_address("ipv4:10.0.0.1:50051,10.0.0.2:50051") == (
+        "ipv4:10.0.0.1:50051,10.0.0.2:50051"
+    )
     for bad in ("", "host:0", "host:http", ":50051"):
         with pytest.raises(ValueError):
             parse_address(bad)

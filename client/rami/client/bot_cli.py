@@ -26,6 +26,7 @@ from .arena import ArenaConfig, ArenaResult, Estimate, pair_difference, parse_op
 from .arena import summarise as summarise_arena
 from .botkit import BotResult, CommandRefusedError, play, policy_decider
 from .ladder import LadderConfig, format_ladder, ladder_csv, run_ladder
+from .link import GRPC_SCHEMES
 
 __all__ = ["app", "format_arena", "format_summary", "main", "normalise_target"]
 
@@ -40,7 +41,11 @@ app = typer.Typer(
 
 
 def normalise_target(target: str) -> str:
-    """``HOST[:PORT]`` as a gRPC target, with the default port when none is given."""
+    """``HOST[:PORT]`` as a gRPC target, with the default port when none is given; a gRPC
+    target name with its scheme (``dns:///host:port``, ``ipv4:a:p,b:p``: several servers) as
+    it is."""
+    if target.startswith(GRPC_SCHEMES):
+        return target
     if target.startswith("["):  # an IPv6 address: [::1] or [::1]:50051
         return target if "]:" in target else f"{target}:{DEFAULT_PORT}"
     if target.count(":") == 1:

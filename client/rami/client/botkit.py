@@ -324,7 +324,14 @@ async def _sent(
             lost += 1
             result.retries += 1
             log.info("answer lost (%s: %s); sending the call again", e.code().name, e.details())
-            await asyncio.sleep(min(2.0, 0.05 * lost))
+            await asyncio.sleep(_pause(lost))
+
+
+def _pause(attempt: int) -> float:
+    """The pause before the ``attempt``-th try again (from 1): 50 ms, doubling to 2 s. The 20
+    tries of ``max_reconnects`` then last about 30 s, longer than a table takes to move to
+    another server when its own dies (its lease, 10 s by default, and a sweep)."""
+    return min(2.0, 0.05 * 2 ** min(attempt - 1, 6))
 
 
 async def _dropped(
@@ -335,7 +342,7 @@ async def _dropped(
         raise e
     result.reconnects += 1
     log.info("stream dropped (%s: %s); resuming after %s", e.code().name, e.details(), last)
-    await asyncio.sleep(min(2.0, 0.05 * result.reconnects))
+    await asyncio.sleep(_pause(result.reconnects))
     # Resume one update early: if the stream or a command failed on this seat's turn, the
     # view it was decided on comes again. A command still unanswered is sent again with its
     # request id; without one, the view is decided anew (a command that did get through makes
@@ -530,7 +537,7 @@ async def _act(
                 # and answered as the first time.
                 lost += 1
                 result.retries += 1
-                await asyncio.sleep(min(2.0, 0.05 * lost))
+                await asyncio.sleep(_pause(lost))
                 continue
             if e.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT):
                 result.refused.append(f"{action!r}: {e.details()}")

@@ -93,15 +93,25 @@ class Unreachable(LinkError):
     """The server could not be reached (or did not answer in time)."""
 
 
+#: The schemes of gRPC's own target names (``dns:///host:port``, ``ipv4:a:p,b:p``, ...), which
+#: name one server or several (docs/operations.md: a cluster's servers).
+GRPC_SCHEMES = ("dns:", "ipv4:", "ipv6:", "unix:", "unix-abstract:", "vsock:", "xds:")
+
+
 def parse_address(text: str) -> str:
-    """``HOST[:PORT]`` as a gRPC target (port 50051 when left out).
+    """``HOST[:PORT]`` as a gRPC target (port 50051 when left out); a gRPC target name with
+    its scheme (``dns:///rami.example:50051``, ``ipv4:10.0.0.1:50051,10.0.0.2:50051``) as it is.
 
     >>> parse_address("localhost"), parse_address("10.0.0.2:6000"), parse_address("[::1]")
     ('localhost:50051', '10.0.0.2:6000', '[::1]:50051')
+    >>> parse_address("ipv4:10.0.0.1:50051,10.0.0.2:50051")
+    'ipv4:10.0.0.1:50051,10.0.0.2:50051'
     """
     text = text.strip()
     if not text:
         raise ValueError("give the server's address as HOST or HOST:PORT")
+    if text.startswith(GRPC_SCHEMES):
+        return text
     if text.startswith("["):
         host, _, rest = text.partition("]")
         port = rest.lstrip(":") or str(DEFAULT_PORT)
