@@ -604,3 +604,25 @@ def test_a_url_whose_password_breaks_it_is_refused_in_words_without_the_password
     assert done.returncode == 1, out
     assert "cannot connect to PostgreSQL" in out, out
     assert "LeakedPart99" not in out and "Traceback" not in out, out
+
+
+def test_a_server_with_another_key_than_its_databases_servers_is_refused_at_start(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """Every server of one database shares one key: the deals of its tables are made from
+    it. A server given another key file (or none, a new one made) would claim tables it
+    cannot deal and make tables the others cannot load; it stops at start, saying so."""
+    first, other = tmp_path / "first.key", tmp_path / "other.key"
+    log = tmp_path / "server.log"
+    with rami_server(postgres_url, log, args=("--secret-file", str(first))):
+        pass  # the database now knows the key's fingerprint (never the key)
+    second = subprocess.run(
+        [str(SERVER), "--db", postgres_url, "--port", "0", "--secret-file", str(other)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert second.returncode == 1, second.stderr
+    assert "not the key of this database's servers" in second.stderr, second.stderr
+    with rami_server(postgres_url, log, args=("--secret-file", str(first))):
+        pass  # the right key still starts

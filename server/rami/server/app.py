@@ -135,6 +135,11 @@ async def serve(
     limits = connections or ConnectionLimits()
     files = open_file_limit()
     storage = await open_storage(db, summarize, lease_seconds=lease_seconds)
+    try:
+        await storage.check_key(key.fingerprint())
+    except BaseException:
+        await storage.close()
+        raise
     lobby = Lobby(storage, lobby_config or LobbyConfig(), table_config or TableConfig(), key)
     server = grpc.aio.server(
         # Play answers a request that is no message on its stream, in words (``services``).

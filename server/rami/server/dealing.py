@@ -104,6 +104,11 @@ class ServerKey:
             return cls.ephemeral()
         return cls.load(db + ".key")
 
+    def fingerprint(self) -> str:
+        """What tells this key from another, and nothing of it (a storage shared by several
+        servers keeps it, to refuse a server with another key: ``Storage.check_key``)."""
+        return hmac.new(self._key, b"rami key fingerprint", hashlib.sha256).hexdigest()
+
     def token_key(self) -> bytes:
         """The key the tokens of request ids are made with (``retries.derived_token``)."""
         return hmac.new(self._key, b"rami request tokens", hashlib.sha256).digest()

@@ -186,6 +186,11 @@ class Storage(Protocol):
         """Store entries of a table; durable when it returns. Raises :class:`Conflict` when
         ``append.first`` is not one more than the number of the table's last entry."""
 
+    async def check_key(self, fingerprint: str) -> None:
+        """Refuse (OSError) a server whose key's ``fingerprint`` is not that of the key the
+        other servers of shared storage use (the first server's is kept); one that holds its
+        storage alone checks nothing (its key file is beside it)."""
+
     async def get_table(self, table_id: str) -> TableRow | None:
         """A table's directory row, or None."""
 
@@ -548,6 +553,9 @@ class SqliteStorage:
             )
         ]
         return StoredTable(row, entries)
+
+    async def check_key(self, fingerprint: str) -> None:
+        return None  # this server's alone: its key file is the one beside it
 
     async def append(self, append: Append) -> None:
         loop = asyncio.get_running_loop()

@@ -121,6 +121,15 @@ CREATE UNIQUE INDEX IF NOT EXISTS rami_tables_by_request ON rami_tables (request
 #: its clients should use), until when, and the epoch of its lease, which moves on at every
 #: takeover; the table's directory row holds the epoch too, and an append checks it, with the
 #: number, in the UPDATE that orders the table's writers.
+#: The fingerprint of the key every server of the database shares (made by the first; any
+#: version of the schema may hold it: a server of older code checks nothing).
+_SCHEMA_KEY = """
+CREATE TABLE IF NOT EXISTS rami_key (
+    only_row BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (only_row),
+    fingerprint TEXT NOT NULL
+);
+"""
+
 _SCHEMA_V2 = """
 ALTER TABLE rami_tables ADD COLUMN IF NOT EXISTS epoch BIGINT NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS rami_leases (
@@ -560,6 +569,22 @@ class PostgresStorage:
             )
             entries = [json.loads(e) for (e,) in await cur.fetchall()]
         return StoredTable(_row(r), entries)
+
+    async def check_key(self, fingerprint: str) -> None:
+        async with self._pool.connection() as conn:
+            await conn.execute(_SCHEMA_KEY)
+            await conn.execute(
+                "INSERT INTO rami_key (fingerprint) VALUES (%s) ON CONFLICT DO NOTHING",
+                (fingerprint,),
+            )
+            cur = await conn.execute("SELECT fingerprint FROM rami_key")
+            row = await cur.fetchone()
+        if row is None or row[0] != fingerprint:
+            raise OSError(
+                "this server's key (--secret-file) is not the key of this database's servers:"
+                " every server of one database is given the same key file (the deals of its"
+                " tables are made from it)"
+            )
 
     async def append(self, append: Append) -> None:
         loop = asyncio.get_running_loop()
