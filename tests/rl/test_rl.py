@@ -18,6 +18,7 @@ pettingzoo = pytest.importorskip("pettingzoo", reason="pip install 'rami[rl]' fo
 gymnasium = pytest.importorskip("gymnasium", reason="pip install 'rami[rl]' for Gymnasium")
 
 from rami.engine import Phase  # noqa: E402
+from rami.engine.events import Declared  # noqa: E402
 from rami.rl import Match, SeatEnv, env, raw_env  # noqa: E402
 
 VARIANTS = ("tallage", "portuguese", "simple")
@@ -261,3 +262,23 @@ def test_a_seat_env_replays_an_opponents_addition_of_several_cards() -> None:
         if terminated or truncated:
             break
     assert e.match.over
+
+
+def test_a_false_declarations_cards_are_known_to_every_other_seat() -> None:
+    """Portuguese: a false declaration shows the 13 cards to everyone, and they stay in the
+    hand: the others' observations hold them among the cards that seat is known to hold."""
+    rng = random.Random(3)
+    for seed in range(100):
+        m = Match("portuguese", players=2, seed=seed)
+        while m.game.phase in (Phase.DRAW, Phase.PLAY):
+            steps = m.legal()
+            declares = [i for i in steps if m.space.steps[i].kind == "declare"]
+            pick = rng.choice(declares) if declares and rng.random() < 0.2 else rng.choice(steps)
+            events, _ = m.play(pick)
+            shown = [e for e in events if isinstance(e, Declared) and not e.complete]
+            if shown:
+                seat = shown[0].seat
+                assert sorted(m.known[seat].elements()) == sorted(int(c) for c in shown[0].cards)
+                assert m.observe(1 - seat)[m.layout.slice("known")].sum() > 0
+                return
+    pytest.fail("no false declaration in 100 random rounds")

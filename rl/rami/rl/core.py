@@ -18,8 +18,8 @@ of copies divided by 2 (jokers by 4, so that every entry lies in [0, 1]):
 - ``discard_top``: the top card of the pile (none when it lies face down);
   ``pile``: every card in the pile, as everyone saw them thrown;
 - ``melds``: for each seat slot, the cards in the melds that seat laid;
-- ``known``: for each other seat, the cards it is known to hold: those it took from the pile
-  and has not laid or thrown since;
+- ``known``: for each other seat, the cards it is known to hold: those it took from the pile,
+  and in portuguese those a false declaration showed, that it has not laid or thrown since;
 - ``hand_sizes``, ``totals`` (points so far / the target), ``opened``: one entry per slot;
 - ``turn``: one-hot, the slot of the seat to move;
 - ``phase``: one-hot of draw, play, taking (tallage: the discard taken, its lay being staged),
@@ -219,6 +219,10 @@ class Match:
                     self._spent(seat, cards)
                 case StockRebuilt():
                     self.pile = self.pile[-1:]  # the rest was shuffled into the stock
+                case Declared(seat=seat, cards=shown, complete=False):
+                    # A false declaration shows the 13 cards to everyone, and they stay in
+                    # the hand (the card declared with went face up to the pile).
+                    self.known[seat] = Counter(int(c) for c in shown)
                 case Declared(seat=seat):
                     self.known[seat].clear()
                 case RoundEnded(result) if self.rewards == "round":
