@@ -602,6 +602,10 @@ def test_a_step_not_in_the_mask_is_refused_and_changes_nothing() -> None:
     with pytest.raises(RuleError) as info:
         space.apply_step(game, state, bad)
     assert info.value.reason == "ILLEGAL_STEP"
+    # It says where the turn stands, and where to find the legal steps.
+    assert f"seat {game.turn} is to " in str(info.value) and "legal_steps" in str(info.value)
+    with pytest.raises(RuleError, match=f"1000000 is no step: steps are 0 to {space.size - 1}"):
+        space.apply_step(game, state, 1_000_000)
     assert game.state_key() == before and not state.staged
 
 

@@ -528,8 +528,15 @@ class StepSpace:
         staging step). Raises :class:`IllegalAction` (``ILLEGAL_STEP``) for a step not in
         :meth:`legal_steps` (``check=False`` skips that test, for a caller that just made it)."""
         if check and i not in self.legal_steps(game, state):
-            what = self.describe(i) if 0 <= i < self.size else f"no step {i}"
-            raise IllegalAction(f"{what} is not a legal step now", "ILLEGAL_STEP")
+            if not (isinstance(i, int) and 0 <= i < self.size):
+                raise IllegalAction(
+                    f"{i!r} is no step: steps are 0 to {self.size - 1}", "ILLEGAL_STEP"
+                )
+            raise IllegalAction(
+                f"{self.describe(i)} is not a legal step now ({_when(game, state)}; "
+                "legal_steps lists those that are)",
+                "ILLEGAL_STEP",
+            )
         state.sync(game)
         step = self.steps[i]
         seat = game.turn
@@ -681,6 +688,16 @@ class StepSpace:
 
     def __repr__(self) -> str:
         return f"StepSpace({self.variant.id!r}, size={self.size})"
+
+
+def _when(game: Game, state: StepState) -> str:
+    """Where the turn stands, as an illegal step's refusal says it."""
+    if game.phase not in (Phase.DRAW, Phase.PLAY):
+        return "the round is over"
+    if game.phase == Phase.DRAW and not state.taking:
+        return f"seat {game.turn} is to draw"
+    staged = f", {len(state.staged)} staged" if state.staged else ""
+    return f"seat {game.turn} is to play{staged}"
 
 
 def _one_card_adds(game: Game, lay: Lay, with_discard: bool) -> Lay:
