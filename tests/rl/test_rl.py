@@ -282,3 +282,14 @@ def test_a_false_declarations_cards_are_known_to_every_other_seat() -> None:
                 assert m.observe(1 - seat)[m.layout.slice("known")].sum() > 0
                 return
     pytest.fail("no false declaration in 100 random rounds")
+
+
+def test_portuguese_totals_are_told_apart_beyond_twice_a_target_it_has_not() -> None:
+    """Portuguese ends after its rounds, not at a target: its totals are scaled by 100 points
+    a round, so that 400 and 800 points (a declaration's x4 makes such totals) differ."""
+    m = Match("portuguese", players=2, seed=1, rounds=5)
+    seen = []
+    for total in (400, 800):
+        m.game.totals[1] = total
+        seen.append(float(m.observe(0)[m.layout.slice("totals")][1]))
+    assert seen == [pytest.approx(0.8), pytest.approx(1.6)]

@@ -20,7 +20,8 @@ of copies divided by 2 (jokers by 4, so that every entry lies in [0, 1]):
 - ``melds``: for each seat slot, the cards in the melds that seat laid;
 - ``known``: for each other seat, the cards it is known to hold: those it took from the pile,
   and in portuguese those a false declaration showed, that it has not laid or thrown since;
-- ``hand_sizes``, ``totals`` (points so far / the target), ``opened``: one entry per slot;
+- ``hand_sizes``, ``totals`` (points so far / the target; portuguese, played for its rounds:
+  / 100 points a round), ``opened``: one entry per slot;
 - ``turn``: one-hot, the slot of the seat to move;
 - ``phase``: one-hot of draw, play, taking (tallage: the discard taken, its lay being staged),
   over; ``bar`` (tallage: the opening to beat / 100), ``stock`` (cards left / deck size),
@@ -282,10 +283,15 @@ class Match:
         for k in range(1, n):
             _counts(self.known[slot[k]].elements(), known[k - 1])
         most = self.space.max_hand
-        target = max(1, self.options.target)
+        # A game played to a target: totals / the target. One played for its rounds (portuguese)
+        # has none: / 100 points a round, what a round may well cost (a declaration's x4 more).
+        if self.variant.game_end == "target":
+            scale = max(1, self.options.target)
+        else:
+            scale = 100 * max(1, self.options.rounds)
         for k, s in enumerate(slot):
             out[lay.slice("hand_sizes")][k] = len(g.hands[s]) / most if g.hands else 0.0
-            out[lay.slice("totals")][k] = min(g.totals[s] / target, 2.0)
+            out[lay.slice("totals")][k] = min(g.totals[s] / scale, 2.0)
             out[lay.slice("opened")][k] = float(g.has_opened(s))
         if g.phase in (Phase.DRAW, Phase.PLAY):
             out[lay.slice("turn")][slot.index(g.turn)] = 1.0
