@@ -660,6 +660,35 @@ def test_a_bots_addition_of_several_cards_is_replayed_one_card_at_a_time() -> No
     assert game.state_key() == twin.state_key()
 
 
+def test_an_addition_of_a_joker_with_naturals_is_replayed_as_the_engine_makes_it() -> None:
+    """Game adds the naturals first, then the joker at its end: AddToMeld(JK, 8♥) on
+    5♥ 6♥ 7♥ makes 5♥ 6♥ 7♥ 8♥ JK. The steps make that meld too (JK first, at the low end,
+    would fit as well and make another)."""
+    game = deal(
+        "tallage",
+        [
+            "Qh Kh Ah 5h 6h 7h Ks Kd Kc JK 2c 4d 6s 8h 3d",
+            "2s 3s 4s 5s 7d 8d 9d 10c Jc Qc 9s 10s 2d 9h",
+        ],
+        "9c",
+        "5c 7c 9d 10h",
+    )
+    melds = [NewMeld(tuple(cards(m))) for m in ("Qh Kh Ah", "5h 6h 7h", "Ks Kd Kc")]
+    game.apply(0, Lay(tuple(melds)))
+    game.apply(0, Discard(cards("2c")[0]))
+    game.apply(1, Draw("stock"))
+    game.apply(1, Discard(cards("9h")[0]))
+    game.apply(0, Draw("stock"))
+    lay = Lay((AddToMeld(2, (JOKER, *cards("8h"))),))
+    twin = game.clone()
+    twin.apply(0, lay)
+    space = StepSpace("tallage", game.options)
+    state = StepState()
+    for i in space.steps_of(game, state, lay):
+        space.apply_step(game, state, i)
+    assert game.state_key() == twin.state_key()
+
+
 def _split_additions(action: Action) -> Action | None:
     """The action with each multi-card addition of naturals split into one card at a time
     (the order ``Game.apply`` adds them in can't be told from outside: skip those)."""

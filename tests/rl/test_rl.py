@@ -280,6 +280,8 @@ def test_a_false_declarations_cards_are_known_to_every_other_seat() -> None:
                 seat = shown[0].seat
                 assert sorted(m.known[seat].elements()) == sorted(int(c) for c in shown[0].cards)
                 assert m.observe(1 - seat)[m.layout.slice("known")].sum() > 0
+                # The card declared with went face up to the pile, as the pile shows.
+                assert m.pile == [int(c) for c in m.game.discard]
                 return
     pytest.fail("no false declaration in 100 random rounds")
 

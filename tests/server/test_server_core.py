@@ -888,3 +888,116 @@ def test_a_change_whose_storing_cannot_be_known_reloads_the_table_from_its_log(
         await storage.close()
 
     run(main)
+
+
+def test_a_call_while_a_reloaded_table_cannot_be_loaded_hears_unavailable_not_not_found() -> None:
+    """A table dropped to be loaded again (its log ahead of it) while the store is out of
+    reach: a client told to call again in a moment is refused UNAVAILABLE STORAGE_FAILED,
+    never NOT_FOUND (which a bot takes as final), and the table loads once the store is back."""
+
+    async def main() -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            storage = await open_storage(Path(tmp))
+            lobby = Lobby(storage, LobbyConfig(), QUIET)
+            table = await new_table(lobby)
+            await table.change(joining("Ana"), lambda _: None)
+            behind = Append(table.table_id, 2, [Chat(0, "x").to_dict()], "waiting", None, None)
+            await storage.append(behind)
+            claim = storage.claim
+
+            async def out_of_reach(table_id: str) -> Any:
+                await asyncio.sleep(0.2)
+                raise sqlite3.OperationalError("disk I/O error")
+
+            storage.claim = out_of_reach  # type: ignore[method-assign]
+            with pytest.raises(Unavailable):
+                await table.change(lambda s: [Chat(0, "again")], lambda _: None)
+            await asyncio.sleep(0.05)  # the reload's load is under way
+            with pytest.raises(Unavailable) as info:
+                await lobby.get(table.table_id)
+            assert info.value.reason == "STORAGE_FAILED"
+            storage.claim = claim  # type: ignore[method-assign]
+            await asyncio.sleep(0.3)
+            again = await lobby.get(table.table_id)
+            assert again.number == 2
+            lobby.close()
+            await lobby.closing()
+            await storage.close()
+
+    run(main)
+
+
+def test_automatic_moves_are_still_tried_after_a_very_long_outage(backend: Backend) -> None:
+    """The pause before trying again stops doubling at its cap: after hours of refusals (here
+    1,024 in a row) the next is still tried, and the bots play on once the store is back."""
+    fast = TableConfig(
+        bot_delay=0.0,
+        round_pause=0.0,
+        away_delay=0.0,
+        heartbeat=60.0,
+        storage_retry=0.001,
+        storage_retry_most=0.05,
+    )
+
+    async def main() -> None:
+        storage = await backend.open()
+        lobby = Lobby(storage, LobbyConfig(), fast)
+        table = await new_table(lobby, "simple", 2)
+        failures = []
+
+        def outage() -> None:
+            failures.append(1)
+            raise backend.io_error()
+
+        await table.change(lambda s: [AddBot(s.free_seat(None), "b0", "greedy")], lambda _: None)
+        await table.change(
+            lambda s: [AddBot(s.free_seat(None), "b1", "greedy"), Start(SEED)], lambda _: None
+        )
+        started = table.number
+        table._refused = 1024  # as after some 8 hours of refusals at the 30 s cap
+        storage.before_commit = outage
+        while not failures:
+            await asyncio.sleep(0.01)
+        storage.before_commit = None
+        for _ in range(400):
+            if table.number > started + 2:
+                break
+            await asyncio.sleep(0.05)
+        assert table.number > started + 2
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
+def test_a_stream_whose_caller_goes_while_it_opens_leaves_no_watcher() -> None:
+    async def main() -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            storage = await open_storage(Path(tmp))
+            lobby = Lobby(storage, LobbyConfig(), QUIET)
+            table = await new_table(lobby)
+            task: asyncio.Future[Any] | None = None
+            real = Table._open
+
+            def open_as_the_caller_goes(self: Table, *args: Any, **kwargs: Any) -> Any:
+                out = real(self, *args, **kwargs)
+                assert task is not None
+                task.cancel()  # the caller goes just as its stream opens
+                return out
+
+            Table._open = open_as_the_caller_goes  # type: ignore[method-assign]
+            try:
+                stream = table.watch(None, None)
+                task = asyncio.ensure_future(anext(stream))
+                await asyncio.gather(task, return_exceptions=True)
+                await stream.aclose()
+            finally:
+                Table._open = real  # type: ignore[method-assign]
+            assert not table.watchers
+            await asyncio.sleep(0)
+            lobby.close()
+            await lobby.closing()
+            await storage.close()
+
+    run(main)

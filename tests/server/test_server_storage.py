@@ -626,3 +626,22 @@ def test_a_server_with_another_key_than_its_databases_servers_is_refused_at_star
     assert "not the key of this database's servers" in second.stderr, second.stderr
     with rami_server(postgres_url, log, args=("--secret-file", str(first))):
         pass  # the right key still starts
+
+
+def test_servers_starting_together_on_a_new_database_agree_on_its_key(postgres_url: str) -> None:
+    """Several servers started at once on a new database (a compose file, say): making the
+    schema and the key's fingerprint table is one server's work at a time, and all start."""
+    from rami.server.storage_postgres import PostgresStorage
+
+    async def main() -> None:
+        async def one() -> Any:
+            storage = await PostgresStorage.open(postgres_url)
+            await storage.check_key("f" * 64)
+            return storage
+
+        for _ in range(5):
+            opened = await asyncio.gather(*(one() for _ in range(3)))
+            for storage in opened:
+                await storage.close()
+
+    run(main)

@@ -167,6 +167,9 @@ class BotResult:
     actions: int = 0
     refused: list[str] = field(default_factory=list)
     reconnects: int = 0
+    #: Drops in a row since a stream last brought an update: what ``max_reconnects`` bounds
+    #: (a bot that comes back each time may be dropped any number of times in a game).
+    streak: int = 0
     #: Commands the server asked to send again later (its per-seat rate limit).
     rate_limited: int = 0
     final: game_pb2.View | None = None
@@ -255,6 +258,7 @@ async def _play(
                         continue
                     view = msg.update.view
                     last = msg.update.number
+                    result.streak = 0
                     result.seat = view.seat
                     if view.phase == game_pb2.PHASE_GAME_OVER:
                         result.final = view
@@ -328,9 +332,9 @@ async def _sent(
 
 
 def _pause(attempt: int) -> float:
-    """The pause before the ``attempt``-th try again (from 1): 50 ms, doubling to 2 s. The 20
-    tries of ``max_reconnects`` then last about 30 s, longer than a table takes to move to
-    another server when its own dies (its lease, 10 s by default, and a sweep)."""
+    """The pause before the ``attempt``-th try again in a row (from 1): 50 ms, doubling to
+    2 s. The 20 tries of ``max_reconnects`` then last about 30 s, longer than a table takes to
+    move to another server when its own dies (its lease, 10 s by default, and a sweep)."""
     return min(2.0, 0.05 * 2 ** min(attempt - 1, 6))
 
 
@@ -338,11 +342,12 @@ async def _dropped(
     e: grpc.aio.AioRpcError, result: BotResult, max_reconnects: int, last: int | None
 ) -> int | None:
     """After a stream dropped: raise, or wait a little and return where to resume."""
-    if e.code() not in _RETRY or result.reconnects >= max_reconnects:
+    if e.code() not in _RETRY or result.streak >= max_reconnects:
         raise e
     result.reconnects += 1
+    result.streak += 1
     log.info("stream dropped (%s: %s); resuming after %s", e.code().name, e.details(), last)
-    await asyncio.sleep(_pause(result.reconnects))
+    await asyncio.sleep(_pause(result.streak))
     # Resume one update early: if the stream or a command failed on this seat's turn, the
     # view it was decided on comes again. A command still unanswered is sent again with its
     # request id; without one, the view is decided anew (a command that did get through makes
@@ -451,6 +456,7 @@ async def _play_stream(
                     continue  # a heartbeat
                 view = msg.update.view
                 last = msg.update.number
+                result.streak = 0
                 result.seat = view.seat
                 if msg.HasField("accepted"):
                     stream.pending.pop(msg.accepted, None)

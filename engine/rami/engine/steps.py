@@ -702,8 +702,10 @@ def _when(game: Game, state: StepState) -> str:
 
 def _one_card_adds(game: Game, lay: Lay, with_discard: bool) -> Lay:
     """``lay`` with each addition of several cards made one card at a time, in an order in
-    which each card fits the meld as the cards before it leave it (a joker at either end):
-    the same lay, as steps can stage it. IllegalAction when there is no such order."""
+    which each card fits the meld as the cards before it leave it (a joker at either end),
+    and that leaves the meld as the whole addition does (``Game`` adds the naturals first,
+    then the jokers at ``end``): the same lay, as steps can stage it. IllegalAction when
+    there is no such order."""
     if all(not isinstance(s, AddToMeld) or len(s.cards) == 1 for s in lay.steps):
         return lay
     done: list[LayStep] = []
@@ -715,10 +717,18 @@ def _one_card_adds(game: Game, lay: Lay, with_discard: bool) -> Lay:
             return False
         return True
 
-    def place(meld: int, left: tuple[Card, ...], end: Literal["low", "high"] | None) -> bool:
+    def melds_after(steps: Sequence[LayStep]) -> tuple[TableMeld, ...]:
+        return game.plan_lay(game.turn, Lay(tuple(steps)), with_discard=with_discard, partial=True)[
+            1
+        ]
+
+    def place(
+        meld: int, left: tuple[Card, ...], end: Literal["low", "high"] | None, whole: Meld
+    ) -> bool:
         if not left:
-            return True
-        for i, card in enumerate(left):
+            return melds_after(done)[meld - 1].meld == whole
+        # Naturals first, as Game adds them: the order most likely to end as it does.
+        for i, card in sorted(enumerate(left), key=lambda ic: ic[1] == JOKER):
             if card in left[:i]:
                 continue  # the same card again: the same tries
             ends: tuple[Literal["low", "high"] | None, ...] = (
@@ -728,14 +738,15 @@ def _one_card_adds(game: Game, lay: Lay, with_discard: bool) -> Lay:
                 one = AddToMeld(meld, (card,), e)
                 if fits(one):
                     done.append(one)
-                    if place(meld, left[:i] + left[i + 1 :], end):
+                    if place(meld, left[:i] + left[i + 1 :], end, whole):
                         return True
                     done.pop()
         return False
 
     for s in lay.steps:
         if isinstance(s, AddToMeld) and len(s.cards) > 1:
-            if not place(s.meld, s.cards, s.end):
+            whole = melds_after([*done, s])[s.meld - 1].meld
+            if not place(s.meld, s.cards, s.end, whole):
                 raise IllegalAction(
                     f"the cards added to meld {s.meld} do not fit it one at a time",
                     "ILLEGAL_STEP",

@@ -220,10 +220,12 @@ class Match:
                     self._spent(seat, cards)
                 case StockRebuilt():
                     self.pile = self.pile[-1:]  # the rest was shuffled into the stock
-                case Declared(seat=seat, cards=shown, complete=False):
+                case Declared(seat=seat, cards=shown, complete=False, card=card):
                     # A false declaration shows the 13 cards to everyone, and they stay in
-                    # the hand (the card declared with went face up to the pile).
+                    # the hand; the card declared with goes face up to the pile.
                     self.known[seat] = Counter(int(c) for c in shown)
+                    if card is not None:
+                        self.pile.append(int(card))
                 case Declared(seat=seat):
                     self.known[seat].clear()
                 case RoundEnded(result) if self.rewards == "round":

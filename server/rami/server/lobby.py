@@ -32,7 +32,7 @@ from .dealing import ServerKey
 from .entries import Close, Entry, EntryError, Mark, entry_from_dict
 from .errors import log_unexpected
 from .limits import RateLimiter, TimeBudget
-from .refusals import Exhausted, Invalid, NotFound, PermissionDenied, Refusal
+from .refusals import Exhausted, Invalid, NotFound, PermissionDenied, Refusal, Unavailable
 from .sanitize import MAX_TABLE_NAME, clean_name
 from .storage import Created, Storage, TableRow
 from .table import Checkpoints, Heartbeats, Table, TableConfig, moved, start_entry
@@ -403,6 +403,13 @@ class Lobby:
                         _start_when_full(table)
             if table is None and self.storage.lease_seconds > 0:
                 await self.storage.release({table_id: lease.epoch})
+        except Exception:
+            # The store out of reach, say: those who waited for this load hear so (not that
+            # there is no such table: they were told to call again in a moment).
+            refusal = refusal or Unavailable(
+                "STORAGE_FAILED", f"table {table_id} could not be loaded now: call again shortly"
+            )
+            raise
         finally:
             del self._loading[table_id]
             loading.set_result(refusal if refusal is not None else table)

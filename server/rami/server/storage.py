@@ -65,12 +65,21 @@ class Conflict(Exception):
     """An append whose first number is not the one after the table's last stored entry."""
 
 
+#: SQLite's primary result codes of a database out of reach or failing for now.
+_SQLITE_OUTAGES = frozenset(
+    {5, 6, 7, 8, 10, 13, 14}
+)  # BUSY LOCKED NOMEM READONLY IOERR FULL CANTOPEN
+
+
 def is_outage(error: BaseException) -> bool:
     """Whether ``error`` is the store out of reach or failing for now (the database down, its
     connections all taken, its disk full), which a call made again later may get past: not a
     bug of the server's."""
     if isinstance(error, sqlite3.OperationalError):
-        return True
+        # Busy, locked, I/O, full, cannot open, out of memory, read-only: not a statement
+        # SQLite cannot run ("no such table" is OperationalError too: that is a bug).
+        code = getattr(error, "sqlite_errorcode", None)
+        return code is None or code & 0xFF in _SQLITE_OUTAGES
     psycopg = sys.modules.get("psycopg")  # loaded only by a server on PostgreSQL
     return psycopg is not None and isinstance(error, psycopg.OperationalError)
 

@@ -572,7 +572,6 @@ class PostgresStorage:
 
     async def check_key(self, fingerprint: str) -> None:
         async with self._pool.connection() as conn:
-            await conn.execute(_SCHEMA_KEY)
             await conn.execute(
                 "INSERT INTO rami_key (fingerprint) VALUES (%s) ON CONFLICT DO NOTHING",
                 (fingerprint,),
@@ -741,6 +740,7 @@ async def _migrate(conn: Any) -> None:
         # none: any server may claim it).
         await conn.execute(_SCHEMA)
         await conn.execute(_SCHEMA_V2)
+        await conn.execute(_SCHEMA_KEY)
         await conn.execute(
             "INSERT INTO rami_schema (version) VALUES (%s)"
             " ON CONFLICT (only_row) DO UPDATE SET version = EXCLUDED.version",

@@ -120,8 +120,10 @@ class TableConfig:
     #: would, and plays for it (its token brings it back, as ever).
     drop_grace: float = 30.0
     #: Seconds before an automatic move (a bot's, the next deal, the clock's, a drop) that
-    #: the store refused is tried again; doubled at each refusal in a row, up to 30 s.
+    #: the store refused is tried again; doubled at each refusal in a row, up to
+    #: ``storage_retry_most``.
     storage_retry: float = 1.0
+    storage_retry_most: float = 30.0
     #: Worker processes that decide the moves of the bots that search (``expert``), for the
     #: whole server (``thinking.py``); and the expert's seconds per move.
     bot_workers: int = 1
@@ -212,11 +214,18 @@ class Heartbeats:
 
     def _sweep(self) -> None:
         self._timer = None
-        for table in list(self._tables):
-            if not table.heartbeats():
-                self._tables.discard(table)
-        if self._tables and self._loop is not None:
-            self._timer = self._loop.call_later(self.interval / 2, self._sweep)
+        try:
+            for table in list(self._tables):
+                try:
+                    swept = table.heartbeats()
+                except Exception:  # a bug of one table's: the others' beats go on
+                    log.exception("table %s: heartbeats failed", table.table_id)
+                    swept = False
+                if not swept:
+                    self._tables.discard(table)
+        finally:
+            if self._tables and self._loop is not None and not self._loop.is_closed():
+                self._timer = self._loop.call_later(self.interval / 2, self._sweep)
 
 
 @dataclass(eq=False, slots=True)
@@ -1073,6 +1082,9 @@ class Table:
             first, note = await self.read(lambda _: self._open(watcher, after, take_over))
         except BaseException:
             pace.done()
+            # Its caller gone while the stream was opening: a watcher added is taken out
+            # (else its seat would show connected, and its table be swept, for ever).
+            self._remove(watcher)
             raise
         try:
             if isinstance(first, _Replay):
@@ -1339,7 +1351,8 @@ class Table:
             if error.reason == "STORAGE_FAILED" and not self.closed:
                 # The store refused it (an outage): nothing changed, and nothing else would
                 # make the move. Tried again in a moment, longer each time in a row.
-                delay = min(self.config.storage_retry * 2**self._refused, 30.0)
+                most = self.config.storage_retry_most
+                delay = min(self.config.storage_retry * 2 ** min(self._refused, 16), most)
                 self._refused += 1
                 if self._auto is not None:
                     self._auto.cancel()
