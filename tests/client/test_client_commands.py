@@ -230,6 +230,31 @@ def test_a_draw_or_a_lay_that_the_turn_allows_no_more_is_refused_at_once(
         d.close()
 
 
+def test_a_draw_of_the_discard_out_of_turn_is_refused_at_once(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    """On another player's turn, ``draw discard`` (tallage: staged until its lay is typed)
+    was staged, with one's own discard, then dropped without a word when the pile changed.
+    It is refused at once, as a discard out of turn is."""
+    table_id = _table(stubs, "tallage", TALLAGE_HAND, "10c 5c", round_cap=1)
+    d = _client(server)
+    try:
+        d.expect(r"Connected to 127\.0\.0\.1")
+        d.expect(r"1  [a-z2-7]{6,16}  waiting\s+tallage e2e: tallage, 0/2 seated")
+        d.type("join 1")
+        d.expect(r"You sit at seat 0")
+        stubs.lobby.JoinTable(lobby_service_pb2.JoinTableRequest(table_id=table_id, name="Bo"))
+        d.expect(r"It's your turn: you play first with 15 cards, without drawing\.")
+        d.type("discard 2d")
+        d.expect(r"You discarded 2♦\.")
+        d.type("draw discard")  # Bo's turn, and Bo is thinking
+        d.expect(r"It is Bo's turn, not yours\. Nothing was staged or sent\.")
+        d.type("cancel")
+        d.expect(r"Nothing is staged\.")
+    finally:
+        d.close()
+
+
 # -- item 8: an incomplete declaration asks first -----------------------------------------------
 
 

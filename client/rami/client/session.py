@@ -518,6 +518,16 @@ class ClientSession:
         if (
             isinstance(action, Draw)
             and action.source == "discard"
+            and not _my_turn(view)
+            and view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
+            and my_seat(view) is not None
+        ):
+            # (Staged, it would wait for a lay, and be dropped when the pile changes.)
+            turn = view.players[view.turn].name if view.turn < len(view.players) else "another"
+            return f"It is {turn}'s turn, not yours. Nothing was staged or sent."
+        if (
+            isinstance(action, Draw)
+            and action.source == "discard"
             and _my_turn(view)
             and not drawing
         ):
