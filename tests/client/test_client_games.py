@@ -163,6 +163,11 @@ def test_a_round_of_simple_with_a_hint_then_a_finish(server: ServerThread, stubs
         d.type("discard 8d")
         d.expect(r"You discarded 8♦\.")
         d.expect(r"It's your turn: take a card")
+        d.type("hint")  # before the draw: a finish needs the card drawn to fit too
+        d.expect(
+            r"All your cards but one fit in melds \(keeping Q♦\): you finish if the card you"
+            r" draw fits them too\."
+        )
         d.type("draw")
         d.expect(r"You drew 7♣ from the stock\.")
         d.type("help lay")

@@ -207,7 +207,14 @@ def _variant_facts(analysis: game_pb2.Analysis, view: View, look: Look) -> list[
         facts.append("Your 13 cards are complete: draw, then declare the card you don't need.")
     if analysis.finish_discards and variant.has_finish:
         names = ", ".join(look.card_text(c) for c in cards(analysis.finish_discards))
-        facts.append(f"You can lay everything but one card, keeping: {names}.")
+        if view.phase == Phase.DRAW and view.my_turn:
+            # Before the draw: the card drawn must fit as well (the turn lays all but one).
+            facts.append(
+                f"All your cards but one fit in melds (keeping {names}): you finish if the"
+                " card you draw fits them too."
+            )
+        else:
+            facts.append(f"You can lay everything but one card, keeping: {names}.")
     return facts
 
 
