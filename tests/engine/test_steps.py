@@ -630,10 +630,9 @@ def test_a_policys_moves_are_steps() -> None:
     assert played > 50
 
 
-def test_a_bots_addition_of_several_cards_is_replayed_one_card_at_a_time() -> None:
-    """A bot's AddToMeld of several cards (here 9h taken from the discard pile, which fits
-    5h 6h 7h only with the 8h of the hand, the cards given in the other order) becomes one
-    step per card, in an order in which each fits: the steps leave the game as the action."""
+def _opened_and_9h_thrown() -> Game:
+    """Tallage: seat 0 opened with Q♥ K♥ A♥, 5♥ 6♥ 7♥ and K♠ K♦ K♣ (8♥ and JK kept), and
+    seat 1 threw 9♥: seat 0 is to draw."""
     game = deal(
         "tallage",
         [
@@ -648,6 +647,14 @@ def test_a_bots_addition_of_several_cards_is_replayed_one_card_at_a_time() -> No
     game.apply(0, Discard(cards("2c")[0]))
     game.apply(1, Draw("stock"))
     game.apply(1, Discard(cards("9h")[0]))
+    return game
+
+
+def test_a_bots_addition_of_several_cards_is_replayed_one_card_at_a_time() -> None:
+    """A bot's AddToMeld of several cards (here 9h taken from the discard pile, which fits
+    5h 6h 7h only with the 8h of the hand, the cards given in the other order) becomes one
+    step per card, in an order in which each fits: the steps leave the game as the action."""
+    game = _opened_and_9h_thrown()
     action = Draw("discard", Lay((AddToMeld(2, tuple(cards("9h 8h"))),)))
     twin = game.clone()
     twin.apply(0, action)  # the engine accepts it
@@ -664,20 +671,7 @@ def test_an_addition_of_a_joker_with_naturals_is_replayed_as_the_engine_makes_it
     """Game adds the naturals first, then the joker at its end: AddToMeld(JK, 8♥) on
     5♥ 6♥ 7♥ makes 5♥ 6♥ 7♥ 8♥ JK. The steps make that meld too (JK first, at the low end,
     would fit as well and make another)."""
-    game = deal(
-        "tallage",
-        [
-            "Qh Kh Ah 5h 6h 7h Ks Kd Kc JK 2c 4d 6s 8h 3d",
-            "2s 3s 4s 5s 7d 8d 9d 10c Jc Qc 9s 10s 2d 9h",
-        ],
-        "9c",
-        "5c 7c 9d 10h",
-    )
-    melds = [NewMeld(tuple(cards(m))) for m in ("Qh Kh Ah", "5h 6h 7h", "Ks Kd Kc")]
-    game.apply(0, Lay(tuple(melds)))
-    game.apply(0, Discard(cards("2c")[0]))
-    game.apply(1, Draw("stock"))
-    game.apply(1, Discard(cards("9h")[0]))
+    game = _opened_and_9h_thrown()
     game.apply(0, Draw("stock"))
     lay = Lay((AddToMeld(2, (JOKER, *cards("8h"))),))
     twin = game.clone()
