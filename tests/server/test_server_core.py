@@ -815,16 +815,15 @@ def test_a_table_behind_its_stored_log_loads_it_again_instead_of_conflicting_for
     run(main)
 
 
-def test_an_automatic_move_refused_by_a_storage_outage_is_tried_again(backend: Backend) -> None:
-    """Bots' moves (and the next deal, the clock, a drop) are made by the server: one that the
-    store refused is tried again once it is back, or the table would wait for ever."""
-    fast = TableConfig(
-        bot_delay=0.0, round_pause=0.0, away_delay=0.0, heartbeat=60.0, storage_retry=0.05
-    )
+def _bots_play_on_after_an_outage(
+    backend: Backend, config: TableConfig, refusals: int, refused_before: int = 0
+) -> None:
+    """Two greedy bots start a game of simple; the store refuses ``refusals`` of their moves
+    (after ``refused_before`` refusals in a row already); once it is back, they play on."""
 
     async def main() -> None:
         storage = await backend.open()
-        lobby = Lobby(storage, LobbyConfig(), fast)
+        lobby = Lobby(storage, LobbyConfig(), config)
         table = await new_table(lobby, "simple", 2)
         failures = []
 
@@ -837,11 +836,12 @@ def test_an_automatic_move_refused_by_a_storage_outage_is_tried_again(backend: B
             lambda s: [AddBot(s.free_seat(None), "b1", "greedy"), Start(SEED)], lambda _: None
         )
         started = table.number
+        table._refused = refused_before
         storage.before_commit = outage  # the bots' first moves meet the outage
-        while len(failures) < 3:
+        while len(failures) < refusals:
             await asyncio.sleep(0.01)
         storage.before_commit = None  # the store is back
-        for _ in range(200):
+        for _ in range(400):
             if table.number > started + 2:
                 break
             await asyncio.sleep(0.05)
@@ -851,6 +851,15 @@ def test_an_automatic_move_refused_by_a_storage_outage_is_tried_again(backend: B
         await storage.close()
 
     run(main)
+
+
+def test_an_automatic_move_refused_by_a_storage_outage_is_tried_again(backend: Backend) -> None:
+    """Bots' moves (and the next deal, the clock, a drop) are made by the server: one that the
+    store refused is tried again once it is back, or the table would wait for ever."""
+    fast = TableConfig(
+        bot_delay=0.0, round_pause=0.0, away_delay=0.0, heartbeat=60.0, storage_retry=0.05
+    )
+    _bots_play_on_after_an_outage(backend, fast, refusals=3)
 
 
 def test_a_change_whose_storing_cannot_be_known_reloads_the_table_from_its_log(
@@ -938,37 +947,8 @@ def test_automatic_moves_are_still_tried_after_a_very_long_outage(backend: Backe
         storage_retry=0.001,
         storage_retry_most=0.05,
     )
-
-    async def main() -> None:
-        storage = await backend.open()
-        lobby = Lobby(storage, LobbyConfig(), fast)
-        table = await new_table(lobby, "simple", 2)
-        failures = []
-
-        def outage() -> None:
-            failures.append(1)
-            raise backend.io_error()
-
-        await table.change(lambda s: [AddBot(s.free_seat(None), "b0", "greedy")], lambda _: None)
-        await table.change(
-            lambda s: [AddBot(s.free_seat(None), "b1", "greedy"), Start(SEED)], lambda _: None
-        )
-        started = table.number
-        table._refused = 1024  # as after some 8 hours of refusals at the 30 s cap
-        storage.before_commit = outage
-        while not failures:
-            await asyncio.sleep(0.01)
-        storage.before_commit = None
-        for _ in range(400):
-            if table.number > started + 2:
-                break
-            await asyncio.sleep(0.05)
-        assert table.number > started + 2
-        lobby.close()
-        await lobby.closing()
-        await storage.close()
-
-    run(main)
+    # As after some 8 hours of refusals at the 30 s cap.
+    _bots_play_on_after_an_outage(backend, fast, refusals=1, refused_before=1024)
 
 
 def test_a_stream_whose_caller_goes_while_it_opens_leaves_no_watcher() -> None:

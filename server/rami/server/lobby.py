@@ -248,12 +248,16 @@ class Lobby:
                 pass  # another server claimed it first
         return count
 
-    def moved(self, table: Table, owner: str) -> None:
-        """Drop a table whose lease this server lost: its streams and calls end
-        UNAVAILABLE/TABLE_MOVED naming ``owner``, and it never acts here again."""
+    def _forget(self, table: Table) -> None:
+        """This process holds ``table`` no more (a table loaded since in its place stays)."""
         if self.tables.get(table.table_id) is table:
             del self.tables[table.table_id]
         self._finished.pop(table.table_id, None)
+
+    def moved(self, table: Table, owner: str) -> None:
+        """Drop a table whose lease this server lost: its streams and calls end
+        UNAVAILABLE/TABLE_MOVED naming ``owner``, and it never acts here again."""
+        self._forget(table)
         if table.moved_to is None:
             log.warning(
                 "table %s: its lease was taken over; dropped (owner now: %s)",
@@ -268,9 +272,7 @@ class Lobby:
         log (at once: a table of bots alone has nobody to call for it). Its streams and calls
         end UNAVAILABLE/TABLE_MOVED, "call again in a moment", and resume on the table as
         stored."""
-        if self.tables.get(table.table_id) is table:
-            del self.tables[table.table_id]
-        self._finished.pop(table.table_id, None)
+        self._forget(table)
         table.close(moved_to="")
 
         async def again() -> None:
