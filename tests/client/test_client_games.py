@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,8 +19,10 @@ from client_server import ServerThread, Stubs, running_server, server_stubs
 
 from rami.client import cli
 from rami.client.convert import VARIANT_IDS
+from rami.client.link import Link
 from rami.client.look import Look
 from rami.client.replay import load_frames
+from rami.client.session import ClientSession
 from rami.server.testing import stacked_deck
 from rami.v1 import game_pb2, lobby_service_pb2
 
@@ -231,6 +234,61 @@ def test_the_stream_resumes_by_itself_after_the_server_restarts(
         d.expect(r"You drew 2♠ from the stock\.", timeout=15)
         d.type("declare 2s")
         d.expect(r"Game over after 1 round: You win with 0\.")
+    finally:
+        d.close()
+
+
+def test_after_a_restart_the_clock_shown_is_the_one_the_new_server_runs(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    # A restarted server gives the player to move a fresh turn clock: the client must show
+    # that one, not count the old one down to 0:00 and sit there until the server plays.
+    table_id = _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1, turn_seconds=60)
+    sessions: list[ClientSession] = []
+
+    async def main() -> None:
+        link = Link(server.target)
+        try:
+            session = ClientSession(link, name="Ana", look=Look(color=True, ascii=False))
+            sessions.append(session)
+            await session.run([f"Connected to {server.target}."])
+        finally:
+            await link.close()
+
+    def held() -> int:
+        view = sessions[0].view
+        assert view is not None and view.HasField("turn_deadline")
+        return int(view.turn_deadline.ToNanoseconds())
+
+    def running() -> int:
+        assert server.server is not None
+        deadline = server.server.lobby.tables[table_id].deadline
+        assert deadline is not None
+        return int(deadline * 1e9)
+
+    d = Driver(main).start()
+    try:
+        d.expect(r"Connected to 127\.0\.0\.1")
+        d.type(f"join {table_id}")
+        d.expect(r"You sit at seat 0")
+        d.type("bot greedy")
+        d.expect(r"Greedy bot 2 discarded ")
+        d.expect(r"It's your turn: take a card")
+        before = held()
+        assert before == running()
+        time.sleep(1.1)  # the new server's clock starts a second later, at least
+        server.halt()
+        d.expect(r"The connection to the server dropped; reconnecting\.\.\.", timeout=10)
+        server.start()
+        d.expect(r"Reconnected: the table is up to date\.", timeout=15)
+        fresh = running()
+        assert fresh >= before + 1_000_000_000
+        end = time.monotonic() + 5
+        while held() != fresh and time.monotonic() < end:
+            time.sleep(0.02)
+        assert held() == fresh, (held(), fresh, before)
+        d.type("draw stock")  # the table goes on from there
+        d.expect(r"You drew 2♠ from the stock\.")
     finally:
         d.close()
 

@@ -308,7 +308,11 @@ class Link:
         A seat's stream takes the seat over (``WatchRequest.take_over``): this client is the
         seat's player, and whoever else had it open is told. ``on_status`` hears "took_over"
         when the first stream did so (a resumed stream that takes over from its own dead one
-        says nothing), and ``on_presence`` each seat's presence when a heartbeat tells it."""
+        says nothing), and ``on_presence`` each seat's presence when a heartbeat tells it.
+
+        A resumed stream asks for the last update seen again: it comes once more, without its
+        events (they were told), for its view as the server has it now, with the turn clock
+        that server runs (a restarted server starts the turn's clock again)."""
         metadata = ((TOKEN_METADATA, token),) if token else None
         lost = False
         opened = False
@@ -337,6 +341,13 @@ class Link:
                     if not msg.HasField("update"):
                         continue
                     if after is not None and msg.update.number <= after and not msg.update.snapshot:
+                        if msg.update.number == after:
+                            # The last update, asked for again: its events were told, but
+                            # its view is as the server has it now, with the turn clock that
+                            # server runs (a restarted one starts the turn's clock again).
+                            yield table_service_pb2.Update(
+                                number=msg.update.number, view=msg.update.view
+                            )
                         continue
                     after = msg.update.number
                     yield msg.update
