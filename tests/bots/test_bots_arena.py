@@ -5,12 +5,16 @@ from __future__ import annotations
 import math
 import random
 import time
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from rami.client import arena as arena_module
+from rami.client import bot_cli
 from rami.client.arena import (
     ArenaConfig,
+    ArenaRecord,
     ArenaResult,
     DealResult,
     GameResult,
@@ -168,3 +172,120 @@ def test_strong_decides_quickly(variant: str) -> None:
             times.append(time.process_time() - start)
         game.apply(seat, action)
     assert sum(times) / len(times) < 0.02
+
+
+# -- records: a long arena stopped and carried on ------------------------------------------
+
+
+def _record_args(record: Path, games: int, *extra: str) -> list[str]:
+    return [
+        "--variant",
+        "simple",
+        "--policies",
+        "strong,greedy",
+        "--games",
+        str(games),
+        "--seed",
+        "r",
+        "--duplicate",
+        "--option=round_cap=1",
+        "--record",
+        str(record),
+        *extra,
+    ]
+
+
+def test_a_record_carries_a_stopped_arena_on_to_the_report_of_one_run(tmp_path: Path) -> None:
+    record = tmp_path / "arena.jsonl"
+    whole = _arena_text(*_record_args(tmp_path / "whole.jsonl", 5))
+    assert _arena_text(*_record_args(record, 2)) != whole
+    lines = record.read_text().splitlines()
+    assert len(lines) == 3  # the header and two deals
+    # Stopped while writing its third deal: the cut line is dropped, the deal played again.
+    record.write_text("\n".join(lines) + "\n" + lines[2][:25])
+    result = CliRunner().invoke(app, ["arena", *_record_args(record, 5)])
+    assert result.exit_code == 0, result.output
+    out = result.stdout.strip().splitlines()
+    assert out[:-1] == whole
+    assert "3 deals played now, 2 from" in out[-1]
+    assert len(record.read_text().splitlines()) == 6
+    # Everything recorded: nothing is played again, the report is the same.
+    config = ArenaConfig("simple", 2, ("strong", "greedy"), 5, "r", True, (("round_cap", 1),))
+    kept = ArenaRecord.open(record, config)
+    played: list[int] = []
+    again = run_arena(config, done=kept.deals, on_deal=lambda d: played.append(d.deal))
+    assert played == [] and again == run_arena(config)
+
+
+def test_a_record_of_other_games_is_refused_and_left_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record = tmp_path / "arena.jsonl"
+    _arena_text(*_record_args(record, 1))
+    before = record.read_bytes()
+
+    def refused(*args: str) -> str:
+        result = CliRunner().invoke(app, ["arena", *args])
+        assert result.exit_code == 2, result.output
+        assert record.read_bytes() == before
+        return " ".join(result.output.split())
+
+    assert "another configuration" in refused(*_record_args(record, 2, "--seed", "other"))
+    assert "another configuration" in refused(
+        *_record_args(record, 2, "--policies", "strong,random")
+    )
+    # The expert's budget fixes its moves: a record of the expert at one budget is its own.
+    expert = tmp_path / "expert.jsonl"
+    config = ArenaConfig("simple", 2, ("expert", "strong"), 1, "r", True, (("round_cap", 1),))
+    ArenaRecord.open(expert, config, {"expert_budget": 0.01})
+    with pytest.raises(ValueError, match="other settings"):
+        ArenaRecord.open(expert, config, {"expert_budget": 0.02})
+    # Other engine code plays other games.
+    monkeypatch.setattr(arena_module, "code_digest", lambda package="": "0" * 16)
+    config = ArenaConfig("simple", 2, ("strong", "greedy"), 2, "r", True, (("round_cap", 1),))
+    with pytest.raises(ValueError, match="other engine code"):
+        ArenaRecord.open(record, config)
+    assert record.read_bytes() == before
+
+
+def test_a_damaged_record_is_named_by_line(tmp_path: Path) -> None:
+    config = ArenaConfig("simple", 2, ("strong", "greedy"), 2, "r", True, (("round_cap", 1),))
+    record = tmp_path / "arena.jsonl"
+    ArenaRecord.open(record, config)
+    header = record.read_text()
+    for bad, words in (
+        ('{"deal": 0}', "line 2: not a deal"),
+        ('{"deal": -1, "games": []}', "line 2: deal -1 is not a deal number"),
+        ('{"deal": 0, "games": []}', "line 2: deal 0: 2 games expected"),
+        ("[1, 2", "line 2"),
+    ):
+        record.write_text(header + bad + "\n")
+        with pytest.raises(ValueError, match=words):
+            ArenaRecord.open(record, config)
+        assert record.read_text() == header + bad + "\n"
+    record.write_text("not json\n")
+    with pytest.raises(ValueError, match="not an arena record"):
+        ArenaRecord.open(record, config)
+    # Games that do not fit the seatings played.
+    kept = run_arena(config)
+    record.write_text(header)
+    good = ArenaRecord.open(record, config)
+    good.add(kept.deals[0])
+    head, deal = record.read_text().splitlines()
+    swapped = deal.replace('"strong"', '"greedy"', 1)
+    record.write_text(f"{head}\n{swapped}\n")
+    with pytest.raises(ValueError, match="line 2: deal 0: seats"):
+        ArenaRecord.open(record, config)
+
+
+def test_a_long_arena_says_how_far_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bot_cli, "PROGRESS_EVERY", 0.0)
+    result = CliRunner().invoke(
+        app,
+        ["arena", "--variant", "simple", "--games", "2", "--option=round_cap=1", "--seed", "p"],
+    )
+    assert result.exit_code == 0, result.output
+    said = result.stderr.splitlines()
+    assert said[0].startswith("arena: 1/2 deals (0 from the record), ")
+    assert said[1].startswith("arena: 2/2 deals (0 from the record), ")
+    assert said[1].endswith("about 0 s left")

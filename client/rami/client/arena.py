@@ -13,28 +13,39 @@ games, the same results and the same report, on one process or several.
 - Its *points per round* are what its seats paid, per round played.
 - Every figure comes with a 95% confidence interval (normal approximation), computed over
   independent units: the deals (the rotations of one deal are not independent of each other).
+- A long arena can keep each deal as it ends in a *record* (:class:`ArenaRecord`, JSON lines):
+  run again with the same record, it plays only the deals the record lacks, so a measurement
+  of many core-hours can be stopped and carried on, and its report is the one a single run
+  would print. A record holds the configuration, the policies' settings and a digest of the
+  engine's code; a run that differs in any of them is refused, never mixed in.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from rami.engine import POLICIES, Game, NextRound, Options, Phase, Policy, get_variant, view
 
 __all__ = [
     "ArenaConfig",
+    "ArenaRecord",
     "ArenaResult",
     "DealResult",
     "Estimate",
     "GameResult",
     "PolicyStats",
     "assignments",
+    "code_digest",
     "estimate",
     "pair_difference",
     "play_deal",
@@ -226,27 +237,192 @@ def run_arena(
     jobs: int = 1,
     policies: Mapping[str, Policy] = POLICIES,
     progress: Callable[[int], None] | None = None,
+    done: Mapping[int, DealResult] | None = None,
+    on_deal: Callable[[DealResult], None] | None = None,
 ) -> ArenaResult:
-    """Play every deal (on ``jobs`` processes); the result does not depend on ``jobs``."""
+    """Play every deal (on ``jobs`` processes); the result does not depend on ``jobs``.
+
+    ``done`` holds deals already played (a record's): those are not played again. Each deal
+    played is given to ``on_deal`` as it ends, in deal order; ``progress`` gets the count of
+    deals in hand (``done``'s among them) after each."""
     unknown = sorted(set(config.policies) - set(policies))
     if unknown:
         raise ValueError(f"unknown policy {unknown[0]!r}: choose from {', '.join(policies)}")
-    indices = range(config.deals)
+    have = {i: d for i, d in (done or {}).items() if 0 <= i < config.deals}
+    indices = [i for i in range(config.deals) if i not in have]
     run = partial(play_deal, config, policies=policies)
-    results: list[DealResult] = []
+
+    def took(r: DealResult) -> None:
+        have[r.deal] = r
+        if on_deal:
+            on_deal(r)
+        if progress:
+            progress(len(have))
+
     if jobs <= 1:
         for i in indices:
-            results.append(run(i))
-            if progress:
-                progress(len(results))
-    else:
-        chunk = max(1, min(8, config.deals // (jobs * 8)))
+            took(run(i))
+    elif indices:
+        chunk = max(1, min(8, len(indices) // (jobs * 8)))
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             for r in pool.map(run, indices, chunksize=chunk):
-                results.append(r)
-                if progress:
-                    progress(len(results))
-    return ArenaResult(config, tuple(results))
+                took(r)
+    return ArenaResult(config, tuple(have[i] for i in range(config.deals)))
+
+
+# -- records ----------------------------------------------------------------------------------
+
+#: The version of the record's format (its first line says it).
+RECORD_FORMAT = 1
+
+
+def code_digest(package: str = "rami.engine") -> str:
+    """A digest of a package's sources (by default the engine's: its rules and policies). The
+    games of a seeded deal are a function of them, so deals played by other code are never
+    mixed in a record."""
+    import importlib
+
+    module = importlib.import_module(package)
+    assert module.__file__ is not None
+    h = hashlib.sha256()
+    for path in sorted(Path(module.__file__).parent.glob("*.py")):
+        h.update(path.name.encode())
+        h.update(b"\0")
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _config_dict(config: ArenaConfig) -> dict[str, Any]:
+    """The configuration a record holds: everything but the count of deals (a record grows)."""
+    return {
+        "variant": config.variant,
+        "players": config.players,
+        "policies": list(config.policies),
+        "seed": config.seed,
+        "duplicate": config.duplicate,
+        "options": [[k, v] for k, v in config.options],
+    }
+
+
+def _deal_dict(deal: DealResult) -> dict[str, Any]:
+    return {
+        "deal": deal.deal,
+        "games": [
+            {
+                "seats": list(g.seats),
+                "totals": list(g.totals),
+                "winners": list(g.winners),
+                "rounds": g.rounds,
+                "void_rounds": g.void_rounds,
+                "actions": g.actions,
+            }
+            for g in deal.games
+        ],
+    }
+
+
+def _deal_from(data: Any, seats: list[tuple[str, ...]]) -> DealResult:
+    """A deal read back from a record, checked against the seatings the configuration plays
+    (a ValueError naming what is wrong)."""
+    if not isinstance(data, dict) or set(data) != {"deal", "games"}:
+        raise ValueError("not a deal: expected the keys deal and games")
+    deal, games = data["deal"], data["games"]
+    if not isinstance(deal, int) or isinstance(deal, bool) or deal < 0:
+        raise ValueError(f"deal {deal!r} is not a deal number")
+    if not isinstance(games, list) or len(games) != len(seats):
+        raise ValueError(f"deal {deal}: {len(seats)} games expected, one per seating")
+    out = []
+    for g, expected in zip(games, seats, strict=True):
+        try:
+            got = GameResult(
+                seats=tuple(g["seats"]),
+                totals=tuple(int(t) for t in g["totals"]),
+                winners=tuple(int(w) for w in g["winners"]),
+                rounds=int(g["rounds"]),
+                void_rounds=int(g["void_rounds"]),
+                actions=int(g["actions"]),
+            )
+        except (TypeError, KeyError, ValueError) as e:
+            raise ValueError(f"deal {deal}: a game does not read ({e!r})") from None
+        if got.seats != expected or len(got.totals) != len(expected):
+            raise ValueError(f"deal {deal}: seats {list(got.seats)}, expected {list(expected)}")
+        out.append(got)
+    return DealResult(deal, tuple(out))
+
+
+@dataclass(slots=True)
+class ArenaRecord:
+    """An arena's deals kept in a file as they end (JSON lines: a header, then one deal a
+    line), so that a run stopped at any moment is carried on by the next with the same file.
+
+    The header holds the configuration (but the count of deals), ``settings`` (what else
+    fixes the policies' moves, such as the expert's budget) and :func:`code_digest`. Opening a
+    record whose header differs raises ValueError and leaves the file as it was. A last line
+    cut short (the run was killed while writing it) is dropped."""
+
+    path: Path
+    deals: dict[int, DealResult]
+
+    @classmethod
+    def open(
+        cls, path: Path, config: ArenaConfig, settings: Mapping[str, Any] | None = None
+    ) -> ArenaRecord:
+        """The record at ``path`` for ``config``, made when there is none."""
+        header = {
+            "rami_arena": RECORD_FORMAT,
+            "config": _config_dict(config),
+            "settings": dict(sorted((settings or {}).items())),
+            "code": code_digest(),
+        }
+        # The header as JSON reads it back (tuples become lists), for the comparison.
+        header = json.loads(json.dumps(header))
+        if not path.exists() or path.stat().st_size == 0:
+            path.write_text(json.dumps(header) + "\n")
+            return cls(path, {})
+        raw = path.read_bytes()
+        lines = raw.split(b"\n")
+        cut = len(raw)
+        if lines[-1]:  # no newline at the end: the last line was being written
+            cut -= len(lines[-1])
+        lines = lines[:-1]
+        try:
+            first = json.loads(lines[0]) if lines else None
+        except ValueError:
+            first = None
+        if not isinstance(first, dict) or first.get("rami_arena") != RECORD_FORMAT:
+            raise ValueError(f"{path} is not an arena record (of format {RECORD_FORMAT})")
+        for key, words in (
+            ("config", "another configuration"),
+            ("settings", "other settings"),
+            ("code", "other engine code"),
+        ):
+            if first.get(key) != header[key]:
+                raise ValueError(
+                    f"{path} holds deals of {words} ({key} {json.dumps(first.get(key))}, this "
+                    f"run's {json.dumps(header[key])}): give another file to start a new record"
+                )
+        seats = assignments(config.policies, config.players, config.duplicate)
+        deals: dict[int, DealResult] = {}
+        for n, line in enumerate(lines[1:], start=2):
+            try:
+                deal = _deal_from(json.loads(line), seats)
+            except ValueError as e:
+                raise ValueError(f"{path}, line {n}: {e}") from None
+            if deal.deal in deals and deals[deal.deal] != deal:
+                raise ValueError(f"{path}, line {n}: deal {deal.deal} twice, with other games")
+            deals[deal.deal] = deal
+        if cut < len(raw):
+            with path.open("r+b") as f:
+                f.truncate(cut)
+        return cls(path, deals)
+
+    def add(self, deal: DealResult) -> None:
+        """Keep ``deal`` (on disk before this returns)."""
+        with self.path.open("a") as f:
+            f.write(json.dumps(_deal_dict(deal)) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self.deals[deal.deal] = deal
 
 
 def estimate(samples: Sequence[float]) -> Estimate:

@@ -22,7 +22,16 @@ import typer
 from rami.engine import POLICIES, VARIANTS, Policy
 from rami.engine.policies import EXPERT_BUDGET, make_expert
 
-from .arena import ArenaConfig, ArenaResult, Estimate, pair_difference, parse_options, run_arena
+from .arena import (
+    ArenaConfig,
+    ArenaRecord,
+    ArenaResult,
+    Estimate,
+    code_digest,
+    pair_difference,
+    parse_options,
+    run_arena,
+)
 from .arena import summarise as summarise_arena
 from .botkit import BotResult, CommandRefusedError, play, policy_decider
 from .ladder import LadderConfig, format_ladder, ladder_csv, run_ladder
@@ -256,6 +265,15 @@ def arena(
     ismcts_horizon: Annotated[
         int, typer.Option(min=1, help="OpenSpiel's ISMCTS: turns of the round it searches.")
     ] = 24,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            help="Keep each deal in this file (JSON lines) as it ends; run again with the same "
+            "file to play only the deals it lacks (a long arena can be stopped and carried "
+            "on; --games may grow). A file of another configuration, budget or engine code is "
+            "refused."
+        ),
+    ] = None,
 ) -> None:
     """Play seeded games between policies in-process and print how each did."""
     if variant not in VARIANTS:
@@ -314,12 +332,63 @@ def arena(
         )
     except Exception as e:  # a bad option or count: say which
         raise typer.BadParameter(str(e)) from None
+    kept: ArenaRecord | None = None
+    if record is not None:
+        settings: dict[str, object] = {}
+        if "expert" in names:
+            settings["expert_budget"] = expert_budget
+        if "ismcts" in names:
+            settings.update(
+                ismcts_simulations=ismcts_simulations,
+                ismcts_horizon=ismcts_horizon,
+                ismcts_code=code_digest("rami.rl"),
+            )
+        try:
+            kept = ArenaRecord.open(record, config, settings)
+        except (OSError, ValueError) as e:
+            raise typer.BadParameter(str(e), param_hint="--record") from None
     start = time.perf_counter()
-    result = run_arena(config, jobs=jobs, policies=chosen)
+    recorded = {i for i in (kept.deals if kept else {}) if i < games}
+    before = len(recorded)
+    shown = [start]
+
+    def progress(have: int) -> None:
+        # A line now and then on stderr (a long arena is otherwise silent until its report).
+        now = time.perf_counter()
+        if now - shown[0] < PROGRESS_EVERY and have < games:
+            return
+        shown[0] = now
+        played = have - before
+        left = (now - start) / played * (games - have) if played else 0.0
+        typer.echo(
+            f"arena: {have}/{games} deals ({before} from the record), {now - start:.0f} s, "
+            f"about {left:.0f} s left",
+            err=True,
+        )
+
+    result = run_arena(
+        config,
+        jobs=jobs,
+        policies=chosen,
+        progress=progress,
+        done=kept.deals if kept else None,
+        on_deal=kept.add if kept else None,
+    )
     elapsed = time.perf_counter() - start
     for line in format_arena(result):
         typer.echo(line)
-    typer.echo(f"games/second: {result.games / elapsed:.2f} ({elapsed:.1f} s, {jobs} jobs)")
+    if before:
+        played = sum(len(d.games) for d in result.deals if d.deal not in recorded)
+        typer.echo(
+            f"games/second: {played / elapsed:.2f} ({elapsed:.1f} s, {jobs} jobs; "
+            f"{games - before} deals played now, {before} from {record})"
+        )
+    else:
+        typer.echo(f"games/second: {result.games / elapsed:.2f} ({elapsed:.1f} s, {jobs} jobs)")
+
+
+#: Seconds between the arena's progress lines.
+PROGRESS_EVERY = 30.0
 
 
 def main() -> None:
