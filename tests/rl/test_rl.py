@@ -295,3 +295,39 @@ def test_portuguese_totals_are_told_apart_beyond_twice_a_target_it_has_not() -> 
         m.game.totals[1] = total
         seen.append(float(m.observe(0)[m.layout.slice("totals")][1]))
     assert seen == [pytest.approx(0.8), pytest.approx(1.6)]
+
+
+def test_a_step_that_is_not_an_integer_is_refused_and_changes_nothing() -> None:
+    e = raw_env(variant="simple")
+    e.reset(seed=1)
+    agent = e.agent_selection
+    legal = int(np.flatnonzero(e.observe(agent)["action_mask"])[0])
+
+    def seen() -> tuple[object, ...]:
+        return e.match.game.state_key(), e.observe(agent)["observation"].tobytes(), e.rewards
+
+    before = seen()
+    for bad in (legal + 0.7, float(legal), True, "3", np.float32(legal)):
+        with pytest.raises(TypeError, match="a step is an integer from 0 to"):
+            e.step(bad)  # type: ignore[arg-type]
+        assert seen() == before
+    e.step(np.int64(legal))  # numpy's integers are integers
+    assert seen() != before
+    seat = SeatEnv(variant="simple")
+    obs, _ = seat.reset(seed=1)
+    with pytest.raises(TypeError, match="a step is an integer"):
+        seat.step(int(np.flatnonzero(obs["action_mask"])[0]) + 0.5)  # type: ignore[arg-type]
+
+
+def test_the_aec_state_is_every_seats_observation_together() -> None:
+    e = raw_env(variant="tallage", players=3)
+    e.reset(seed=2)
+    rng = random.Random(2)
+    for _ in range(40):
+        state = e.state()
+        assert e.state_space.contains(state)
+        parts = np.split(state, 3)
+        for seat, agent in enumerate(e.possible_agents):
+            assert np.array_equal(parts[seat], e.observe(agent)["observation"])
+        mask = e.observe(e.agent_selection)["action_mask"]
+        e.step(int(rng.choice(np.flatnonzero(mask))))

@@ -71,6 +71,9 @@ class raw_env(AECEnv):  # PettingZoo's name for the unwrapped environment
             a: spaces.Dict({"observation": obs, "action_mask": mask}) for a in self.agents
         }
         self.action_spaces = {a: spaces.Discrete(size) for a in self.agents}
+        self.state_space = spaces.Box(
+            0.0, 2.0, (players * self.match.layout.size,), dtype=np.float32
+        )
         self._seed: int | None = None
         self._episodes = 0
         self._start()
@@ -112,8 +115,9 @@ class raw_env(AECEnv):  # PettingZoo's name for the unwrapped environment
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
+        step = self.match.step_number(action)  # a TypeError before anything changes
         self._cumulative_rewards[agent] = 0.0
-        rewards = self.match.step(int(action))
+        rewards = self.match.step(step)
         for i, a in enumerate(self.possible_agents):
             self.rewards[a] = rewards[i]
         if self.match.over:
@@ -123,6 +127,11 @@ class raw_env(AECEnv):  # PettingZoo's name for the unwrapped environment
         self._accumulate_rewards()
         if self.render_mode == "human":
             print(self.render())
+
+    def state(self) -> np.ndarray:
+        """A global state for centralised training: every seat's observation, seat 0's first
+        (``state_space``). It holds every hand: for a critic, never for a seat's policy."""
+        return np.concatenate([self.match.observe(s) for s in range(self.match.players)])
 
     def render(self) -> str | None:
         if self.render_mode is None:

@@ -195,11 +195,20 @@ class Match:
     def play(self, i: int) -> tuple[list[Event], list[float]]:
         """Step ``i`` alone (the next round not dealt): the game's events and each seat's
         reward. Checked against :meth:`legal`; an illegal step raises ``IllegalAction`` (the
-        step space's own check says why) and changes nothing."""
+        step space's own check says why) and changes nothing, as does a step that is not an
+        integer (``TypeError``: 3.7 is not taken for 3)."""
+        i = self.step_number(i)
         legal = i in self.legal()
         events = self.space.apply_step(self.game, self.state, i, check=not legal)
         self._legal = None
         return events, self._observe(events)
+
+    def step_number(self, i: object) -> int:
+        """``i`` as a step number: a Python or numpy integer (a bool, a float or anything else
+        raises ``TypeError``, which an environment's caller sees before anything changes)."""
+        if isinstance(i, bool | np.bool_) or not isinstance(i, int | np.integer):
+            raise TypeError(f"a step is an integer from 0 to {self.space.size - 1}, not {i!r}")
+        return int(i)
 
     def _observe(self, events: list[Event]) -> list[float]:
         """Keep what the table saw (the pile, cards known held); the rewards the events give."""

@@ -123,7 +123,7 @@ class SeatEnv(gymnasium.Env[dict[str, np.ndarray], np.int64]):
     ) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         if self._ended or self.match.over:
             raise RuntimeError("the episode is over: call reset()")
-        step = int(action)
+        step = self.match.step_number(action)  # not an integer: a TypeError
         if step not in self.match.legal():
             self._ended = True
             obs = self._observation()
