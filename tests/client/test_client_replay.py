@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -11,6 +12,7 @@ import pytest
 from client_harness import Driver
 from client_server import ServerThread, Stubs, running_server, server_stubs
 from prompt_toolkit.formatted_text import fragment_list_to_text
+from prompt_toolkit.utils import get_cwidth
 from typer.testing import CliRunner
 
 from rami.client.cli import app
@@ -77,6 +79,14 @@ def test_every_action_of_the_record_is_a_frame(record: Path) -> None:
     assert "Game over after 2 rounds" in last
     # Every hand is face up: both seats' cards are listed in the last frame.
     assert last.count(" pts ") == 2
+    # A name in double-width characters keeps the points in line (by terminal cells).
+    wide = dataclasses.replace(replay, names=("山田太郎", replay.names[1]))
+    rows = [
+        line
+        for line in fragment_list_to_text(frame_fragments(wide, 0, Look())).splitlines()
+        if " pts " in line
+    ]
+    assert len({get_cwidth(line[: line.index(" pts ")]) for line in rows}) == 1, rows
 
 
 def _until(check: Callable[[], bool], timeout: float = 5.0) -> None:

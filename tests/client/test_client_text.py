@@ -647,3 +647,41 @@ def test_the_last_rounds_payments_stay_in_the_panel_through_the_first_circuit() 
     assert not any(p.startswith("Round") for p in text(panel_fragments(later, LOOK)).split("\n"))
     tiny = text(panel_fragments(view, LOOK, width=60, rows=15)).split("\n")
     assert not any(p.startswith("Round") for p in tiny)
+
+
+def test_wide_names_keep_the_score_columns_in_line() -> None:
+    """A name in double-width characters (CJK) takes two cells a character: the columns after
+    it are lined up by the cells the terminal shows, not by characters."""
+    from prompt_toolkit.utils import get_cwidth
+
+    names = ["You", "山田太郎", "Strong bot 3"]
+    results = [ev.RoundResult(1, "rami", 1, (47, 0, 6), (47, 0, 6))]
+
+    def cells_before(line: str, word: str) -> int:
+        return get_cwidth(line[: line.index(word)])
+
+    sheet = lines(score_sheet(results, names))
+    row = sheet[2][: sheet[2].index("  山田太郎 went out")]  # without how the round ended
+    ends = [get_cwidth(line) for line in (sheet[1], row, sheet[3])]
+    assert len(set(ends)) == 1, sheet  # every column ends where its heading does
+    table = text(round_table(results[0], names, LOOK)).splitlines()
+    assert len({cells_before(line, "  ") for line in table}) == 1  # the indent
+    paid = [cells_before(line, str(results[0].points[s])) for s, line in enumerate(table[1:])]
+    heading = cells_before(table[0], "paid") + len("paid")
+    assert all(
+        cells_before(line, f"{p:>5}") + 5 == heading
+        for line, p in zip(table[1:], results[0].points, strict=True)
+    ), (table, paid)
+    end = text(game_table((47, 0, 6), (1,), names, 1)).splitlines()[1:]
+    assert len({get_cwidth(line) for line in end}) == 1, end
+
+
+def test_a_wide_name_keeps_the_seat_facts_of_the_table_in_line() -> None:
+    from prompt_toolkit.utils import get_cwidth
+
+    view = _view()
+    view.players[1].name = "山田太郎"
+    table = lines(table_lines(view, LOOK))
+    rows = [t for t in table if " seat " in t and " cards" in t]
+    assert len(rows) == 3 and any("山田太郎" in t for t in rows), table
+    assert len({get_cwidth(t[: t.index("seat ")]) for t in rows}) == 1, rows

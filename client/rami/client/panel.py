@@ -19,7 +19,7 @@ from .cardtext import card_fragments, hand_groups, meld_fragments
 from .convert import card, cards, meld_from_proto, result_from_proto, variant_id, variant_of
 from .look import Look
 from .pile import Pile
-from .safetext import safe
+from .safetext import ljust, safe
 from .scores import ending_note
 
 __all__ = [
@@ -492,7 +492,7 @@ def table_lines(view: game_pb2.View, look: Look, name: str = "") -> list[StyleAn
         lines.append(
             [
                 ("class:turn", f"  {look.arrow if turn else ' '} "),
-                ("", f"{who:<24} "),  # a name may have all 24 characters
+                ("", f"{ljust(who, 24)} "),  # a name may have all 24 characters
                 ("class:dim", facts),
             ]
         )

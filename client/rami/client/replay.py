@@ -26,7 +26,7 @@ from rami.engine.record import RecordError, replay_record
 from .cardtext import hand_fragments, meld_fragments
 from .look import STYLE, Look
 from .narrate import Scene, narrate
-from .safetext import safe
+from .safetext import cells, ljust, safe
 
 __all__ = [
     "Frame",
@@ -159,13 +159,13 @@ def frame_fragments(replay: Replay, index: int, look: Look) -> StyleAndTextTuple
     if v.variant.has_opening:
         out.append(("class:dim", f"{b}bar {v.bar}"))
     out.append(("", "\n\n"))
-    width = max(len(n) for n in replay.names)
+    width = max(cells(n) for n in replay.names)
     moving = v.phase in (Phase.DRAW, Phase.PLAY)
     for seat, name in enumerate(replay.names):
         arrow = look.arrow if moving and seat == v.turn else " "
         out += [
             ("class:turn", f"  {arrow} "),
-            ("", f"{name.ljust(width)}  "),
+            ("", f"{ljust(name, width)}  "),
             ("class:dim", f"{v.totals[seat]:>4} pts  "),
             *hand_fragments(frame.hands[seat], look),
             ("", "\n"),

@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["safe"]
+from prompt_toolkit.utils import get_cwidth
+
+__all__ = ["cells", "ljust", "rjust", "safe"]
 
 # ESC- and CSI-introduced sequences are dropped whole, so no stray "[31m" is left behind.
 _ESCAPES = re.compile(
@@ -32,3 +34,18 @@ def safe(text: str, limit: int = 280) -> str:
         elif category[0] != "C":
             kept.append(ch)
     return " ".join("".join(kept).split())[:limit]
+
+
+def cells(text: str) -> int:
+    """The terminal cells ``text`` takes (a CJK character takes two)."""
+    return get_cwidth(text)
+
+
+def ljust(text: str, width: int) -> str:
+    """``text`` padded on the right to ``width`` cells (as ``str.ljust`` does characters)."""
+    return text + " " * max(0, width - get_cwidth(text))
+
+
+def rjust(text: str, width: int) -> str:
+    """``text`` padded on the left to ``width`` cells."""
+    return " " * max(0, width - get_cwidth(text)) + text

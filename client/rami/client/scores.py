@@ -12,6 +12,7 @@ from rami.engine.solver import deadwood_split
 
 from .cardtext import cards_fragments
 from .look import Look
+from .safetext import cells, ljust, rjust
 
 __all__ = ["ending_text", "game_table", "round_table", "score_sheet"]
 
@@ -60,7 +61,7 @@ def round_table(
 ) -> StyleAndTextTuples:
     """The round's score table: each player's points paid, total, and the cards paid for (after
     a declaration, the cards left over from the hand's best melds)."""
-    width = max([len(n) for n in names] + [6])
+    width = max([cells(n) for n in names] + [6])
     shown = "paid for" if result.ending == "declare" and variant is not None else "left in hand"
     out: StyleAndTextTuples = [
         ("class:heading", f"  {'player'.ljust(width)}  {'paid':>5}  {'total':>5}  {shown}"),
@@ -70,7 +71,7 @@ def round_table(
         paid = result.points[seat] if seat < len(result.points) else 0
         total = result.totals[seat] if seat < len(result.totals) else 0
         style = "class:good" if seat == result.winner else ""
-        out.append((style, f"  {name.ljust(width)}  {paid:>5}  {total:>5}  "))
+        out.append((style, f"  {ljust(name, width)}  {paid:>5}  {total:>5}  "))
         hand = result.hands[seat] if seat < len(result.hands) else ()
         hand = paid_for(result, hand, variant, jokers_per_meld)
         if seat == result.winner and result.ending != "void":
@@ -104,9 +105,9 @@ def score_sheet(results: Sequence[RoundResult], names: Sequence[str]) -> list[St
     totals."""
     if not results:
         return [[("class:dim", "No round has finished yet.")]]
-    widths = [max(len(n), 5) for n in names]
+    widths = [max(cells(n), 5) for n in names]
     plural = "s" if len(results) != 1 else ""
-    head = "  round" + "".join(f"  {n:>{w}}" for n, w in zip(names, widths, strict=True))
+    head = "  round" + "".join(f"  {rjust(n, w)}" for n, w in zip(names, widths, strict=True))
     out: list[StyleAndTextTuples] = [
         [("class:heading", f"Scores after {len(results)} round{plural}")],
         [("class:label", head)],
@@ -137,10 +138,10 @@ def game_table(
         ("class:heading", f"Game over after {rounds} round{plural}: {who} {verb} with {best}."),
         ("", "\n"),
     ]
-    width = max([len(n) for n in names] + [6])
+    width = max([cells(n) for n in names] + [6])
     order = sorted(range(len(totals)), key=lambda s: (totals[s], s))
     for place, seat in enumerate(order, 1):
         style = "class:good" if seat in winners else ""
-        out.append((style, f"  {place}. {_name(names, seat).ljust(width)}  {totals[seat]:>5}"))
+        out.append((style, f"  {place}. {ljust(_name(names, seat), width)}  {totals[seat]:>5}"))
         out.append(("", "\n"))
     return out
