@@ -127,6 +127,20 @@ def test_a_move_that_cant_be_read_says_why(name: str, args: str, says: str) -> N
         parse_move(name, args)
 
 
+@pytest.mark.parametrize(
+    ("spelling", "written"),
+    [("♦10", "10♦"), ("d10", "10d"), ("hQ", "Qh"), ("♠a", "A♠"), ("S7", "7S")],
+)
+def test_a_card_written_suit_first_is_refused_saying_so(spelling: str, written: str) -> None:
+    # The suit before the rank is the one wrong order: the refusal names it, not the suit.
+    with pytest.raises(MoveError, match=f"the rank comes first: {written}") as refused:
+        parse_move("discard", spelling)
+    assert "suit must be" not in str(refused.value)
+    with pytest.raises(MoveError, match=f"the rank comes first: {written}"):
+        parse_move("lay", f"9h {spelling} Jh")
+    assert parse_move("draw", "st") == Draw("stock")  # a source's first letters are no card
+
+
 @pytest.mark.parametrize("spelling", ["1h", "11h", "12s", "13c", "01h", "14d"])
 def test_a_rank_is_a_2_10_j_q_or_k_never_a_number_past_10(spelling: str) -> None:
     # One rule, in the help and in the refusal alike: numbers are ranks 2 to 10 only.

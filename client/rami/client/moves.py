@@ -57,9 +57,18 @@ _NUMBERED = re.compile(r"(\d+)([cdhs♣♦♥♠♧♢♡♤])", re.IGNORECASE)
 _LETTER_FOR = {"1": "A", "11": "J", "12": "Q", "13": "K"}
 
 
+#: A card written suit first: ``♦10``, ``hQ``.
+_SUIT_FIRST = re.compile(r"([cdhs♣♦♥♠♧♢♡♤])(10|[2-9akjq])", re.IGNORECASE)
+
+
 def check_ranks(text: str) -> None:
-    """Refuse a card whose rank is a number other than 2 to 10 (``11h``, ``1h``, ``01h``)."""
+    """Refuse a card whose rank is a number other than 2 to 10 (``11h``, ``1h``, ``01h``), or
+    written suit first (``♦10``), saying how it is written."""
     for word in re.split(r"[\s,;|]+", text):
+        backwards = _SUIT_FIRST.fullmatch(word)
+        if backwards is not None:
+            suit, rank = backwards.groups()
+            raise MoveError(f"{word!r} is not a card: the rank comes first: {rank.upper()}{suit}")
         found = _NUMBERED.fullmatch(word)
         if found is None or found.group(1) in {str(n) for n in range(2, 11)}:
             continue
