@@ -447,9 +447,9 @@ def test_join_at_a_finished_table_says_the_game_is_over_and_offers_watch(
 LOOSE_HAND = "Ac 3c 5c 7d 9d Jd 2h 4h 6h 8s 10s Qs Kc"
 
 
-def test_rematch_tells_the_other_players_the_new_table_in_the_chat(
-    server: ServerThread, stubs: Stubs
-) -> None:
+def _pair_game_over(server: ServerThread, stubs: Stubs) -> tuple[Driver, Driver]:
+    """Ana and Bea, each in a client of their own, at a two-seat portuguese table whose game
+    is over (Ana won); the clients are closed by the caller."""
     deck = stacked_deck("portuguese", [PORTUGUESE_HAND, LOOSE_HAND], "3s", "2s 2s")
     stubs.lobby.CreateTable(
         lobby_service_pb2.CreateTableRequest(
@@ -462,23 +462,35 @@ def test_rematch_tells_the_other_players_the_new_table_in_the_chat(
     ana = _client(server)
     look = Look(color=True, ascii=False)
     bea = Driver(lambda: cli._connect(server.target, "Bea", look, None)).start()
+    ana.expect(r"1  \S+  waiting\s+pair: ")
+    ana.type("join 1")
+    ana.expect(r"You sit at seat 0")
+    bea.expect(r"1  \S+  waiting\s+pair: ")
+    bea.type("join 1")
+    bea.expect(r"You sit at seat 1")
+    bea.expect(r"It's your turn: take a card")
+    bea.type("draw stock")
+    bea.expect(r"You drew 2♠ from the stock\.")
+    bea.type("discard 2s")
+    ana.expect(r"It's your turn: take a card")
+    ana.type("draw stock")
+    ana.expect(r"You drew 2♠ from the stock\.")
+    ana.type("declare 2s")
+    ana.expect(r"Game over after 1 round: You win with 0\.")
+    bea.expect(r"Game over after 1 round: Ana wins with 0\.")
+    return ana, bea
+
+
+def _rematches(stubs: Stubs) -> list[lobby_service_pb2.TableInfo]:
+    listed = stubs.lobby.ListTables(lobby_service_pb2.ListTablesRequest()).tables
+    return [t for t in listed if t.name == "pair (rematch)"]
+
+
+def test_rematch_tells_the_other_players_the_new_table_in_the_chat(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    ana, bea = _pair_game_over(server, stubs)
     try:
-        ana.expect(r"1  \S+  waiting\s+pair: ")
-        ana.type("join 1")
-        ana.expect(r"You sit at seat 0")
-        bea.expect(r"1  \S+  waiting\s+pair: ")
-        bea.type("join 1")
-        bea.expect(r"You sit at seat 1")
-        bea.expect(r"It's your turn: take a card")
-        bea.type("draw stock")
-        bea.expect(r"You drew 2♠ from the stock\.")
-        bea.type("discard 2s")
-        ana.expect(r"It's your turn: take a card")
-        ana.type("draw stock")
-        ana.expect(r"You drew 2♠ from the stock\.")
-        ana.type("declare 2s")
-        ana.expect(r"Game over after 1 round: You win with 0\.")
-        bea.expect(r"Game over after 1 round: Ana wins with 0\.")
         ana.type("rematch")
         new_id = ana.expect(r"Rematch: a new table (\S+) with the same game").group(1)
         ana.expect(r"You sit at seat 0: pair \(rematch\)")
@@ -492,6 +504,67 @@ def test_rematch_tells_the_other_players_the_new_table_in_the_chat(
     finally:
         bea.close()
         ana.close()
+
+
+def test_the_second_players_rematch_sits_at_the_table_the_first_one_made(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    ana, bea = _pair_game_over(server, stubs)
+    try:
+        ana.type("rematch")
+        new_id = ana.expect(r"Rematch: a new table (\S+) with the same game").group(1)
+        ana.expect(r"You sit at seat 0: pair \(rematch\)")
+        bea.expect(rf"Ana: Rematch at table {new_id}: join {new_id} to play again\.")
+        bea.type("rematch")  # not join: the same table, not another one
+        bea.expect(rf"Rematch: another player of this game made table {new_id} for it")
+        bea.expect(r"You sit at seat 1: pair \(rematch\)")
+        ana.expect(r"Bea sat down at seat 1\.")
+        ana.expect(r"The game begins: Ana and Bea\.")
+        bea.expect(r"Table \"pair \(rematch\)\"")  # her seat filled it: it began at once
+    finally:
+        bea.close()
+        ana.close()
+    assert [t.table_id for t in _rematches(stubs)] == [new_id]
+
+
+def test_two_players_typing_rematch_at_once_meet_at_one_table(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    ana, bea = _pair_game_over(server, stubs)
+    try:
+        ana.type("rematch")
+        bea.type("rematch")
+        ana.expect(r"You sit at seat \d: pair \(rematch\)")
+        bea.expect(r"You sit at seat \d: pair \(rematch\)")
+    finally:
+        bea.close()
+        ana.close()
+    (made,) = _rematches(stubs)
+    assert made.status == lobby_service_pb2.TABLE_STATUS_PLAYING
+    assert sorted(s.name for s in made.seats) == ["Ana", "Bea"]
+
+
+def test_a_rematch_whose_table_has_started_without_you_says_so(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    ana, bea = _pair_game_over(server, stubs)
+    try:
+        ana.type("rematch")
+        new_id = ana.expect(r"Rematch: a new table (\S+) with the same game").group(1)
+        ana.expect(r"You sit at seat 0: pair \(rematch\)")
+        stubs.lobby.JoinTable(lobby_service_pb2.JoinTableRequest(table_id=new_id, name="Cy"))
+        ana.expect(r"The game begins: Ana and Cy\.")
+        bea.type("rematch")
+        bea.expect(
+            rf"The rematch of this game, table {new_id}, has started without you: "
+            rf"watch {new_id} follows it\."
+        )
+        bea.type("scores")  # still at the finished table
+        bea.expect(r"Ana")
+    finally:
+        bea.close()
+        ana.close()
+    assert [t.table_id for t in _rematches(stubs)] == [new_id]
 
 
 # -- every message is a sentence ----------------------------------------------------------------

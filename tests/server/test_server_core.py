@@ -572,12 +572,47 @@ def test_a_version_2_database_is_migrated_on_open_and_keeps_create_requests(
 
     run(main)
     db = sqlite3.connect(str(path))
-    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (3,)
+    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (4,)
     with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
         db.execute(
             "INSERT INTO tables (table_id, created, spec, request) VALUES ('t4', 1, '{}', ?)",
             (mark.key,),
         )
+    db.close()
+
+
+def test_a_version_3_database_is_migrated_on_open_and_its_finished_tables_get_a_rematch(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "rami.db"
+    db = sqlite3.connect(str(path))
+    db.executescript(
+        _V2_SCHEMA.replace("PRAGMA user_version = 2;", "PRAGMA user_version = 3;")
+        + "ALTER TABLE tables ADD COLUMN request TEXT NOT NULL DEFAULT '';"
+        + "ALTER TABLE tables ADD COLUMN request_digest TEXT NOT NULL DEFAULT '';"
+    )
+    spec = TableSpec("old", "tallage", Options(players=2).to_dict(), owner_hash="own").to_dict()
+    db.execute(
+        "INSERT INTO tables (table_id, created, spec, status, seats, options, variant)"
+        " VALUES ('t1', 1.0, ?, 'finished', '[]', ?, 'tallage')",
+        (json.dumps(spec), json.dumps(spec["options"])),
+    )
+    db.commit()
+    db.close()
+
+    async def main() -> None:
+        storage = await open_storage(tmp_path)
+        row = await storage.get_table("t1")
+        assert row is not None and row.status == FINISHED and row.rematch == ""
+        seats = [{"name": "", "kind": "empty", "policy": "", "away": False}] * 2
+        assert await storage.create_table("t2", spec, seats, "own2", None, "t1") is None
+        row = await storage.get_table("t1")
+        assert row is not None and row.rematch == "t2"
+        await storage.close()
+
+    run(main)
+    db = sqlite3.connect(str(path))
+    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (4,)
     db.close()
 
 

@@ -20,7 +20,7 @@ from storage_backends import Backend
 
 from rami.server.entries import Mark
 from rami.server.lobby import summarize
-from rami.server.storage import Append, Conflict, Created
+from rami.server.storage import Append, Conflict, Created, RematchMade
 
 T = TypeVar("T")
 SEATS = [{"name": "", "kind": "empty", "policy": "", "away": False}] * 2
@@ -115,6 +115,40 @@ def test_a_request_mark_creates_one_table_and_finds_it_again(backend: Backend) -
             assert await storage.created_by(mark.key) == Created("a", mark)
             assert await storage.created_by("") is None
             assert await storage.get_table("b") is None
+        finally:
+            await storage.close()
+
+    run(main)
+
+
+def test_a_finished_table_has_one_rematch_however_many_ask(backend: Backend) -> None:
+    async def main() -> None:
+        storage = await backend.open()
+        try:
+            await storage.create_table("old", spec(), SEATS, "owner")
+            tokens = ("owner", "seat-0", "seat-1")
+            await storage.append(Append("old", 1, [entry(1)], "finished", SEATS, {}, tokens))
+            assert await storage.token_table("seat-1") == "old"
+            assert await storage.token_table("nobody's") is None
+            row = await storage.get_table("old")
+            assert row is not None and row.rematch == ""
+            mark = Mark("m" * 32, "d" * 16)
+            assert await storage.create_table("r1", spec(), SEATS, "o1", mark, "old") is None
+            row = await storage.get_table("old")
+            assert row is not None and row.rematch == "r1"
+            # Another seat's: the table made, and nothing stored.
+            assert await storage.create_table("r2", spec(), SEATS, "o2", None, "old") == (
+                RematchMade("r1")
+            )
+            # The first request again: what it made, as every retry.
+            again = await storage.create_table("r3", spec(), SEATS, "o3", mark, "old")
+            assert again == Created("r1", mark)
+            assert await storage.get_table("r2") is None and await storage.get_table("r3") is None
+            assert not await storage.token_known("o2") and not await storage.token_known("o3")
+            listed = await storage.list_tables(status="finished")
+            assert [(r.table_id, r.rematch) for r in listed] == [("old", "r1")]
+            made = await storage.get_table("r1")
+            assert made is not None and made.rematch == ""
         finally:
             await storage.close()
 
@@ -338,6 +372,33 @@ def test_one_request_racing_on_two_storages_creates_one_table(postgres_url: str)
             winner = "a" if results[0] is None else "b"
             assert found[0] == Created(winner, mark)
             assert len(await one.list_tables()) == 1
+        finally:
+            await one.close()
+            await two.close()
+
+    run(main)
+
+
+def test_seats_racing_for_one_rematch_on_two_storages_make_one_table(postgres_url: str) -> None:
+    async def main() -> None:
+        one, two = await _open(postgres_url), await _open(postgres_url)
+        try:
+            for n in range(5):
+                old = f"old{n}"
+                await one.create_table(old, spec(), SEATS, "")
+                await one.append(Append(old, 1, [entry(1)], "finished", None, None))
+                results = await asyncio.gather(
+                    one.create_table(f"a{n}", spec(), SEATS, "", None, old),
+                    two.create_table(f"b{n}", spec(), SEATS, "", None, old),
+                    one.create_table(f"c{n}", spec(), SEATS, "", None, old),
+                )
+                made = [i for i, r in enumerate(results) if r is None]
+                assert len(made) == 1, results
+                winner = "abc"[made[0]] + str(n)
+                assert [r for r in results if r is not None] == [RematchMade(winner)] * 2
+                row = await two.get_table(old)
+                assert row is not None and row.rematch == winner
+            assert len(await one.list_tables()) == 10
         finally:
             await one.close()
             await two.close()

@@ -187,7 +187,9 @@ COMMANDS: tuple[Command, ...] = (
         "rematch, once the game is over, creates a new table with the same game and options, "
         "sits you there and seats the same built-in bots. Other players are not seated for "
         "you: the client writes the new table's id in the old table's chat, and the game "
-        "starts when they join (or when you type start).",
+        "starts when they join (or when you type start). A game has one rematch: when another "
+        "player of it typed rematch first, yours takes a seat at the table they made (while "
+        "it has a free seat and has not started).",
         frozenset({PLAYING}),
     ),
     Command(

@@ -918,14 +918,20 @@ class ClientSession:
         got = await self.link.call(
             self.link.lobby.GetTable, lobby_service_pb2.GetTableRequest(table_id=old_id)
         )
+        # One rematch per game, whoever asks first: the server makes it once (rematch_of, with
+        # this seat's token) and answers every later rematch of the game with that table.
         request = lobby_service_pb2.CreateTableRequest(
             name=rematch_name(got.table.name or self.table_name),
             variant=view.variant,
             options=view.options,
             private=got.table.private,
+            rematch_of=old_id,
         )
-        created = await self.link.call(self.link.lobby.CreateTable, request)
+        created = await self.link.call(self.link.lobby.CreateTable, request, token=self.token)
         new_id = created.table.table_id
+        if created.rematch_made_before:
+            await self._join_rematch(created.table)
+            return
         bots = [p.policy for p in view.players if p.kind == game_pb2.SEAT_KIND_BOT]
         others = [
             safe(p.name, 24)
@@ -960,6 +966,31 @@ class ClientSession:
                 f"{'sits' if len(others) == 1 else 'sit'} down ({told}); start begins it with "
                 "whoever is seated."
             )
+
+    async def _join_rematch(self, table: lobby_service_pb2.TableInfo) -> None:
+        """Sit at the rematch another player of this game made, or say why not (staying at
+        this table)."""
+        new_id = safe(table.table_id, 32)
+        if table.status == lobby_service_pb2.TABLE_STATUS_CLOSED:
+            raise ValueError(
+                f"the rematch of this game, table {new_id}, was closed before it began: create "
+                "starts a new table"
+            )
+        if table.status != lobby_service_pb2.TABLE_STATUS_WAITING:
+            raise ValueError(
+                f"the rematch of this game, table {new_id}, has started without you: "
+                f"watch {new_id} follows it"
+            )
+        if not joinable(table):
+            raise ValueError(
+                f"the rematch of this game, table {new_id}, has no free seat: watch {new_id} "
+                "follows it once it starts"
+            )
+        self.out.info(
+            f"Rematch: another player of this game made table {new_id} for it; you take a "
+            "seat there."
+        )
+        await self.join(table)
 
     # -- the lobby ---------------------------------------------------------------------------
 

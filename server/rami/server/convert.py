@@ -518,6 +518,7 @@ def table_info(s: TableSummary) -> lobby_service_pb2.TableInfo:
         hand_analysis=s.hand_analysis,
         deal_commitment=s.deal_commitment,
         stacked_deck=s.stacked,
+        rematch_table_id=s.rematch,
     )
 
 

@@ -32,11 +32,21 @@ from .dealing import ServerKey
 from .entries import Close, Entry, EntryError, Mark, entry_from_dict
 from .errors import log_unexpected
 from .limits import RateLimiter, TimeBudget
-from .refusals import Exhausted, Invalid, NotFound, PermissionDenied, Refusal, Unavailable
+from .refusals import (
+    Exhausted,
+    Invalid,
+    NotFound,
+    PermissionDenied,
+    Precondition,
+    Refusal,
+    Unauthenticated,
+    Unavailable,
+)
 from .sanitize import MAX_TABLE_NAME, clean_name
-from .storage import Created, Storage, TableRow
+from .storage import Created, RematchMade, Storage, TableRow
 from .table import Checkpoints, Heartbeats, Table, TableConfig, moved, start_entry
 from .tablestate import (
+    FINISHED,
     OVER,
     PLAYING,
     WAITING,
@@ -121,6 +131,7 @@ def summary_of_row(row: TableRow) -> TableSummary:
         spec.hand_analysis,
         spec.deal_commitment,
         bool(spec.decks),
+        row.rematch,
     )
 
 
@@ -429,16 +440,26 @@ class Lobby:
         client: str,
         request: Mark | None = None,
         owner: str | None = None,
+        rematch_of: str = "",
+        token: str | None = None,
     ) -> tuple[Table | TableSummary, str]:
         """A new table and its owner's token (``owner``, or a new one). With a ``request``
         mark, a request that created a table already gets that table instead, and creates
         nothing (``owner`` is then the token derived from its id, the same every time); when
-        another server plays that table, as the directory lists it."""
+        another server plays that table, as the directory lists it.
+
+        ``rematch_of``: the finished table whose rematch this is, at which ``token`` (the
+        call's) must prove a seat. A finished table has one rematch: when it has one already,
+        that table is answered with no owner token ('') and nothing is created."""
         if request is not None:
             assert owner is not None, "a request id's owner token is derived from it"
             before = await self.storage.created_by(request.key)
             if before is not None:
                 return await self._created_before(before, request), owner
+        if rematch_of:
+            made = await self._rematch_check(rematch_of, token)
+            if made:
+                return await self._held_or_listed(made), ""
         v = get_variant(variant)
         if decks and not self.config.allow_stacked_decks:
             raise PermissionDenied("STACKED_DECKS_OFF", "this server does not allow stacked decks")
@@ -477,18 +498,21 @@ class Lobby:
         state = TableState(table_id, spec, secret=secret)
         # The commitment is made now, before anyone can join and send entropy.
         spec = state.spec = replace(spec, deal_commitment=state.fair_deal().commitment)
-        before = await self.storage.create_table(
-            table_id, spec.to_dict(), state.directory_seats(), spec.owner_hash, request
+        found = await self.storage.create_table(
+            table_id, spec.to_dict(), state.directory_seats(), spec.owner_hash, request, rematch_of
         )
-        if before is not None:  # a copy of this request, sent meanwhile, created it first
+        if isinstance(found, RematchMade):  # another player's rematch, stored meanwhile
+            return await self._held_or_listed(found.table_id), ""
+        if found is not None:  # a copy of this request, sent meanwhile, created it first
             assert request is not None
-            return await self._created_before(before, request), owner
+            return await self._created_before(found, request), owner
         log.info(
-            "table %s: created (%s, %d seats, turn clock %s)",
+            "table %s: created (%s, %d seats, turn clock %s)%s",
             table_id,
             variant,
             options.players,
             f"{options.turn_seconds} s" if options.turn_seconds else "none",
+            f", the rematch of {rematch_of}" if rematch_of else "",
         )
         # (A copy of this request that found it stored may have loaded it meanwhile.)
         return self.tables.get(table_id) or self._hold(state), owner
@@ -502,12 +526,59 @@ class Lobby:
                 "REQUEST_ID_REUSED",
                 "this request id was used for another request: a new request needs a new id",
             )
+        return await self._held_or_listed(before.table_id)
+
+    async def _held_or_listed(self, table_id: str) -> Table | TableSummary:
+        """A table made already: held here (loaded if need be), or as the directory lists it
+        when another server plays it."""
         try:
-            return await self.get(before.table_id)
+            return await self.get(table_id)
         except Refusal as e:
             if e.reason != "TABLE_MOVED":
                 raise
-            return await self.info(before.table_id)
+            return await self.info(table_id)
+
+    async def _rematch_check(self, table_id: str, token: str | None) -> str:
+        """Refuse a rematch of ``table_id`` that ``token`` may not ask for: the table must be
+        stored, its game over, and the token its seat's. Returns its rematch's id ('' while it
+        has none). Read from the directory, so that any server of a cluster answers alike."""
+        row = await self.storage.get_table(table_id) if len(table_id) <= 64 else None
+        if row is None:
+            raise NotFound("NO_SUCH_TABLE", f"no table {table_id!r} to make a rematch of")
+        if not token:
+            raise Unauthenticated(
+                "NO_TOKEN",
+                "a rematch is asked for with the token of your seat at the finished table, "
+                "as the 'rami-token' metadata",
+            )
+        digest = hash_token(token)
+        at = await self.storage.token_table(digest)
+        if at is None:
+            raise Unauthenticated(
+                "BAD_TOKEN", "this token proves no seat or table on this server: no rematch"
+            )
+        if at != table_id:
+            raise PermissionDenied(
+                "NOT_YOURS",
+                "this token proves no seat at that table: only its players make its rematch",
+            )
+        if digest == row.spec.get("owner_hash"):
+            raise PermissionDenied(
+                "NOT_SEATED",
+                "the table's owner token holds no seat: a rematch is asked for with a seat's",
+            )
+        if row.status != FINISHED:
+            why = (
+                "was closed before its game began"
+                if row.status in OVER
+                else "is still waiting for players"
+                if row.status == WAITING
+                else "is still being played"
+            )
+            raise Precondition(
+                "GAME_NOT_OVER", f"a rematch is made once the game is over: that table {why}"
+            )
+        return row.rematch
 
     async def get(self, table_id: str) -> Table:
         """The table of an id (loaded from storage when this process does not hold it), or
@@ -521,11 +592,15 @@ class Lobby:
         return table
 
     async def info(self, table_id: str) -> TableSummary:
-        """A table as the lobby lists it: live when this process holds it, else as stored."""
+        """A table as the lobby lists it: live when this process holds it, else as stored
+        (a finished table's rematch is always read from the directory: any server of a
+        cluster may have made it)."""
         table = self.tables.get(table_id)
-        if table is not None:
+        if table is not None and table.status != FINISHED:
             return table.summary
         row = await self.storage.get_table(table_id) if len(table_id) <= 64 else None
+        if table is not None:
+            return replace(table.summary, rematch=row.rematch if row is not None else "")
         if row is None:
             raise NotFound("NO_SUCH_TABLE", f"no table {table_id!r}")
         return summary_of_row(row)
@@ -551,7 +626,12 @@ class Lobby:
         out = []
         for row in rows:
             table = self.tables.get(row.table_id)
-            out.append(table.summary if table is not None else summary_of_row(row))
+            if table is None:
+                out.append(summary_of_row(row))
+            elif row.rematch and table.status == FINISHED:
+                out.append(replace(table.summary, rematch=row.rematch))
+            else:
+                out.append(table.summary)
         return out
 
     async def holds_token(self, token: str) -> bool:

@@ -283,10 +283,16 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
                 if request_id
                 else None
             ),
+            # A rematch is asked for by a seat of the finished table, with its token.
+            rematch_of=request.rematch_of,
+            token=_token(context) if request.rematch_of else None,
         )
         summary = table.summary if isinstance(table, Table) else table
         return lobby_service_pb2.CreateTableResponse(
-            table=convert.table_info(summary), owner_token=owner
+            table=convert.table_info(summary),
+            owner_token=owner,
+            # (Only a rematch made before is answered without its owner's token.)
+            rematch_made_before=not owner,
         )
 
     @unary

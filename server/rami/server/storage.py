@@ -3,8 +3,10 @@
 A table is its spec and its log of entries (JSON objects, ``entries.py``); replaying the log
 rebuilds it. The directory keeps a row per table that the lobby lists without loading any
 table: its spec, status, update number, seats and options, the tokens that prove something at
-it, and the mark of the request id it was created with (``retries.py``), so a CreateTable sent
-again finds the table its first copy made. An append carries the number of its first entry,
+it, the mark of the request id it was created with (``retries.py``), so a CreateTable sent
+again finds the table its first copy made, and the id of its rematch (a finished table's: the
+table made with ``rematch_of`` it, set once, in the transaction that stores that table, so a
+second one finds it instead of making another). An append carries the number of its first entry,
 so a writer that is not where it thinks it is fails (:class:`Conflict`) instead of forking
 the log, and the directory row changes in the same transaction as the entries that change it.
 
@@ -46,6 +48,7 @@ __all__ = [
     "Created",
     "Fenced",
     "Lease",
+    "RematchMade",
     "SqliteStorage",
     "Storage",
     "StoredTable",
@@ -58,7 +61,7 @@ __all__ = [
 T = TypeVar("T")
 
 #: The version of the SQLite schema this code writes (``PRAGMA user_version``).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 class Conflict(Exception):
@@ -117,6 +120,14 @@ class Created:
 
 
 @dataclass(frozen=True, slots=True)
+class RematchMade:
+    """The rematch a finished table has already: a CreateTable with ``rematch_of`` it stored
+    nothing."""
+
+    table_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class TableRow:
     """A table as the directory lists it."""
 
@@ -130,6 +141,8 @@ class TableRow:
     #: Its options as they are now (the number of players is fixed at the start).
     options: dict[str, Any]
     created: float
+    #: The id of its rematch ('' until one of its players made one).
+    rematch: str = ""
 
 
 @dataclass(slots=True)
@@ -183,10 +196,15 @@ class Storage(Protocol):
         seats: list[dict[str, Any]],
         owner: str,
         request: Mark | None = None,
-    ) -> Created | None:
+        rematch_of: str = "",
+    ) -> Created | RematchMade | None:
         """Store a new table (no entries yet); ``owner`` is the hash of its owner's token,
         ``request`` the mark of the request id it is created with. When a table was created
-        with that mark's key already, store nothing and return that table's id and mark."""
+        with that mark's key already, store nothing and return that table's id and mark.
+        ``rematch_of``: the stored table whose rematch it is, which names it from now on (in
+        the same transaction); when that table has its rematch already, store nothing and
+        return it (a copy of the same request is answered as above, first). Of racing calls
+        with one ``rematch_of``, exactly one stores its table."""
 
     async def created_by(self, key: str) -> Created | None:
         """The table created by a request whose mark has this key, and that mark, or None."""
@@ -219,6 +237,9 @@ class Storage(Protocol):
 
     async def token_known(self, token_hash: str) -> bool:
         """True when a token with this hash proves a seat or an ownership at some table."""
+
+    async def token_table(self, token_hash: str) -> str | None:
+        """The table at which a token with this hash proves a seat or the ownership, or None."""
 
     async def claim(self, table_id: str) -> Lease | None:
         """Take the lease of a table when it is free (never held, expired, released, or held
@@ -261,7 +282,9 @@ CREATE TABLE IF NOT EXISTS tables (
     private INTEGER NOT NULL DEFAULT 0,
     -- the mark of the request id the table was created with ('': none)
     request TEXT NOT NULL DEFAULT '',
-    request_digest TEXT NOT NULL DEFAULT ''
+    request_digest TEXT NOT NULL DEFAULT '',
+    -- the id of this finished table's rematch ('': none yet)
+    rematch TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS entries (
     table_id TEXT NOT NULL REFERENCES tables(table_id),
@@ -312,6 +335,8 @@ _V3_COLUMNS = (
     "request TEXT NOT NULL DEFAULT ''",
     "request_digest TEXT NOT NULL DEFAULT ''",
 )
+#: Version 3's tables lack this column: the id of a finished table's rematch.
+_V4_COLUMNS = ("rematch TEXT NOT NULL DEFAULT ''",)
 
 #: What a migration needs to know of a table that only its log says: its seats and options
 #: (the table core's replay), from its spec and entries.
@@ -319,7 +344,7 @@ Summarize = Callable[
     [dict[str, Any], list[dict[str, Any]]], tuple[list[dict[str, Any]], dict[str, Any]]
 ]
 
-_ROW = "table_id, spec, status, number, seats, options, created"
+_ROW = "table_id, spec, status, number, seats, options, created, rematch"
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,7 +383,9 @@ _json: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":"), ensure_asc
 
 
 def _row(r: tuple[Any, ...]) -> TableRow:
-    return TableRow(r[0], json.loads(r[1]), r[2], r[3], json.loads(r[4]), json.loads(r[5]), r[6])
+    return TableRow(
+        r[0], json.loads(r[1]), r[2], r[3], json.loads(r[4]), json.loads(r[5]), r[6], r[7]
+    )
 
 
 @dataclass(eq=False)
@@ -421,8 +448,9 @@ class SqliteStorage:
         seats: list[dict[str, Any]],
         owner: str,
         request: Mark | None = None,
-    ) -> Created | None:
-        return await self._run(self._create, table_id, spec, seats, owner, request)
+        rematch_of: str = "",
+    ) -> Created | RematchMade | None:
+        return await self._run(self._create, table_id, spec, seats, owner, request, rematch_of)
 
     def _create(
         self,
@@ -431,7 +459,8 @@ class SqliteStorage:
         seats: list[dict[str, Any]],
         owner: str,
         request: Mark | None,
-    ) -> Created | None:
+        rematch_of: str,
+    ) -> Created | RematchMade | None:
         with _transaction(self._db):
             if request is not None:
                 # In the transaction that would store the table: a request that raced its own
@@ -439,6 +468,15 @@ class SqliteStorage:
                 before = self._created_by(request.key)
                 if before is not None:
                     return before
+            if rematch_of:
+                # The write lock (BEGIN IMMEDIATE) orders racing rematches: the second finds
+                # the first one's.
+                named = self._db.execute(
+                    "UPDATE tables SET rematch = ? WHERE table_id = ? AND rematch = ''",
+                    (table_id, rematch_of),
+                )
+                if named.rowcount == 0:
+                    return RematchMade(self._rematch_of(rematch_of))
             self._db.execute(
                 "INSERT INTO tables (table_id, created, spec, seats, options, variant, client,"
                 " private, request, request_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -458,6 +496,13 @@ class SqliteStorage:
             if owner:
                 self._db.execute("INSERT OR IGNORE INTO tokens VALUES (?, ?)", (owner, table_id))
         return None
+
+    def _rematch_of(self, table_id: str) -> str:
+        r = self._db.execute("SELECT rematch FROM tables WHERE table_id = ?", (table_id,))
+        found = r.fetchone()
+        if found is None or not found[0]:
+            raise LookupError(f"no table {table_id!r} is stored to make a rematch of")
+        return str(found[0])
 
     async def created_by(self, key: str) -> Created | None:
         return await self._run(self._created_by, key)
@@ -525,6 +570,15 @@ class SqliteStorage:
             self._db.execute("SELECT 1 FROM tokens WHERE token_hash = ?", (token_hash,)).fetchone()
             is not None
         )
+
+    async def token_table(self, token_hash: str) -> str | None:
+        return await self._run(self._token_table, token_hash)
+
+    def _token_table(self, token_hash: str) -> str | None:
+        r = self._db.execute(
+            "SELECT table_id FROM tokens WHERE token_hash = ?", (token_hash,)
+        ).fetchone()
+        return str(r[0]) if r else None
 
     # -- leases: this process's, every one --------------------------------------------------
 
@@ -896,7 +950,9 @@ def _connect(path: str, summarize: Summarize | None) -> sqlite3.Connection:
         with _transaction(db):
             if version < 2:
                 _migrate_v1(db, summarize)
-            _migrate_v2(db)
+            if version < 3:
+                _migrate_v2(db)
+            _migrate_v3(db)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     db.executescript(_SCHEMA)  # IF NOT EXISTS throughout: makes what is missing
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -907,6 +963,13 @@ def _migrate_v2(db: sqlite3.Connection) -> None:
     """Version 2 to 3: the columns of the request mark a table was created with (none, for
     the tables there are)."""
     for column in _V3_COLUMNS:
+        db.execute(f"ALTER TABLE tables ADD COLUMN {column}")
+
+
+def _migrate_v3(db: sqlite3.Connection) -> None:
+    """Version 3 to 4: the column of a finished table's rematch (none, for the tables there
+    are)."""
+    for column in _V4_COLUMNS:
         db.execute(f"ALTER TABLE tables ADD COLUMN {column}")
 
 

@@ -49,6 +49,7 @@ from .storage import (
     Created,
     Fenced,
     Lease,
+    RematchMade,
     StoredTable,
     Summarize,
     TableRow,
@@ -128,6 +129,14 @@ CREATE TABLE IF NOT EXISTS rami_key (
     only_row BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (only_row),
     fingerprint TEXT NOT NULL
 );
+"""
+
+#: The id of a finished table's rematch ('': none yet), set in the transaction that stores the
+#: rematch table. Like the key's fingerprint, any version of the schema may hold it: a server of
+#: older code neither reads nor writes it (its statements name their columns), so it is added
+#: without a new version, which would keep such servers from starting on the database.
+_SCHEMA_REMATCH = """
+ALTER TABLE rami_tables ADD COLUMN IF NOT EXISTS rematch TEXT NOT NULL DEFAULT '';
 """
 
 _SCHEMA_V2 = """
@@ -238,7 +247,7 @@ END
 $$;
 """
 
-_ROW = "table_id, spec, status, number, seats, options, created"
+_ROW = "table_id, spec, status, number, seats, options, created, rematch"
 _APPEND = "SELECT rami_append(%s, %s, %s, %s, %s, %s, %s, %s)"
 
 
@@ -248,7 +257,7 @@ class PostgresUnavailable(OSError):
 
 def _row(r: tuple[Any, ...]) -> TableRow:
     return TableRow(
-        r[0], json.loads(r[1]), r[2], int(r[3]), json.loads(r[4]), json.loads(r[5]), r[6]
+        r[0], json.loads(r[1]), r[2], int(r[3]), json.loads(r[4]), json.loads(r[5]), r[6], r[7]
     )
 
 
@@ -373,11 +382,22 @@ class PostgresStorage:
         seats: list[dict[str, Any]],
         owner: str,
         request: Mark | None = None,
-    ) -> Created | None:
+        rematch_of: str = "",
+    ) -> Created | RematchMade | None:
         from psycopg import errors
 
         try:
             async with self._pool.connection() as conn, conn.transaction():
+                if rematch_of:
+                    # The row lock of this UPDATE orders racing rematches (on any server): a
+                    # second one waits for the first one's commit, then finds the rematch set.
+                    cur = await conn.execute(
+                        "UPDATE rami_tables SET rematch = %s"
+                        " WHERE table_id = %s AND rematch = '' RETURNING 1",
+                        (table_id, rematch_of),
+                    )
+                    if await cur.fetchone() is None:
+                        return await _rematch_made(conn, rematch_of, request)
                 await conn.execute(
                     "INSERT INTO rami_tables (table_id, created, spec, seats, options, variant,"
                     " client, private, request, request_digest)"
@@ -420,12 +440,7 @@ class PostgresStorage:
         if not key:
             return None
         async with self._pool.connection() as conn:
-            cur = await conn.execute(
-                "SELECT table_id, request, request_digest FROM rami_tables WHERE request = %s",
-                (key,),
-            )
-            r = await cur.fetchone()
-        return Created(r[0], Mark(r[1], r[2])) if r else None
+            return await _created_by(conn, key)
 
     async def get_table(self, table_id: str) -> TableRow | None:
         async with self._pool.connection() as conn:
@@ -478,6 +493,14 @@ class PostgresStorage:
                 "SELECT 1 FROM rami_tokens WHERE token_hash = %s", (token_hash,)
             )
             return await cur.fetchone() is not None
+
+    async def token_table(self, token_hash: str) -> str | None:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT table_id FROM rami_tokens WHERE token_hash = %s", (token_hash,)
+            )
+            r = await cur.fetchone()
+        return str(r[0]) if r else None
 
     # -- leases ----------------------------------------------------------------------------
 
@@ -696,6 +719,30 @@ class PostgresStorage:
         await self._pool.close()
 
 
+async def _created_by(conn: Any, key: str) -> Created | None:
+    cur = await conn.execute(
+        "SELECT table_id, request, request_digest FROM rami_tables WHERE request = %s", (key,)
+    )
+    r = await cur.fetchone()
+    return Created(r[0], Mark(r[1], r[2])) if r else None
+
+
+async def _rematch_made(conn: Any, table_id: str, request: Mark | None) -> Created | RematchMade:
+    """For a CreateTable whose ``rematch_of`` (``table_id``) has its rematch already, in its
+    transaction, after the UPDATE that found it set: the table a copy of the same request made
+    (a retry raced its first copy), or that rematch. Each statement reads what was committed
+    before it began: the rematch, and the table that set it."""
+    if request is not None:
+        before = await _created_by(conn, request.key)
+        if before is not None:
+            return before
+    cur = await conn.execute("SELECT rematch FROM rami_tables WHERE table_id = %s", (table_id,))
+    r = await cur.fetchone()
+    if r is None or not r[0]:
+        raise LookupError(f"no table {table_id!r} is stored to make a rematch of")
+    return RematchMade(str(r[0]))
+
+
 def _without_secret(url: str, error: Exception) -> str:
     """libpq's words for ``error``, with every piece of the URL's password left out: a
     password that breaks the URL (an unencoded @, say) is read in part as a host or a port,
@@ -741,6 +788,7 @@ async def _migrate(conn: Any) -> None:
         await conn.execute(_SCHEMA)
         await conn.execute(_SCHEMA_V2)
         await conn.execute(_SCHEMA_KEY)
+        await conn.execute(_SCHEMA_REMATCH)
         await conn.execute(
             "INSERT INTO rami_schema (version) VALUES (%s)"
             " ON CONFLICT (only_row) DO UPDATE SET version = EXCLUDED.version",

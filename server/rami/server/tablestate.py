@@ -136,6 +136,9 @@ class TableSummary:
     #: deals), and whether its first rounds are dealt from stacked decks.
     deal_commitment: str = ""
     stacked: bool = False
+    #: The id of its rematch, once one of its players made one (the directory's: GetTable and
+    #: ListTables fill it in).
+    rematch: str = ""
 
 
 # -- the table's own events (the engine's are in rami.engine.events) ------------------------
