@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from helpers import C, cards
 
@@ -337,3 +339,47 @@ def test_card_values_for_each_variant() -> None:
     ]
     # tallage and simple: A 10, K Q J 10, pips face value, joker 20 (§3)
     assert [card_value(c, 10, 20) for c in cards("Ah Kh 9h JK")] == [10, 10, 9, 20]
+
+
+def test_accepts_says_whether_with_added_takes_the_card_for_every_meld_and_card() -> None:
+    """``accepts`` (asked by the bots of every card and meld) is :meth:`Meld.with_added` at
+    either end, without making the meld: the same answer for every run and set, jokers in
+    them or not, and every card."""
+    from rami.engine.cards import CARDS
+
+    def runs(jpm: int) -> list[Meld]:
+        out = []
+        for suit in range(4):
+            for lo in range(1, 13):
+                for n in range(3, 15 - lo + 1):
+                    naturals = [CARDS[suit * 13 + (lo + i - 1) % 13] for i in range(n)]
+                    for j in range(jpm + 1):  # jokers for the first naturals, or the last
+                        for laid in ([JOKER] * j + naturals[j:], naturals[: n - j] + [JOKER] * j):
+                            with contextlib.suppress(MeldError):
+                                out.append(Meld.from_cards(laid, jokers_per_meld=jpm))
+        return out
+
+    def sets(jpm: int) -> list[Meld]:
+        out = []
+        for rank in range(13):
+            for size in (3, 4):
+                for jokers in range(jpm + 1):
+                    naturals = [CARDS[s * 13 + rank] for s in range(size - jokers)]
+                    with contextlib.suppress(MeldError):
+                        out.append(
+                            Meld.from_cards([*naturals, *[JOKER] * jokers], jokers_per_meld=jpm)
+                        )
+        return out
+
+    asked = 0
+    for jpm in (1, 2):
+        for m in [*runs(jpm), *sets(jpm)]:
+            for c in range(53):
+                try:
+                    m.with_added(c, jokers_per_meld=jpm)
+                    takes = True
+                except MeldError:
+                    takes = False
+                assert m.accepts(c, jokers_per_meld=jpm) == takes, (str(m), c, jpm)
+                asked += 1
+    assert asked > 50_000, asked

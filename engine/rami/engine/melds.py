@@ -279,6 +279,24 @@ class Meld:
 
     # -- changes on the table -------------------------------------------------------------
 
+    def accepts(self, card: int, *, jokers_per_meld: int = 1) -> bool:
+        """True when :meth:`with_added` takes ``card`` (at either end), said without making
+        the meld or the words of a refusal: a bot asks it of every card and meld."""
+        card = CARDS[card]
+        n = len(self.cards)
+        if card == JOKER:
+            if self.jokers >= jokers_per_meld:
+                return False
+            if self.kind == SET:
+                return n < 4
+            return n < MAX_RUN and (self.lo > 1 or self.hi < 14)
+        if self.kind == SET:
+            return n < 4 and card.rank == self.rank and card.suit in self.missing_suits()
+        if n >= MAX_RUN or card.suit != self.suit:
+            return False
+        r = card.rank
+        return r == self.lo - 1 or r == self.hi + 1 or (r == 1 and (self.lo == 2 or self.hi == 13))
+
     def with_added(self, card: int, *, end: End | None = None, jokers_per_meld: int = 1) -> Meld:
         """The meld with one more card: a natural that fits, or a joker (at ``end`` of a run)."""
         card = CARDS[card]

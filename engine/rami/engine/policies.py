@@ -28,7 +28,7 @@ from .actions import Action, AddToMeld, Declare, Discard, Draw, Lay, NewMeld
 from .cards import CARDS, JOKER, Card
 from .determinize import sample_game
 from .game import Game, Phase
-from .melds import Meld, MeldError
+from .melds import Meld
 from .plays import discard_completions, hand_deadwood_values, lays, legal_plays
 from .solver import (
     FLAG_RUN,
@@ -255,13 +255,7 @@ def _unseen(v: View) -> list[int]:
 
 
 def _fits(melds: list[Meld], card: Card, jpm: int) -> bool:
-    for m in melds:
-        try:
-            m.with_added(card, jokers_per_meld=jpm)
-        except MeldError:
-            continue
-        return True
-    return False
+    return any(m.accepts(card, jokers_per_meld=jpm) for m in melds)
 
 
 class _Judge:
@@ -279,6 +273,11 @@ class _Judge:
         opened = v.variant.has_opening and v.opened[v.seat]
         # Once opened in tallage, anything goes: melds and additions, no flags needed.
         self.table = [tm.meld for tm in v.melds] if opened else []
+        #: The cards (and the joker) that some meld on the table takes, when opened: asked
+        #: of every card at every cost, the same for the judge's whole view.
+        self.fitting = frozenset(
+            c for c in range(53) if self.table and _fits(self.table, CARDS[c], self.jpm)
+        )
         if v.variant.declares:
             self.need = FLAG_RUN
         else:
@@ -295,7 +294,7 @@ class _Judge:
             needed = best_split(hand, self.objective, need=self.need, jokers_per_meld=self.jpm)
             if needed is not None and len(needed.left) < len(split.left) + penalty:
                 split, penalty = needed, 0.0
-        loose = [c for c in split.left if not (self.table and _fits(self.table, c, self.jpm))]
+        loose = [c for c in split.left if c not in self.fitting]
         gain = self._gain(split.melds, loose)
         if self.v.variant.sets_need_run:
             # What a declaration by another player would cost: melds count beside a clean run.
@@ -330,16 +329,14 @@ class _Judge:
                 for suit in m.missing_suits():
                     gain[suit * 13 + m.rank - 1] = 1
                 joker_fits = joker_fits or m.jokers < self.jpm
-        if self.table:
-            for c in range(52):
-                if self.unseen[c] and c not in gain and _fits(self.table, CARDS[c], self.jpm):
-                    gain[c] = 1
-        naturals = sorted({c for c in loose if c != JOKER})
+        for c in self.fitting:
+            if c < 52 and self.unseen[c] and c not in gain:
+                gain[c] = 1
+        # Each loose natural as (suit, rank index), in card order.
+        placed = [divmod(int(c), 13) for c in sorted({c for c in loose if c != JOKER})]
         pairs = False
-        for i, a in enumerate(naturals):
-            sa, ra = divmod(int(a), 13)
-            for b in naturals[i + 1 :]:
-                sb, rb = divmod(int(b), 13)
+        for i, (sa, ra) in enumerate(placed):
+            for sb, rb in placed[i + 1 :]:
                 if ra == rb:
                     pairs = True
                     for t in range(4):
@@ -479,9 +476,10 @@ EXPERT_BUDGET = 0.5
 #: How far a simulation plays by default: through the expert's next turn, to the draw after.
 EXPERT_CIRCUITS = 2
 
-#: Simulations per second of one core of the reference machine, two players (calibration:
-#: ``simulations_per_second`` in tests/engine/test_expert.py measures them again).
-EXPERT_RATES: dict[str, float] = {"portuguese": 1100.0, "tallage": 1000.0, "simple": 650.0}
+#: Simulations per second of one core of the reference machine, two players, set so that a
+#: searched move at the default budget takes a median of about 0.46 s of its CPU time
+#: (``python -m bench.expert_rates`` measures both again; docs/bots.md gives its figures).
+EXPERT_RATES: dict[str, float] = {"portuguese": 740.0, "tallage": 750.0, "simple": 440.0}
 
 _EXPERT_CANDIDATES = 6  # most actions compared in one decision
 _EXPERT_DISCARDS = 3  # discards among them, besides strong's

@@ -1,0 +1,100 @@
+"""``python -m bench.expert_rates``: the expert's simulations per second on this machine.
+
+The expert's budget per move is a count of simulations, never the clock (the same seed gives
+the same move on any machine and under any load): the count is the budget times
+``rami.engine.policies.EXPERT_RATES``, one-circuit simulations per second of one core of the
+reference machine, two players. This measures those rates again: it plays seeded two-player
+games between the expert and strong, and at each move the expert searches it times the
+search (its candidates in the same sampled games, one circuit each) in CPU seconds of this
+process. It prints, per variant, the simulations per second (the median of the searched
+moves' rates) beside the rate the code has, and the median CPU time of an expert move at the
+default budget with the code's rate, of all moves and of the searched ones (a move with one
+candidate, forced or plain, is not searched)::
+
+    python -m bench.expert_rates --moves 40
+
+Run it on a quiet core (nothing else running): the rates are a property of the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+
+from rami.engine import VARIANTS, Game, NextRound, Options, Phase, view
+from rami.engine.policies import (
+    EXPERT_BUDGET,
+    EXPERT_RATES,
+    expert,
+    expert_candidates,
+    expert_scores,
+    strong,
+)
+
+#: Simulations timed per searched move.
+SIMULATIONS = 120
+
+
+def measure(variant: str, moves: int, seed: str) -> tuple[float, float, float]:
+    """(one-circuit simulations per second, median CPU seconds of an expert move at the
+    default budget, of a searched one) over the first ``moves`` searched moves of seeded
+    games."""
+    rates: list[float] = []
+    times: list[float] = []
+    searched: list[float] = []
+    game_number = 0
+    while len(rates) < moves:
+        game, _ = Game.new(variant, Options(players=2), f"{seed}:{game_number}")
+        rng = random.Random(f"{seed}:{game_number}")
+        game_number += 1
+        while game.phase != Phase.GAME_OVER and len(rates) < moves:
+            if game.phase == Phase.ROUND_OVER:
+                game.apply(None, NextRound())
+                continue
+            seat = game.turn
+            v = view(game, seat)
+            if seat == 1:
+                game.apply(seat, strong(v, rng))
+                continue
+            candidates = expert_candidates(v, random.Random(0))
+            if len(candidates) > 1:
+                start = time.process_time()
+                expert_scores(v, random.Random(1), candidates, SIMULATIONS, circuits=1)
+                elapsed = time.process_time() - start
+                sims = max(2, SIMULATIONS // len(candidates)) * len(candidates)
+                rates.append(sims / elapsed)
+            start = time.process_time()
+            action = expert(v, rng)
+            times.append(time.process_time() - start)
+            if len(candidates) > 1:
+                searched.append(times[-1])
+            game.apply(seat, action)
+    return statistics.median(rates), statistics.median(times), statistics.median(searched)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.expert_rates", description=__doc__)
+    parser.add_argument("--moves", type=int, default=40, help="searched moves per variant")
+    parser.add_argument("--seed", default="rates")
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    args = parser.parse_args(argv)
+    print(
+        f"{'variant':<12} {'measured':>9} {'in code':>9}  "
+        f"median expert move at {EXPERT_BUDGET} s (all / searched)"
+    )
+    for variant in args.variants:
+        rate, move, search = measure(variant, args.moves, args.seed)
+        print(
+            f"{variant:<12} {rate:>9.0f} {EXPERT_RATES[variant]:>9.0f}  "
+            f"{move * 1000:.0f} ms / {search * 1000:.0f} ms"
+        )
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
