@@ -665,3 +665,24 @@ def test_messages_and_events_break_between_words_to_the_window(
         assert shown[1].startswith("  "), shown  # the lines after the first are indented
     finally:
         d.close()
+
+
+def test_a_started_table_is_offered_to_watch_and_a_spectator_is_told_the_chat_is_the_players(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "tallage", TALLAGE_HAND, "10c 5c", round_cap=1)
+    ana = _client(server)
+    look = Look(color=True, ascii=False)
+    bea = Driver(lambda: cli._connect(server.target, "Bea", look, None)).start()
+    try:
+        _sit_with_a_bot(ana, "tallage")
+        bea.expect(r"Connected to 127\.0\.0\.1")
+        bea.type("join 1")
+        bea.expect(r"The game at that table has begun: no seat can be taken\. watch 1 follows it\.")
+        bea.type("watch 1")
+        bea.expect(r"Watching as a spectator")
+        bea.type("say good luck")
+        bea.expect(r"You are watching: the chat is the players'; you read it\. leave returns")
+    finally:
+        ana.close()
+        bea.close()

@@ -108,6 +108,12 @@ _NOT_HERE = {
     PLAYING: "The game is on already: that was for before it.",
 }
 
+#: What a command says where it can't be used, when it says more than :data:`_NOT_HERE`.
+_NOT_HERE_FOR = {
+    ("say", WATCHING): "You are watching: the chat is the players'; you read it. leave returns "
+    "to the lobby.",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class _Question:
@@ -377,7 +383,8 @@ class ClientSession:
             if self.where != LOBBY and LOBBY in command.where:
                 self.out.error(f"{command.name} is for the lobby: leave this table first.")
             else:
-                self.out.error(_NOT_HERE[self.where])
+                said = _NOT_HERE_FOR.get((command.name, self.where), _NOT_HERE[self.where])
+                self.out.error(said)
             return
         try:
             if command.name in MOVES:
@@ -1092,7 +1099,16 @@ class ClientSession:
             if not (mine or free):
                 raise ValueError("no table has a free seat: create tallage bots=3 starts one")
             table = (mine or free)[0]
-        await self.join(table)
+        try:
+            await self.join(table)
+        except Refused as e:
+            if e.reason != "TABLE_STARTED":
+                raise
+            # The list was older than the table: its game began meanwhile.
+            name = args.split()[0] if args else table.table_id
+            raise ValueError(
+                f"the game at that table has begun: no seat can be taken. watch {name} follows it"
+            ) from None
 
     async def join(self, table: lobby_service_pb2.TableInfo) -> None:
         """Take a seat at ``table`` (or take back the one held there) and follow it."""
