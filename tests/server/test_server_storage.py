@@ -706,3 +706,40 @@ def test_servers_starting_together_on_a_new_database_agree_on_its_key(postgres_u
                 await storage.close()
 
     run(main)
+
+
+def test_a_call_during_a_postgresql_outage_fails_within_seconds() -> None:
+    """The database stopped: a call that needs a connection (a lobby's list, a directory
+    read) is refused as an outage within a few seconds, well inside a client's 10 s call, not
+    after waiting as long as the client does (it then heard DEADLINE_EXCEEDED, not
+    UNAVAILABLE)."""
+    from postgres_support import PostgresServer, unavailable
+
+    from rami.server.storage import is_outage
+    from rami.server.storage_postgres import PostgresStorage
+
+    why = unavailable()
+    if why is not None:
+        pytest.skip(f"no PostgreSQL: {why}")
+    pg = PostgresServer().start()  # its own server: this test stops it
+
+    async def main() -> None:
+        storage = await PostgresStorage.open(pg.database())
+        try:
+            assert await storage.list_tables() == []
+            pg._run(str(pg.bindir / "pg_ctl"), "-D", str(pg.data), "-m", "immediate", "stop")
+            loop = asyncio.get_running_loop()
+            for call in range(3):  # the pool's connections are found broken, then none is left
+                start = loop.time()
+                with pytest.raises(Exception) as refused:
+                    await storage.list_tables()
+                took = loop.time() - start
+                assert is_outage(refused.value), refused.value
+                assert took < 5.0, f"call {call}: an outage was told after {took:.1f} s"
+        finally:
+            await asyncio.wait_for(storage.close(), 30)
+
+    try:
+        asyncio.run(main())
+    finally:
+        pg.stop()

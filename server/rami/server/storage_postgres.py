@@ -287,6 +287,10 @@ def _missing_driver() -> PostgresUnavailable:
     )
 
 
+#: Seconds a call waits for one of the pool's connections before it fails as an outage.
+POOL_WAIT = 3.0
+
+
 @dataclass(eq=False)
 class PostgresStorage:
     """Storage in a PostgreSQL database, which several servers may share.
@@ -361,8 +365,12 @@ class PostgresStorage:
             min_size=1,
             max_size=pool_size,
             kwargs={"autocommit": True, "application_name": "rami-server"},
-            # How long a call waits for a connection (the database down, say) before failing.
-            timeout=10.0,
+            # How long a call waits for a connection before failing (the database down, every
+            # connection busy): well inside a client's call (the bot kit's and the client's
+            # wait 10 s), so that it hears UNAVAILABLE and tries again, not its own deadline;
+            # and inside a lease, so that a renewal that cannot be made fails in time to try
+            # again before the lease runs out.
+            timeout=POOL_WAIT,
             open=False,
             name="rami",
         )
