@@ -229,6 +229,15 @@ def test_a_rematch_that_may_not_be_made_is_refused_and_changes_nothing(
             e = error_of(refused.value)
             assert (e.code, e.reason) == (code, reason), (table_id, token, e)
             assert e.message  # in words
+        # A public table's rematch is public: its id is listed on the old table, so a private
+        # one would be reachable by anyone who lists the tables.
+        private = _request(old)
+        private.private = True
+        with pytest.raises(grpc.RpcError) as refused:
+            s.lobby.CreateTable(private, metadata=md(tokens["Ana"]), timeout=T)
+        e = error_of(refused.value)
+        assert (e.code, e.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "BAD_OPTION"), e
+        assert "as private as" in e.message
     assert _tables(a) == _tables(b) == before
     assert _info(a, old).rematch_table_id == _info(b, old).rematch_table_id == ""
     # What was refused may be asked for again by the right seat.

@@ -457,9 +457,17 @@ class Lobby:
             if before is not None:
                 return await self._created_before(before, request), owner
         if rematch_of:
-            made = await self._rematch_check(rematch_of, token)
-            if made:
-                return await self._held_or_listed(made), ""
+            old = await self._rematch_check(rematch_of, token)
+            if old.rematch:
+                return await self._held_or_listed(old.rematch), ""
+            if private != bool(old.spec.get("private")):
+                # The old table names its rematch to whoever may read it: a public table's
+                # listing would give away a private rematch's id.
+                raise Invalid(
+                    "BAD_OPTION",
+                    "a rematch is as private as its table: send private="
+                    f"{str(bool(old.spec.get('private'))).lower()}, as that table was made",
+                )
         v = get_variant(variant)
         if decks and not self.config.allow_stacked_decks:
             raise PermissionDenied("STACKED_DECKS_OFF", "this server does not allow stacked decks")
@@ -538,10 +546,11 @@ class Lobby:
                 raise
             return await self.info(table_id)
 
-    async def _rematch_check(self, table_id: str, token: str | None) -> str:
+    async def _rematch_check(self, table_id: str, token: str | None) -> TableRow:
         """Refuse a rematch of ``table_id`` that ``token`` may not ask for: the table must be
-        stored, its game over, and the token its seat's. Returns its rematch's id ('' while it
-        has none). Read from the directory, so that any server of a cluster answers alike."""
+        stored, its game over, and the token its seat's. Returns its directory row (its
+        ``rematch``: its rematch's id, '' while it has none). Read from the directory, so that
+        any server of a cluster answers alike."""
         row = await self.storage.get_table(table_id) if len(table_id) <= 64 else None
         if row is None:
             raise NotFound("NO_SUCH_TABLE", f"no table {table_id!r} to make a rematch of")
@@ -578,7 +587,7 @@ class Lobby:
             raise Precondition(
                 "GAME_NOT_OVER", f"a rematch is made once the game is over: that table {why}"
             )
-        return row.rematch
+        return row
 
     async def get(self, table_id: str) -> Table:
         """The table of an id (loaded from storage when this process does not hold it), or
