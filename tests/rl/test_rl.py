@@ -307,12 +307,14 @@ def test_a_step_that_is_not_an_integer_is_refused_and_changes_nothing() -> None:
         return e.match.game.state_key(), e.observe(agent)["observation"].tobytes(), e.rewards
 
     before = seen()
-    for bad in (legal + 0.7, float(legal), True, "3", np.float32(legal)):
+    for bad in (legal + 0.7, float(legal), True, "3", np.float32(legal), np.array(float(legal))):
         with pytest.raises(TypeError, match="a step is an integer from 0 to"):
             e.step(bad)  # type: ignore[arg-type]
         assert seen() == before
-    e.step(np.int64(legal))  # numpy's integers are integers
+    e.step(np.array(legal))  # numpy's integers are integers, a 0-d array of one too
     assert seen() != before
+    with pytest.raises(TypeError, match="a step is an integer"):
+        e.step(np.array([legal]))  # type: ignore[arg-type]
     seat = SeatEnv(variant="simple")
     obs, _ = seat.reset(seed=1)
     with pytest.raises(TypeError, match="a step is an integer"):

@@ -204,8 +204,12 @@ class Match:
         return events, self._observe(events)
 
     def step_number(self, i: object) -> int:
-        """``i`` as a step number: a Python or numpy integer (a bool, a float or anything else
-        raises ``TypeError``, which an environment's caller sees before anything changes)."""
+        """``i`` as a step number: a Python or numpy integer, or a 0-d numpy array of one (as a
+        learning library's ``predict`` returns for one observation); a bool, a float or
+        anything else raises ``TypeError``, which an environment's caller sees before anything
+        changes."""
+        if isinstance(i, np.ndarray) and i.ndim == 0 and np.issubdtype(i.dtype, np.integer):
+            i = i.item()
         if isinstance(i, bool | np.bool_) or not isinstance(i, int | np.integer):
             raise TypeError(f"a step is an integer from 0 to {self.space.size - 1}, not {i!r}")
         return int(i)
