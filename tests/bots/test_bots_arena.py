@@ -289,3 +289,19 @@ def test_a_long_arena_says_how_far_it_is(monkeypatch: pytest.MonkeyPatch) -> Non
     assert said[0].startswith("arena: 1/2 deals (0 from the record), ")
     assert said[1].startswith("arena: 2/2 deals (0 from the record), ")
     assert said[1].endswith("about 0 s left")
+
+
+def test_a_record_takes_the_same_options_in_any_order_and_a_ladder_refuses_one(
+    tmp_path: Path,
+) -> None:
+    record = tmp_path / "arena.jsonl"
+    base = ["--variant", "simple", "--games", "1", "--seed", "o", "--record", str(record)]
+    first = _arena_text(*base, "-o", "round_cap=1", "-o", "target=500")
+    again = _arena_text(*base, "-o", "target=500", "-o", "round_cap=1")  # the same games
+    assert again[1:] == first[1:]  # (the first line lists the options as given)
+    assert len(record.read_text().splitlines()) == 2  # the deal was not played again
+    result = CliRunner().invoke(
+        app, ["arena", "--ladder", "--policies", "random,greedy", "--record", str(record)]
+    )
+    assert result.exit_code == 2, result.output
+    assert "a ladder keeps no record" in " ".join(result.output.split())

@@ -300,7 +300,9 @@ def _config_dict(config: ArenaConfig) -> dict[str, Any]:
         "policies": list(config.policies),
         "seed": config.seed,
         "duplicate": config.duplicate,
-        "options": [[k, v] for k, v in config.options],
+        # By name (the same options in any order are the same games; a name given twice
+        # is its last value, as in the games).
+        "options": sorted([k, v] for k, v in dict(config.options).items()),
     }
 
 

@@ -306,6 +306,11 @@ def arena(
             param_hint="--policies",
         )
     if ladder:
+        if record is not None:
+            raise typer.BadParameter(
+                "a ladder keeps no record: --record is for an arena of two or more policies",
+                param_hint="--record",
+            )
         if players != 2:
             raise typer.BadParameter("a ladder plays 2 players", param_hint="--players")
         try:
