@@ -967,7 +967,8 @@ class ClientSession:
         for policy in bots:
             bot = lobby_service_pb2.AddBotRequest(table_id=new_id, policy=policy or "strong")
             await self.link.call(self.link.lobby.AddBot, bot, token=self.token)
-        if others:
+        begun = self.view is not None and self.view.phase != game_pb2.PHASE_WAITING
+        if others and not begun:
             self.out.info(
                 f"The game starts when {' and '.join(others)} "
                 f"{'sits' if len(others) == 1 else 'sit'} down ({told}); start begins it with "
