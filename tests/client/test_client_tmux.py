@@ -245,6 +245,19 @@ def test_a_resize_redraws_the_screen_once_with_the_last_events(pane: Pane) -> No
     assert screen.count("Hand ") == 1 and screen.count("Your turn: draw") == 1, screen
 
 
+def test_a_resize_leaves_each_event_once_in_the_scrollback(pane: Pane) -> None:
+    """The screen drawn again after a resize replaces the lines that were on it: the terminal's
+    history (what scrolling back shows) holds each event once, not the old screen as well."""
+    pane.start(f"{CLIENT} play --variant portuguese --players 2 --name Ana", _env())
+    pane.wait_for(r"(?s)It's your turn: take a card.*Hand .*Your turn: draw stock")
+    for columns in (130, 140):  # wider: no line is wrapped again, none pushed off the screen
+        pane.resize(columns, 40)
+        time.sleep(1.0)
+        pane.wait_for(r"(?s)It's your turn: take a card.*Hand .*Your turn: draw stock")
+    history = pane.tmux("capture-pane", "-p", "-S", "-", "-t", "rami")
+    assert history.count("The game begins") == 1, history
+
+
 def test_80_by_24_help_fits_above_the_panel(pane: Pane) -> None:
     """The help's first line and its last are on the screen together, above the panel."""
     pane.start(f"{CLIENT} play --variant tallage --players 4 --name Ana", _env(), (80, 24))

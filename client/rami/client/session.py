@@ -278,7 +278,16 @@ class ClientSession:
         if not app.is_running:
             return
         size = app.output.get_size()
-        app.renderer.clear()
+        # The screen cleared line by line: terminals (tmux, VTE) scroll a whole screen that
+        # is erased at once ("erase screen", or "erase below" from its top) into their
+        # history first, and the lines printed again would be there twice.
+        app.renderer.erase()
+        for row in range(1, size.rows + 1):  # (the terminal counts rows from 1)
+            app.output.cursor_goto(row, 1)
+            app.output.erase_end_of_line()
+        app.output.cursor_goto(1, 1)
+        app.output.flush()
+        app.renderer.request_absolute_cursor_position()
         used = app.layout.container.preferred_height(size.columns, size.rows).preferred
         self.out.again(size.rows - used, size.columns)
         app.invalidate()
