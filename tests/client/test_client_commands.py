@@ -487,14 +487,20 @@ def _rematches(stubs: Stubs) -> list[lobby_service_pb2.TableInfo]:
     return [t for t in listed if t.name == "pair (rematch)"]
 
 
+def _ana_makes_the_rematch(ana: Driver) -> str:
+    """Ana types ``rematch`` and sits at the new table; its id."""
+    ana.type("rematch")
+    new_id = ana.expect(r"Rematch: a new table (\S+) with the same game").group(1)
+    ana.expect(r"You sit at seat 0: pair \(rematch\)")
+    return new_id
+
+
 def test_rematch_tells_the_other_players_the_new_table_in_the_chat(
     server: ServerThread, stubs: Stubs
 ) -> None:
     ana, bea = _pair_game_over(server, stubs)
     try:
-        ana.type("rematch")
-        new_id = ana.expect(r"Rematch: a new table (\S+) with the same game").group(1)
-        ana.expect(r"You sit at seat 0: pair \(rematch\)")
+        new_id = _ana_makes_the_rematch(ana)
         ana.expect(r"The game starts when Bea sits down \(they were told its id in this table's")
         bea.expect(rf"Ana: Rematch at table {new_id}: join {new_id} to play again\.")
         bea.type("leave")
@@ -512,9 +518,7 @@ def test_the_second_players_rematch_sits_at_the_table_the_first_one_made(
 ) -> None:
     ana, bea = _pair_game_over(server, stubs)
     try:
-        ana.type("rematch")
-        new_id = ana.expect(r"Rematch: a new table (\S+) with the same game").group(1)
-        ana.expect(r"You sit at seat 0: pair \(rematch\)")
+        new_id = _ana_makes_the_rematch(ana)
         bea.expect(rf"Ana: Rematch at table {new_id}: join {new_id} to play again\.")
         bea.type("rematch")  # not join: the same table, not another one
         bea.expect(rf"Rematch: another player of this game made table {new_id} for it")
@@ -550,9 +554,7 @@ def test_a_rematch_whose_table_has_started_without_you_says_so(
 ) -> None:
     ana, bea = _pair_game_over(server, stubs)
     try:
-        ana.type("rematch")
-        new_id = ana.expect(r"Rematch: a new table (\S+) with the same game").group(1)
-        ana.expect(r"You sit at seat 0: pair \(rematch\)")
+        new_id = _ana_makes_the_rematch(ana)
         stubs.lobby.JoinTable(lobby_service_pb2.JoinTableRequest(table_id=new_id, name="Cy"))
         # The game begins (Ana's client may have opened its stream on the game begun: then it
         # shows the game without telling its start).
