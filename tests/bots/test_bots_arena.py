@@ -287,8 +287,13 @@ def test_a_long_arena_says_how_far_it_is(monkeypatch: pytest.MonkeyPatch) -> Non
     assert result.exit_code == 0, result.output
     said = result.stderr.splitlines()
     assert said[0].startswith("arena: 1/2 deals (0 from the record), ")
+    assert said[0].endswith(" s left")  # one deal: no difference to tell yet
     assert said[1].startswith("arena: 2/2 deals (0 from the record), ")
-    assert said[1].endswith("about 0 s left")
+    assert "about 0 s left; strong − greedy so far: " in said[1]
+    report = result.stdout.splitlines()
+    difference = next(line for line in report if "(paired by deal): win rate " in line)
+    so_far = said[1].split("so far: ")[1]
+    assert difference.split("win rate ")[1].startswith(so_far)  # the report's, at the end
 
 
 def test_a_record_takes_the_same_options_in_any_order_and_a_ladder_refuses_one(

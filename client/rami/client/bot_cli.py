@@ -26,6 +26,7 @@ from .arena import (
     ArenaConfig,
     ArenaRecord,
     ArenaResult,
+    DealResult,
     Estimate,
     code_digest,
     pair_difference,
@@ -356,20 +357,31 @@ def arena(
     recorded = {i for i in (kept.deals if kept else {}) if i < games}
     before = len(recorded)
     shown = [start]
+    so_far = {i: kept.deals[i] for i in recorded} if kept else {}
+
+    def on_deal(deal: DealResult) -> None:
+        so_far[deal.deal] = deal
+        if kept is not None:
+            kept.add(deal)
 
     def progress(have: int) -> None:
-        # A line now and then on stderr (a long arena is otherwise silent until its report).
+        # A line now and then on stderr (a long arena is otherwise silent until its report),
+        # with the paired difference so far when two policies play.
         now = time.perf_counter()
         if now - shown[0] < PROGRESS_EVERY and have < games:
             return
         shown[0] = now
         played = have - before
         left = (now - start) / played * (games - have) if played else 0.0
-        typer.echo(
+        line = (
             f"arena: {have}/{games} deals ({before} from the record), {now - start:.0f} s, "
-            f"about {left:.0f} s left",
-            err=True,
+            f"about {left:.0f} s left"
         )
+        stats = summarise_arena(ArenaResult(config, tuple(so_far[i] for i in sorted(so_far))))
+        if len(stats) == 2 and len(so_far) > 1:
+            win, _ = pair_difference(stats[0], stats[1])
+            line += f"; {stats[0].policy} − {stats[1].policy} so far: {_ci(win, 3, True)}"
+        typer.echo(line, err=True)
 
     result = run_arena(
         config,
@@ -377,7 +389,7 @@ def arena(
         policies=chosen,
         progress=progress,
         done=kept.deals if kept else None,
-        on_deal=kept.add if kept else None,
+        on_deal=on_deal,
     )
     elapsed = time.perf_counter() - start
     for line in format_arena(result):
