@@ -403,7 +403,10 @@ def test_rematch_creates_a_table_like_the_last_and_seats_its_bots(
         d.type("declare 2s")
         d.expect(r"Game over after 1 round: You win with 0\.")
         d.type("rematch")
-        found = d.expect(r"Rematch: a new table (\S+) with the same game and options")
+        found = d.expect(
+            r"Rematch: a new table (\S+) with the same game and options; you sit there and its "
+            r"bot seat gets the same bot\."
+        )
         new_id = found.group(1)
         d.expect(r"You sit at seat 0: portuguese e2e \(rematch\): portuguese")
         d.expect(r"Greedy bot 2 \(a bot\) sat down at seat 1\.")
@@ -692,6 +695,45 @@ def test_a_started_table_is_offered_to_watch_and_a_spectator_is_told_the_chat_is
         bea.expect(r"Watching as a spectator")
         bea.type("say good luck")
         bea.expect(r"You are watching: the chat is the players'; you read it\. leave returns")
+    finally:
+        ana.close()
+        bea.close()
+
+
+def test_a_private_table_says_the_id_to_give_the_other_players(server: ServerThread) -> None:
+    d = _client(server)
+    try:
+        d.expect(r"Connected to 127\.0\.0\.1")
+        d.type("create simple private")
+        table_id = d.expect(
+            r"This table is private: it is not listed\. The other players join it with "
+            r"join ([a-z2-7]{16}) \(its whole id\)\."
+        ).group(1)
+        d.type("table")
+        d.expect(rf"\({table_id}\)")
+    finally:
+        d.close()
+
+
+def test_a_spectator_at_the_end_of_a_game_is_not_offered_a_rematch(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    ana = _client(server)
+    look = Look(color=True, ascii=False)
+    bea = Driver(lambda: cli._connect(server.target, "Bea", look, None)).start()
+    try:
+        _sit_with_a_bot(ana, "portuguese")
+        bea.expect(r"Connected to 127\.0\.0\.1")
+        bea.type("watch 1")
+        bea.expect(r"Watching as a spectator")
+        ana.expect(r"It's your turn: take a card")
+        ana.type("draw stock")
+        ana.type("declare 2s")
+        ana.expect(r"rematch starts a new table with the same game, options and bots")
+        bea.expect(r"Game over after 1 round: Ana wins with 0\.")
+        said = bea.expect(r"save FILE keeps the game record; (.*)leave goes back to the lobby\.")
+        assert "rematch" not in said.group(1)
     finally:
         ana.close()
         bea.close()

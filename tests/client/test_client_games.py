@@ -238,6 +238,33 @@ def test_the_stream_resumes_by_itself_after_the_server_restarts(
         d.close()
 
 
+def test_a_move_typed_during_a_long_outage_is_said_to_be_not_made(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    # A move typed while the server is away waits for it a while (10 s); when it is still
+    # away, the player is told the move was not made, so that they type it again.
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"It's your turn: take a card")
+        server.halt()
+        d.expect(r"The connection to the server dropped; reconnecting\.\.\.", timeout=10)
+        d.type("draw stock")
+        d.expect(r"The connection is down: draw stock goes to the server once it is back\.")
+        d.expect(
+            r"Not made: draw stock \(the server at \S+ did not answer in time\)\. Type it "
+            r"again once the connection is back\.",
+            timeout=20,
+        )
+        server.start()
+        d.expect(r"Reconnected: the table is up to date\.", timeout=15)
+        d.type("draw stock")
+        d.expect(r"You drew 2♠ from the stock\.", timeout=15)
+    finally:
+        d.close()
+
+
 def test_after_a_restart_the_clock_shown_is_the_one_the_new_server_runs(
     server: ServerThread, stubs: Stubs
 ) -> None:

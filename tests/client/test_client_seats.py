@@ -139,7 +139,7 @@ def test_taking_a_seat_back_tells_what_happened_while_away(tmp_path: Path) -> No
             second.expect(r"You hold seat 0 at table 1: join 1 takes it back\.")
             second.type("join")
             second.expect(r"You take seat 0 back: kept")
-            second.expect(r"While you were away \(\d+ updates\):")
+            second.expect(r"While you were away \(\d+ updates?\):")
             # The moves made meanwhile, told; the seat's own were the server's.
             second.expect(r"The server \(for you\) (drew|discarded)")
             second.expect(r"You are up to date:", timeout=15)

@@ -167,6 +167,17 @@ def test_the_toolbar_says_whose_turn_the_clock_the_table_and_the_players() -> No
     )
 
 
+def test_the_clock_is_not_shown_while_the_connection_is_lost() -> None:
+    # The clock is not known then (a restarted server starts the turn's clock again):
+    # counting the old one down to 0:00 told the player their time was up when it was not.
+    view = _view()
+    view.turn_deadline.FromSeconds(1000)
+    note = "connection lost: reconnecting..."
+    turn = text(toolbar_fragments(view, LOOK, now=958.0, width=120, note=note)).split("\n")[0]
+    assert turn.startswith(" connection lost: reconnecting...   Your turn: draw stock"), turn
+    assert "⏱" not in turn
+
+
 def test_with_the_discard_staged_the_toolbar_asks_for_the_lay_that_uses_it() -> None:
     turn = text(toolbar_fragments(_view(), LOOK, width=200, staged=True)).split("\n")[0]
     assert turn == " Your turn: now type the lay that uses 9♣ (cancel drops it)", turn
@@ -417,6 +428,26 @@ def test_a_hint_without_an_opening_says_what_the_hand_lacks() -> None:
     assert any("laying both leaves no card to discard" in line for line in said), said
 
 
+def test_a_hint_says_a_finish_by_another_costs_the_whole_hand_where_it_does() -> None:
+    # Tallage and simple: a player who goes out makes the others pay for every card they
+    # hold, melds in hand included; the points left over are not what is at stake.
+    view = _engine_view("7h 8h 9h 2c 5d Kc")
+    left = [c + 1 for c in parse_cards("2c 5d Kc")]
+    analysis = game_pb2.Analysis(left=left, points_left=17)
+    first = lines(hint_lines(analysis, view, LOOK))[0]
+    assert first.endswith(
+        "left over: 2♣ 5♦ K♣ (17 points). Another player going out now would cost you every "
+        "card you hold: 41 points."
+    ), first
+    # Nobody has laid yet: a whole hand laid at once is a Rami sec.
+    view = dataclasses.replace(view, melds=())
+    first = lines(hint_lines(analysis, view, LOOK))[0]
+    assert first.endswith(
+        "every card you hold: 41 points (200 if they lay their whole hand while nobody has "
+        "laid: a Rami sec)."
+    ), first
+
+
 def test_a_hint_short_of_the_opening_says_when_the_discard_would_open() -> None:
     view = _engine_view("Kc Kd Kh Qd Qh Qs 10c Jc 2d 5s")  # 9♣ on the pile; 80 to open
     analysis = game_pb2.Analysis(points_left=10, opening_value=60)
@@ -537,6 +568,9 @@ def test_the_toolbar_says_the_game_also_ends_at_the_round_cap() -> None:
     assert "game ends at 201 or after 3 rounds" in text(
         table_lines(_view(options=options), LOOK)[1]
     )
+    one = game_pb2.Options(players=3, opening=71, target=201, round_cap=1)
+    small = text(toolbar_fragments(_view(options=one), LOOK, width=60, rows=15))
+    assert "to 201 or 1 round " in small or small.rstrip().endswith("to 201 or 1 round"), small
 
 
 def test_a_tallage_draw_that_offers_only_the_stock_says_why() -> None:
@@ -680,8 +714,9 @@ def test_a_wide_name_keeps_the_seat_facts_of_the_table_in_line() -> None:
     from prompt_toolkit.utils import get_cwidth
 
     view = _view()
-    view.players[1].name = "山田太郎"
-    table = lines(table_lines(view, LOOK))
-    rows = [t for t in table if " seat " in t and " cards" in t]
-    assert len(rows) == 3 and any("山田太郎" in t for t in rows), table
-    assert len({get_cwidth(t[: t.index("seat ")]) for t in rows}) == 1, rows
+    for name in ("山田太郎", "山田太郎と申します長い名前のプレイヤーです"):  # 44 cells
+        view.players[1].name = name
+        table = lines(table_lines(view, LOOK))
+        rows = [t for t in table if " seat " in t and " cards" in t]
+        assert len(rows) == 3 and any(name in t for t in rows), table
+        assert len({get_cwidth(t[: t.index(" seat ")]) for t in rows}) == 1, rows

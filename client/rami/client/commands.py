@@ -231,9 +231,11 @@ COMMANDS: tuple[Command, ...] = (
         "create a table and sit at it",
         "create tallage players=4 bots=3 seats you with three strong bots and starts at once. "
         "VARIANT is tallage (default), simple or portuguese. Other options: rounds=N "
-        "(portuguese), target=201|500|1000, opening=71|51, turn_seconds=N (a turn clock: 60 "
-        "unless given; turn_seconds=0 for none), jokers_per_meld=1|2, private. See "
-        "docs/rules.md for every option.",
+        "(portuguese), target=201|500|1000, round_cap=N (tallage and simple: the game ends "
+        "after N rounds at the latest; round_cap=1 is a short game), opening=71|51, "
+        "turn_seconds=N (a turn clock: 60 unless given; turn_seconds=0 for none), "
+        "jokers_per_meld=1|2, private (the table is not listed: the others join it by its "
+        "whole id). See docs/rules.md for every option.",
         frozenset({LOBBY}),
     ),
     Command(

@@ -82,7 +82,11 @@ def _suggestion(view: View) -> str | None:
     return command_text(action)
 
 
-def _arrangement(analysis: game_pb2.Analysis, look: Look) -> StyleAndTextTuples:
+def _arrangement(
+    analysis: game_pb2.Analysis, look: Look, whole: str | None = None
+) -> StyleAndTextTuples:
+    """The best melds and what is left over; ``whole``: what the hand pays if another player
+    goes out now (where every card held pays, melds in hand too)."""
     out: StyleAndTextTuples = [("class:label", "Best arrangement: ")]
     for i, m in enumerate(analysis.melds):
         if i:
@@ -97,6 +101,10 @@ def _arrangement(analysis: game_pb2.Analysis, look: Look) -> StyleAndTextTuples:
             *cards_fragments(left, look),
             ("", f" ({analysis.points_left} points)"),
         ]
+        if whole is not None:
+            out.append(
+                ("", f". Another player going out now would cost you every card you hold: {whole}")
+            )
     else:
         out.append(("class:good", "; nothing left over"))
     return out
@@ -220,7 +228,18 @@ def _variant_facts(analysis: game_pb2.Analysis, view: View, look: Look) -> list[
 
 def hint_lines(analysis: game_pb2.Analysis, view: View, look: Look) -> list[StyleAndTextTuples]:
     """The lines of a hint: arrangement, what the variant allows, plays now, a suggestion."""
-    lines: list[StyleAndTextTuples] = [_arrangement(analysis, look)]
+    whole = None
+    if not view.variant.declares and view.hand is not None:
+        # A finish makes the others pay every card they hold (a declaration, only those out
+        # of their best melds: the points left over); a Rami sec, 200.
+        values = view.options.hand_values(view.variant)
+        whole = f"{sum(values[c] for c in view.hand)} points"
+        if view.variant.lays_whole_hand and view.options.simple_rami_sec:
+            whole = "200 points (every finish is a Rami sec at this table)"
+        elif view.variant.has_opening and not view.melds:
+            whole += " (200 if they lay their whole hand while nobody has laid: a Rami sec)"
+        whole += "."
+    lines: list[StyleAndTextTuples] = [_arrangement(analysis, look, whole)]
     lines += [[("", fact)] for fact in _variant_facts(analysis, view, look)]
     if view.my_turn:
         plays = plays_now(view)

@@ -19,7 +19,7 @@ from .cardtext import card_fragments, hand_groups, meld_fragments
 from .convert import card, cards, meld_from_proto, result_from_proto, variant_id, variant_of
 from .look import Look
 from .pile import Pile
-from .safetext import ljust, safe
+from .safetext import cells, ljust, safe
 from .scores import ending_note
 
 __all__ = [
@@ -224,7 +224,7 @@ def _game_end(options: game_pb2.Options, short: bool) -> str:
     server always says both)."""
     cap = options.round_cap if options.HasField("round_cap") else 0
     if short:
-        return f"to {options.target}" + (f" or {cap} rounds" if cap else "")
+        return f"to {options.target}" + (f" or {plural(cap, 'round')}" if cap else "")
     return f"game ends at {options.target}" + (f" or after {plural(cap, 'round')}" if cap else "")
 
 
@@ -320,7 +320,9 @@ def toolbar_fragments(
     for its lay)."""
     if view is None:
         return [("", note or " Not at a table: tables lists them, create starts one, help")]
-    clock = clock_text(view, time.time() if now is None else now, look)
+    # While the connection is lost the clock is not known (a restarted server starts the
+    # turn's clock again; one still up runs its own): the old one is not counted down.
+    clock = "" if note else clock_text(view, time.time() if now is None else now, look)
     head: StyleAndTextTuples = []
     if note:  # a lost connection matters more than anything else on the line
         head.append(("class:bottom-toolbar.turn", f"{note}   "))
@@ -478,6 +480,8 @@ def table_lines(view: game_pb2.View, look: Look, name: str = "") -> list[StyleAn
                 *meld_fragments(meld_from_proto(m.meld), look),
             ]
         )
+    # A name may have all 24 characters, twice as many cells when they are double-width.
+    width = max([24, *(cells(n) for n in names)])
     for p, who in zip(view.players, names, strict=True):
         turn = view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY) and p.seat == view.turn
         facts = f"seat {p.seat}{b}{plural(p.hand_size, 'card')}{b}{plural(p.total, 'point')}"
@@ -492,7 +496,7 @@ def table_lines(view: game_pb2.View, look: Look, name: str = "") -> list[StyleAn
         lines.append(
             [
                 ("class:turn", f"  {look.arrow if turn else ' '} "),
-                ("", f"{ljust(who, 24)} "),  # a name may have all 24 characters
+                ("", f"{ljust(who, width)} "),
                 ("class:dim", facts),
             ]
         )

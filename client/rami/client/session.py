@@ -17,6 +17,7 @@ import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 import grpc
 from prompt_toolkit import PromptSession
@@ -63,7 +64,7 @@ from .convert import (
 from .helptext import help_lines
 from .hints import hint_lines
 from .keys import key_bindings
-from .link import Link, LinkError, Refused
+from .link import Link, LinkError, Refused, Unreachable
 from .look import STYLE, Look
 from .moves import MOVES, MoveError, check_ranks, missing_cards, parse_move
 from .narrate import Scene, narrate
@@ -72,6 +73,7 @@ from .panel import (
     menu_rows,
     my_seat,
     panel_fragments,
+    plural,
     prompt_fragments,
     seat_names,
     table_lines,
@@ -92,6 +94,8 @@ MAX_TABLE_NAME = 40
 
 #: The turn clock of a table made with ``create`` when no turn_seconds is given.
 DEFAULT_TURN_SECONDS = 60
+
+T = TypeVar("T")
 
 #: Refusals that say a written-down seat can't be taken back.
 _SEAT_GONE = (
@@ -478,9 +482,12 @@ class ClientSession:
             self.out.error(self._not_held(missing, hand))
             return
         request = action_to_request(self.table_id, view.number, decided.send)
-        self._say_if_down(f"{name} {args}".strip())
+        what = f"{name} {args}".strip()
+        self._say_if_down(what)
         try:
-            response = await self.link.call(self.link.table.Act, request, token=self.token)
+            response = await self._sent(
+                what, self.link.call(self.link.table.Act, request, token=self.token)
+            )
         except Refused as e:
             self.out.error(_refusal(e, seat_names(view)))
             if not self.stage.empty:
@@ -706,10 +713,15 @@ class ClientSession:
         if after.phase == game_pb2.PHASE_GAME_OVER:
             self._forget_seat()  # nothing left to come back to
             if any(m.WhichOneof("kind") == "game_ended" for m in update.events):
-                self.out.info(
-                    "save FILE keeps the game record; rematch starts a new table with the same "
-                    "game, options and bots; leave goes back to the lobby."
-                )
+                if my_seat(after) is None:  # a spectator makes no rematch
+                    self.out.info(
+                        "save FILE keeps the game record; leave goes back to the lobby."
+                    )
+                else:
+                    self.out.info(
+                        "save FILE keeps the game record; rematch starts a new table with the "
+                        "same game, options and bots; leave goes back to the lobby."
+                    )
 
     def _snapshot(self, view: game_pb2.View) -> None:
         if view.phase == game_pb2.PHASE_WAITING:
@@ -839,13 +851,26 @@ class ClientSession:
             raise ValueError("say what? say good luck! writes to the table")
         request = table_service_pb2.ChatRequest(table_id=self.table_id, text=args)
         self._say_if_down(f"say {args}")
-        await self.link.call(self.link.table.Chat, request, token=self.token)
+        await self._sent(
+            f"say {args}", self.link.call(self.link.table.Chat, request, token=self.token)
+        )
 
     def _say_if_down(self, what: str) -> None:
         """Before a call: while the connection is down it waits for it (the prompt with it),
         so say so rather than nothing."""
         if self.note:
             self.out.info(f"The connection is down: {what} goes to the server once it is back.")
+
+    async def _sent(self, what: str, call: Awaitable[T]) -> T:
+        """``call``'s answer; when the server stayed out of reach for all of the call's wait,
+        an error that says ``what`` (the command typed) was not made and is to be typed again
+        (it is not kept: the table may have moved on by then)."""
+        try:
+            return await call
+        except Unreachable as e:
+            raise Unreachable(
+                f"not made: {what} ({e}). Type it again once the connection is back"
+            ) from None
 
     async def _do_cancel(self, args: str) -> None:
         if self.stage.empty:
@@ -954,10 +979,14 @@ class ClientSession:
             for p in view.players
             if p.kind == game_pb2.SEAT_KIND_PLAYER and p.seat != me
         ]
-        self.out.info(
-            f"Rematch: a new table {new_id} with the same game and options; you sit there and "
-            f"its {len(bots)} bot seat{'s' if len(bots) != 1 else ''} get the same bots."
+        seated = (
+            "you sit there"
+            if not bots
+            else "you sit there and its bot seat gets the same bot"
+            if len(bots) == 1
+            else f"you sit there and its {len(bots)} bot seats get the same bots"
         )
+        self.out.info(f"Rematch: a new table {new_id} with the same game and options; {seated}.")
         told = ""
         if others:
             # The other players learn the new table from the old table's chat.
@@ -1129,7 +1158,7 @@ class ClientSession:
             )
             missed = table.number - saved.seen if saved.seen else 0
             if missed > 0:
-                self.out.info(f"While you were away ({missed} updates):")
+                self.out.info(f"While you were away ({plural(missed, 'update')}):")
                 self._catching_up = table.number
             await self._watch_table(
                 table.table_id, saved.token, table.name, after=saved.seen if missed > 0 else None
@@ -1197,6 +1226,12 @@ class ClientSession:
         )
         created = await self.link.call(self.link.lobby.CreateTable, request)
         await self.join(created.table)
+        if spec.private:
+            # Not listed, it has no number or short id to give: only its whole id finds it.
+            self.out.info(
+                "This table is private: it is not listed. The other players join it with "
+                f"join {safe(created.table.table_id, 32)} (its whole id)."
+            )
         for _ in range(spec.bots):
             bot = lobby_service_pb2.AddBotRequest(
                 table_id=created.table.table_id, policy=spec.policy
