@@ -17,7 +17,13 @@ from typer.testing import CliRunner
 
 from rami.client.cli import app
 from rami.client.look import Look
-from rami.client.replay import ReplayError, Viewer, frame_fragments, load_frames
+from rami.client.replay import (
+    ReplayError,
+    Viewer,
+    frame_fragments,
+    load_frames,
+    wrapped_frame,
+)
 from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2
 
 
@@ -94,6 +100,16 @@ def _until(check: Callable[[], bool], timeout: float = 5.0) -> None:
     while not check():
         assert time.monotonic() < deadline, "the viewer did not get there in time"
         time.sleep(0.02)
+
+
+def test_a_frame_is_broken_between_words_to_the_window(record: Path) -> None:
+    replay = load_frames(record, Look(color=False))
+    for index in range(0, len(replay.frames), 7):
+        plain = fragment_list_to_text(frame_fragments(replay, index, Look()))
+        for columns in (100, 60):
+            shown = fragment_list_to_text(wrapped_frame(replay, index, Look(), columns))
+            assert shown.split() == plain.split(), (index, columns)  # no word cut in two
+            assert all(get_cwidth(row) < columns for row in shown.splitlines()), shown
 
 
 def test_the_viewer_steps_forwards_and_backwards_with_keys(record: Path) -> None:

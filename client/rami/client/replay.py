@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prompt_toolkit.application import Application
+from prompt_toolkit.application import Application, get_app
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.layout import HSplit, Layout, Window
@@ -26,6 +26,7 @@ from rami.engine.record import RecordError, replay_record
 from .cardtext import hand_fragments, meld_fragments
 from .look import STYLE, Look
 from .narrate import Scene, narrate
+from .printer import wrapped
 from .safetext import cells, ljust, safe
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "load_frames",
     "replay_frames",
     "run_viewer",
+    "wrapped_frame",
 ]
 
 
@@ -176,6 +178,17 @@ def frame_fragments(replay: Replay, index: int, look: Look) -> StyleAndTextTuple
 _FOOTER = "left/right: step   PgUp/PgDn: round   Home/End: first/last   q: quit"
 
 
+def wrapped_frame(replay: Replay, index: int, look: Look, columns: int) -> StyleAndTextTuples:
+    """:func:`frame_fragments` broken between words to fit ``columns`` columns (the window
+    would break its lines anywhere, inside a word too)."""
+    out: StyleAndTextTuples = []
+    for i, row in enumerate(wrapped(frame_fragments(replay, index, look), max(20, columns - 1))):
+        if i:
+            out.append(("", "\n"))
+        out += row
+    return out
+
+
 class Viewer:
     """The replay on screen: one frame at a time, keys to move."""
 
@@ -200,10 +213,12 @@ class Viewer:
 
     def application(self) -> Application[None]:
         """The prompt-toolkit application that shows the frames."""
-        body = Window(
-            FormattedTextControl(lambda: frame_fragments(self.replay, self.index, self.look)),
-            wrap_lines=True,
-        )
+
+        def shown() -> StyleAndTextTuples:
+            columns = get_app().output.get_size().columns
+            return wrapped_frame(self.replay, self.index, self.look, columns)
+
+        body = Window(FormattedTextControl(shown), wrap_lines=True)
         footer = Window(
             FormattedTextControl([("class:bottom-toolbar", _FOOTER)]),
             height=1,
