@@ -710,6 +710,17 @@ def test_wide_names_keep_the_score_columns_in_line() -> None:
     assert len({get_cwidth(line) for line in end}) == 1, end
 
 
+def test_a_wide_name_keeps_the_toolbar_within_the_window() -> None:
+    from prompt_toolkit.utils import get_cwidth
+
+    view = _view()
+    view.players[1].name = "山田太郎と申します長い名前のプレイヤーです"  # 44 cells
+    for width, rows in ((80, 24), (60, 15)):
+        bar = text(toolbar_fragments(view, LOOK, width=width, rows=rows))
+        assert all(get_cwidth(line) < width for line in bar.split("\n")), bar
+        assert "You 14 cards, 12 pts" in bar or "You 14c 12p" in bar, bar
+
+
 def test_a_wide_name_keeps_the_seat_facts_of_the_table_in_line() -> None:
     from prompt_toolkit.utils import get_cwidth
 

@@ -286,13 +286,14 @@ def _flow(
     """Items joined by ``sep``, starting a new line (after ``indent``) rather than running
     past ``width``; the first line starts with ``first`` (a label) instead of the indent.
     With ``trim``, an item that starts a new line drops its leading spaces."""
+    # Sizes in terminal cells: a double-width character takes two.
     out: StyleAndTextTuples = list(first) if first is not None else [("", indent)]
-    start = used = sum(len(text) for _, text, *_ in out)
+    start = used = sum(cells(text) for _, text, *_ in out)
     for item in items:
-        size = sum(len(text) for _, text, *_ in item)
+        size = sum(cells(text) for _, text, *_ in item)
         if used > start and used + len(sep) + size > width:
             out += [("", "\n"), ("", indent)]
-            start = used = len(indent)
+            start = used = cells(indent)
             if trim and item and item[0][1].startswith(" "):  # the line starts at the indent
                 style, head, *rest = item[0]
                 size -= len(head) - len(head.lstrip(" "))

@@ -714,9 +714,7 @@ class ClientSession:
             self._forget_seat()  # nothing left to come back to
             if any(m.WhichOneof("kind") == "game_ended" for m in update.events):
                 if my_seat(after) is None:  # a spectator makes no rematch
-                    self.out.info(
-                        "save FILE keeps the game record; leave goes back to the lobby."
-                    )
+                    self.out.info("save FILE keeps the game record; leave goes back to the lobby.")
                 else:
                     self.out.info(
                         "save FILE keeps the game record; rematch starts a new table with the "
