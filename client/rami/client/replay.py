@@ -178,11 +178,21 @@ def frame_fragments(replay: Replay, index: int, look: Look) -> StyleAndTextTuple
 _FOOTER = "left/right: step   PgUp/PgDn: round   Home/End: first/last   q: quit"
 
 
-def wrapped_frame(replay: Replay, index: int, look: Look, columns: int) -> StyleAndTextTuples:
+def wrapped_frame(
+    replay: Replay, index: int, look: Look, columns: int, rows: int | None = None
+) -> StyleAndTextTuples:
     """:func:`frame_fragments` broken between words to fit ``columns`` columns (the window
-    would break its lines anywhere, inside a word too)."""
+    would break its lines anywhere, inside a word too); with ``rows``, cut to that many rows,
+    the last one saying how many more there are (the window would cut them without a word)."""
+    lines = wrapped(frame_fragments(replay, index, look), max(20, columns - 1))
+    while lines and not "".join(text for _, text, *_ in lines[-1]).strip():
+        lines.pop()  # the frame's last newline
+    if rows is not None and len(lines) > rows:
+        kept = max(0, rows - 1)
+        more = len(lines) - kept
+        lines = [*lines[:kept], [("class:dim", f"… {more} more lines: a taller window shows them")]]
     out: StyleAndTextTuples = []
-    for i, row in enumerate(wrapped(frame_fragments(replay, index, look), max(20, columns - 1))):
+    for i, row in enumerate(lines):
         if i:
             out.append(("", "\n"))
         out += row
@@ -215,8 +225,9 @@ class Viewer:
         """The prompt-toolkit application that shows the frames."""
 
         def shown() -> StyleAndTextTuples:
-            columns = get_app().output.get_size().columns
-            return wrapped_frame(self.replay, self.index, self.look, columns)
+            size = get_app().output.get_size()
+            # The rows above the footer's one.
+            return wrapped_frame(self.replay, self.index, self.look, size.columns, size.rows - 1)
 
         body = Window(FormattedTextControl(shown), wrap_lines=True)
         footer = Window(
