@@ -439,6 +439,13 @@ def test_a_hint_says_a_finish_by_another_costs_the_whole_hand_where_it_does() ->
         "left over: 2♣ 5♦ K♣ (17 points). Another player going out now would cost you every "
         "card you hold: 41 points."
     ), first
+    # Every card in melds: the melds in the hand pay all the same.
+    melded = game_pb2.Analysis(points_left=0)
+    first = lines(hint_lines(melded, view, LOOK))[0]
+    assert first.endswith(
+        "nothing left over. Another player going out now would cost you every card you hold: "
+        "41 points."
+    ), first
     # Nobody has laid yet: a whole hand laid at once is a Rami sec.
     view = dataclasses.replace(view, melds=())
     first = lines(hint_lines(analysis, view, LOOK))[0]
@@ -708,6 +715,22 @@ def test_wide_names_keep_the_score_columns_in_line() -> None:
     ), (table, paid)
     end = text(game_table((47, 0, 6), (1,), names, 1)).splitlines()[1:]
     assert len({get_cwidth(line) for line in end}) == 1, end
+
+
+def test_a_wide_name_keeps_the_last_rounds_line_within_the_window() -> None:
+    from prompt_toolkit.utils import get_cwidth
+
+    from rami.client.panel import panel_fragments
+
+    view = _view()
+    view.first_circuit = True  # the round just played is shown while the next one starts
+    view.players[1].name = "山田太郎と申します長い名前のプレイヤーです"  # 44 cells
+    result = view.results.add(round=view.round - 1, ending=game_pb2.ROUND_ENDING_RAMI, winner=1)
+    result.points.extend([47, 0, 6])
+    result.totals.extend([47, 0, 6])
+    panel = text(panel_fragments(view, LOOK, width=80))
+    line = next(t for t in panel.split("\n") if t.startswith("Round "))
+    assert get_cwidth(line) < 80 and line.endswith("…"), line
 
 
 def test_a_wide_name_keeps_the_toolbar_within_the_window() -> None:

@@ -101,12 +101,12 @@ def _arrangement(
             *cards_fragments(left, look),
             ("", f" ({analysis.points_left} points)"),
         ]
-        if whole is not None:
-            out.append(
-                ("", f". Another player going out now would cost you every card you hold: {whole}")
-            )
     else:
         out.append(("class:good", "; nothing left over"))
+    if whole is not None:  # melds in the hand pay as well
+        out.append(
+            ("", f". Another player going out now would cost you every card you hold: {whole}")
+        )
     return out
 
 

@@ -19,7 +19,7 @@ from .cardtext import card_fragments, hand_groups, meld_fragments
 from .convert import card, cards, meld_from_proto, result_from_proto, variant_id, variant_of
 from .look import Look
 from .pile import Pile
-from .safetext import cells, ljust, safe
+from .safetext import cells, clip, ljust, safe
 from .scores import ending_note
 
 __all__ = [
@@ -392,8 +392,8 @@ def _last_round(view: game_pb2.View, look: Look, width: int, size: int) -> Style
     how = ending_note(result_from_proto(last), names)
     line = how + dot + "paid: " + paid
     room = width - 1 - size
-    if len(line) > room:
-        line = line[: room - len(more)] + more
+    if cells(line) > room:
+        line = clip(line, room - cells(more)) + more
     return [*_label(f"Round {last.round}", size), ("class:dim", line), ("", "\n")]
 
 

@@ -183,14 +183,15 @@ def wrapped_frame(
 ) -> StyleAndTextTuples:
     """:func:`frame_fragments` broken between words to fit ``columns`` columns (the window
     would break its lines anywhere, inside a word too); with ``rows``, cut to that many rows,
-    the last one saying how many more there are (the window would cut them without a word)."""
+    the last one saying how many more there are (the window would cut them without a word; a
+    taller window shows them)."""
     lines = wrapped(frame_fragments(replay, index, look), max(20, columns - 1))
     while lines and not "".join(text for _, text, *_ in lines[-1]).strip():
         lines.pop()  # the frame's last newline
     if rows is not None and len(lines) > rows:
         kept = max(0, rows - 1)
         more = len(lines) - kept
-        lines = [*lines[:kept], [("class:dim", f"… {more} more lines: a taller window shows them")]]
+        lines = [*lines[:kept], [("class:dim", f"… {more} more lines")]]
     out: StyleAndTextTuples = []
     for i, row in enumerate(lines):
         if i:

@@ -14,7 +14,7 @@ import unicodedata
 
 from prompt_toolkit.utils import get_cwidth
 
-__all__ = ["cells", "ljust", "rjust", "safe"]
+__all__ = ["cells", "clip", "ljust", "rjust", "safe"]
 
 # ESC- and CSI-introduced sequences are dropped whole, so no stray "[31m" is left behind.
 _ESCAPES = re.compile(
@@ -49,3 +49,13 @@ def ljust(text: str, width: int) -> str:
 def rjust(text: str, width: int) -> str:
     """``text`` padded on the left to ``width`` cells."""
     return " " * max(0, width - get_cwidth(text)) + text
+
+
+def clip(text: str, width: int) -> str:
+    """The start of ``text`` that fits in ``width`` cells."""
+    used = 0
+    for i, ch in enumerate(text):
+        used += get_cwidth(ch)
+        if used > width:
+            return text[:i]
+    return text

@@ -860,14 +860,17 @@ class ClientSession:
             self.out.info(f"The connection is down: {what} goes to the server once it is back.")
 
     async def _sent(self, what: str, call: Awaitable[T]) -> T:
-        """``call``'s answer; when the server stayed out of reach for all of the call's wait,
-        an error that says ``what`` (the command typed) was not made and is to be typed again
-        (it is not kept: the table may have moved on by then)."""
+        """``call``'s answer; when none came within the call's wait, an error that says so of
+        ``what`` (the command typed): it may or may not have been made (the server may have
+        made it and its answer not come back), so the table is to be looked at before it is
+        typed again (it is not kept: the table may have moved on by then)."""
         try:
             return await call
         except Unreachable as e:
+            when = " once the connection is back" if self.note else ""
             raise Unreachable(
-                f"not made: {what} ({e}). Type it again once the connection is back"
+                f"no answer to {what} ({e}): it may or may not have been made. Look at the "
+                f"table{when} before typing it again"
             ) from None
 
     async def _do_cancel(self, args: str) -> None:
