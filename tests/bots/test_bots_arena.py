@@ -305,6 +305,10 @@ def test_a_record_takes_the_same_options_in_any_order_and_a_ladder_refuses_one(
     again = _arena_text(*base, "-o", "target=500", "-o", "round_cap=1")  # the same games
     assert again[1:] == first[1:]  # (the first line lists the options as given)
     assert len(record.read_text().splitlines()) == 2  # the deal was not played again
+    result = CliRunner().invoke(app, ["arena", *base, "-o", "round_cap=1", "-o", "target=500"])
+    assert result.stdout.strip().splitlines()[-1] == (
+        f"games/second: none played (every deal came from {record})"
+    )
     result = CliRunner().invoke(
         app, ["arena", "--ladder", "--policies", "random,greedy", "--record", str(record)]
     )

@@ -394,7 +394,9 @@ def arena(
     elapsed = time.perf_counter() - start
     for line in format_arena(result):
         typer.echo(line)
-    if before:
+    if before == games:
+        typer.echo(f"games/second: none played (every deal came from {record})")
+    elif before:
         played = sum(len(d.games) for d in result.deals if d.deal not in recorded)
         typer.echo(
             f"games/second: {played / elapsed:.2f} ({elapsed:.1f} s, {jobs} jobs; "
