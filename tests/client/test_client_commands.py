@@ -56,9 +56,9 @@ def _table(
     return response.table.table_id
 
 
-def _client(server: ServerThread) -> Driver:
+def _client(server: ServerThread, name: str = "Ana") -> Driver:
     look = Look(color=True, ascii=False)
-    return Driver(lambda: cli._connect(server.target, "Ana", look, None)).start()
+    return Driver(lambda: cli._connect(server.target, name, look, None)).start()
 
 
 def _sit_with_a_bot(d: Driver, variant: str) -> None:
@@ -464,8 +464,7 @@ def _pair_game_over(server: ServerThread, stubs: Stubs) -> tuple[Driver, Driver]
         )
     )
     ana = _client(server)
-    look = Look(color=True, ascii=False)
-    bea = Driver(lambda: cli._connect(server.target, "Bea", look, None)).start()
+    bea = _client(server, "Bea")
     ana.expect(r"1  \S+  waiting\s+pair: ")
     ana.type("join 1")
     ana.expect(r"You sit at seat 0")
@@ -684,8 +683,7 @@ def test_a_started_table_is_offered_to_watch_and_a_spectator_is_told_the_chat_is
 ) -> None:
     _table(stubs, "tallage", TALLAGE_HAND, "10c 5c", round_cap=1)
     ana = _client(server)
-    look = Look(color=True, ascii=False)
-    bea = Driver(lambda: cli._connect(server.target, "Bea", look, None)).start()
+    bea = _client(server, "Bea")
     try:
         _sit_with_a_bot(ana, "tallage")
         bea.expect(r"Connected to 127\.0\.0\.1")
@@ -720,8 +718,7 @@ def test_a_spectator_at_the_end_of_a_game_is_not_offered_a_rematch(
 ) -> None:
     _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
     ana = _client(server)
-    look = Look(color=True, ascii=False)
-    bea = Driver(lambda: cli._connect(server.target, "Bea", look, None)).start()
+    bea = _client(server, "Bea")
     try:
         _sit_with_a_bot(ana, "portuguese")
         bea.expect(r"Connected to 127\.0\.0\.1")

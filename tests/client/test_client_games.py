@@ -217,18 +217,24 @@ def test_a_round_of_portuguese_ends_with_a_declaration(server: ServerThread, stu
         d.close()
 
 
+def _draw_typed_while_the_server_is_away(d: Driver, server: ServerThread) -> None:
+    """At a portuguese table with a bot, on the player's turn, the server stops; the player
+    types draw stock, and is told it waits for the server."""
+    _sit_with_a_bot(d, "portuguese")
+    d.expect(r"It's your turn: take a card")
+    server.halt()
+    d.expect(r"The connection to the server dropped; reconnecting\.\.\.", timeout=10)
+    d.type("draw stock")
+    d.expect(r"The connection is down: draw stock goes to the server once it is back\.")
+
+
 def test_the_stream_resumes_by_itself_after_the_server_restarts(
     server: ServerThread, stubs: Stubs
 ) -> None:
     _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
     d = _client(server)
     try:
-        _sit_with_a_bot(d, "portuguese")
-        d.expect(r"It's your turn: take a card")
-        server.halt()
-        d.expect(r"The connection to the server dropped; reconnecting\.\.\.", timeout=10)
-        d.type("draw stock")  # typed while the server is away: said, and sent once it is back
-        d.expect(r"The connection is down: draw stock goes to the server once it is back\.")
+        _draw_typed_while_the_server_is_away(d, server)
         server.start()
         d.expect(r"Reconnected: the table is up to date\.", timeout=15)
         d.expect(r"You drew 2♠ from the stock\.", timeout=15)
@@ -247,12 +253,7 @@ def test_a_move_typed_during_a_long_outage_is_said_to_have_no_answer(
     _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
     d = _client(server)
     try:
-        _sit_with_a_bot(d, "portuguese")
-        d.expect(r"It's your turn: take a card")
-        server.halt()
-        d.expect(r"The connection to the server dropped; reconnecting\.\.\.", timeout=10)
-        d.type("draw stock")
-        d.expect(r"The connection is down: draw stock goes to the server once it is back\.")
+        _draw_typed_while_the_server_is_away(d, server)
         said = (
             r"No answer to draw stock \(the server at \S+ did not answer in time\): it may or "
             r"may not have been made\. Look at the table once the connection is back before "

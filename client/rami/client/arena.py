@@ -236,15 +236,15 @@ def run_arena(
     *,
     jobs: int = 1,
     policies: Mapping[str, Policy] = POLICIES,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[Mapping[int, DealResult]], None] | None = None,
     done: Mapping[int, DealResult] | None = None,
     on_deal: Callable[[DealResult], None] | None = None,
 ) -> ArenaResult:
     """Play every deal (on ``jobs`` processes); the result does not depend on ``jobs``.
 
     ``done`` holds deals already played (a record's): those are not played again. Each deal
-    played is given to ``on_deal`` as it ends, in deal order; ``progress`` gets the count of
-    deals in hand (``done``'s among them) after each."""
+    played is given to ``on_deal`` as it ends, in deal order; ``progress`` gets the deals in
+    hand by number (``done``'s among them) after each."""
     unknown = sorted(set(config.policies) - set(policies))
     if unknown:
         raise ValueError(f"unknown policy {unknown[0]!r}: choose from {', '.join(policies)}")
@@ -257,7 +257,7 @@ def run_arena(
         if on_deal:
             on_deal(r)
         if progress:
-            progress(len(have))
+            progress(have)
 
     if jobs <= 1:
         for i in indices:

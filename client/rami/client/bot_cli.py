@@ -13,6 +13,7 @@ import asyncio
 import logging
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -357,17 +358,12 @@ def arena(
     recorded = {i for i in (kept.deals if kept else {}) if i < games}
     before = len(recorded)
     shown = [start]
-    so_far = {i: kept.deals[i] for i in recorded} if kept else {}
 
-    def on_deal(deal: DealResult) -> None:
-        so_far[deal.deal] = deal
-        if kept is not None:
-            kept.add(deal)
-
-    def progress(have: int) -> None:
+    def progress(so_far: Mapping[int, DealResult]) -> None:
         # A line now and then on stderr (a long arena is otherwise silent until its report),
         # with the paired difference so far when two policies play.
         now = time.perf_counter()
+        have = len(so_far)
         if now - shown[0] < PROGRESS_EVERY and have < games:
             return
         shown[0] = now
@@ -378,7 +374,7 @@ def arena(
             f"about {left:.0f} s left"
         )
         stats = summarise_arena(ArenaResult(config, tuple(so_far[i] for i in sorted(so_far))))
-        if len(stats) == 2 and len(so_far) > 1:
+        if len(stats) == 2 and have > 1:
             win, _ = pair_difference(stats[0], stats[1])
             line += f"; {stats[0].policy} − {stats[1].policy} so far: {_ci(win, 3, True)}"
         typer.echo(line, err=True)
@@ -389,7 +385,7 @@ def arena(
         policies=chosen,
         progress=progress,
         done=kept.deals if kept else None,
-        on_deal=on_deal,
+        on_deal=kept.add if kept else None,
     )
     elapsed = time.perf_counter() - start
     for line in format_arena(result):

@@ -460,13 +460,14 @@ class Lobby:
             old = await self._rematch_check(rematch_of, token)
             if old.rematch:
                 return await self._held_or_listed(old.rematch), ""
-            if private != bool(old.spec.get("private")):
+            was_private = bool(old.spec.get("private"))
+            if private != was_private:
                 # The old table names its rematch to whoever may read it: a public table's
                 # listing would give away a private rematch's id.
                 raise Invalid(
                     "BAD_OPTION",
-                    "a rematch is as private as its table: send private="
-                    f"{str(bool(old.spec.get('private'))).lower()}, as that table was made",
+                    f"a rematch is as private as its table: send private={str(was_private).lower()}"
+                    ", as that table was made",
                 )
         v = get_variant(variant)
         if decks and not self.config.allow_stacked_decks:

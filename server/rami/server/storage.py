@@ -330,13 +330,13 @@ _V2_COLUMNS = (
     "client TEXT NOT NULL DEFAULT ''",
     "private INTEGER NOT NULL DEFAULT 0",
 )
-#: Version 2's tables lack these columns: the mark of the request a table was created with.
-_V3_COLUMNS = (
-    "request TEXT NOT NULL DEFAULT ''",
-    "request_digest TEXT NOT NULL DEFAULT ''",
-)
-#: Version 3's tables lack this column: the id of a finished table's rematch.
-_V4_COLUMNS = ("rematch TEXT NOT NULL DEFAULT ''",)
+#: The columns each later version added to the tables of the one before (empty in the tables
+#: there are): 3, the mark of the request a table was created with; 4, the id of a finished
+#: table's rematch.
+_ADDED_COLUMNS: dict[int, tuple[str, ...]] = {
+    3: ("request TEXT NOT NULL DEFAULT ''", "request_digest TEXT NOT NULL DEFAULT ''"),
+    4: ("rematch TEXT NOT NULL DEFAULT ''",),
+}
 
 #: What a migration needs to know of a table that only its log says: its seats and options
 #: (the table core's replay), from its spec and entries.
@@ -950,27 +950,14 @@ def _connect(path: str, summarize: Summarize | None) -> sqlite3.Connection:
         with _transaction(db):
             if version < 2:
                 _migrate_v1(db, summarize)
-            if version < 3:
-                _migrate_v2(db)
-            _migrate_v3(db)
+            for added, columns in _ADDED_COLUMNS.items():
+                if version < added:
+                    for column in columns:
+                        db.execute(f"ALTER TABLE tables ADD COLUMN {column}")
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     db.executescript(_SCHEMA)  # IF NOT EXISTS throughout: makes what is missing
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     return db
-
-
-def _migrate_v2(db: sqlite3.Connection) -> None:
-    """Version 2 to 3: the columns of the request mark a table was created with (none, for
-    the tables there are)."""
-    for column in _V3_COLUMNS:
-        db.execute(f"ALTER TABLE tables ADD COLUMN {column}")
-
-
-def _migrate_v3(db: sqlite3.Connection) -> None:
-    """Version 3 to 4: the column of a finished table's rematch (none, for the tables there
-    are)."""
-    for column in _V4_COLUMNS:
-        db.execute(f"ALTER TABLE tables ADD COLUMN {column}")
 
 
 def _migrate_v1(db: sqlite3.Connection, summarize: Summarize | None) -> None:
