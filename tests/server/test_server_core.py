@@ -763,13 +763,21 @@ def test_a_reply_never_shows_a_seat_whose_stream_ended_while_its_change_was_stor
         }
         await asyncio.sleep(0.05)
         assert table.connected() == {mover: 1, other: 1}
-        # The other seat's stream ends while the move is stored.
-        storage.before_commit = readers[other].cancel
+        # The other seat's stream ends while the move is stored (a store that takes its time,
+        # as a network database does).
+        store = storage.append
+
+        async def slow_append(append: Any) -> None:
+            readers[other].cancel()
+            await asyncio.sleep(0.05)
+            await store(append)
+
+        storage.append = slow_append  # type: ignore[method-assign]
         action = safe_move(view(game, mover))
         reply = await table.change(
             lambda _: [Act(mover, action)], lambda done: done.table.view_bytes(mover)
         )
-        storage.before_commit = None
+        storage.append = store  # type: ignore[method-assign]
         await asyncio.sleep(0.05)
         assert table.connected() == {mover: 1}
         shown = game_pb2.View.FromString(reply)

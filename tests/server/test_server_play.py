@@ -335,6 +335,61 @@ def test_refused_commands_are_answered_on_the_stream_which_goes_on(
     asyncio.run(run())
 
 
+def test_commands_sent_back_to_back_are_answered_in_the_order_sent(
+    server: ServerThread,
+) -> None:
+    """A stream need not wait for one command's answer to send the next: each is answered,
+    accepted or refused, in the order sent, a refusal the stream makes itself (a message that
+    is not a command) after the answers of the commands sent before it; a burst longer than
+    the commands a stream may have queued at once is answered whole."""
+
+    async def run() -> None:
+        ch, tid, tokens = await _table(server.target, game_pb2.VARIANT_TALLAGE)
+        stub = table_service_pb2_grpc.TableServiceStub(ch)
+        first = (
+            await SeatStream(stub, tid, tokens[0]).start().wait(lambda u: u.view.phase in _PLAYING)
+        )
+        mover = first.view.turn
+        stream = PlayStream(stub, tid, tokens[mover]).start()
+        try:
+            snap = await stream.wait(lambda r: r.HasField("update"))
+            number = snap.update.number
+            view = snap.update.view
+
+            def act(**kind: object) -> table_service_pb2.PlayRequest:
+                request = table_service_pb2.ActRequest(number=kind.pop("number", number))
+                if "card" in kind:
+                    request.discard.card = kind["card"]  # type: ignore[assignment]
+                else:
+                    request.draw.source = game_pb2.DRAW_SOURCE_STOCK
+                return table_service_pb2.PlayRequest(act=request)
+
+            # The first seat of a round may hold 15 cards and discard first.
+            opening = act(card=view.hand[0]) if view.phase == game_pb2.PHASE_PLAY else act()
+            again = table_service_pb2.PlayRequest(open=table_service_pb2.WatchRequest(table_id=tid))
+            burst = [opening, again, act(), act(card=99, number=number + 1)]
+            burst += [act(number=number) for _ in range(12)]  # stale, every one
+            ids = [stream.send(r) for r in burst]
+            answers = [await stream.answer(i) for i in ids]
+            kinds = ["update" if a.HasField("update") else a.refused.reason for a in answers]
+            assert kinds[:2] == ["update", "NOT_A_COMMAND"], kinds
+            assert kinds[2] == "STALE" and kinds[3] == "BAD_CARD", kinds
+            assert kinds[4:] == ["STALE"] * 12, kinds
+            # In the order sent, on the stream.
+            order = [
+                r.accepted if r.HasField("accepted") else r.refused.command_id
+                for r in stream.responses
+                if r.HasField("accepted") or r.HasField("refused")
+            ]
+            assert order == ids
+            assert answers[0].update.number == number + 1
+        finally:
+            await stream.close()
+            await ch.close()
+
+    asyncio.run(run())
+
+
 def test_a_play_stream_needs_open_first_a_table_and_a_seat_token(server: ServerThread) -> None:
     async def run() -> None:
         ch, tid, tokens = await _table(server.target, game_pb2.VARIANT_TALLAGE)

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import re
 import secrets
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import grpc
 from google.protobuf.message import Message
@@ -54,7 +56,7 @@ from .records import record_inputs, record_json
 from .refusals import Invalid, PermissionDenied, Precondition, Refusal, Unauthenticated
 from .retries import check_request_id, derived_token, mark
 from .sanitize import MAX_CHAT, MAX_NAME, clean_name, clean_text, name_key
-from .table import Committed, Pace, Table, Watcher, stale, start_entry
+from .table import Change, Committed, Pace, Table, Watcher, stale, start_entry
 from .tablestate import CLOSED, FINISHED, PLAYING, WAITING, TableState, hash_token
 
 __all__ = ["TOKEN_METADATA", "LobbyService", "RulesService", "TableService"]
@@ -63,6 +65,8 @@ __all__ = ["TOKEN_METADATA", "LobbyService", "RulesService", "TableService"]
 TOKEN_METADATA = "rami-token"
 #: Seconds a Play stream has to send its `open`.
 OPEN_WITHIN = 10.0
+#: The most commands a Play stream has queued at its table at once (its next one waits).
+_PLAY_WINDOW = 8
 
 log = logging.getLogger("rami.server")
 
@@ -517,6 +521,8 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         )
         self.opening = StreamCounter(c.opening_streams_per_client, "Play streams not yet open")
         self.far = StreamCounter(c.far_resumes_per_client, "resumes from far back per client")
+        #: The refusals of Play commands whose token's owner is being asked of the directory.
+        self._naming: set[asyncio.Task[None]] = set()
 
     def _pace(self, client: str, after: int | None, number: int) -> _FarResume | None:
         """The pace of a resume after ``after`` on a table at ``number``: one from far back
@@ -564,11 +570,25 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         client: str,
         reply: Callable[[Committed], T],
         again: Callable[[int, int], T],
-        ack: tuple[Watcher, int] | None = None,
     ) -> T:
-        """One command of a seat, from Act or from a Play stream: the same checks, the same
-        pipeline; answers with ``reply`` of the updates it became, or, when it is a retry of a
-        command accepted before, with ``again`` of that command's number and seat."""
+        """One command of a seat (an Act): answers with ``reply`` of the updates it became,
+        or, when it is a retry of a command accepted before, with ``again`` of that command's
+        number and seat."""
+        plan, answer = self._command(table, seat_of, request, token, client, reply, again)
+        return await self.change(table, plan, answer)
+
+    def _command(
+        self,
+        table: Table,
+        seat_of: Callable[[TableState], int],
+        request: table_service_pb2.ActRequest,
+        token: str | None,
+        client: str,
+        reply: Callable[[Committed], T],
+        again: Callable[[int, int], T],
+    ) -> tuple[Callable[[TableState], list[Entry]], Callable[[Committed | None], T]]:
+        """A command of a seat, from Act or from a Play stream: the same checks, the same
+        pipeline. Its plan, and its answer (``reply`` or ``again``, see :meth:`_act`)."""
         if request.request_id and request.table_id != table.table_id:
             # A Play stream's command may leave the table empty; its mark is made as an Act's
             # with the table named, so that a retry by either way is known.
@@ -605,7 +625,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
                 return again(table.state.number_of(before), before.seat)
             return reply(done)
 
-        return await self.change(table, plan, answer, ack)
+        return plan, answer
 
     @unary
     async def LegalSteps(
@@ -796,6 +816,9 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         finally:
             if commands is not None:
                 commands.cancel()
+                # Its reading may have failed as the stream ended (a read of a call being
+                # torn down): nobody is left to tell.
+                commands.add_done_callback(_ended)
             if pace is not None:
                 pace.done()
             self.seat_streams.close(key)
@@ -810,41 +833,95 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
     ) -> None:
         """The commands of a Play stream, each applied like an Act; a refusal goes out on the
         stream (and the stream goes on), and so does the answer to a retry of a command
-        accepted before."""
-        async for request in requests:
-            try:
-                if request is UNDECODABLE:
-                    raise Invalid("BAD_MESSAGE", "the request's bytes are not a valid PlayRequest")
-                if request.WhichOneof("kind") != "act":
-                    raise Invalid("NOT_A_COMMAND", "after `open`, a Play stream sends commands")
-                act = request.act
-                if act.table_id and act.table_id != table.table_id:
-                    raise Invalid("OTHER_TABLE", "a Play stream plays at the table it opened")
-                command_id = request.command_id
+        accepted before. The stream does not wait for each command's turn at the table: the
+        table's task puts its answer on the stream (its update, with the ``accepted`` that
+        the stream adds; or its refusal), and the commands go through the table in the order
+        sent. A stream has at most ``_PLAY_WINDOW`` commands queued at once; the next waits
+        for the first of them."""
 
-                def accepted_before(number: int, _: int, command_id: int = command_id) -> None:
-                    table.deliver(watcher, convert.encode_accepted_before(command_id, number))
+        def refuse(command_id: int, e: Exception) -> None:
+            code, reason, message, metadata = refusal_of(e)
+            table.deliver(
+                watcher,
+                convert.encode_refused(command_id, code.value[0], reason, message, metadata),
+            )
 
-                await self._act(
-                    table,
-                    # The token's seat now, as for Act: the start renumbers the seats.
-                    lambda state: _seat(state, token),
-                    act,
-                    token,
-                    client,
-                    lambda done: None,
-                    accepted_before,
-                    (watcher, command_id),
-                )
-            except Exception as e:
-                if not isinstance(e, Refusal | RuleError):
-                    log_unexpected(log, "unexpected error in a Play command", e)
-                code, reason, message, metadata = refusal_of(e)
+        def failed(command_id: int, e: Exception) -> None:  # in the table's task
+            if isinstance(e, _Stranger):
+                # Whose the token is, the directory says: asked outside the table's task.
+                naming = asyncio.create_task(self._refuse_named(refuse, command_id, e))
+                self._naming.add(naming)
+                naming.add_done_callback(self._naming.discard)
+                return
+            if not isinstance(e, Refusal | RuleError):
+                log_unexpected(log, "unexpected error in a Play command", e)
+            refuse(command_id, e)
+
+        queued: deque[asyncio.Future[Any]] = deque()
+        try:
+            async for request in requests:
+                while queued and queued[0].done():
+                    queued.popleft()
+                if len(queued) >= _PLAY_WINDOW:
+                    await queued.popleft()
                 command_id = 0 if request is UNDECODABLE else request.command_id
-                table.deliver(
-                    watcher,
-                    convert.encode_refused(command_id, code.value[0], reason, message, metadata),
-                )
+                try:
+                    if request is UNDECODABLE:
+                        raise Invalid(
+                            "BAD_MESSAGE", "the request's bytes are not a valid PlayRequest"
+                        )
+                    if request.WhichOneof("kind") != "act":
+                        raise Invalid("NOT_A_COMMAND", "after `open`, a Play stream sends commands")
+                    act = request.act
+                    if act.table_id and act.table_id != table.table_id:
+                        raise Invalid("OTHER_TABLE", "a Play stream plays at the table it opened")
+
+                    def accepted_before(number: int, _: int, command_id: int = command_id) -> None:
+                        table.deliver(watcher, convert.encode_accepted_before(command_id, number))
+
+                    plan, answer = self._command(
+                        table,
+                        # The token's seat now, as for Act: the start renumbers the seats.
+                        lambda state: _seat(state, token),
+                        act,
+                        token,
+                        client,
+                        lambda done: None,
+                        accepted_before,
+                    )
+                    queued.append(
+                        table.queue(
+                            Change(
+                                plan,
+                                answer,
+                                (watcher, command_id),
+                                functools.partial(failed, command_id),
+                            )
+                        )
+                    )
+                except Exception as e:
+                    while queued:  # told after the answers of the commands sent before it
+                        await queued.popleft()
+                    failed(command_id, e)
+            # The stream's end waits for its commands (its cancellation drops those not
+            # begun, as it does a command being waited for).
+            while queued:
+                await queued.popleft()
+        except asyncio.CancelledError:
+            for done in queued:
+                done.cancel()
+            raise
+
+    async def _refuse_named(
+        self, refuse: Callable[[int, Exception], None], command_id: int, e: _Stranger
+    ) -> None:
+        refuse(command_id, await _named(self.lobby, e))
+
+
+def _ended(commands: asyncio.Task[None]) -> None:
+    """A Play stream's commands task, done with the stream: its failure retrieved."""
+    if not commands.cancelled() and commands.exception() is not None:
+        log.debug("a Play stream's commands ended with its stream: %r", commands.exception())
 
 
 def _steps_action(game: Game, seat: int, steps: Sequence[int]) -> Action:

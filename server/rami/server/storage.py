@@ -626,10 +626,20 @@ class SqliteStorage:
         # Encoded here: the worker thread runs as little Python as it can, since each of its
         # steps waits for the interpreter lock that the event loop holds while it is busy.
         self._pending.append((_Encoded.of(append), done))
-        if not self._scheduled:
-            # At the end of this tick: the appends of every table made in it share a commit.
-            self._scheduled = True
-            loop.call_soon(self._flush)
+        if self._scheduled:
+            await done
+            return
+        # The first append of a tick writes the batch at the tick's end: the appends of every
+        # table made in it share a commit. It yields once, and what is ready to run runs
+        # first, as a callback scheduled now would; then it writes the batch itself, so that
+        # its own answer needs no further turn of the loop.
+        self._scheduled = True
+        try:
+            await asyncio.sleep(0)
+        except BaseException:
+            loop.call_soon(self._flush)  # cancelled: the others' batch is written all the same
+            raise
+        self._flush()
         await done
 
     def _flush(self) -> None:

@@ -262,11 +262,14 @@ class Change(Generic[T]):
     """A change of a table: ``plan`` returns the entries to apply (or raises a refusal, or
     returns none for a change that no longer applies); ``reply`` answers once they are
     stored. ``ack`` is the Play stream's watcher and command id, noted before the update
-    reaches the stream."""
+    reaches the stream. ``failed``, when given, is told a refusal or error in the table's
+    task, instead of the caller through its future (which then has no result: a caller
+    that does not wait for it)."""
 
     plan: Callable[[TableState], Sequence[Entry]]
     reply: Callable[[Committed | None], T]
     ack: tuple[Watcher, int] | None = None
+    failed: Callable[[Exception], None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -537,6 +540,12 @@ class Table:
         result: T = await self._enqueue(Change(plan, reply, ack))
         return result
 
+    def queue(self, change: Change[Any]) -> asyncio.Future[Any]:
+        """Queue a change without waiting for it: its reply and its ``failed`` are run in the
+        table's task. The future is done when it has been (cancel it to drop the change, if
+        it has not started)."""
+        return self._enqueue(change)
+
     def change_later(self, plan: Callable[[TableState], Sequence[Entry]]) -> None:
         """Queue a change nobody waits for (its failure is logged)."""
         done = self._enqueue(Change(plan, lambda _: None))
@@ -579,7 +588,7 @@ class Table:
                 if done.cancelled():
                     continue  # its caller is gone, and it has changed nothing yet
                 if self.closed:
-                    done.set_exception(self._gone_refusal())
+                    self._failed(job, done, self._gone_refusal())
                     continue
                 self._busy = True
                 try:
@@ -589,11 +598,11 @@ class Table:
                         result = await self._change(job)
                 except asyncio.CancelledError:
                     if not done.done():
-                        done.set_exception(self._gone_refusal())
+                        self._failed(job, done, self._gone_refusal())
                     raise
                 except BaseException as e:  # the caller's to answer: a refusal, or an error
                     if not done.done():
-                        done.set_exception(e)
+                        self._failed(job, done, e)
                 else:
                     if not done.done():
                         done.set_result(result)
@@ -601,6 +610,19 @@ class Table:
                     self._busy = False
         finally:
             self._task = None
+
+    @staticmethod
+    def _failed(job: Job, done: asyncio.Future[Any], error: BaseException) -> None:
+        """Tell a job's refusal or error: to its ``failed``, or to its caller."""
+        failed = job.failed if isinstance(job, Change) else None
+        if failed is None or not isinstance(error, Exception):
+            done.set_exception(error)
+            return
+        done.set_result(None)
+        try:
+            failed(error)
+        except Exception:
+            log.exception("a change's refusal could not be told")
 
     # -- the one pipeline of every change ---------------------------------------------------
 
