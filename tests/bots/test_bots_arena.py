@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import random
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -246,6 +248,33 @@ def test_a_record_of_other_games_is_refused_and_left_as_it_was(
     with pytest.raises(ValueError, match="other engine code"):
         ArenaRecord.open(record, config)
     assert record.read_bytes() == before
+
+
+def test_a_record_in_use_by_another_run_is_refused(tmp_path: Path) -> None:
+    """Two runs on one record would play the same deals twice, and the second, reading the
+    first's last line half written, would cut it off under the first's pen."""
+    record = tmp_path / "arena.jsonl"
+    _arena_text(*_record_args(record, 1))
+    args = ["arena", *_record_args(record, 100_000)]
+    first = subprocess.Popen(
+        [sys.executable, "-c", "from rami.client.bot_cli import main; main()", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(record.read_text().splitlines()) < 3:  # the first run is playing
+            assert first.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        result = CliRunner().invoke(app, ["arena", *_record_args(record, 2)])
+        assert result.exit_code == 2, result.output
+        assert "in use by another arena run" in " ".join(result.output.split())
+    finally:
+        first.kill()
+        first.wait(30)
+    # Its run over, the record is the next run's.
+    result = CliRunner().invoke(app, ["arena", *_record_args(record, 2)])
+    assert result.exit_code == 0, result.output
 
 
 def test_a_damaged_record_is_named_by_line(tmp_path: Path) -> None:

@@ -17,17 +17,20 @@ games, the same results and the same report, on one process or several.
   run again with the same record, it plays only the deals the record lacks, so a measurement
   of many core-hours can be stopped and carried on, and its report is the one a single run
   would print. A record holds the configuration, the policies' settings and a digest of the
-  engine's code; a run that differs in any of them is refused, never mixed in.
+  engine's code; a run that differs in any of them is refused, never mixed in. A run holds
+  its record (:func:`hold_record`): a second run on the same file is refused while the first
+  goes on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import os
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -47,6 +50,7 @@ __all__ = [
     "assignments",
     "code_digest",
     "estimate",
+    "hold_record",
     "pair_difference",
     "play_deal",
     "play_game",
@@ -274,6 +278,31 @@ def run_arena(
 
 #: The version of the record's format (its first line says it).
 RECORD_FORMAT = 1
+
+
+@contextlib.contextmanager
+def hold_record(path: Path) -> Iterator[None]:
+    """Hold the record at ``path`` (made empty if there is none) for one run: ValueError if
+    another run, in any process, holds it. Two runs on one record would play its missing
+    deals twice, and one would read the other's line half written as a line cut short, and
+    cut it. (An advisory lock of the file, released with it, also when the process dies;
+    where the system has none, nothing is held.)"""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    with path.open("ab") as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(
+                f"{path} is in use by another arena run: wait for it to end, or give another file"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
 def code_digest(package: str = "rami.engine") -> str:

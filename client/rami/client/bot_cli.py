@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 import time
@@ -30,6 +31,7 @@ from .arena import (
     DealResult,
     Estimate,
     code_digest,
+    hold_record,
     pair_difference,
     parse_options,
     run_arena,
@@ -340,6 +342,7 @@ def arena(
     except Exception as e:  # a bad option or count: say which
         raise typer.BadParameter(str(e)) from None
     kept: ArenaRecord | None = None
+    held = contextlib.ExitStack()
     if record is not None:
         settings: dict[str, object] = {}
         if "expert" in names:
@@ -351,8 +354,10 @@ def arena(
                 ismcts_code=code_digest("rami.rl"),
             )
         try:
+            held.enter_context(hold_record(record))  # until the run ends
             kept = ArenaRecord.open(record, config, settings)
         except (OSError, ValueError) as e:
+            held.close()
             raise typer.BadParameter(str(e), param_hint="--record") from None
     start = time.perf_counter()
     recorded = {i for i in (kept.deals if kept else {}) if i < games}
@@ -379,14 +384,15 @@ def arena(
             line += f"; {stats[0].policy} − {stats[1].policy} so far: {_ci(win, 3, True)}"
         typer.echo(line, err=True)
 
-    result = run_arena(
-        config,
-        jobs=jobs,
-        policies=chosen,
-        progress=progress,
-        done=kept.deals if kept else None,
-        on_deal=kept.add if kept else None,
-    )
+    with held:
+        result = run_arena(
+            config,
+            jobs=jobs,
+            policies=chosen,
+            progress=progress,
+            done=kept.deals if kept else None,
+            on_deal=kept.add if kept else None,
+        )
     elapsed = time.perf_counter() - start
     for line in format_arena(result):
         typer.echo(line)
