@@ -25,15 +25,17 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import contextlib
 import importlib.util
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -255,9 +257,11 @@ def baseline_tree(where: str, tmp: Path) -> Path:
     return tmp
 
 
-def run_baseline(args: argparse.Namespace, sections: list[str]) -> dict[str, Any]:
-    """This bench, run on the baseline's code (its server, engine and solver) in a process of
-    its own: the figures before, measured in the same run as the figures after."""
+@contextlib.contextmanager
+def baseline_runner(args: argparse.Namespace) -> Iterator[Callable[[list[str]], dict[str, Any]]]:
+    """A way to run this bench on the baseline's code (its server, engine and solver), in a
+    process of its own, for the sections given: the figures before, measured in the same run
+    as the figures after. Its tree is exported once for all the calls."""
     with tempfile.TemporaryDirectory() as tmp:
         tree = baseline_tree(args.baseline, Path(tmp))
         env = dict(os.environ)
@@ -267,106 +271,249 @@ def run_baseline(args: argparse.Namespace, sections: list[str]) -> dict[str, Any
         # The Play stream's figures too, when the baseline has the Play stream.
         contract = tree / "proto" / "rami" / "v1" / "table_service.proto"
         has_play = contract.exists() and "rpc Play(" in contract.read_text()
-        argv = [
-            sys.executable,
-            "-m",
-            "bench",
-            "--no-save",
-            *([] if args.stream and has_play else ["--no-stream"]),
-            "--json",
-            str(out),
-            "--only",
-            *sections,
-            "--seconds",
-            str(args.seconds),
-            "--warmup",
-            str(args.warmup),
-            "--scale-seconds",
-            str(args.scale_seconds),
-            "--tables",
-            str(args.tables),
-            "--games",
-            str(args.games),
-            "--engine-seconds",
-            str(args.engine_seconds),
-            "--hands",
-            str(args.hands),
-        ]
-        _say(f"baseline: {args.baseline} ({tree})")
-        subprocess.run(argv, env=env, check=True, cwd=Path(__file__).resolve().parent.parent)
-        figures = json.loads(out.read_text())
-    figures.pop("comparisons", None)
-    return {"tree": args.baseline, "results": figures}
+
+        def measure(sections: list[str]) -> dict[str, Any]:
+            argv = [
+                sys.executable,
+                "-m",
+                "bench",
+                "--no-save",
+                *([] if args.stream and has_play else ["--no-stream"]),
+                "--json",
+                str(out),
+                "--only",
+                *sections,
+                "--seconds",
+                str(args.seconds),
+                "--warmup",
+                str(args.warmup),
+                "--scale-seconds",
+                str(args.scale_seconds),
+                "--tables",
+                str(args.tables),
+                "--games",
+                str(args.games),
+                "--engine-seconds",
+                str(args.engine_seconds),
+                "--hands",
+                str(args.hands),
+            ]
+            _say(f"baseline: {args.baseline} ({tree}), {' '.join(sections)}")
+            root = Path(__file__).resolve().parent.parent
+            subprocess.run(argv, env=env, check=True, cwd=root)
+            figures = json.loads(out.read_text())
+            return {k: v for k, v in figures.items() if k in sections}
+
+        yield measure
+
+
+def run_rounds(
+    args: argparse.Namespace, sections: list[str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """This code's figures, and with ``--baseline`` the baseline's, measured section by
+    section in ``--rounds`` rounds: in each, the baseline and this code measure a section one
+    right after the other, the baseline first in odd rounds and last in even ones, so that a
+    drift of the machine's speed weighs on both alike. The figures are the last round's; the
+    before/after rows are over every round (see :func:`combine`)."""
+
+    def ours(name: str) -> Any:
+        t0 = time.perf_counter()
+        figures = RUNNERS[name](args)
+        _say(f"  ({name}: {time.perf_counter() - t0:.0f} s)")
+        return figures
+
+    if not args.baseline:
+        return {name: ours(name) for name in sections}, {}
+    rounds: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    with baseline_runner(args) as before_of:
+        for i in range(args.rounds):
+            if args.rounds > 1:
+                _say(f"round {i + 1} of {args.rounds}")
+            before: dict[str, Any] = {}
+            after: dict[str, Any] = {}
+            for name in sections:
+                if i % 2 == 0:
+                    before.update(before_of([name]))
+                after[name] = ours(name)
+                if i % 2 == 1:
+                    before.update(before_of([name]))
+            rounds.append((before, after))
+    rows = combine([before_after(b, a) for b, a in rounds])
+    baseline = {
+        "tree": args.baseline,
+        "rounds": len(rounds),
+        "results": rounds[-1][0],
+        "before_after": rows,
+    }
+    return rounds[-1][1], baseline
+
+
+def combine(rounds: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The before/after rows of several rounds as one: the median of each figure and of each
+    ratio, and, with more than one round, each ratio's least and greatest (``range``)."""
+    if len(rounds) == 1:
+        return rounds[0]
+    out = []
+    for row in rounds[0]:
+        same = [r for rows in rounds for r in rows if r["figure"] == row["figure"]]
+        merged: dict[str, Any] = {"figure": row["figure"], "unit": row["unit"]}
+        for key in ("before", "after", "after/before", "against reference"):
+            values = [r[key] for r in same if isinstance(r[key], int | float)]
+            merged[key] = round(statistics.median(values), 3) if values else None
+            if key in ("after/before", "against reference"):
+                merged[f"{key} range"] = [min(values), max(values)] if values else None
+        out.append(merged)
+    return out
 
 
 def before_after(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
-    """The headline figures of the baseline and of this code, side by side."""
+    """The headline figures of the baseline and of this code, side by side.
+
+    The baseline's figures are measured first and this code's after them, minutes apart: on a
+    shared machine the speed of the whole machine moves between the two halves (the echo's
+    calls/s was 3,232 in one half and 4,500 in the other of one run). So each
+    figure that has a reference measured in its own half (the echo, the bare relay, OpenSpiel,
+    RLCard, the bare stream) is compared a second way too: ``against reference`` is
+    after/before of the figure divided by its half's reference, which cancels what the
+    machine did to both."""
     rows = []
-    for name, path, unit in HEADLINES:
+    for name, path, unit, ref in HEADLINES:
         b, a = _dig(before, path), _dig(after, path)
         if b is None and a is None:
             continue
-        change = round(a / b, 3) if isinstance(a, int | float) and b else None
-        rows.append({"figure": name, "unit": unit, "before": b, "after": a, "after/before": change})
+        rows.append(
+            {
+                "figure": name,
+                "unit": unit,
+                "before": b,
+                "after": a,
+                "after/before": _rounded(_ratio(a, b)),
+                "against reference": (
+                    _rounded(_ratio(_ratio(a, _dig(after, ref)), _ratio(b, _dig(before, ref))))
+                    if ref
+                    else None
+                ),
+            }
+        )
     return rows
 
 
-#: (name, path in the results, unit) of the figures compared before and after.
-HEADLINES: list[tuple[str, tuple[str, ...], str]] = [
-    ("commands/s, unary Act", ("commands", "rami_unary", "calls_per_s"), "calls/s"),
+def _ratio(a: Any, b: Any) -> float | None:
+    if not isinstance(a, int | float) or not isinstance(b, int | float) or not b:
+        return None
+    return a / b
+
+
+def _rounded(x: float | None) -> float | None:
+    return None if x is None else round(x, 3)
+
+
+#: (name, path in the results, unit, path of its reference in the same half or None) of the
+#: figures compared before and after (see :func:`before_after`).
+Headline = tuple[str, tuple[str, ...], str, tuple[str, ...] | None]
+
+_ECHO = ("commands", "echo")
+_RELAY = ("delivery", "relay")
+
+HEADLINES: list[Headline] = [
+    (
+        "commands/s, unary Act",
+        ("commands", "rami_unary", "calls_per_s"),
+        "calls/s",
+        (*_ECHO, "calls_per_s"),
+    ),
     (
         "server CPU per command, unary Act",
         ("commands", "rami_unary", "server_cpu_per_call_us"),
         "us",
+        (*_ECHO, "server_cpu_per_call_us"),
     ),
-    ("latency p99, unary Act", ("commands", "rami_unary", "latency_ms", "p99"), "ms"),
-    ("echo calls/s (reference)", ("commands", "echo", "calls_per_s"), "calls/s"),
-    ("commands/s, Play stream", ("commands", "rami_stream", "calls_per_s"), "calls/s"),
+    (
+        "latency p99, unary Act",
+        ("commands", "rami_unary", "latency_ms", "p99"),
+        "ms",
+        (*_ECHO, "latency_ms", "p99"),
+    ),
+    ("echo calls/s (reference)", (*_ECHO, "calls_per_s"), "calls/s", None),
+    (
+        "commands/s, Play stream",
+        ("commands", "rami_stream", "calls_per_s"),
+        "calls/s",
+        (*_ECHO, "calls_per_s"),
+    ),
     (
         "server CPU per command, Play stream",
         ("commands", "rami_stream", "server_cpu_per_call_us"),
         "us",
+        (*_ECHO, "server_cpu_per_call_us"),
     ),
-    ("latency p99, Play stream", ("commands", "rami_stream", "latency_ms", "p99"), "ms"),
+    (
+        "latency p99, Play stream",
+        ("commands", "rami_stream", "latency_ms", "p99"),
+        "ms",
+        (*_ECHO, "latency_ms", "p99"),
+    ),
+    ("relay updates/s (reference)", (*_RELAY, "delivered_per_s"), "updates/s", None),
     (
         "updates/s to 400 watchers, unary Act",
         ("delivery", "rami_unary", "delivered_per_s"),
         "updates/s",
+        (*_RELAY, "delivered_per_s"),
     ),
     (
         "server CPU per update delivered, unary",
         ("delivery", "rami_unary", "server_cpu_per_delivery_us"),
         "us",
+        (*_RELAY, "server_cpu_per_delivery_us"),
     ),
     (
         "updates/s to 400 watchers, Play stream",
         ("delivery", "rami_stream", "delivered_per_s"),
         "updates/s",
+        (*_RELAY, "delivered_per_s"),
     ),
     (
         "server CPU per update delivered, Play stream",
         ("delivery", "rami_stream", "server_cpu_per_delivery_us"),
         "us",
+        (*_RELAY, "server_cpu_per_delivery_us"),
     ),
     *(
-        (f"decisions/s, {v}", ("engine", "self_play", v, "decisions_per_s"), "decisions/s")
+        (
+            f"decisions/s, {v}",
+            ("engine", "self_play", v, "decisions_per_s"),
+            "decisions/s",
+            ("engine", "peers", "openspiel", "decisions_per_s"),
+        )
         for v in engine.VARIANTS
     ),
-    ("10-card split, mean", ("solver", "rlcard_task", "ours", "mean_ms"), "ms"),
+    (
+        "10-card split, mean",
+        ("solver", "rlcard_task", "ours", "mean_ms"),
+        "ms",
+        ("solver", "rlcard_task", "rlcard", "mean_ms"),
+    ),
     *(
         (
             f"14-card split, {j} jokers, median",
             ("solver", "ours_14", f"{j}_jokers", "median_ms"),
             "ms",
+            None,
         )
         for j in (0, 1, 2)
     ),
     *(
-        (f"14-card split, {j} jokers, p99", ("solver", "ours_14", f"{j}_jokers", "p99_ms"), "ms")
+        (
+            f"14-card split, {j} jokers, p99",
+            ("solver", "ours_14", f"{j}_jokers", "p99_ms"),
+            "ms",
+            None,
+        )
         for j in (0, 1, 2)
     ),
-    ("RSS, 1,000 idle tables", ("memory", "with_tables_mb"), "MB"),
-    ("memory per watcher", ("memory", "per_watcher_kb"), "KB"),
+    # Memory is not what a busy machine moves: no reference.
+    ("RSS, 1,000 idle tables", ("memory", "with_tables_mb"), "MB", None),
+    ("memory per watcher", ("memory", "per_watcher_kb"), "KB", None),
 ]
 
 
@@ -379,10 +526,17 @@ def _dig(data: Any, path: tuple[str, ...]) -> Any:
 
 
 def print_before_after(rows: list[dict[str, Any]]) -> None:
-    print(f"\n{'before / after (same run)':<42}{'before':>12}{'after':>12}{'after/before':>14}")
+    print(
+        f"\n{'before / after (same run)':<46}{'before':>10}{'after':>10}{'after/before':>22}"
+        f"{'against ref.':>22}"
+    )
     for r in rows:
-        b, a, c = r["before"], r["after"], r["after/before"]
-        print(f"{r['figure']:<42}{_num(b):>12}{_num(a):>12}{_num(c):>14}  {r['unit']}")
+        b, a = r["before"], r["after"]
+        c, n = (
+            report.ratio_text(r, "after/before", _num),
+            report.ratio_text(r, "against reference", _num),
+        )
+        print(f"{r['figure']:<46}{_num(b):>10}{_num(a):>10}{c:>22}{n:>22}  {r['unit']}")
 
 
 def _num(x: Any) -> str:
@@ -399,6 +553,13 @@ RUNNERS = {
     "memory": run_memory,
     "scaling": run_scaling,
 }
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -426,7 +587,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--baseline",
         help="also measure this code as it was (a git revision, or a tree with engine/ "
-        "server/ client/ proto/), first, in the same run: before/after figures",
+        "server/ client/ proto/), each section right before or after this code's, in the "
+        "same run: before/after figures",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=_positive,
+        default=1,
+        help="with --baseline: measure both this many times, alternating which goes first; "
+        "the before/after rows give medians and ranges",
     )
     args = parser.parse_args(argv)
 
@@ -441,11 +610,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if RESULTS.exists() and args.only:
         # A partial run keeps the other sections' last figures.
         results = {k: v for k, v in json.loads(RESULTS.read_text()).items() if k in SECTIONS}
-    baseline = run_baseline(args, sections) if args.baseline else None
-    for name in sections:
-        t0 = time.perf_counter()
-        results[name] = RUNNERS[name](args)
-        _say(f"  ({name}: {time.perf_counter() - t0:.0f} s)")
+    figures, baseline = run_rounds(args, sections)
+    results.update(figures)
     elapsed = time.perf_counter() - started
     results["meta"] = {
         "python": platform.python_version(),
@@ -457,12 +623,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sections": sections,
         "argv": list(argv if argv is not None else sys.argv[1:]),
     }
-    if baseline is not None:
-        baseline["before_after"] = before_after(baseline["results"], results)
+    if baseline:
         results["baseline"] = baseline
     rows = report.comparisons(results)
     report.print_rows(rows)
-    if baseline is not None:
+    if baseline:
         print_before_after(baseline["before_after"])
     _say(f"\nbench took {elapsed:.0f} s")
     if args.json:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -327,6 +328,16 @@ def comparisons(results: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def ratio_text(row: dict[str, Any], key: str, fmt: Callable[[Any], str]) -> str:
+    """A before/after ratio, with the range of its rounds when there were several."""
+    value, spread = row.get(key), row.get(f"{key} range")
+    if value is None:
+        return "-" if key == "against reference" else fmt(value)
+    if not spread:
+        return fmt(value)
+    return f"{fmt(value)} [{fmt(spread[0])}, {fmt(spread[1])}]"
+
+
 def _fmt(x: float | None) -> str:
     if not isinstance(x, int | float):
         return "n/a"
@@ -403,15 +414,27 @@ def markdown(rows: list[Row], results: dict[str, Any], command: str) -> str:
     if baseline:
         lines += [
             "",
-            f"Before and after, measured in this same run (before: `{baseline['tree']}`):",
+            f"Before and after, measured in this same run (before: `{baseline['tree']}`"
+            + (
+                f"; {baseline['rounds']} rounds, each section measured for both one right "
+                "after the other: medians, and in brackets the least and greatest of the "
+                "rounds"
+                if baseline.get("rounds", 1) > 1
+                else ""
+            )
+            + "). "
+            "*Against its reference* is after/before of the figure divided by the reference "
+            "its half of the run measured (the echo, the bare relay, OpenSpiel, RLCard): the "
+            "two halves are minutes apart, and it cancels what the machine's speed did to both.",
             "",
-            "| figure | before | after | after/before |",
-            "|---|---:|---:|---:|",
+            "| figure | before | after | after/before | against its reference |",
+            "|---|---:|---:|---:|---:|",
         ]
         for r in baseline["before_after"]:
             lines.append(
                 f"| {r['figure']} | {_fmt(r['before'])} {r['unit']} | {_fmt(r['after'])} "
-                f"{r['unit']} | {_fmt(r['after/before'])} |"
+                f"{r['unit']} | {ratio_text(r, 'after/before', _fmt)} | "
+                f"{ratio_text(r, 'against reference', _fmt)} |"
             )
     lines += ["", END]
     return "\n".join(lines)
