@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -22,6 +25,7 @@ from rami.client.arena import (
     GameResult,
     assignments,
     estimate,
+    hold_record,
     pair_difference,
     parse_options,
     play_game,
@@ -275,6 +279,58 @@ def test_a_record_in_use_by_another_run_is_refused(tmp_path: Path) -> None:
     # Its run over, the record is the next run's.
     result = CliRunner().invoke(app, ["arena", *_record_args(record, 2)])
     assert result.exit_code == 0, result.output
+
+
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            found |= {int(c) for c in (task / "children").read_text().split()}
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(
+    not Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists(),
+    reason="needs Linux's /proc/PID/task/TID/children to find the run's worker processes",
+)
+def test_a_killed_run_on_several_processes_leaves_its_record_free(tmp_path: Path) -> None:
+    """The workers of ``--jobs`` are forked while the run holds its record: they must neither
+    hold it after their run is killed (no later run could carry the record on) nor live on."""
+    record = tmp_path / "arena.jsonl"
+    args = ["arena", *_record_args(record, 100_000), "--jobs", "2"]
+    first = subprocess.Popen(
+        [sys.executable, "-c", "from rami.client.bot_cli import main; main()", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    workers: set[int] = set()
+    try:
+        deadline = time.monotonic() + 60
+        while not record.exists() or len(record.read_text().splitlines()) < 3 or len(workers) < 2:
+            assert first.poll() is None and time.monotonic() < deadline
+            workers = _children(first.pid)
+            time.sleep(0.05)
+        first.kill()
+        first.wait(30)
+        deadline = time.monotonic() + 20
+        while any(_alive(w) for w in workers):
+            assert time.monotonic() < deadline, "the killed run's workers live on"
+            time.sleep(0.05)
+        with hold_record(record):
+            pass
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(first.pid, signal.SIGKILL)
+        first.wait(30)
 
 
 def test_a_damaged_record_is_named_by_line(tmp_path: Path) -> None:

@@ -25,11 +25,14 @@ games, the same results and the same report, on one process or several.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import json
 import math
 import os
 import random
+import signal
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -268,11 +271,37 @@ def run_arena(
             took(run(i))
     elif indices:
         chunk = max(1, min(8, len(indices) // (jobs * 8)))
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        pool = ProcessPoolExecutor(
+            max_workers=jobs, initializer=_worker_start, initargs=(os.getpid(),)
+        )
+        with pool:
             for r in pool.map(run, indices, chunksize=chunk):
                 took(r)
     return ArenaResult(config, tuple(have[i] for i in range(config.deals)))
 
+
+def _worker_start(parent: int) -> None:
+    """In each worker process of a run (forked, so holding what the run held): let go of the
+    records the run holds, which are the run's and not the worker's (a worker left behind
+    would keep them held); and, on Linux, die with the run (a killed run's workers would play
+    on the deals queued to them, then wait for ever)."""
+    if _HELD:
+        # /dev/null in their place: the number stays open, for the run's file object this
+        # process inherited with it, which may close it some day.
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in _HELD:
+            os.dup2(null, fd)
+        os.close(null)
+        _HELD.clear()
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the run died before the line above
+            os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 # -- records ----------------------------------------------------------------------------------
 
@@ -299,10 +328,16 @@ def hold_record(path: Path) -> Iterator[None]:
             raise ValueError(
                 f"{path} is in use by another arena run: wait for it to end, or give another file"
             ) from None
+        _HELD.add(f.fileno())  # the run's worker processes let go of it (_worker_start)
         try:
             yield
         finally:
+            _HELD.discard(f.fileno())
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+#: The descriptors of the records held in this process (see :func:`hold_record`).
+_HELD: set[int] = set()
 
 
 def code_digest(package: str = "rami.engine") -> str:
