@@ -425,7 +425,8 @@ def markdown(rows: list[Row], results: dict[str, Any], command: str) -> str:
             + "). "
             "*Against its reference* is after/before of the figure divided by the reference "
             "its half of the run measured (the echo, the bare relay, OpenSpiel, RLCard): the "
-            "two halves are minutes apart, and it cancels what the machine's speed did to both.",
+            "two halves are a section's length apart, and it cancels what the machine's speed "
+            "did to both.",
             "",
             "| figure | before | after | after/before | against its reference |",
             "|---|---:|---:|---:|---:|",

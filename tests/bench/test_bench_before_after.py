@@ -56,3 +56,11 @@ def test_rounds_give_the_median_of_each_ratio_and_its_range() -> None:
     assert calls["against reference"] == 1.0
     assert calls["against reference range"] == [0.9, 1.1]
     assert combine(rounds[:1]) == rounds[0]
+
+
+def test_a_figure_missing_from_the_first_round_is_kept() -> None:
+    first = before_after(_half(4000, 1000, 800, 200), {"commands": {"echo": {}}})
+    later = before_after(_half(4000, 1000, 800, 200), _half(4000, 900, 800, 200))
+    rows = combine([first, later])
+    assert [r["figure"] for r in rows] == [r["figure"] for r in later]
+    assert _row(rows, "commands/s, unary Act")["after/before"] == 0.9
