@@ -38,7 +38,7 @@ from rami.server.entries import (
 from rami.server.lobby import Lobby, LobbyConfig, rebuild, summarize
 from rami.server.refusals import Aborted, Invalid, Precondition, Refusal, Unavailable
 from rami.server.storage import SCHEMA_VERSION, Append, Conflict, SqliteStorage
-from rami.server.table import Table, TableConfig, stale
+from rami.server.table import Change, Table, TableConfig, stale
 from rami.server.tablestate import (
     FINISHED,
     PLAYING,
@@ -324,6 +324,30 @@ def test_closing_a_table_answers_every_queued_change_even_when_it_stops_one_unde
             assert info.value.reason == "SHUTTING_DOWN"
         with pytest.raises(Unavailable):
             await table.change(joining("Di"), lambda _: None)
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
+def test_a_queued_command_stopped_before_its_turn_is_refused_to_its_stream(
+    backend: Backend,
+) -> None:
+    """A Play stream's command (a change with ``failed``) queued just as its table is closed
+    and stopped, before the table's task took it: its refusal goes to ``failed``, as every
+    other refusal of such a change does, and its future ends without an error nobody reads."""
+
+    async def main() -> None:
+        storage = await backend.open()
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table = await new_table(lobby, players=3)
+        told: list[Exception] = []
+        streamed = table.queue(Change(joining("Eve"), lambda _: None, failed=told.append))
+        table.close()
+        await table.closing(timeout=0)
+        assert await asyncio.wait_for(streamed, 2) is None
+        assert [type(e) for e in told] == [Unavailable]
         lobby.close()
         await lobby.closing()
         await storage.close()

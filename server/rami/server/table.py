@@ -1177,9 +1177,9 @@ class Table:
             await asyncio.gather(task, return_exceptions=True)
         # What the stopped task left queued is refused too: no caller waits for ever.
         queue, self._queue = self._queue, []
-        for _, done in queue:
+        for job, done in queue:
             if not done.done():
-                done.set_exception(self._gone_refusal())
+                self._failed(job, done, self._gone_refusal())
 
     # -- automatic moves: bots, away seats, the clock, the next deal ------------------------
 
