@@ -9,7 +9,8 @@ search (its candidates in the same sampled games, one circuit each) in CPU secon
 process. It prints, per variant, the simulations per second (the median of the searched
 moves' rates) beside the rate the code has, and the median CPU time of an expert move at the
 default budget with the code's rate, of all moves and of the searched ones (a move with one
-candidate, forced or plain, is not searched)::
+candidate, forced or plain, is not searched), and how often a searched move is not strong's
+choice (the expert leaves it only for a clear gain in its simulations)::
 
     python -m bench.expert_rates --moves 40
 
@@ -39,13 +40,14 @@ from rami.engine.policies import (
 SIMULATIONS = 120
 
 
-def measure(variant: str, moves: int, seed: str) -> tuple[float, float, float]:
+def measure(variant: str, moves: int, seed: str) -> tuple[float, float, float, float]:
     """(one-circuit simulations per second, median CPU seconds of an expert move at the
-    default budget, of a searched one) over the first ``moves`` searched moves of seeded
-    games."""
+    default budget, of a searched one, the share of searched moves where the expert left
+    strong's choice) over the first ``moves`` searched moves of seeded games."""
     rates: list[float] = []
     times: list[float] = []
     searched: list[float] = []
+    left = 0
     game_number = 0
     while len(rates) < moves:
         game, _ = Game.new(variant, Options(players=2), f"{seed}:{game_number}")
@@ -67,13 +69,23 @@ def measure(variant: str, moves: int, seed: str) -> tuple[float, float, float]:
                 elapsed = time.process_time() - start
                 sims = max(2, SIMULATIONS // len(candidates)) * len(candidates)
                 rates.append(sims / elapsed)
+            # The expert's own candidates, from the random source as it will find it: its
+            # first is strong's choice.
+            before = random.Random()
+            before.setstate(rng.getstate())
             start = time.process_time()
             action = expert(v, rng)
             times.append(time.process_time() - start)
             if len(candidates) > 1:
                 searched.append(times[-1])
+                left += action != expert_candidates(v, before)[0]
             game.apply(seat, action)
-    return statistics.median(rates), statistics.median(times), statistics.median(searched)
+    return (
+        statistics.median(rates),
+        statistics.median(times),
+        statistics.median(searched),
+        left / len(searched),
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -84,13 +96,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(
         f"{'variant':<12} {'measured':>9} {'in code':>9}  "
-        f"median expert move at {EXPERT_BUDGET} s (all / searched)"
+        f"median expert move at {EXPERT_BUDGET} s (all / searched)  not strong's move"
     )
     for variant in args.variants:
-        rate, move, search = measure(variant, args.moves, args.seed)
+        rate, move, search, left = measure(variant, args.moves, args.seed)
         print(
             f"{variant:<12} {rate:>9.0f} {EXPERT_RATES[variant]:>9.0f}  "
-            f"{move * 1000:.0f} ms / {search * 1000:.0f} ms"
+            f"{move * 1000:>13.0f} ms / {search * 1000:.0f} ms {left:>19.0%}"
         )
         sys.stdout.flush()
     return 0
