@@ -258,19 +258,29 @@ def baseline_tree(where: str, tmp: Path) -> Path:
 
 
 @contextlib.contextmanager
-def baseline_runner(args: argparse.Namespace) -> Iterator[Callable[[list[str]], dict[str, Any]]]:
-    """A way to run this bench on the baseline's code (its server, engine and solver), in a
-    process of its own, for the sections given: the figures before, measured in the same run
-    as the figures after. Its tree is exported once for all the calls."""
+def section_runner(
+    args: argparse.Namespace, where: str | None
+) -> Iterator[Callable[[list[str]], dict[str, Any]]]:
+    """A way to run this bench for the sections given in a fresh process of its own: on the
+    code of ``where`` (the baseline: its server, engine and solver; its tree is exported once
+    for all the calls), or with None on this code. Both sides of a before/after are measured
+    so, alike: in this long-lived process, whose earlier sections leave it holding much, the
+    solver's hands took up to 1.6x the time they take in a fresh one."""
     with tempfile.TemporaryDirectory() as tmp:
-        tree = baseline_tree(args.baseline, Path(tmp))
         env = dict(os.environ)
-        paths = [str(tree / part) for part in ("engine", "server", "client", "proto")]
-        env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-        out = Path(tmp) / "baseline.json"
-        # The Play stream's figures too, when the baseline has the Play stream.
-        contract = tree / "proto" / "rami" / "v1" / "table_service.proto"
-        has_play = contract.exists() and "rpc Play(" in contract.read_text()
+        has_play = True
+        name = "this code"
+        if where is not None:
+            name = where
+            tree = baseline_tree(where, Path(tmp))
+            paths = [str(tree / part) for part in ("engine", "server", "client", "proto")]
+            env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")]).rstrip(
+                os.pathsep
+            )
+            # The Play stream's figures too, when the baseline has the Play stream.
+            contract = tree / "proto" / "rami" / "v1" / "table_service.proto"
+            has_play = contract.exists() and "rpc Play(" in contract.read_text()
+        out = Path(tmp) / "figures.json"
 
         def measure(sections: list[str]) -> dict[str, Any]:
             argv = [
@@ -298,7 +308,7 @@ def baseline_runner(args: argparse.Namespace) -> Iterator[Callable[[list[str]], 
                 "--hands",
                 str(args.hands),
             ]
-            _say(f"baseline: {args.baseline} ({tree}), {' '.join(sections)}")
+            _say(f"{name}: {' '.join(sections)}")
             root = Path(__file__).resolve().parent.parent
             subprocess.run(argv, env=env, check=True, cwd=root)
             figures = json.loads(out.read_text())
@@ -313,19 +323,22 @@ def run_rounds(
     """This code's figures, and with ``--baseline`` the baseline's, measured section by
     section in ``--rounds`` rounds: in each, the baseline and this code measure a section one
     right after the other, the baseline first in odd rounds and last in even ones, so that a
-    drift of the machine's speed weighs on both alike. The figures are the last round's; the
-    before/after rows are over every round (see :func:`combine`)."""
-
-    def ours(name: str) -> Any:
-        t0 = time.perf_counter()
-        figures = RUNNERS[name](args)
-        _say(f"  ({name}: {time.perf_counter() - t0:.0f} s)")
-        return figures
-
+    drift of the machine's speed weighs on both alike, each in a fresh process (see
+    :func:`section_runner`). The figures are the last round's; the before/after rows are
+    over every round (see :func:`combine`)."""
     if not args.baseline:
-        return {name: ours(name) for name in sections}, {}
+        figures = {}
+        for name in sections:
+            t0 = time.perf_counter()
+            figures[name] = RUNNERS[name](args)
+            _say(f"  ({name}: {time.perf_counter() - t0:.0f} s)")
+        return figures, {}
     rounds: list[tuple[dict[str, Any], dict[str, Any]]] = []
-    with baseline_runner(args) as before_of:
+    with section_runner(args, args.baseline) as before_of, section_runner(args, None) as now:
+
+        def ours(name: str) -> Any:
+            return now([name])[name]
+
         for i in range(args.rounds):
             if args.rounds > 1:
                 _say(f"round {i + 1} of {args.rounds}")
