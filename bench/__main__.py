@@ -299,6 +299,8 @@ def section_runner(
                 str(args.warmup),
                 "--scale-seconds",
                 str(args.scale_seconds),
+                "--concurrency",
+                str(args.concurrency),
                 "--tables",
                 str(args.tables),
                 "--games",

@@ -551,7 +551,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
             return seats[0]
 
         # Sent encoded: the view is the one its update has just sent (see ``wire``).
-        return await self._act(
+        plan, answer = self._command(
             table,
             seat_of,
             request,
@@ -560,21 +560,6 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
             lambda done: convert.encode_act_response(done.first, done.table.view_bytes(seats[0])),
             lambda number, seat: convert.encode_act_response(number, table.view_bytes(seat)),
         )
-
-    async def _act(
-        self,
-        table: Table,
-        seat_of: Callable[[TableState], int],
-        request: table_service_pb2.ActRequest,
-        token: str | None,
-        client: str,
-        reply: Callable[[Committed], T],
-        again: Callable[[int, int], T],
-    ) -> T:
-        """One command of a seat (an Act): answers with ``reply`` of the updates it became,
-        or, when it is a retry of a command accepted before, with ``again`` of that command's
-        number and seat."""
-        plan, answer = self._command(table, seat_of, request, token, client, reply, again)
         return await self.change(table, plan, answer)
 
     def _command(
@@ -588,7 +573,9 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         again: Callable[[int, int], T],
     ) -> tuple[Callable[[TableState], list[Entry]], Callable[[Committed | None], T]]:
         """A command of a seat, from Act or from a Play stream: the same checks, the same
-        pipeline. Its plan, and its answer (``reply`` or ``again``, see :meth:`_act`)."""
+        pipeline. Its plan, and its answer: ``reply`` of the updates it became, or, when it
+        is a retry of a command accepted before, ``again`` of that command's number and
+        seat."""
         if request.request_id and request.table_id != table.table_id:
             # A Play stream's command may leave the table empty; its mark is made as an Act's
             # with the table named, so that a retry by either way is known.
