@@ -815,6 +815,64 @@ def test_a_reply_never_shows_a_seat_whose_stream_ended_while_its_change_was_stor
     asyncio.run(main(Path(tempfile.mkdtemp())))
 
 
+def test_a_heartbeat_tells_the_clock_of_the_stored_update_never_of_one_being_stored() -> None:
+    """The turn's clock runs ahead while a change that starts a new turn is stored; a heartbeat
+    sent meanwhile (a presence change, a quiet stream's beat) gives the clock of the latest
+    stored update, which its number names, and the new one once the change is stored."""
+    from rami.engine import view
+    from rami.engine.policies import safe_move
+    from rami.v1 import table_service_pb2
+
+    def told(table: Table) -> tuple[int, int | None]:
+        beat = table_service_pb2.WatchResponse.FromString(table._heartbeat()).heartbeat
+        clock = beat.turn_deadline.ToNanoseconds() if beat.HasField("turn_deadline") else None
+        return beat.number, clock
+
+    async def main(tmp: Path) -> None:
+        storage = await open_storage(tmp)
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table, _ = await lobby.create(
+            name="t",
+            variant="tallage",
+            options=Options(players=2, turn_seconds=60),
+            private=False,
+            hand_analysis=True,
+            decks=[],
+            client="test",
+        )
+        assert told(table) == (0, None)  # waiting: no turn is timed
+        await table.change(joining("Ana"), lambda _: None)
+        await table.change(joining("Bo"), lambda _: None)
+        game = table.state.game
+        assert game is not None and table.deadline is not None
+        mover = game.turn
+        if game.phase == Phase.DRAW:  # (tallage's dealer starts with 15 cards, and discards)
+            await table.change(lambda s: [Act(mover, safe_move(view(game, mover)))], lambda _: None)
+        before = (table.number, int(table.deadline * 1e9))
+        assert told(table) == before
+        store = storage.append
+        during: list[tuple[int, int | None]] = []
+
+        async def slow_append(append: Any) -> None:
+            await asyncio.sleep(0.01)  # the next turn's clock has started, in memory
+            during.append(told(table))
+            await store(append)
+
+        storage.append = slow_append  # type: ignore[method-assign]
+        await table.change(lambda s: [Act(mover, safe_move(view(game, mover)))], lambda _: None)
+        storage.append = store  # type: ignore[method-assign]
+        assert game.turn != mover  # the discard passed the turn: a new clock
+        assert during == [before]
+        after = (table.number, int(table.deadline * 1e9))
+        assert after[0] == before[0] + 1 and after[1] > before[1]
+        assert told(table) == after
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    asyncio.run(main(Path(tempfile.mkdtemp())))
+
+
 def test_a_lobbys_tables_share_one_heartbeat_timer_and_each_quiet_stream_gets_its_beats() -> None:
     """One timer sweeps every watched table of a lobby (a timer per table costs each some
     500 bytes): each quiet stream gets its heartbeats, a closed table or one left without

@@ -302,3 +302,85 @@ async def resume_on_the_clock(target: str) -> None:
 
 def test_a_resumed_watcher_sees_the_clock_of_the_turn_being_played(server: ServerThread) -> None:
     asyncio.run(asyncio.wait_for(resume_on_the_clock(server.target), 30))
+
+
+def _first_message(
+    table: table_service_pb2_grpc.TableServiceStub, table_id: str, token: str, after: int | None
+) -> table_service_pb2.WatchResponse:
+    stream = table.Watch(
+        table_service_pb2.WatchRequest(table_id=table_id, after=after),
+        metadata=md(token),
+        timeout=T,
+    )
+    try:
+        return next(iter(stream))
+    finally:
+        stream.cancel()
+
+
+def test_a_stream_resumed_at_its_last_number_learns_the_restarted_clock(
+    server: ServerThread,
+) -> None:
+    # A restarted server starts the clock of the turn under way again, in full. A bot that
+    # resumes at the very number it last saw is sent no update, only the opening heartbeat:
+    # the heartbeat carries the clock the server runs now, so the bot's timer is right.
+    with grpc.insecure_channel(server.target) as channel:
+        lobby = lobby_service_pb2_grpc.LobbyServiceStub(channel)
+        table = table_service_pb2_grpc.TableServiceStub(channel)
+        created = lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                name="clock",
+                variant=VARIANTS["portuguese"],
+                options=game_pb2.Options(players=2, rounds=1, turn_seconds=600),
+            ),
+            timeout=T,
+        )
+        table_id = created.table.table_id
+        tokens = [
+            lobby.JoinTable(
+                lobby_service_pb2.JoinTableRequest(table_id=table_id, name=f"P{s}", seat=s),
+                timeout=T,
+            ).token
+            for s in (0, 1)
+        ]
+        seen = _first_message(table, table_id, tokens[0], None).update.view
+        assert seen.HasField("turn_deadline")
+        before = seen.turn_deadline.ToNanoseconds()
+        # Before the restart, the heartbeat gives the clock of the latest update's views.
+        beat = _first_message(table, table_id, tokens[0], seen.number)
+        assert beat.HasField("heartbeat") and beat.heartbeat.number == seen.number
+        assert beat.heartbeat.turn_deadline.ToNanoseconds() == before
+    time.sleep(1.1)  # the new server's clock starts a second later, at least
+    server.halt()
+    server.start()
+    with grpc.insecure_channel(server.target) as channel:
+        table = table_service_pb2_grpc.TableServiceStub(channel)
+        beat = _first_message(table, table_id, tokens[0], seen.number)
+        assert beat.HasField("heartbeat") and beat.heartbeat.number == seen.number
+        fresh = beat.heartbeat.turn_deadline.ToNanoseconds()
+        assert fresh >= before + 1_000_000_000
+        # The same clock as the view sent again by a resume one update early.
+        again = _first_message(table, table_id, tokens[0], seen.number - 1)
+        assert again.update.number == seen.number
+        assert again.update.view.turn_deadline.ToNanoseconds() == fresh
+
+
+def test_a_heartbeat_carries_no_clock_where_no_turn_is_timed(
+    server: ServerThread,
+) -> None:
+    with grpc.insecure_channel(server.target) as channel:
+        lobby = lobby_service_pb2_grpc.LobbyServiceStub(channel)
+        table = table_service_pb2_grpc.TableServiceStub(channel)
+        created = lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                name="untimed", variant=VARIANTS["portuguese"], options=game_pb2.Options(players=2)
+            ),
+            timeout=T,
+        )
+        table_id = created.table.table_id
+        joined = lobby.JoinTable(
+            lobby_service_pb2.JoinTableRequest(table_id=table_id, name="P0"), timeout=T
+        )
+        waiting = _first_message(table, table_id, joined.token, 1)
+        assert waiting.HasField("heartbeat") and waiting.heartbeat.number == 1
+        assert not waiting.heartbeat.HasField("turn_deadline")

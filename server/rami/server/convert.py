@@ -741,11 +741,15 @@ def encode_update(head: bytes, view: bytes) -> bytes:
     return message_field(UPDATE, head + message_field(UPDATE_VIEW, view))
 
 
-def encode_heartbeat(number: int, connected: Sequence[bool] = ()) -> bytes:
-    """A heartbeat WatchResponse (or PlayResponse) with each seat's presence, encoded."""
-    return table_service_pb2.WatchResponse(
-        heartbeat=table_service_pb2.Heartbeat(number=number, connected=connected)
-    ).SerializeToString()
+def encode_heartbeat(
+    number: int, connected: Sequence[bool] = (), deadline: float | None = None
+) -> bytes:
+    """A heartbeat WatchResponse (or PlayResponse) with each seat's presence and the turn's
+    clock (epoch seconds; None: no turn is timed), encoded."""
+    beat = table_service_pb2.Heartbeat(number=number, connected=connected)
+    if deadline is not None:
+        beat.turn_deadline.FromNanoseconds(int(deadline * 1e9))
+    return table_service_pb2.WatchResponse(heartbeat=beat).SerializeToString()
 
 
 def encode_stream_note(took_over: bool, others: int) -> bytes:

@@ -410,6 +410,7 @@ class Table:
         "state",
         "storage",
         "thinker",
+        "told_deadline",
         "watchers",
     )
 
@@ -494,6 +495,9 @@ class Table:
         #: True while the state holds entries not stored yet (between apply and commit).
         self._dirty = False
         self._clock()
+        #: The turn's deadline as the views of update ``number`` carry it (``deadline`` runs
+        #: ahead of it while a change is being stored): what a heartbeat tells.
+        self.told_deadline: float | None = self.deadline
         self._schedule()
 
     @property
@@ -716,6 +720,7 @@ class Table:
             ) from None
         # Committed: from here on, everyone may see it.
         self.number = state.number
+        self.told_deadline = self.deadline
         self._refused = 0
         self.changed_at = time.monotonic()
         self._dirty, self._summary_stale = False, True
@@ -865,9 +870,14 @@ class Table:
         for w in list(self.watchers):
             w.queue.idle += 1
             if w.queue.idle >= 2:
-                beat = beat or (0, encode_heartbeat(self.number, self.presence()))
+                beat = beat or (0, self._heartbeat())
                 self._deliver(w, beat)
         return True
+
+    def _heartbeat(self) -> bytes:
+        """A heartbeat as of the latest stored update: its number, the seats' presence now,
+        and the clock its views carry."""
+        return encode_heartbeat(self.number, self.presence(), self.told_deadline)
 
     def presence(self) -> list[bool]:
         """Each seat's presence now (PlayerState.connected), as of the latest stored update."""
@@ -951,7 +961,7 @@ class Table:
         self._presence_due = False
         if self.closed or not self.watchers:
             return
-        beat = (0, encode_heartbeat(self.number, self.presence()))
+        beat = (0, self._heartbeat())
         for w in list(self.watchers):
             self._deliver(w, beat)
 
@@ -1064,7 +1074,7 @@ class Table:
         elif after == self.number:
             # A resumed stream that missed nothing opens with a heartbeat, so the watcher
             # knows at once that it is connected again.
-            first = [(0, encode_heartbeat(self.number, self.presence()))]
+            first = [(0, self._heartbeat())]
         else:
             start = self.checkpoints.before(after)
             begin = 0 if start is None else start.number
