@@ -596,7 +596,7 @@ def test_a_version_2_database_is_migrated_on_open_and_keeps_create_requests(
 
     run(main)
     db = sqlite3.connect(str(path))
-    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (4,)
+    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (5,)
     with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"):
         db.execute(
             "INSERT INTO tables (table_id, created, spec, request) VALUES ('t4', 1, '{}', ?)",
@@ -636,7 +636,79 @@ def test_a_version_3_database_is_migrated_on_open_and_its_finished_tables_get_a_
 
     run(main)
     db = sqlite3.connect(str(path))
-    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (4,)
+    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (5,)
+    db.close()
+
+
+#: Version 4's triggers: an entry's place checked against the number kept in its table's row,
+#: which every entry wrote.
+_V4_TRIGGERS = """
+CREATE TRIGGER entry_in_place BEFORE INSERT ON entries
+WHEN NEW.number IS NOT (SELECT number FROM tables WHERE table_id = NEW.table_id) + 1
+BEGIN
+    SELECT RAISE(ABORT, 'entry out of place');
+END;
+CREATE TRIGGER entry_moves_table AFTER INSERT ON entries
+BEGIN
+    UPDATE tables SET number = NEW.number WHERE table_id = NEW.table_id;
+END;
+"""
+
+
+def test_a_version_4_database_is_migrated_on_open_and_checks_each_entrys_place(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "rami.db"
+    db = sqlite3.connect(str(path))
+    db.executescript(
+        _V2_SCHEMA.replace("PRAGMA user_version = 2;", "PRAGMA user_version = 4;")
+        + "ALTER TABLE tables ADD COLUMN request TEXT NOT NULL DEFAULT '';"
+        + "ALTER TABLE tables ADD COLUMN request_digest TEXT NOT NULL DEFAULT '';"
+        + "ALTER TABLE tables ADD COLUMN rematch TEXT NOT NULL DEFAULT '';"
+        + _V4_TRIGGERS
+    )
+    spec = TableSpec("old", "tallage", Options(players=2).to_dict(), owner_hash="own").to_dict()
+    db.execute(
+        "INSERT INTO tables (table_id, created, spec, seats, options, variant)"
+        " VALUES ('t1', 1.0, ?, '[]', ?, 'tallage')",
+        (json.dumps(spec), json.dumps(spec["options"])),
+    )
+    for number, name in ((1, "Ana"), (2, "Bo")):
+        db.execute(
+            "INSERT INTO entries VALUES ('t1', ?, ?, 'waiting')",
+            (number, json.dumps(Join(number - 1, name, f"tok{number}").to_dict())),
+        )
+    db.commit()
+    db.close()
+    seats = [{"name": "", "kind": "empty", "policy": "", "away": False}] * 2
+    chat = Chat(0, "hello").to_dict()
+
+    async def main() -> None:
+        storage = await open_storage(tmp_path)
+        row = await storage.get_table("t1")
+        assert row is not None and row.number == 2
+        results = await asyncio.gather(
+            storage.append(Append("t1", 3, [chat], "waiting", seats, {})),
+            storage.append(Append("t1", 5, [chat], "waiting", seats, {})),  # skips 4
+            return_exceptions=True,
+        )
+        assert results[0] is None and isinstance(results[1], Conflict)
+        with pytest.raises(Conflict):
+            await storage.append(Append("t1", 3, [chat], "waiting", seats, {}))  # 3 twice
+        with pytest.raises(Conflict):
+            await storage.append(Append("t9", 1, [chat], "waiting", seats, {}))  # no table
+        await storage.append(Append("t1", 4, [chat, chat], "waiting", None, None))
+        stored = await storage.load_table("t1")
+        assert stored is not None and stored.row.number == 5 and len(stored.entries) == 5
+        listed = await storage.list_tables()
+        assert [(r.table_id, r.number) for r in listed] == [("t1", 5)]
+        await storage.close()
+
+    run(main)
+    db = sqlite3.connect(str(path))
+    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,) == (5,)
+    triggers = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    assert triggers == {"entry_in_place_v5", "entry_changes_status"}
     db.close()
 
 

@@ -61,7 +61,7 @@ __all__ = [
 T = TypeVar("T")
 
 #: The version of the SQLite schema this code writes (``PRAGMA user_version``).
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 class Conflict(Exception):
@@ -274,6 +274,7 @@ CREATE TABLE IF NOT EXISTS tables (
     created REAL NOT NULL,
     spec TEXT NOT NULL,
     status TEXT NOT NULL DEFAULT 'waiting',
+    -- unused since version 5 (the number of a table's last entry is read from its entries)
     number INTEGER NOT NULL DEFAULT 0,
     seats TEXT NOT NULL DEFAULT '[]',
     options TEXT NOT NULL DEFAULT '{}',
@@ -294,16 +295,15 @@ CREATE TABLE IF NOT EXISTS entries (
     status TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (table_id, number)
 ) WITHOUT ROWID;
--- An entry goes right after its table's last one, and the directory row follows it: one
--- statement stores an append and changes the row, in the same transaction.
-CREATE TRIGGER IF NOT EXISTS entry_in_place BEFORE INSERT ON entries
-WHEN NEW.number IS NOT (SELECT number FROM tables WHERE table_id = NEW.table_id) + 1
+-- An entry goes right after its table's last one (a seek in the entries' key: the table's
+-- row, which holds its spec, is not written for every entry), and the directory row follows
+-- it: one statement stores an append and changes the row, in the same transaction.
+CREATE TRIGGER IF NOT EXISTS entry_in_place_v5 BEFORE INSERT ON entries
+WHEN NOT EXISTS (SELECT 1 FROM tables WHERE table_id = NEW.table_id)
+  OR NEW.number IS NOT coalesce(
+    (SELECT max(number) FROM entries WHERE table_id = NEW.table_id), 0) + 1
 BEGIN
     SELECT RAISE(ABORT, 'entry out of place');
-END;
-CREATE TRIGGER IF NOT EXISTS entry_moves_table AFTER INSERT ON entries
-BEGIN
-    UPDATE tables SET number = NEW.number WHERE table_id = NEW.table_id;
 END;
 -- The status (and its index) is written only when it changes: a start, a game's end.
 CREATE TRIGGER IF NOT EXISTS entry_changes_status AFTER INSERT ON entries
@@ -344,7 +344,12 @@ Summarize = Callable[
     [dict[str, Any], list[dict[str, Any]]], tuple[list[dict[str, Any]], dict[str, Any]]
 ]
 
-_ROW = "table_id, spec, status, number, seats, options, created, rematch"
+#: A directory row; its number, that of its last entry.
+_ROW = (
+    "table_id, spec, status,"
+    " coalesce((SELECT max(number) FROM entries e WHERE e.table_id = tables.table_id), 0),"
+    " seats, options, created, rematch"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -779,7 +784,9 @@ class SqliteStorage:
         db.execute("SAVEPOINT one")
         try:
             found = db.execute(
-                "SELECT number FROM tables WHERE table_id = ?", (a.table_id,)
+                "SELECT coalesce((SELECT max(number) FROM entries e WHERE e.table_id = ?), 0)"
+                " FROM tables WHERE table_id = ?",
+                (a.table_id, a.table_id),
             ).fetchone()
             if found is None:
                 raise Conflict(f"no table {a.table_id!r} is stored")
@@ -964,6 +971,11 @@ def _connect(path: str, summarize: Summarize | None) -> sqlite3.Connection:
                 if version < added:
                     for column in columns:
                         db.execute(f"ALTER TABLE tables ADD COLUMN {column}")
+            if version < 5:
+                # Version 5 checks an entry's place in the entries and keeps no number in
+                # the table's row: version 4's triggers go (the schema below makes the new).
+                db.execute("DROP TRIGGER IF EXISTS entry_in_place")
+                db.execute("DROP TRIGGER IF EXISTS entry_moves_table")
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     db.executescript(_SCHEMA)  # IF NOT EXISTS throughout: makes what is missing
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
