@@ -44,10 +44,10 @@ from typing import Any
 # the figures; errors are still shown.
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
-from . import engine, peers, report, server
+from . import engine, peers, pipeline, report, server
 
 RESULTS = Path(__file__).with_name("results.json")
-SECTIONS = ("commands", "delivery", "engine", "solver", "memory", "scaling")
+SECTIONS = ("commands", "delivery", "pipeline", "engine", "solver", "memory", "scaling")
 
 
 def _say(text: str) -> None:
@@ -90,6 +90,16 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
         "peers": peer_figs,
         "peer_versions": peers.versions(),
     }
+
+
+def run_pipeline(args: argparse.Namespace) -> dict[str, Any]:
+    _say("pipeline: the table's own CPU per command, in process, 4 seats watched")
+    out: dict[str, Any] = {}
+    for variant in ("tallage", "portuguese"):
+        fig = pipeline.bench_pipeline(variant, args.pipeline_commands)
+        out[variant] = fig
+        _say(f"  {variant:<11}{fig['cpu_per_command_us']:>10,.1f} us/command")
+    return out
 
 
 def run_solver(args: argparse.Namespace) -> dict[str, Any]:
@@ -309,6 +319,8 @@ def section_runner(
                 str(args.engine_seconds),
                 "--hands",
                 str(args.hands),
+                "--pipeline-commands",
+                str(args.pipeline_commands),
             ]
             _say(f"{name}: {' '.join(sections)}")
             root = Path(__file__).resolve().parent.parent
@@ -496,6 +508,15 @@ HEADLINES: list[Headline] = [
     ),
     *(
         (
+            f"table's CPU per command, in process, {v}",
+            ("pipeline", v, "cpu_per_command_us"),
+            "us",
+            None,
+        )
+        for v in ("tallage", "portuguese")
+    ),
+    *(
+        (
             f"decisions/s, {v}",
             ("engine", "self_play", v, "decisions_per_s"),
             "decisions/s",
@@ -567,6 +588,7 @@ def _num(x: Any) -> str:
 RUNNERS = {
     "commands": run_commands,
     "delivery": run_delivery,
+    "pipeline": run_pipeline,
     "engine": run_engine,
     "solver": run_solver,
     "memory": run_memory,
@@ -597,6 +619,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--engine-seconds", type=float, default=10.0, help="most seconds per self-play case"
     )
     parser.add_argument("--hands", type=int, default=1000, help="hands per solver corpus")
+    parser.add_argument(
+        "--pipeline-commands", type=_positive, default=4000, help="commands per pipeline case"
+    )
     parser.add_argument(
         "--no-save",
         action="store_true",
