@@ -95,7 +95,7 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
 def run_pipeline(args: argparse.Namespace) -> dict[str, Any]:
     _say("pipeline: the table's own CPU per command, in process, 4 seats watched")
     out: dict[str, Any] = {}
-    for variant in ("tallage", "portuguese"):
+    for variant in pipeline.VARIANTS:
         fig = pipeline.bench_pipeline(variant, args.pipeline_commands)
         out[variant] = fig
         _say(f"  {variant:<11}{fig['cpu_per_command_us']:>10,.1f} us/command")
@@ -513,7 +513,7 @@ HEADLINES: list[Headline] = [
             "us",
             None,
         )
-        for v in ("tallage", "portuguese")
+        for v in pipeline.VARIANTS
     ),
     *(
         (

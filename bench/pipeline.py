@@ -28,6 +28,8 @@ from rami.engine import Options, view
 from rami.engine.actions import Action, Discard, Draw
 from rami.engine.game import Phase
 
+#: The variants measured: one with laying on the table, one with closed hands.
+VARIANTS = ("tallage", "portuguese")
 #: Commands per table before the next one is made (a game of safe moves goes on and on).
 PER_TABLE = 200
 SEATS = 4
