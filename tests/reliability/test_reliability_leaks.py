@@ -220,10 +220,12 @@ def test_a_refused_automatic_move_is_logged_by_its_reason_not_its_cards(
 def test_an_unexpected_error_is_logged_without_its_message(
     server: ServerThread, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def broken(variant: Any, options: Any, hand: Any, bar: int) -> Any:
+    def broken(variant: Any, hand: Any) -> Any:
         raise ValueError("the hand " + " ".join(Card(c).code() for c in hand))
 
-    monkeypatch.setattr(rami.server.services, "analyse", broken)
+    # (The check before the solver, which runs in the server's process: the solver's own
+    # worker process imports its module afresh.)
+    monkeypatch.setattr(rami.server.services, "check_hand", broken)
     caplog.set_level(logging.INFO)
     stubs = Stubs(server.target)
     try:

@@ -337,3 +337,59 @@ def test_no_one_stalls_a_table_or_the_server(tmp_path: Path) -> None:
         asyncio.run(asyncio.wait_for(scenario(srv.target), 120))
     finally:
         srv.stop()
+
+
+def _card(suit: int, rank: int) -> int:
+    return suit * 13 + rank
+
+
+#: 20-card tallage hands the solver takes long over (16 high cards and 4 jokers, two jokers
+#: allowed in a meld): some tenths of a second each, cold.
+SLOW_HANDS = [
+    [_card(s, r) for s in range(4) for r in ranks] + [53] * 4
+    for ranks in ((9, 10, 11, 12), (10, 11, 12, 13), (1, 11, 12, 13))
+]
+
+
+def test_a_slow_hand_analysis_never_holds_up_the_server(tmp_path: Path) -> None:
+    """The solver works off the event loop: while one client's analyses of slow hands run,
+    another's calls are answered at once (before, one call held every table and stream up
+    for as long as it took)."""
+    with ServerThread(str(tmp_path / "rami.db"), CONFIG) as server:
+
+        async def main() -> tuple[list[float], list[float]]:
+            async with channel(server.target) as ch:
+                rules = rules_service_pb2_grpc.RulesServiceStub(ch)
+                analysed: list[float] = []
+                waits: list[float] = []
+
+                async def analyse(hand: list[int]) -> None:
+                    started = time.perf_counter()
+                    await rules.AnalyseHand(
+                        rules_service_pb2.AnalyseHandRequest(
+                            variant=game_pb2.VARIANT_TALLAGE,
+                            hand=hand,
+                            options=game_pb2.Options(jokers_per_meld=2),
+                        ),
+                        timeout=60,
+                    )
+                    analysed.append(time.perf_counter() - started)
+
+                async def probe(running: asyncio.Task[None]) -> None:
+                    while not running.done():
+                        started = time.perf_counter()
+                        await rules.ListVariants(rules_service_pb2.ListVariantsRequest(), timeout=T)
+                        waits.append(time.perf_counter() - started)
+                        await asyncio.sleep(0.02)
+
+                await rules.ListVariants(rules_service_pb2.ListVariantsRequest(), timeout=T)
+                for hand in SLOW_HANDS:
+                    running = asyncio.create_task(analyse(hand))
+                    await probe(running)
+                    await running
+                return analysed, waits
+
+        analysed, waits = asyncio.run(main())
+    # The hands are slow (else this proves nothing), and the probe never waited for one.
+    assert max(analysed) > 0.3, analysed
+    assert len(waits) >= 5 and max(waits) < max(analysed) / 3, (analysed, sorted(waits)[-3:])

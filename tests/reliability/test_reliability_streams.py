@@ -193,6 +193,14 @@ def _table_with_a_bot(stubs: Stubs, players: int, bot: str) -> str:
         ("\u115f\u1160", "BAD_NAME"),
         ("\u2800\u2800\u2800", "BAD_NAME"),
         ("Lucky", "NAME_TAKEN"),
+        ("Random bot 1\u0301", "BAD_NAME"),  # an accent on a digit
+        ("Strong bot 2\u0303\u0303", "BAD_NAME"),
+        ("\u0301Greedy bot 1", "BAD_NAME"),  # an accent on nothing
+        ("Lucky \u0301", "NAME_TAKEN"),
+        ("\u0301\u0301\u0301", "BAD_NAME"),  # accents alone: no letter, no digit
+        ("\u0301", "BAD_NAME"),
+        ("a" + "\u0301" * 30, "BAD_NAME"),  # a pile of accents is refused, never cut
+        ("Ana" + "\u0308" * 4, "BAD_NAME"),
     ],
 )
 def test_names_that_show_nothing_or_pass_for_a_bot_are_refused(

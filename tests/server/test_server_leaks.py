@@ -564,6 +564,68 @@ def test_a_seats_stream_count_follows_its_player_through_a_start_that_renumbers_
         asyncio.run(main())
 
 
+def test_a_seat_at_its_stream_limit_can_still_be_taken_over(tmp_path: Path) -> None:
+    """take_over ends the seat's other streams and makes the new one its only one: a seat
+    whose streams are all open (a player's dead streams the server has not seen end yet) is
+    taken back by a stream that asks, on Watch as on Play; without asking, one more is
+    refused as before."""
+    with ServerThread(str(tmp_path / "limit.db"), streams_per_seat=2) as server:
+
+        async def main() -> None:
+            async with grpc.aio.insecure_channel(server.target) as ch:
+                lobby = lobby_service_pb2_grpc.LobbyServiceStub(ch)
+                table = table_service_pb2_grpc.TableServiceStub(ch)
+                tid, _, tokens = await waiting_table(
+                    lobby, game_pb2.VARIANT_SIMPLE, 2, {"Ana": 0}
+                )
+                ana = md(tokens["Ana"])
+
+                async def watch(take_over: bool = False) -> Any:
+                    stream = table.Watch(
+                        table_service_pb2.WatchRequest(table_id=tid, take_over=take_over),
+                        metadata=ana,
+                        timeout=T,
+                    )
+                    return stream, await stream.read()
+
+                async def ended(stream: Any) -> str:
+                    """The reason a stream ends with (what it was sent before, read)."""
+                    with pytest.raises(grpc.aio.AioRpcError) as refused:
+                        while True:
+                            await asyncio.wait_for(stream.read(), 5)
+                    return error_of(refused.value).reason
+
+                old = [(await watch())[0] for _ in range(2)]
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await watch()
+                assert error_of(refused.value).reason == "TOO_MANY_STREAMS"
+                new, first = await watch(take_over=True)
+                assert first.took_over
+                for stream in old:
+                    assert await ended(stream) == "TAKEN_OVER"
+                # The seat's one stream now, and one more beside it: at the limit again.
+                beside, _ = await watch()
+                requests: asyncio.Queue[Any] = asyncio.Queue()
+                await requests.put(
+                    table_service_pb2.PlayRequest(
+                        open=table_service_pb2.WatchRequest(table_id=tid, take_over=True)
+                    )
+                )
+
+                async def sent() -> Any:
+                    while (request := await requests.get()) is not None:
+                        yield request
+
+                play = table.Play(sent(), metadata=ana, timeout=T)
+                assert (await asyncio.wait_for(play.read(), 5)).took_over
+                for stream in (new, beside):
+                    assert await ended(stream) == "TAKEN_OVER"
+                await requests.put(None)
+                play.cancel()
+
+        asyncio.run(main())
+
+
 def test_a_seats_stream_ends_when_its_player_leaves_before_the_game(server: ServerThread) -> None:
     """Leaving a waiting table frees the seat and the token proves nothing from then on: the
     streams it opened end (UNAUTHENTICATED BAD_TOKEN) and never show the seat's next holder's

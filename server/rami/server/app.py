@@ -98,6 +98,7 @@ class Server:
             table.close(moved_to="" if shared else None)
         await self.lobby.closing()
         self.lobby.thinker.close()
+        self.lobby.analysts.close()
         await self.lobby.release(held)
         await self.grpc_server.stop(grace)
         await self.storage.close()
@@ -157,7 +158,9 @@ async def serve(
             *grpc_options(limits, files),
         ],
     )
-    rules_service_pb2_grpc.add_RulesServiceServicer_to_server(RulesService(lobby.work), server)
+    rules_service_pb2_grpc.add_RulesServiceServicer_to_server(
+        RulesService(lobby.work, lobby.analysts), server
+    )
     lobby_service_pb2_grpc.add_LobbyServiceServicer_to_server(LobbyService(lobby), server)
     # Its streams send updates encoded once for all their watchers (see ``wire``).
     add_sending_bytes(

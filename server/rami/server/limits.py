@@ -70,10 +70,13 @@ class StreamCounter:
     what: str = "watch streams"
     _open: dict[str, int] = field(default_factory=dict)
 
-    def open(self, key: str) -> None:
-        """Count one more stream for ``key``, or refuse with RESOURCE_EXHAUSTED."""
+    def open(self, key: str, take_over: bool = False) -> None:
+        """Count one more stream for ``key``, or refuse with RESOURCE_EXHAUSTED. A stream
+        that takes the key's others over ends them: it is refused only past twice the limit
+        (those it ends count until they have ended, which a stream whose client does not
+        read may put off)."""
         n = self._open.get(key, 0)
-        if n >= self.limit:
+        if n >= (2 * self.limit if take_over else self.limit):
             raise Exhausted("TOO_MANY_STREAMS", f"at most {self.limit} {self.what} at once")
         self._open[key] = n + 1
 

@@ -57,7 +57,7 @@ from .tablestate import (
     TableSummary,
     hash_token,
 )
-from .thinking import Thinker
+from .thinking import Thinker, Workers
 
 __all__ = ["Lobby", "LobbyConfig", "summarize", "summary_of_row"]
 
@@ -206,6 +206,8 @@ class Lobby:
         )
         #: Where the moves of the bots that search are decided, off the event loop.
         self.thinker = Thinker(table_config.bot_workers, table_config.expert_budget)
+        #: Where hands are analysed, off the event loop (one worker, spawned when first used).
+        self.analysts = Workers(1, 30.0, "hand analysis")
         #: One timer for the heartbeats of every table.
         self.heart = Heartbeats(table_config.heartbeat)
         #: Tables created, per client address (see ``LobbyConfig.table_creations_per_second``).

@@ -31,15 +31,23 @@ def clean_text(text: str, limit: int | None = None) -> str:
     """``text`` without escape sequences, control or format characters (bidi overrides
     included), letters that draw nothing and combining marks piled more than three on one
     character, whitespace collapsed, cut to ``limit`` characters (when given)."""
+    return _clean(text, limit)[0]
+
+
+def _clean(text: str, limit: int | None = None) -> tuple[str, bool]:
+    """:func:`clean_text`, and whether it dropped combining marks of a pile."""
     text = _ESCAPES.sub("", text)
     kept = []
     marks = 0  # combining marks in a row: a pile of them draws over the lines around
+    piled = False
     for ch in text:
         cat = unicodedata.category(ch)
         if cat in ("Mn", "Me"):
             marks += 1
             if marks <= _MARKS:
                 kept.append(ch)
+            else:
+                piled = True
             continue
         if ch in "\t\n\r" or cat == "Zl" or cat == "Zp":
             kept.append(" ")
@@ -48,19 +56,23 @@ def clean_text(text: str, limit: int | None = None) -> str:
             kept.append(ch)
             marks = 0  # a character kept: its own marks start here (one dropped: no new pile)
     # Cut, then strip again: the cut may end on a space that was inside the text.
-    return " ".join("".join(kept).split())[:limit].rstrip()
+    return " ".join("".join(kept).split())[:limit].rstrip(), piled
 
 
 def clean_name(text: str, limit: int, what: str, *, required: bool) -> str:
     """The one rule for names (a table's, a player's, a bot's): cleaned as :func:`clean_text`
     does, then 1 to ``limit`` characters. A longer name is refused, never cut; an empty one is
-    refused when ``required``, else returned empty (the server then chooses the name)."""
-    name = clean_text(text)
+    refused when ``required``, else returned empty (the server then chooses the name). A pile
+    of more than three combining marks on one character is refused too: a name is shown as it
+    was written, or not at all."""
+    name, piled = _clean(text)
     if len(name) > limit or (required and not name):
         raise Invalid(
             "BAD_NAME",
             f"a {what} needs 1 to {limit} printable characters, not {len(name)}",
         )
+    if piled:
+        raise Invalid("BAD_NAME", f"a {what} has at most {_MARKS} accents on one character")
     return name
 
 
@@ -104,19 +116,25 @@ def name_key(name: str) -> str:
     the accents of Latin letters dropped, letters of other scripts drawn like Latin ones read
     as those, letters, digits and the marks of other scripts only: "Strong bot 2",
     "strong  bot 2", "ＳＴＲＯＮＧ bot 2" and "Ѕtrong bоt 2" (a Cyrillic Ѕ and о) are one name,
-    and "राम" and "रमा" two (their vowel signs are kept)."""
+    and "राम" and "रमा" two (their vowel signs are kept). A mark is kept only on a letter of
+    another script: on a Latin letter, a digit, or nothing, it is dropped ("Strong bot 2"
+    with an accent on its 2 is "Strong bot 2")."""
     # Before the compatibility form (the lunate sigmas), and after (a capital it makes, such
     # as the Ν of the mathematical bold Nu).
     shown = unicodedata.normalize("NFKC", name.translate(_CAPITALS)).translate(_CAPITALS)
     folded = unicodedata.normalize("NFKD", shown.casefold()).translate(_LOOKALIKES)
     out: list[str] = []
-    latin = False  # whether the last letter kept is a Latin one (its accents are dropped)
+    marked = False  # whether the last character kept takes its marks (another script's letter)
     for ch in folded:
         if unicodedata.category(ch)[0] == "M":
-            if not latin:
+            if marked:
                 out.append(ch)
             continue
         if ch.isalnum():
-            latin = "a" <= ch <= "z" or unicodedata.name(ch, "").startswith("LATIN")
+            marked = not (
+                "a" <= ch <= "z" or ch.isdigit() or unicodedata.name(ch, "").startswith("LATIN")
+            )
             out.append(ch)
+        else:
+            marked = False  # a mark on a space or a sign draws on nothing kept
     return "".join(out)

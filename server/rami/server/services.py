@@ -10,7 +10,6 @@ its first copy made, it changes nothing and is answered from that entry.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import re
@@ -26,16 +25,18 @@ from google.protobuf.message import Message
 from rami.engine import (
     POLICIES,
     Action,
+    Card,
     Game,
     MalformedAction,
     Meld,
     MeldError,
+    Options,
     Phase,
     RuleError,
     View,
     get_variant,
 )
-from rami.engine.analysis import analyse
+from rami.engine.analysis import Analysis, check_hand
 from rami.engine.fair import MAX_ENTROPY
 from rami.engine.steps import step_space
 from rami.v1 import (
@@ -58,6 +59,7 @@ from .retries import check_request_id, derived_token, mark
 from .sanitize import MAX_CHAT, MAX_NAME, clean_name, clean_text, name_key
 from .table import Change, Committed, Pace, Table, Watcher, stale, start_entry
 from .tablestate import CLOSED, FINISHED, PLAYING, WAITING, TableState, hash_token
+from .thinking import Workers, analysed
 
 __all__ = ["TOKEN_METADATA", "LobbyService", "RulesService", "TableService"]
 
@@ -153,7 +155,7 @@ def _check_name(state: TableState, name: str, *, bot: bool = False) -> None:
     """Refuse a player's name that passes for a built-in bot's ("Strong bot 2", in any case,
     spacing or width), and any name that a bot at the table has already."""
     key = name_key(name)
-    if not key:
+    if not any(ch.isalnum() for ch in key):
         raise Invalid("BAD_NAME", "a name needs a letter or a digit")
     if not bot and _BOT_NAME.fullmatch(key):
         raise Invalid("BAD_NAME", "names like a built-in bot's are kept for the bots")
@@ -178,12 +180,38 @@ def _returning(state: TableState, seat: int) -> list[Entry]:
     return [Return(seat)] if state.status == PLAYING and state.seats[seat].away else []
 
 
+async def analysis(
+    work: TimeBudget | None,
+    analysts: Workers | None,
+    client: str,
+    variant: str,
+    options: Options,
+    hand: Sequence[Card],
+    bar: int,
+) -> Analysis:
+    """What the solver says of ``hand``, on ``client``'s budget of server time: found in a
+    worker process (``analysts``), so that a hand it takes long over holds up nothing else,
+    and charged the seconds it took there."""
+    check_hand(get_variant(variant), hand)  # a refusal costs no worker
+    if work is not None:
+        work.check(client)
+    if analysts is None:
+        found, seconds = analysed(variant, options, tuple(hand), bar)
+    else:
+        found, seconds = await analysts.run(analysed, variant, options, tuple(hand), bar)
+    if work is not None:
+        work.charge(client, seconds)
+    return found
+
+
 class RulesService(rules_service_pb2_grpc.RulesServiceServicer):
     """The rules, stateless."""
 
-    def __init__(self, work: TimeBudget | None = None) -> None:
+    def __init__(self, work: TimeBudget | None = None, analysts: Workers | None = None) -> None:
         #: Solver time per client address (None: unlimited).
         self.work = work
+        #: Where the solver runs (None: on the event loop).
+        self.analysts = analysts
 
     @unary
     async def ListVariants(
@@ -218,11 +246,10 @@ class RulesService(rules_service_pb2_grpc.RulesServiceServicer):
         options = convert.options_from_proto(request.options)
         options.check_variant(variant)
         hand = convert.cards_from_proto(request.hand)
-        with self.work.spend(_client(context)) if self.work else contextlib.nullcontext():
-            analysis = convert.analysis_to_proto(
-                analyse(get_variant(variant), options, hand, request.bar)
-            )
-        return rules_service_pb2.AnalyseHandResponse(analysis=analysis)
+        found = await analysis(
+            self.work, self.analysts, _client(context), variant, options, hand, request.bar
+        )
+        return rules_service_pb2.AnalyseHandResponse(analysis=convert.analysis_to_proto(found))
 
 
 class _TableCalls:
@@ -693,11 +720,16 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
 
         own = await self.read(table, hand_of)
         # The solver runs outside the table's task, on what the seat's own view shows.
-        with self.lobby.work.spend(_client(context)):
-            analysis = convert.analysis_to_proto(
-                analyse(own.variant, own.options, own.hand or (), own.bar)
-            )
-        return table_service_pb2.AnalyseMyHandResponse(analysis=analysis)
+        found = await analysis(
+            self.lobby.work,
+            self.lobby.analysts,
+            _client(context),
+            own.variant.id,
+            own.options,
+            own.hand or (),
+            own.bar,
+        )
+        return table_service_pb2.AnalyseMyHandResponse(analysis=convert.analysis_to_proto(found))
 
     @unary
     async def ExportRecord(
@@ -731,7 +763,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
             if seat is None
             else (self.seat_streams, f"{table.table_id}:{holder}")
         )
-        counter.open(key)
+        counter.open(key, take_over=request.take_over and seat is not None)
         pace = None
         try:
             pace = self._pace(client, after, number)
@@ -777,7 +809,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
 
         seat, now, holder = await self.read(table, seat_of)
         key = f"{table.table_id}:{holder}"
-        self.seat_streams.open(key)
+        self.seat_streams.open(key, take_over=first.open.take_over)
         watcher = table.watcher(seat, holder)
         commands: asyncio.Task[None] | None = None
         pace = None

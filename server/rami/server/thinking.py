@@ -17,6 +17,9 @@ asked; at most ``workers`` moves are in their hands at once, the others (of ever
 their turn. A worker that dies is replaced, and the moves they were deciding are played by the
 safe move instead; so is a move still not decided after a long time (:attr:`Thinker.timeout`:
 a search is a fixed count of simulations, so that is a worker that hangs).
+
+Hand analyses (``AnalyseHand``, ``AnalyseMyHand``) are run the same way, in a pool of their
+own (:class:`Workers`): the solver takes tenths of a second over some 20-card hands.
 """
 
 from __future__ import annotations
@@ -25,10 +28,14 @@ import asyncio
 import contextlib
 import logging
 import random
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from rami.engine import POLICIES, Action, View
+from rami.engine import POLICIES, Action, Card, Options, View
+from rami.engine.analysis import Analysis, analyse
 from rami.engine.policies import make_expert
+from rami.engine.variants import get_variant
 
 if TYPE_CHECKING:
     import multiprocessing.process
@@ -37,7 +44,9 @@ if TYPE_CHECKING:
 # ``concurrent.futures.process`` and ``multiprocessing`` are imported with the first pool: a
 # server that seats no expert never loads them (two thirds of a megabyte).
 
-__all__ = ["OFF_LOOP", "Thinker", "decide"]
+__all__ = ["OFF_LOOP", "Thinker", "Workers", "analysed", "decide"]
+
+T = TypeVar("T")
 
 log = logging.getLogger("rami.server")
 
@@ -52,28 +61,38 @@ def decide(policy: str, budget: float, v: View, seed: bytes) -> Action:
     return choose(v, random.Random(seed))
 
 
+def analysed(
+    variant: str, options: Options, hand: tuple[Card, ...], bar: int
+) -> tuple[Analysis, float]:
+    """What the solver says of ``hand`` (``rami.engine.analysis.analyse``), and the seconds it
+    took. Runs in a worker process: a hand the solver takes long over (20 cards, 4 jokers)
+    holds up no table."""
+    started = time.perf_counter()
+    found = analyse(get_variant(variant), options, hand, bar)
+    return found, time.perf_counter() - started
+
+
 def _processes(pool: ProcessPoolExecutor) -> list[multiprocessing.process.BaseProcess]:
     """The pool's worker processes (its own record of them: the executor has no public one)."""
     return list((getattr(pool, "_processes", None) or {}).values())
 
 
-class Thinker:
-    """Worker processes that decide the searched-for moves of every table of a server."""
+class Workers:
+    """Worker processes for CPU-bound calls that must not hold up the event loop: at most
+    ``workers`` calls are in their hands at once, the others wait their turn. Spawned with the
+    first call; a worker that dies is replaced (the calls it held fail with
+    ``BrokenProcessPool``), and so are the workers when a call runs past ``timeout``."""
 
-    def __init__(self, workers: int, budget: float) -> None:
+    def __init__(self, workers: int, timeout: float, what: str) -> None:
         if workers < 1:
-            raise ValueError(f"bot workers: at least 1, not {workers}")
+            raise ValueError(f"{what} workers: at least 1, not {workers}")
         self.workers = workers
-        #: The expert's budget per move, in seconds (``policies.EXPERT_BUDGET`` by default).
-        self.budget = budget
-        #: Seconds a move may take in its worker before the workers are replaced and the move
-        #: is played by the safe move (a search is a fixed count of simulations: this only
-        #: catches a worker that hangs).
-        self.timeout = max(30.0, 20 * budget)
-        #: Moves decided so far (a figure for tests and operators).
-        self.decided = 0
+        #: Seconds a call may take in its worker before the workers are replaced.
+        self.timeout = timeout
+        #: What the calls are, for the log ("bot move", "hand analysis").
+        self.what = what
         self._pool: ProcessPoolExecutor | None = None
-        #: At most ``workers`` moves are in the pool at once; the others wait here.
+        #: At most ``workers`` calls are in the pool at once; the others wait here.
         self._slots = asyncio.Semaphore(workers)
         self._closed = False
 
@@ -88,23 +107,24 @@ class Thinker:
         return self._pool
 
     def _replace(self, pool: ProcessPoolExecutor, kill: bool) -> None:
-        """Drop ``pool`` (the next move starts a new one); ``kill``: end its workers now (the
-        moves they were deciding fail with ``BrokenProcessPool``)."""
+        """Drop ``pool`` (the next call starts a new one); ``kill``: end its workers now (the
+        calls they were running fail with ``BrokenProcessPool``)."""
         if self._pool is pool:
             self._pool = None
         processes = _processes(pool)
-        # Never cancel_futures: the pool fails every move it holds when a worker dies, and
-        # fails itself on one that was cancelled (moves are not cancelled here: see decide).
+        # Never cancel_futures: the pool fails every call it holds when a worker dies, and
+        # fails itself on one that was cancelled (calls are not cancelled here: see run).
         pool.shutdown(wait=False)
         if kill:
             for process in processes:
                 if process.is_alive():
                     process.terminate()
 
-    async def decide(self, policy: str, v: View, seed: bytes) -> Action:
-        """The move, decided in a worker. Raises ``BrokenProcessPool`` when a worker died
-        while it was in the pool (the next move gets new ones), ``TimeoutError`` after
-        :attr:`timeout` (the workers are replaced), ``RuntimeError`` once the thinker is closed."""
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)``, run in a worker (``fn`` and its arguments and result pickle). Raises
+        ``BrokenProcessPool`` when a worker died while the call was in the pool (the next
+        call gets new ones), ``TimeoutError`` after :attr:`timeout` (the workers are
+        replaced), ``RuntimeError`` once closed; what ``fn`` raises, as it raised it."""
         from concurrent.futures.process import BrokenProcessPool
 
         if self._closed:
@@ -115,7 +135,7 @@ class Thinker:
             if self._closed:
                 raise RuntimeError("the server is stopping")
             pool = self._executor()
-            future = pool.submit(decide, policy, self.budget, v, seed)
+            future = pool.submit(fn, *args)
         except BrokenProcessPool:
             self._slots.release()
             self._replace(pool, kill=True)
@@ -130,23 +150,24 @@ class Thinker:
 
         future.add_done_callback(done)
         try:
-            # Shielded: a move in the pool is never cancelled (a table that closes stops
+            # Shielded: a call in the pool is never cancelled (a caller that goes stops
             # waiting for it, and it ends in its worker as it would have).
-            action = await asyncio.wait_for(
+            result: T = await asyncio.wait_for(
                 asyncio.shield(asyncio.wrap_future(future)), self.timeout
             )
         except BrokenProcessPool:
             self._replace(pool, kill=True)
-            log.error("a bot worker process died: new ones take the next moves")
+            log.error("a %s worker process died: new ones take the next calls", self.what)
             raise
         except TimeoutError:
             self._replace(pool, kill=True)
             log.error(
-                "a bot move took over %g s in its worker: the workers are replaced", self.timeout
+                "a %s took over %g s in its worker: the workers are replaced",
+                self.what,
+                self.timeout,
             )
             raise
-        self.decided += 1
-        return action
+        return result
 
     def pids(self) -> list[int]:
         """The process ids of the workers running now."""
@@ -155,8 +176,49 @@ class Thinker:
         return [p.pid for p in _processes(self._pool) if p.is_alive() and p.pid is not None]
 
     def close(self) -> None:
-        """Stop the workers at once: a move under way is dropped (nothing waits for it any
+        """Stop the workers at once: a call under way is dropped (nothing waits for it any
         more), so a stopping server does not wait out a search."""
         self._closed = True
         if self._pool is not None:
             self._replace(self._pool, kill=True)
+
+
+class Thinker:
+    """Worker processes that decide the searched-for moves of every table of a server."""
+
+    def __init__(self, workers: int, budget: float) -> None:
+        #: The expert's budget per move, in seconds (``policies.EXPERT_BUDGET`` by default).
+        self.budget = budget
+        #: Seconds a move may take in its worker before the workers are replaced and the move
+        #: is played by the safe move (a search is a fixed count of simulations: this only
+        #: catches a worker that hangs).
+        self.pool = Workers(workers, max(30.0, 20 * budget), "bot move")
+        #: Moves decided so far (a figure for tests and operators).
+        self.decided = 0
+
+    @property
+    def workers(self) -> int:
+        """How many moves may be decided at once."""
+        return self.pool.workers
+
+    @property
+    def timeout(self) -> float:
+        """Seconds a move may take in its worker (see :class:`Workers`)."""
+        return self.pool.timeout
+
+    async def decide(self, policy: str, v: View, seed: bytes) -> Action:
+        """The move, decided in a worker. Raises ``BrokenProcessPool`` when a worker died
+        while it was in the pool (the next move gets new ones), ``TimeoutError`` after
+        :attr:`timeout` (the workers are replaced), ``RuntimeError`` once the thinker is closed."""
+        action = await self.pool.run(decide, policy, self.budget, v, seed)
+        self.decided += 1
+        return action
+
+    def pids(self) -> list[int]:
+        """The process ids of the workers running now."""
+        return self.pool.pids()
+
+    def close(self) -> None:
+        """Stop the workers at once: a move under way is dropped (nothing waits for it any
+        more), so a stopping server does not wait out a search."""
+        self.pool.close()
