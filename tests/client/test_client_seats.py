@@ -147,6 +147,49 @@ def test_taking_a_seat_back_tells_what_happened_while_away(tmp_path: Path) -> No
             second.close()
 
 
+def test_a_client_that_ends_without_leaving_still_tells_what_happened_while_away(
+    tmp_path: Path,
+) -> None:
+    # A crash, or a closed window: nothing is said to the server, and the client never gets
+    # to write down where its player was. The last update seen is written down as they come,
+    # so the new client tells the moves the server made for the seat, and only those.
+    brisk = TableConfig(bot_delay=0.05, round_pause=0.05, away_delay=0.05, heartbeat=0.5)
+    book = SeatBook(tmp_path / "seats.json")
+    with ServerThread(str(tmp_path / "rami.db"), brisk) as server, Stubs(server.target) as stubs:
+        stubs.lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                name="kept",
+                variant=VARIANT_IDS["portuguese"],
+                options=game_pb2.Options(players=2, rounds=3),
+            )
+        )
+        first = _client(server, book)
+        try:
+            first.expect(r"1  [a-z2-7]{6,16}  waiting")
+            first.type("join 1")
+            first.expect(r"You sit at seat 0")
+            first.type("bot greedy")
+            first.expect(r"It's your turn")
+            time.sleep(0.2)
+            # What a client that dies here leaves on disk: the book as it is now.
+            crashed = book.path.read_bytes()
+        finally:
+            first.close()
+        book.path.write_bytes(crashed)
+        (saved,) = book.at(server.target)
+        assert saved.seen > 0
+        time.sleep(1.0)  # the server plays the seat
+        second = _client(server, book)
+        try:
+            second.type("join")
+            second.expect(r"You take seat 0 back: kept")
+            second.expect(r"While you were away \(\d+ updates?\):")
+            second.expect(r"The server \(for you\) (drew|discarded)")
+            second.expect(r"You are up to date:", timeout=15)
+        finally:
+            second.close()
+
+
 def test_profiles_keep_their_own_seats_in_one_book(tmp_path: Path) -> None:
     path = tmp_path / "seats.json"
     eva, fred = SeatBook(path), SeatBook(path, "fred")

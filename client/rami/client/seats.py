@@ -56,8 +56,9 @@ class SavedSeat:
     table_name: str = ""
     #: The profile of the client that took the seat.
     profile: str = DEFAULT_PROFILE
-    #: The table's update the person saw last when they left it (0: not known): taking the
-    #: seat back replays what happened after it.
+    #: The table's update the person was shown last (0: not known), written down as each
+    #: comes and when they leave: taking the seat back replays what happened after it, after
+    #: a crash too.
     seen: int = 0
 
 

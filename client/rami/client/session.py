@@ -163,6 +163,8 @@ class ClientSession:
         self._question: _Question | None = None
         #: Taking a seat back: the table's number then, until the updates missed are told.
         self._catching_up: int | None = None
+        #: The last update of the table followed that is written down as seen (see seats).
+        self._seen = 0
         #: Whether the player had opened when their turn began (one who opens lays again only
         #: from the next turn).
         self._opened_before_turn = False
@@ -710,6 +712,16 @@ class ClientSession:
             self._snapshot(after)
         if before is None or after.number >= before.number:
             self._set_view(after)
+        if (
+            self._catching_up is None
+            and self.token is not None
+            and after.phase not in (game_pb2.PHASE_WAITING, game_pb2.PHASE_GAME_OVER)
+            and after.number > self._seen
+        ):
+            # Written down as it is shown, not only when the player leaves: a client that
+            # crashes or whose window is closed tells, next time, only what it never showed.
+            self._seen = after.number
+            self._note_seen(after.number)
         if after.phase == game_pb2.PHASE_GAME_OVER:
             self._forget_seat()  # nothing left to come back to
             if any(m.WhichOneof("kind") == "game_ended" for m in update.events):
@@ -773,6 +785,7 @@ class ClientSession:
         self.view = self._streamed = None
         self.stage = Stage()
         self.pile = Pile()
+        self._seen = 0
         self._followed = asyncio.Event()
         watcher = asyncio.get_running_loop().create_task(self._watch(after), name="watch")
         self._watcher = watcher
