@@ -3,6 +3,7 @@ completion, the create command's options, and server addresses."""
 
 from __future__ import annotations
 
+import grpc
 import pytest
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
@@ -119,6 +120,8 @@ def test_moves_read_as_the_engine_actions() -> None:
         ("discard", "9x", "not a card: '9x'"),
         ("discard", "9c 9d", "name exactly one card"),
         ("draw", "sideways", "not 'sideways'"),
+        ("draw", "discrad", r"not 'discrad': did you mean discard\?"),
+        ("draw", "stokc", r"not 'stokc': did you mean stock\?"),
         ("add", "x 9c", "a meld is named by its number"),
     ],
 )
@@ -277,6 +280,11 @@ def test_create_reads_a_variant_options_and_bots() -> None:
         "Friday game",
     )
     assert parse_create("").variant == "tallage"
+    # Bots and no number of players: a seat for you and one for each bot, the game begins.
+    assert parse_create("portuguese bots=2").options == {"players": 3}
+    assert parse_create("bots=1").options == {"players": 2}
+    assert parse_create("bots=0").options == {}
+    assert parse_create("players=4 bots=2").options == {"players": 4}
     assert parse_create("simple_rami_sec=on").options == {"simple_rami_sec": True}
 
 
@@ -288,6 +296,10 @@ def test_create_reads_a_variant_options_and_bots() -> None:
         ("target=300", "target must be one of 201, 500, 1000"),
         ("policy=clever", "policy is one of"),
         ("players=many", "takes a whole number"),
+        ("portugese bots=2", r"unknown word 'portugese': did you mean portuguese\?"),
+        ("tallage privat", r"unknown word 'privat': did you mean private\?"),
+        ("simple player=3", r"unknown option 'player': did you mean players\?"),
+        ("bots=4 players=4", "leave you no seat"),
     ],
 )
 def test_create_says_what_is_wrong(args: str, says: str) -> None:
@@ -319,3 +331,27 @@ def test_stream_events_become_engine_events() -> None:
     msg = events_pb2.Event(chat_posted=events_pb2.ChatPosted(seat=2, text="hi"))
     assert event_from_proto(msg) is not None
     assert event_from_proto(events_pb2.Event()) is None
+
+
+def test_a_refused_opening_under_the_bar_says_what_it_must_beat() -> None:
+    # The rules check the least opening first: under a bar of 90, "at least 71" would be
+    # true and of no use; the player is told the bar and what beats it.
+    from rami.client.link import Refused
+    from rami.client.session import _refusal
+
+    low = Refused(
+        "an opening needs clean melds worth at least 71; yours are worth 60",
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "OPENING_TOO_LOW",
+    )
+    assert _refusal(low, bar=90) == (
+        "Refused: An opening must beat the bar of 90: it needs clean melds worth 91 or more; "
+        "yours are worth 60. Nothing was played."
+    )
+    assert _refusal(low, bar=0) == (
+        "Refused: An opening needs clean melds worth at least 71; yours are worth 60. "
+        "Nothing was played."
+    )
+    assert _refusal(low, bar=50).startswith(
+        "Refused: An opening needs clean melds worth at least 71"
+    )

@@ -229,7 +229,8 @@ COMMANDS: tuple[Command, ...] = (
         "create",
         "create [VARIANT] [players=N] [bots=N] [policy=P] [name=TEXT] [OPTION=VALUE]",
         "create a table and sit at it",
-        "create tallage players=4 bots=3 seats you with three strong bots and starts at once. "
+        "create tallage players=4 bots=3 seats you with three strong bots and starts at once "
+        "(with bots=N and no players=, the table has a seat for you and one for each bot). "
         "VARIANT is tallage (default), simple or portuguese. Other options: rounds=N "
         "(portuguese), target=201|500|1000, round_cap=N (tallage and simple: the game ends "
         "after N rounds at the latest; round_cap=1 is a short game), opening=71|51, "

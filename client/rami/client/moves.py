@@ -13,6 +13,7 @@ Lay(steps=(AddToMeld(meld=3, cards=(Card.parse('10h'),), end='high'),))
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -88,7 +89,9 @@ def _source(word: str) -> str:
     for source in ("stock", "discard"):
         if source.startswith(w):
             return source
-    raise MoveError(f"draw from the stock or the discard pile, not {word!r}")
+    found = difflib.get_close_matches(w, ("stock", "discard"), n=1, cutoff=0.6)
+    meant = f": did you mean {found[0]}?" if found else ""
+    raise MoveError(f"draw from the stock or the discard pile, not {word!r}{meant}")
 
 
 def parse_move(name: str, args: str) -> Action:

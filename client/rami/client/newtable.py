@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import difflib
 import shlex
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,14 @@ from rami.engine import OPTION_SPECS, POLICIES, VARIANTS, MalformedAction, Optio
 __all__ = ["NewTable", "parse_create"]
 
 _SPECS = {s.name: s for s in OPTION_SPECS}
+#: The words ``create`` reads with a value.
+_KEYS = ("bots", "policy", "name", "variant", *_SPECS)
+
+
+def _meant(word: str, words: tuple[str, ...] | list[str]) -> str:
+    """ " did you mean X?" for a mistyped ``word`` close to one of ``words`` (else "")."""
+    found = difflib.get_close_matches(word.lower(), words, n=1, cutoff=0.6)
+    return f": did you mean {found[0]}?" if found else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +71,10 @@ def parse_create(args: str) -> NewTable:
             elif key == "private":
                 private = True
             else:
-                raise ValueError(f"unknown word {word!r}: try create tallage players=4 bots=3")
+                meant = _meant(key, [*VARIANTS, "private"]) if i == 0 else _meant(key, ["private"])
+                raise ValueError(
+                    f"unknown word {word!r}{meant or ': try create tallage players=4 bots=3'}"
+                )
         elif key == "bots":
             if not text.isdigit():
                 raise ValueError(f"bots takes a number, not {text!r}")
@@ -78,7 +90,11 @@ def parse_create(args: str) -> NewTable:
         elif key in _SPECS:
             options[key] = _value(key, text)
         else:
-            raise ValueError(f"unknown option {key!r}")
+            raise ValueError(f"unknown option {key!r}{_meant(key, _KEYS)}")
+    if bots and "players" not in options:
+        # Bots and no number of players: a seat for the person and one for each bot, so the
+        # game begins at once (with the default four, a table of two bots would wait).
+        options["players"] = bots + 1
     try:
         checked = Options.from_dict(options)
     except MalformedAction as e:

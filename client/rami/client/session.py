@@ -491,7 +491,7 @@ class ClientSession:
                 what, self.link.call(self.link.table.Act, request, token=self.token)
             )
         except Refused as e:
-            self.out.error(_refusal(e, seat_names(view)))
+            self.out.error(_refusal(e, seat_names(view), view.bar))
             if not self.stage.empty:
                 staged = self.stage.describe(self.look.card_text)
                 self.out.info(f"Still staged: {staged} (type its lay again, or cancel drops it).")
@@ -1349,10 +1349,17 @@ def _sentence(text: str) -> str:
     return text if text.rstrip(")")[-1:] in (".", "!", "?") else text + "."
 
 
-def _refusal(error: Refused, names: Sequence[str] = ()) -> str:
+def _refusal(error: Refused, names: Sequence[str] = (), bar: int = 0) -> str:
     if error.reason == "STALE":
         return "The table moved on before your move arrived; nothing was played. Look again."
     text = _sentence(str(error))
+    low = re.fullmatch(r"An opening needs .* at least (\d+); yours are worth (\d+)\.", text)
+    if error.reason == "OPENING_TOO_LOW" and low and bar >= int(low.group(1)):
+        # The rules check the least opening before the bar: above it, say what beats the bar.
+        text = (
+            f"An opening must beat the bar of {bar}: it needs clean melds worth {bar + 1} or "
+            f"more; yours are worth {low.group(2)}."
+        )
     if names:  # the server speaks of seats; the person knows the players by name
 
         def name(match: re.Match[str]) -> str:
