@@ -9,6 +9,7 @@ import stat
 import time
 from pathlib import Path
 
+import pytest
 from client_harness import Driver
 from client_server import ServerThread, Stubs
 
@@ -106,9 +107,13 @@ def _play_across_two_clients(server: ServerThread, stubs: Stubs, book: SeatBook)
     assert book.at(server.target) == []  # the game is over: nothing to take back
 
 
-def test_taking_a_seat_back_tells_what_happened_while_away(tmp_path: Path) -> None:
-    # The server plays the seat at once when it is left, and the bot plays: a few moves are
-    # made before Ana comes back, and her new client tells them before the table as it is.
+@pytest.mark.parametrize("ending", ["quit", "crash"])
+def test_taking_a_seat_back_tells_what_happened_while_away(tmp_path: Path, ending: str) -> None:
+    # The server plays the seat once it is left, and the bot plays: a few moves are made
+    # before Ana comes back, and her new client tells them before the table as it is. Also
+    # after a crash or a closed window, where nothing is said to the server and the client
+    # never gets to write down where its player was: the last update shown is written down
+    # as each comes, so the new client tells what the server made for the seat, and only that.
     brisk = TableConfig(bot_delay=0.05, round_pause=0.05, away_delay=0.05, heartbeat=0.5)
     book = SeatBook(tmp_path / "seats.json")
     with ServerThread(str(tmp_path / "rami.db"), brisk) as server, Stubs(server.target) as stubs:
@@ -120,20 +125,29 @@ def test_taking_a_seat_back_tells_what_happened_while_away(tmp_path: Path) -> No
             )
         )
         first = _client(server, book)
+        crashed = b""
         try:
             first.expect(r"1  [a-z2-7]{6,16}  waiting")
             first.type("join 1")
             first.expect(r"You sit at seat 0")
             first.type("bot greedy")
-            first.expect(r"The game begins")
-            first.type("quit")
-            first.type("yes")
-            first.expect(r"You left the game: the server plays your seat until you take it back")
+            if ending == "quit":
+                first.expect(r"The game begins")
+                first.type("quit")
+                first.type("yes")
+                first.expect(r"You left the game: the server plays your seat until you take")
+            else:
+                first.expect(r"It's your turn")
+                time.sleep(0.2)
+                # What a client that dies here leaves on disk: the book as it is now.
+                crashed = book.path.read_bytes()
         finally:
             first.close()
+        if crashed:
+            book.path.write_bytes(crashed)
         (saved,) = book.at(server.target)
         assert saved.seen > 0
-        time.sleep(0.6)  # the server and the bot play on
+        time.sleep(1.0)  # the server and the bot play on
         second = _client(server, book)
         try:
             second.expect(r"You hold seat 0 at table 1: join 1 takes it back\.")
@@ -141,49 +155,6 @@ def test_taking_a_seat_back_tells_what_happened_while_away(tmp_path: Path) -> No
             second.expect(r"You take seat 0 back: kept")
             second.expect(r"While you were away \(\d+ updates?\):")
             # The moves made meanwhile, told; the seat's own were the server's.
-            second.expect(r"The server \(for you\) (drew|discarded)")
-            second.expect(r"You are up to date:", timeout=15)
-        finally:
-            second.close()
-
-
-def test_a_client_that_ends_without_leaving_still_tells_what_happened_while_away(
-    tmp_path: Path,
-) -> None:
-    # A crash, or a closed window: nothing is said to the server, and the client never gets
-    # to write down where its player was. The last update seen is written down as they come,
-    # so the new client tells the moves the server made for the seat, and only those.
-    brisk = TableConfig(bot_delay=0.05, round_pause=0.05, away_delay=0.05, heartbeat=0.5)
-    book = SeatBook(tmp_path / "seats.json")
-    with ServerThread(str(tmp_path / "rami.db"), brisk) as server, Stubs(server.target) as stubs:
-        stubs.lobby.CreateTable(
-            lobby_service_pb2.CreateTableRequest(
-                name="kept",
-                variant=VARIANT_IDS["portuguese"],
-                options=game_pb2.Options(players=2, rounds=3),
-            )
-        )
-        first = _client(server, book)
-        try:
-            first.expect(r"1  [a-z2-7]{6,16}  waiting")
-            first.type("join 1")
-            first.expect(r"You sit at seat 0")
-            first.type("bot greedy")
-            first.expect(r"It's your turn")
-            time.sleep(0.2)
-            # What a client that dies here leaves on disk: the book as it is now.
-            crashed = book.path.read_bytes()
-        finally:
-            first.close()
-        book.path.write_bytes(crashed)
-        (saved,) = book.at(server.target)
-        assert saved.seen > 0
-        time.sleep(1.0)  # the server plays the seat
-        second = _client(server, book)
-        try:
-            second.type("join")
-            second.expect(r"You take seat 0 back: kept")
-            second.expect(r"While you were away \(\d+ updates?\):")
             second.expect(r"The server \(for you\) (drew|discarded)")
             second.expect(r"You are up to date:", timeout=15)
         finally:
