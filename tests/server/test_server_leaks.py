@@ -575,9 +575,7 @@ def test_a_seat_at_its_stream_limit_can_still_be_taken_over(tmp_path: Path) -> N
             async with grpc.aio.insecure_channel(server.target) as ch:
                 lobby = lobby_service_pb2_grpc.LobbyServiceStub(ch)
                 table = table_service_pb2_grpc.TableServiceStub(ch)
-                tid, _, tokens = await waiting_table(
-                    lobby, game_pb2.VARIANT_SIMPLE, 2, {"Ana": 0}
-                )
+                tid, _, tokens = await waiting_table(lobby, game_pb2.VARIANT_SIMPLE, 2, {"Ana": 0})
                 ana = md(tokens["Ana"])
 
                 async def watch(take_over: bool = False) -> Any:
