@@ -5,6 +5,7 @@ stops the client."""
 from __future__ import annotations
 
 import json
+import re
 import stat
 import time
 from pathlib import Path
@@ -157,6 +158,18 @@ def test_taking_a_seat_back_tells_what_happened_while_away(tmp_path: Path, endin
             # The moves made meanwhile, told; the seat's own were the server's.
             second.expect(r"The server \(for you\) (drew|discarded)")
             second.expect(r"You are up to date:", timeout=15)
+            # The pile as the round made it, read back from before the updates missed: every
+            # card of it by who threw it (or turned it up), none "from before you joined".
+            second.type("pile")
+            size = int(second.expect(r"The discard pile \((\d+) cards?\), the newest").group(1))
+            time.sleep(0.3)
+            rows = re.findall(
+                r"^ +\S+ +(turned up|discarded by [^,\n]+)(, taken by [^\n]+)?$",
+                second.screen.text()[second.cursor :],
+                re.MULTILINE,
+            )
+            assert len([r for r in rows if not r[1]]) == size, (size, rows)
+            assert "from before you joined" not in second.screen.text()[second.cursor :]
         finally:
             second.close()
 

@@ -165,6 +165,8 @@ class ClientSession:
         self._catching_up: int | None = None
         #: The last update of the table followed that is written down as seen (see seats).
         self._seen = 0
+        #: While the past of a table is read quietly, the update where the telling starts.
+        self._quiet_until: int | None = None
         #: Whether the player had opened when their turn began (one who opens lays again only
         #: from the next turn).
         self._opened_before_turn = False
@@ -625,7 +627,8 @@ class ClientSession:
                 on_presence=self._on_presence,
             ):
                 self._on_update(update)
-                self._followed.set()
+                if self._quiet_until is None:
+                    self._followed.set()
         except asyncio.CancelledError:
             raise
         except LinkError as e:
@@ -678,6 +681,20 @@ class ClientSession:
         self._refresh()
 
     def _on_update(self, update: table_service_pb2.Update) -> None:
+        if self._quiet_until is not None:
+            # The past, read for what it shows of the pile: told to nobody.
+            for msg in update.events:
+                event = event_from_proto(msg)
+                if event is not None:
+                    self.pile.apply(event)
+            if update.number < self._quiet_until:
+                return
+            self._quiet_until = None
+            # Where the telling starts: shown as the table is (a snapshot), or, before the
+            # updates missed, as the last one seen (its events were told).
+            update = table_service_pb2.Update(
+                number=update.number, view=update.view, snapshot=self._catching_up is None
+            )
         before = self.view
         after = update.view
         me = my_seat(after)
@@ -776,10 +793,18 @@ class ClientSession:
     # -- at the table ------------------------------------------------------------------------
 
     async def _watch_table(
-        self, table_id: str, token: str | None, name: str, after: int | None = None
+        self,
+        table_id: str,
+        token: str | None,
+        name: str,
+        after: int | None = None,
+        history: int = 0,
     ) -> None:
         """Follow ``table_id`` (as the seat ``token`` proves, or as a spectator): from a
-        snapshot, or, ``after`` an update seen before, with every update since, told."""
+        snapshot, or, ``after`` an update seen before, with every update since, told.
+        ``history``: the table's number when it was looked up, for a game under way: the
+        updates before the first one told are read first, told to nobody, for what this
+        client shows of the past (who threw each card of the discard pile)."""
         await self._stop_watching()
         self.table_id, self.token, self.table_name = table_id, token, name
         self.view = self._streamed = None
@@ -787,6 +812,11 @@ class ClientSession:
         self.pile = Pile()
         self._seen = 0
         self._followed = asyncio.Event()
+        self._quiet_until = None
+        if history > 0:
+            # Up to the update told first (a snapshot's, or the last one seen): read quietly.
+            self._quiet_until = after if after is not None else history
+            after = max(0, self._quiet_until - QUIET_HISTORY)
         watcher = asyncio.get_running_loop().create_task(self._watch(after), name="watch")
         self._watcher = watcher
         # Wait for the table's first update, so what follows is told in order.
@@ -1175,7 +1205,11 @@ class ClientSession:
                 self.out.info(f"While you were away ({plural(missed, 'update')}):")
                 self._catching_up = table.number
             await self._watch_table(
-                table.table_id, saved.token, table.name, after=saved.seen if missed > 0 else None
+                table.table_id,
+                saved.token,
+                table.name,
+                after=saved.seen if missed > 0 else None,
+                history=table.number,
             )
             return
         # 32 bytes of this client's own randomness go into every deal (docs/records.md).
@@ -1221,7 +1255,7 @@ class ClientSession:
         if table is None:
             return
         self.out.line([("class:good", "Watching "), ("", table_summary(table))])
-        await self._watch_table(table.table_id, None, table.name)
+        await self._watch_table(table.table_id, None, table.name, history=table.number)
 
     async def _do_create(self, args: str) -> None:
         spec = parse_create(args)
@@ -1328,6 +1362,11 @@ def _no_discard(view: game_pb2.View, variant: Variant) -> str:
     if variant.must_lay_discard:
         return "no lay this turn could take it (it is taken only with one); draw stock"
     return "the rules do not offer it this turn; draw stock"
+
+
+#: How far back a game under way is read when a client starts following it (resuming within
+#: 256 updates of the latest is never limited by the server): the throws the pile shows.
+QUIET_HISTORY = 160
 
 
 def _is_card(word: str) -> bool:
