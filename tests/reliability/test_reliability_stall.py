@@ -393,3 +393,37 @@ def test_a_slow_hand_analysis_never_holds_up_the_server(tmp_path: Path) -> None:
     # The hands are slow (else this proves nothing), and the probe never waited for one.
     assert max(analysed) > 0.3, analysed
     assert len(waits) >= 5 and max(waits) < max(analysed) / 3, (analysed, sorted(waits)[-3:])
+
+
+def test_a_clients_analyses_sent_at_once_are_each_checked_against_its_budget(
+    tmp_path: Path,
+) -> None:
+    """Off the event loop, a client's analyses still take its budget of server time one
+    after another: sent at once, each is checked once those before it are charged, so the
+    ones past the budget are refused (all of them were run, one after another, in the one
+    worker, before; and other clients' analyses waited behind them)."""
+    hands = [*SLOW_HANDS, [_card(s, r) for s in range(4) for r in (9, 10, 12, 13)] + [53] * 4]
+    with ServerThread(str(tmp_path / "rami.db"), CONFIG, work_share=0.2, work_burst=1.0) as server:
+
+        async def main() -> list[str]:
+            async with channel(server.target) as ch:
+                rules = rules_service_pb2_grpc.RulesServiceStub(ch)
+
+                async def analyse(hand: list[int]) -> str:
+                    try:
+                        await rules.AnalyseHand(
+                            rules_service_pb2.AnalyseHandRequest(
+                                variant=game_pb2.VARIANT_TALLAGE,
+                                hand=hand,
+                                options=game_pb2.Options(jokers_per_meld=2),
+                            ),
+                            timeout=60,
+                        )
+                    except grpc.aio.AioRpcError as e:
+                        return error_of(e).reason
+                    return "answered"
+
+                return await asyncio.gather(*(analyse(h) for h in hands))
+
+        outcomes = asyncio.run(main())
+    assert "answered" in outcomes and "RATE_LIMITED" in outcomes, outcomes

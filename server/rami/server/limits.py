@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 
 from .errors import Exhausted
@@ -101,6 +102,23 @@ class TimeBudget:
     burst: float
     what: str = "solver and record time"
     _buckets: dict[str, _Bucket] = field(default_factory=dict)
+    #: Per key, the turn of work done off the event loop (see :meth:`turn`) and its waiters.
+    _turns: dict[str, tuple[asyncio.Lock, list[int]]] = field(default_factory=dict)
+
+    @asynccontextmanager
+    async def turn(self, key: str) -> AsyncIterator[None]:
+        """One at a time per ``key``: for work done off the event loop, checked when its turn
+        comes and charged when it ends, so that a key's calls sent at once are each checked
+        against what the ones before them were charged (as calls done on the loop are)."""
+        lock, users = self._turns.get(key) or self._turns.setdefault(key, (asyncio.Lock(), [0]))
+        users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            users[0] -= 1
+            if users[0] == 0:
+                del self._turns[key]
 
     def _bucket(self, key: str) -> _Bucket:
         """``key``'s bucket, refilled to now."""

@@ -193,13 +193,17 @@ async def analysis(
     worker process (``analysts``), so that a hand it takes long over holds up nothing else,
     and charged the seconds it took there."""
     check_hand(get_variant(variant), hand)  # a refusal costs no worker
-    if work is not None:
+
+    async def run() -> tuple[Analysis, float]:
+        if analysts is None:
+            return analysed(variant, options, tuple(hand), bar)
+        return await analysts.run(analysed, variant, options, tuple(hand), bar)
+
+    if work is None:
+        return (await run())[0]
+    async with work.turn(client):  # a client's analyses one after another, each checked
         work.check(client)
-    if analysts is None:
-        found, seconds = analysed(variant, options, tuple(hand), bar)
-    else:
-        found, seconds = await analysts.run(analysed, variant, options, tuple(hand), bar)
-    if work is not None:
+        found, seconds = await run()
         work.charge(client, seconds)
     return found
 
