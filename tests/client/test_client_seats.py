@@ -4,6 +4,7 @@ stops the client."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import stat
@@ -16,8 +17,10 @@ from client_server import ServerThread, Stubs
 
 from rami.client import cli
 from rami.client.convert import VARIANT_IDS
+from rami.client.link import Link
 from rami.client.look import Look
 from rami.client.seats import SavedSeat, SeatBook
+from rami.client.session import ClientSession
 from rami.server.table import TableConfig
 from rami.server.testing import stacked_deck
 from rami.v1 import game_pb2, lobby_service_pb2
@@ -253,3 +256,21 @@ def test_a_seat_taken_over_by_another_client_is_told_on_both_sides(tmp_path: Pat
             eva.close()
             if fred is not None:
                 fred.close()
+
+
+def test_the_hands_order_is_the_profiles_choice_from_one_run_to_the_next(tmp_path: Path) -> None:
+    path = tmp_path / "seats.json"
+
+    async def session(book: SeatBook) -> ClientSession:
+        return ClientSession(Link("127.0.0.1:9"), name="Ana", look=Look(), seats=book)
+
+    first = asyncio.run(session(SeatBook(path)))
+    assert not first.by_rank  # by suit, until asked
+    first.toggle_sort()  # F2
+    assert asyncio.run(session(SeatBook(path))).by_rank
+    assert not asyncio.run(session(SeatBook(path, "fred"))).by_rank  # another profile's own
+    asyncio.run(first._do_sort("suit"))
+    assert not asyncio.run(session(SeatBook(path))).by_rank
+    # An unreadable file is no choice: by suit, and the client goes on.
+    path.with_name("prefs-default.json").write_text("{not json")
+    assert not asyncio.run(session(SeatBook(path))).by_rank

@@ -135,7 +135,8 @@ COMMANDS: tuple[Command, ...] = (
         "sort",
         "sort [suit|rank]",
         "sort your hand by suit or by rank (F2 toggles)",
-        "sort rank groups your cards by rank; sort suit by suit then rank. F2 toggles.",
+        "sort rank groups your cards by rank; sort suit by suit then rank. F2 toggles. The "
+        "order is kept for your next run of the client.",
         frozenset({WAITING, PLAYING}),
     ),
     Command(

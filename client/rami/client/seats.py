@@ -147,6 +147,42 @@ class SeatBook:
         except OSError as e:
             self.problem = f"can't write {self.path}: {e}"
 
+    @property
+    def _prefs(self) -> Path:
+        """The profile's preferences (how the hand is sorted), beside the book."""
+        return self.path.with_name(f"prefs-{self.profile}.json")
+
+    def preference(self, name: str) -> str | None:
+        """The profile's preference ``name`` as last written (None: none, or unreadable)."""
+        try:
+            value = json.loads(self._prefs.read_text(encoding="utf-8")).get(name)
+        except (OSError, ValueError, AttributeError):
+            return None
+        return value if isinstance(value, str) else None
+
+    def prefer(self, name: str, value: str) -> None:
+        """Write the profile's preference ``name`` down (a file that can't be written: left
+        alone, the client goes on without it)."""
+        try:
+            kept = json.loads(self._prefs.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            kept = {}
+        if not isinstance(kept, dict):
+            kept = {}
+        kept[name] = value
+        try:
+            self._prefs.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self._prefs.parent, prefix=".prefs-")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    json.dump(kept, f)
+                os.replace(tmp, self._prefs)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError:
+            pass
+
     def at(self, server: str) -> list[SavedSeat]:
         """This profile's seats held on ``server``."""
         return [s for s in self._read() if s.server == server and s.profile == self.profile]

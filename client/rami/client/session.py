@@ -172,7 +172,8 @@ class ClientSession:
         self._opened_before_turn = False
         #: The discard pile's recent throws, followed from the stream.
         self.pile = Pile()
-        self.by_rank = False
+        #: The hand sorted by rank (else by suit): the profile's choice, kept between runs.
+        self.by_rank = seats is not None and seats.preference("sort") == "rank"
         self.note = ""
         self.done = False
         self._watcher: asyncio.Task[None] | None = None
@@ -417,6 +418,12 @@ class ClientSession:
     def toggle_sort(self) -> None:
         """Sort the hand by rank instead of by suit, or back."""
         self.by_rank = not self.by_rank
+        self._keep_sort()
+
+    def _keep_sort(self) -> None:
+        """Write the hand's order down for the next run (with the profile's seats)."""
+        if self.seats is not None:
+            self.seats.prefer("sort", "rank" if self.by_rank else "suit")
 
     def show_help(self) -> None:
         """Print the commands that apply now."""
@@ -948,6 +955,7 @@ class ClientSession:
         if word not in ("", "suit", "rank"):
             raise ValueError("sort suit or sort rank")
         self.by_rank = (not self.by_rank) if not word else word == "rank"
+        self._keep_sort()
         self.out.info(f"Your hand is sorted by {'rank' if self.by_rank else 'suit'}.")
 
     async def _do_scores(self, args: str) -> None:
