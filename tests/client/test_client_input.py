@@ -300,6 +300,8 @@ def test_create_reads_a_variant_options_and_bots() -> None:
         ("tallage privat", r"unknown word 'privat': did you mean private\?"),
         ("simple player=3", r"unknown option 'player': did you mean players\?"),
         ("bots=4 players=4", "leave you no seat"),
+        ("variant=portugese", r"unknown variant 'portugese': did you mean portuguese\?"),
+        ("bots=6", r"6 bots leave you no seat: a table has at most 6 seats"),
     ],
 )
 def test_create_says_what_is_wrong(args: str, says: str) -> None:

@@ -274,3 +274,31 @@ def test_the_hands_order_is_the_profiles_choice_from_one_run_to_the_next(tmp_pat
     # An unreadable file is no choice: by suit, and the client goes on.
     path.with_name("prefs-default.json").write_text("{not json")
     assert not asyncio.run(session(SeatBook(path))).by_rank
+
+
+def test_profiles_writing_the_book_at_once_lose_no_seat(tmp_path: Path) -> None:
+    # A playing client writes its seat down at every update; another profile's client, on
+    # the same account, takes seats meanwhile: each rewrite of the book is whole, and keeps
+    # what the other wrote (a token lost is a seat that can't be taken back).
+    import threading
+
+    path = tmp_path / "seats.json"
+    playing, other = SeatBook(path), SeatBook(path, "fred")
+    playing.save(SavedSeat("h:1", "t0", 0, "tok"))
+    done = threading.Event()
+
+    def play() -> None:
+        seen = 0
+        while not done.is_set():
+            seen += 1
+            playing.save(SavedSeat("h:1", "t0", 0, "tok", seen=seen))
+
+    thread = threading.Thread(target=play)
+    thread.start()
+    try:
+        for i in range(100):
+            other.save(SavedSeat("h:1", f"t{i + 1}", 1, f"tok-{i}"))
+    finally:
+        done.set()
+        thread.join()
+    assert len(other.at("h:1")) == 100 and len(playing.at("h:1")) == 1

@@ -85,7 +85,9 @@ def parse_create(args: str) -> NewTable:
             policy = text.lower()
         elif key == "name":
             name = text
-        elif key == "variant" and text.lower() in VARIANTS:
+        elif key == "variant":
+            if text.lower() not in VARIANTS:
+                raise ValueError(f"unknown variant {text!r}{_meant(text, list(VARIANTS))}")
             variant = text.lower()
         elif key in _SPECS:
             options[key] = _value(key, text)
@@ -94,6 +96,9 @@ def parse_create(args: str) -> NewTable:
     if bots and "players" not in options:
         # Bots and no number of players: a seat for the person and one for each bot, so the
         # game begins at once (with the default four, a table of two bots would wait).
+        most = _SPECS["players"].high
+        if most is not None and bots >= most:
+            raise ValueError(f"{bots} bots leave you no seat: a table has at most {most} seats")
         options["players"] = bots + 1
     try:
         checked = Options.from_dict(options)

@@ -25,6 +25,8 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
@@ -194,6 +196,22 @@ class SeatBook:
                 return s
         return None
 
+    @contextmanager
+    def _changing(self) -> Iterator[None]:
+        """Hold the book while it is read, changed and written whole, so that two clients
+        (profiles) writing it at once lose nothing of each other's (a lock that can't be
+        taken: the write goes on without it)."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            f = open(self.path.with_name(self.path.name + ".lock"), "ab")  # noqa: SIM115
+        except OSError:
+            yield
+            return
+        with f:
+            with suppress(OSError):
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+            yield  # the lock ends with the file
+
     def save(self, seat: SavedSeat) -> None:
         """Write ``seat`` down for this profile (in place of its other seat at the table)."""
         seat = SavedSeat(
@@ -206,13 +224,15 @@ class SeatBook:
             seat.seen,
         )
         key = (seat.server, seat.table_id, self.profile)
-        others = [s for s in self._read() if (s.server, s.table_id, s.profile) != key]
-        self._write([*others, seat])
+        with self._changing():
+            others = [s for s in self._read() if (s.server, s.table_id, s.profile) != key]
+            self._write([*others, seat])
 
     def forget(self, server: str, table_id: str) -> None:
         """Cross out this profile's seat at ``table_id`` on ``server`` (if there is one)."""
-        seats = self._read()
-        key = (server, table_id, self.profile)
-        kept = [s for s in seats if (s.server, s.table_id, s.profile) != key]
-        if len(kept) != len(seats):
-            self._write(kept)
+        with self._changing():
+            seats = self._read()
+            key = (server, table_id, self.profile)
+            kept = [s for s in seats if (s.server, s.table_id, s.profile) != key]
+            if len(kept) != len(seats):
+                self._write(kept)

@@ -98,9 +98,10 @@ class Server:
             table.close(moved_to="" if shared else None)
         await self.lobby.closing()
         self.lobby.thinker.close()
-        self.lobby.analysts.close()
         await self.lobby.release(held)
         await self.grpc_server.stop(grace)
+        # After the grace: the analyses under way are answered (later ones: SHUTTING_DOWN).
+        self.lobby.analysts.close()
         await self.storage.close()
 
     async def wait(self) -> None:

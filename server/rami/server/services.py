@@ -14,6 +14,7 @@ import functools
 import logging
 import re
 import secrets
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
@@ -54,7 +55,14 @@ from .errors import UNDECODABLE, log_unexpected, refusal_of, streaming, unary
 from .limits import RateLimiter, StreamCounter, TimeBudget
 from .lobby import Lobby
 from .records import record_inputs, record_json
-from .refusals import Invalid, PermissionDenied, Precondition, Refusal, Unauthenticated
+from .refusals import (
+    Invalid,
+    PermissionDenied,
+    Precondition,
+    Refusal,
+    Unauthenticated,
+    Unavailable,
+)
 from .retries import check_request_id, derived_token, mark
 from .sanitize import MAX_CHAT, MAX_NAME, clean_name, clean_text, name_key
 from .table import Change, Committed, Pace, Table, Watcher, stale, start_entry
@@ -191,20 +199,42 @@ async def analysis(
 ) -> Analysis:
     """What the solver says of ``hand``, on ``client``'s budget of server time: found in a
     worker process (``analysts``), so that a hand it takes long over holds up nothing else,
-    and charged the seconds it took there."""
+    and charged the seconds it took there. A client's analyses take turns, each checked once
+    those before it are charged; one whose caller goes (a deadline, a cancel) is finished by
+    the worker, charged, and keeps the client's turn until then."""
     check_hand(get_variant(variant), hand)  # a refusal costs no worker
+    if analysts is not None and analysts.closed:
+        raise Unavailable("SHUTTING_DOWN", "the server is shutting down")
 
     async def run() -> tuple[Analysis, float]:
         if analysts is None:
             return analysed(variant, options, tuple(hand), bar)
-        return await analysts.run(analysed, variant, options, tuple(hand), bar)
+        try:
+            return await analysts.run(analysed, variant, options, tuple(hand), bar)
+        except Exception:
+            if analysts.closed:  # stopped under it (its worker ended, or never came)
+                raise Unavailable("SHUTTING_DOWN", "the server is shutting down") from None
+            raise
 
     if work is None:
         return (await run())[0]
-    async with work.turn(client):  # a client's analyses one after another, each checked
+    async with work.turn(client):
         work.check(client)
-        found, seconds = await run()
-        work.charge(client, seconds)
+        started = time.perf_counter()
+        job = asyncio.ensure_future(run())
+
+        def charge(done: asyncio.Future[tuple[Analysis, float]]) -> None:
+            # The worker's own time; what it took to fail, when it failed.
+            ok = not done.cancelled() and done.exception() is None
+            work.charge(client, done.result()[1] if ok else time.perf_counter() - started)
+
+        job.add_done_callback(charge)
+        try:
+            found, _ = await asyncio.shield(job)
+        except asyncio.CancelledError:
+            # The caller went: its hand is finished and charged before the client's next.
+            await asyncio.wait([job])
+            raise
     return found
 
 

@@ -169,6 +169,11 @@ class Workers:
             raise
         return result
 
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called: calls are refused from then on."""
+        return self._closed
+
     def pids(self) -> list[int]:
         """The process ids of the workers running now."""
         if self._pool is None:
