@@ -351,6 +351,12 @@ SLOW_HANDS = [
 ]
 
 
+def _slow_request(hand: list[int]) -> rules_service_pb2.AnalyseHandRequest:
+    return rules_service_pb2.AnalyseHandRequest(
+        variant=game_pb2.VARIANT_TALLAGE, hand=hand, options=game_pb2.Options(jokers_per_meld=2)
+    )
+
+
 def test_a_slow_hand_analysis_never_holds_up_the_server(tmp_path: Path) -> None:
     """The solver works off the event loop: while one client's analyses of slow hands run,
     another's calls are answered at once (before, one call held every table and stream up
@@ -366,11 +372,7 @@ def test_a_slow_hand_analysis_never_holds_up_the_server(tmp_path: Path) -> None:
                 async def analyse(hand: list[int]) -> None:
                     started = time.perf_counter()
                     await rules.AnalyseHand(
-                        rules_service_pb2.AnalyseHandRequest(
-                            variant=game_pb2.VARIANT_TALLAGE,
-                            hand=hand,
-                            options=game_pb2.Options(jokers_per_meld=2),
-                        ),
+                        _slow_request(hand),
                         timeout=60,
                     )
                     analysed.append(time.perf_counter() - started)
@@ -412,11 +414,7 @@ def test_a_clients_analyses_sent_at_once_are_each_checked_against_its_budget(
                 async def analyse(hand: list[int]) -> str:
                     try:
                         await rules.AnalyseHand(
-                            rules_service_pb2.AnalyseHandRequest(
-                                variant=game_pb2.VARIANT_TALLAGE,
-                                hand=hand,
-                                options=game_pb2.Options(jokers_per_meld=2),
-                            ),
+                            _slow_request(hand),
                             timeout=60,
                         )
                     except grpc.aio.AioRpcError as e:

@@ -163,7 +163,7 @@ def _check_name(state: TableState, name: str, *, bot: bool = False) -> None:
     """Refuse a player's name that passes for a built-in bot's ("Strong bot 2", in any case,
     spacing or width), and any name that a bot at the table has already."""
     key = name_key(name)
-    if not any(ch.isalnum() for ch in key):
+    if not key:
         raise Invalid("BAD_NAME", "a name needs a letter or a digit")
     if not bot and _BOT_NAME.fullmatch(key):
         raise Invalid("BAD_NAME", "names like a built-in bot's are kept for the bots")

@@ -201,16 +201,6 @@ class Thinker:
         #: Moves decided so far (a figure for tests and operators).
         self.decided = 0
 
-    @property
-    def workers(self) -> int:
-        """How many moves may be decided at once."""
-        return self.pool.workers
-
-    @property
-    def timeout(self) -> float:
-        """Seconds a move may take in its worker (see :class:`Workers`)."""
-        return self.pool.timeout
-
     async def decide(self, policy: str, v: View, seed: bytes) -> Action:
         """The move, decided in a worker. Raises ``BrokenProcessPool`` when a worker died
         while it was in the pool (the next move gets new ones), ``TimeoutError`` after
