@@ -393,7 +393,7 @@ def test_a_slow_hand_analysis_never_holds_up_the_server(tmp_path: Path) -> None:
 
         analysed, waits = asyncio.run(main())
     # The hands are slow (else this proves nothing), and the probe never waited for one.
-    assert max(analysed) > 0.3, analysed
+    assert max(analysed) > 0.2, analysed
     assert len(waits) >= 5 and max(waits) < max(analysed) / 3, (analysed, sorted(waits)[-3:])
 
 
@@ -405,7 +405,12 @@ def test_a_clients_analyses_sent_at_once_are_each_checked_against_its_budget(
     ones past the budget are refused (all of them were run, one after another, in the one
     worker, before; and other clients' analyses waited behind them)."""
     hands = [*SLOW_HANDS, [_card(s, r) for s in range(4) for r in (9, 10, 12, 13)] + [53] * 4]
-    with ServerThread(str(tmp_path / "rami.db"), CONFIG, work_share=0.2, work_burst=1.0) as server:
+    # A budget far below one slow hand's time, so that the outcome does not hang on how fast
+    # the machine is: the first call is checked against a full budget and answered, its
+    # charge spends the budget, and those checked after it are refused.
+    with ServerThread(
+        str(tmp_path / "rami.db"), CONFIG, work_share=0.01, work_burst=0.05
+    ) as server:
 
         async def main() -> list[str]:
             async with channel(server.target) as ch:
