@@ -58,7 +58,12 @@ def test_js_bot_follows_its_table_to_the_owner_and_through_a_takeover(
 ) -> None:
     url = request.getfixturevalue("postgres_url")
     key, log = tmp_path / "key", tmp_path / "servers.log"
-    args = ("--secret-file", str(key), "--lease-seconds", "1.5", "--log-level", "info")
+    # The built-in bot at a quicker pace than people need (0.6 s a move, 4 s between rounds):
+    # the game lasts some seconds, time enough to kill its owner mid-game.
+    args = (
+        *("--secret-file", str(key), "--lease-seconds", "1.5", "--log-level", "info"),
+        *("--bot-delay", "0.1", "--round-pause", "0.5"),
+    )
     with (
         rami_server(url, log, args=args) as (proc_a, a),
         rami_server(url, log, args=args) as (_, b),

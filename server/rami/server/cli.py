@@ -110,6 +110,19 @@ def serve(
         help="Worker processes that decide the moves of expert bots (a search at every move,"
         " kept off the tables' event loop); their moves wait their turn for one.",
     ),
+    bot_delay: float = typer.Option(
+        TableConfig().bot_delay,
+        min=0.0,
+        max=3600.0,
+        help="Seconds a built-in bot waits before each of its moves (0: at once, as for a"
+        " table of bots under test; the default gives people time to see each move).",
+    ),
+    round_pause: float = typer.Option(
+        TableConfig().round_pause,
+        min=0.0,
+        max=3600.0,
+        help="Seconds between a round's end and the next deal (time to read the scores).",
+    ),
     expert_budget: float = typer.Option(
         TableConfig().expert_budget,
         min=0.001,
@@ -180,6 +193,8 @@ def serve(
     )
     try:
         table_config = TableConfig(
+            bot_delay=bot_delay,
+            round_pause=round_pause,
             watcher_queue=watcher_queue,
             drop_grace=max(drop_grace, 0.0),
             bot_workers=bot_workers,
