@@ -3,7 +3,8 @@
 On its turn it asks the server for its legal next steps (``TableService.LegalSteps``) and takes
 one at random: a step that only stages (a meld to lay, a card to add) goes into the list it
 sends next time; a step that ends the move is sent with them in ``Act``'s ``steps``. Every step
-the server lists is legal, so every move is::
+the server lists is legal, so every move is (it leaves out only the portuguese declarations
+marked ``false_declaration``: legal where false ones are revealed, and a lost round)::
 
     python examples/python/any_step.py localhost:50051 TABLE_ID [--seed N]
 """
@@ -43,10 +44,11 @@ def main() -> None:
             number, staged = msg.update.number, []
             try:
                 while True:
-                    legal = table.LegalSteps(
+                    listed = table.LegalSteps(
                         ts.LegalStepsRequest(table_id=args.table_id, number=number, staged=staged),
                         metadata=token,
                     ).steps
+                    legal = [s for s in listed if not s.false_declaration]
                     if not legal:
                         break  # not our turn (any more)
                     step = rng.choice(legal)

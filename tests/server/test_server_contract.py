@@ -47,6 +47,41 @@ def test_a_view_lists_the_complete_declarations_and_none_for_an_incomplete_hand(
     assert not scattered.view(0).declarations and not scattered.view(0).can_declare
 
 
+def test_legal_steps_mark_the_declarations_whose_melds_are_not_complete(stubs: Stubs) -> None:
+    """With false declarations revealed (the default), every card's declaration is a legal
+    step, complete or not: the simplest bot ("pick any listed step") must be able to tell the
+    complete ones, which the view's ``declarations`` list, from the mistakes."""
+
+    def declares(table: Any) -> dict[int, bool]:
+        v = table.view(1)
+        got = stubs.table.LegalSteps(
+            table_service_pb2.LegalStepsRequest(table_id=table.table_id, number=v.number),
+            metadata=md(table.tokens[1]),
+            timeout=10,
+        )
+        out = {}
+        for step in got.steps:
+            if step.text.startswith("declare"):
+                # docs/steps.md: the 53 declare steps end the index, one a card (1 to 53).
+                out[step.index - (got.size - 53) + 1] = step.false_declaration
+            else:
+                assert not step.false_declaration, step
+        return out
+
+    complete = seated(stubs, "portuguese", 2, stacked_deck("portuguese", 2, {1: RUNS}, "Kc", "6s"))
+    complete.act(1, **draw())
+    marked = declares(complete)
+    good = {d.card for d in complete.view(1).declarations}
+    assert good and set(marked) == set(complete.view(1).hand)
+    assert {c for c, false in marked.items() if not false} == good
+    scattered = seated(
+        stubs, "portuguese", 2, stacked_deck("portuguese", 2, {1: SCATTERED}, "Kc", "6s")
+    )
+    scattered.act(1, **draw())
+    marked = declares(scattered)
+    assert marked and all(marked.values())  # every one listed, none complete
+
+
 def _updates_until(stubs: Stubs, table_id: str, token: str, pred: Any, timeout: float) -> list[Any]:
     """The seat's updates from its opening snapshot until one matches ``pred``."""
     call = stubs.table.Watch(

@@ -460,13 +460,15 @@ def test_lobby_refusals_that_depend_on_the_table_are_failed_precondition(stubs: 
     again = stubs.lobby.StartTable(start, metadata=owner, timeout=T)
     assert again.table.status == lobby_service_pb2.TABLE_STATUS_PLAYING
     assert [p.name for p in again.table.seats] == [p.name for p in started.table.seats]
-    refused(
+    late = refused(
         lambda: stubs.lobby.JoinTable(
             lobby_service_pb2.JoinTableRequest(table_id=table_id, name="Rui"), timeout=T
         ),
         no,
         "TABLE_STARTED",
     )
+    # A bot that crashed and joins again is told how its player comes back.
+    assert "with the seat's token" in late.message, late.message
     refused(
         lambda: stubs.lobby.AddBot(
             lobby_service_pb2.AddBotRequest(table_id=table_id, policy="greedy"),

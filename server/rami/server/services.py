@@ -40,6 +40,7 @@ from rami.engine import (
 from rami.engine.analysis import Analysis, check_hand
 from rami.engine.fair import MAX_ENTROPY
 from rami.engine.steps import step_space
+from rami.engine.views import seat_part
 from rami.v1 import (
     lobby_service_pb2,
     lobby_service_pb2_grpc,
@@ -682,7 +683,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
         token = _token(context)
 
-        def look(state: TableState) -> tuple[Game, bool]:
+        def look(state: TableState) -> tuple[Game, int, bool]:
             seat = _seat(state, token)
             game = state.game
             if game is None:
@@ -690,20 +691,28 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
             stale(state, request.number)
             turn = game.turn == seat and game.phase in (Phase.DRAW, Phase.PLAY)
             # A clone (cheap): the steps are found outside the table's task.
-            return (game.clone() if turn else game), turn
+            return (game.clone() if turn else game), seat, turn
 
-        game, turn = await self.read(table, look)
+        game, seat, turn = await self.read(table, look)
         space = step_space(game.variant.id, game.options)
+        _check_indexes(space.size, request.staged)
         if not turn:
             return table_service_pb2.LegalStepsResponse(size=space.size)
         with self.lobby.work.spend(_client(context)):
             state = space.stage(game, request.staged)
             legal = space.legal_steps(game, state)
+            declares = {i for i in legal if space.steps[i].kind == "declare"}
+            # The complete declarations, as the seat's view lists them (none: none is).
+            part = seat_part(game, seat) if declares else None
+            complete = {card for card, _ in part.declarations} if part is not None else set()
             return table_service_pb2.LegalStepsResponse(
                 size=space.size,
                 steps=[
                     table_service_pb2.LegalStep(
-                        index=i, text=space.describe(i), ends_move=space.ends_move(i)
+                        index=i,
+                        text=space.describe(i),
+                        ends_move=space.ends_move(i),
+                        false_declaration=i in declares and space.steps[i].card not in complete,
                     )
                     for i in legal
                 ],
@@ -979,5 +988,19 @@ def _ended(commands: asyncio.Task[None]) -> None:
 
 def _steps_action(game: Game, seat: int, steps: Sequence[int]) -> Action:
     """The move an Act's ``steps`` make for ``seat`` (``StepSpace.action_of``)."""
+    space = step_space(game.variant.id, game.options)
+    _check_indexes(space.size, steps)
     game.check_turn(seat)
-    return step_space(game.variant.id, game.options).action_of(game, steps)
+    return space.action_of(game, steps)
+
+
+def _check_indexes(size: int, steps: Sequence[int]) -> None:
+    """Refuse, as malformed, a step that is no index of the table's step space (a step that
+    is one, but not legal then, is the engine's ILLEGAL_STEP)."""
+    for n, i in enumerate(steps):
+        if not 0 <= i < size:
+            raise Invalid(
+                "BAD_ACTION",
+                f"no step {i} (the move's step {n + 1}): this table's steps are numbered"
+                f" 0 to {size - 1}",
+            )

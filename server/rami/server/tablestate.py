@@ -334,7 +334,11 @@ class TableState:
         """The seat to take: ``wanted`` if it is free, else the first free one."""
         self._not_closed()
         if self.status != WAITING:
-            raise Precondition("TABLE_STARTED", "the game has started: no seat can be taken")
+            raise Precondition(
+                "TABLE_STARTED",
+                "the game has started: no seat can be taken (a seat's player comes back with"
+                " the seat's token, on Watch or Play)",
+            )
         if wanted is not None:
             if not 0 <= wanted < len(self.seats):
                 raise Invalid("BAD_SEAT", f"no seat {wanted}: seats are 0 to {len(self.seats) - 1}")
