@@ -181,7 +181,10 @@ def test_a_round_of_simple_with_a_hint_then_a_finish(server: ServerThread, stubs
         assert " add " not in d.screen.text()[start : d.cursor]  # simple has no add
         d.type("hint")
         d.expect(r"Best arrangement: .*nothing left over|left over: Q♦")
-        d.expect(r"You can lay everything but one card, keeping: Q♦\.")
+        d.expect(
+            r"You can lay everything but one card, keeping: Q♦\. The plays below lay them as"
+            r" the rules allow"
+        )
         d.type("lay Ks Kd Kh, 4c 5c 6c 7c, 9h JK Jh, 2c 2d 2s")
         d.expect(r"You laid \[1\] K♦ K♥ K♠, .* and \[4\] 2♣ 2♦ 2♠, leaving one card to discard\.")
         d.type("table")
@@ -207,6 +210,11 @@ def test_a_round_of_portuguese_ends_with_a_declaration(server: ServerThread, stu
         d.expect(r"Refused: You have already drawn this turn\. Nothing was played\.")
         d.type("say good game, all")
         d.expect(r"You: good game, all")
+        d.type("lay 7c 7s 7h")  # the rule, not which of these cards are held
+        d.expect(
+            r"Nothing is laid in portuguese: hands stay closed; declare to finish\. Nothing was"
+            r" sent\."
+        )
         d.type("hint")
         d.expect(r"You can declare, putting face down: 2♠\.")
         d.type("declare 2S")

@@ -58,6 +58,10 @@ def test_a_line_splits_into_a_command_and_its_arguments() -> None:
     assert split_command("chat hello there") == ("say", "hello there")
     assert find("?") is not None and find("nosuch") is None
     assert suggest("dicsard") == "discard" and suggest("xyzzy") is None
+    # Among what could run where the person is: in the lobby, no move is a guess.
+    assert suggest("clear") == "declare"
+    assert suggest("clear", available(LOBBY)) != "declare"
+    assert suggest("clear", cutoff=0.75) is None and suggest("dicsard", cutoff=0.75) == "discard"
 
 
 def test_each_place_has_its_own_commands() -> None:
@@ -357,3 +361,26 @@ def test_a_refused_opening_under_the_bar_says_what_it_must_beat() -> None:
     assert _refusal(low, bar=50).startswith(
         "Refused: An opening needs clean melds worth at least 71"
     )
+
+
+def test_a_refused_meld_of_many_cards_says_melds_are_put_apart_with_commas() -> None:
+    from rami.client.link import Refused
+    from rami.client.session import _refusal
+
+    def mixed(cards: str) -> Refused:
+        return Refused(
+            f"{cards} is neither a run (one suit, ranks in a row) nor a set (one rank,"
+            " different suits)",
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "INVALID_MELD",
+        )
+
+    comma = "put commas between them"
+    assert comma in _refusal(mixed("10♣ 10♦ 10♥ J♣ J♦ J♥ 4♦ 5♦ 6♦"))
+    assert comma not in _refusal(mixed("10♣ J♦ Q♥"))  # one meld, wrong
+
+
+def test_a_discard_or_declaration_with_no_card_asks_which() -> None:
+    for name in ("discard", "declare"):
+        with pytest.raises(MoveError, match=rf"^{name} which card\? Type it after {name}"):
+            parse_move(name, "  ")

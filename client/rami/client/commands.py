@@ -12,6 +12,7 @@ splits into a command and its arguments.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rami.engine import Variant
@@ -344,8 +345,10 @@ def available(where: str, variant: Variant | None = None) -> list[Command]:
     return [c for c in COMMANDS if where in c.where and c.name not in hidden]
 
 
-def suggest(word: str) -> str | None:
-    """The command a mistyped word most likely meant."""
-    names = [c.name for c in COMMANDS]
-    found = difflib.get_close_matches(word.lower(), names, n=1, cutoff=0.6)
+def suggest(word: str, among: Iterable[Command] = COMMANDS, cutoff: float = 0.6) -> str | None:
+    """The command a mistyped word most likely meant, of those ``among`` (by default every
+    command; a session asks first of those it could run where the person is), if one is at
+    least ``cutoff`` alike (difflib's ratio)."""
+    names = [c.name for c in among]
+    found = difflib.get_close_matches(word.lower(), names, n=1, cutoff=cutoff)
     return found[0] if found else None

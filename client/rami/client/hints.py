@@ -222,7 +222,15 @@ def _variant_facts(analysis: game_pb2.Analysis, view: View, look: Look) -> list[
                 " card you draw fits them too."
             )
         else:
-            facts.append(f"You can lay everything but one card, keeping: {names}.")
+            # The arrangement counts points: it may not be a lay the rules allow (a whole-hand
+            # finish in tallage needs a clean set and a clean run among its melds).
+            how = (
+                " The plays below lay them as the rules allow (the arrangement above counts"
+                " points, and may not be one)."
+                if view.my_turn
+                else ""
+            )
+            facts.append(f"You can lay everything but one card, keeping: {names}.{how}")
     return facts
 
 

@@ -96,6 +96,8 @@ def _source(word: str) -> str:
 
 def parse_move(name: str, args: str) -> Action:
     """The action of a move command (``name`` is one of :data:`MOVES`)."""
+    if name in ("discard", "declare") and not args.strip():
+        raise MoveError(f"{name} which card? Type it after {name}: {name} 7h, for instance.")
     text = args.replace("|", ",").lower()
     check_ranks(args)
     if name == "draw":

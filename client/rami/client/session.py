@@ -47,7 +47,16 @@ from rami.v1 import (
 )
 
 from .cardtext import cards_fragments
-from .commands import LOBBY, PLAYING, WAITING, WATCHING, find, split_command, suggest
+from .commands import (
+    LOBBY,
+    PLAYING,
+    WAITING,
+    WATCHING,
+    available,
+    find,
+    split_command,
+    suggest,
+)
 from .completion import Situation, TableCompleter
 from .convert import (
     VARIANT_IDS,
@@ -393,7 +402,12 @@ class ClientSession:
             )
             return
         if command is None:
-            guess = suggest(name)
+            # What could run here first; a command of elsewhere only if the word is a near
+            # miss of it ("dicsard" in the lobby, told then where it runs; "clear" is no
+            # "declare").
+            guess = suggest(name, available(self.where, self._variant())) or suggest(
+                name, cutoff=0.75
+            )
             also = f" Did you mean {guess}?" if guess else ""
             self.out.error(f"There is no command {name!r}.{also} help lists them.")
             return
@@ -547,6 +561,14 @@ class ClientSession:
     def _cannot(self, action: Action, view: game_pb2.View, variant: Variant) -> str:
         """Why ``action`` can never go through, from what the view shows ("" when it may):
         said at once, before anything is staged or sent."""
+        if variant.declares and (
+            isinstance(action, Lay) or (isinstance(action, Draw) and action.lay is not None)
+        ):
+            # The rule first: which cards are held does not matter when nothing is laid.
+            return (
+                f"Nothing is laid in {variant.id}: hands stay closed; declare to finish."
+                " Nothing was sent."
+            )
         offered = game_pb2.DRAW_SOURCE_DISCARD in view.draw_sources
         drawing = _my_turn(view) and view.phase == game_pb2.PHASE_DRAW
         if (
@@ -1407,6 +1429,10 @@ def _refusal(error: Refused, names: Sequence[str] = (), bar: int = 0) -> str:
             f"An opening must beat the bar of {bar}: it needs clean melds worth {bar + 1} or "
             f"more; yours are worth {low.group(2)}."
         )
+    mixed = re.match(r"(.*) is neither a run \(", text)
+    if error.reason == "INVALID_MELD" and mixed and len(mixed.group(1).split()) >= 6:
+        # Most likely several melds typed as one.
+        text += " To lay several melds, put commas between them: lay 7h 8h 9h, Ks Kd Kc."
     if names:  # the server speaks of seats; the person knows the players by name
 
         def name(match: re.Match[str]) -> str:
