@@ -378,7 +378,14 @@ def test_leave_during_a_game_says_the_server_plays_the_seat(
     try:
         _sit_with_a_bot(d, "tallage")
         d.expect(r"It's your turn: you play first with 15 cards, without drawing\.")
+        # Asked first, as quit is: anything but yes keeps the seat.
         d.type("leave")
+        d.expect(r"The game is still on: if you leave, the server plays your seat from now on\.")
+        d.type("n")
+        d.expect(r"You stay at the table\.")
+        d.type("leave")
+        d.expect(r"leave\? \[y/N\]>")
+        d.type("y")
         d.expect(r"You left the game: the server plays your seat from now on\.")
         d.expect(r"You are back in the lobby\.")
     finally:

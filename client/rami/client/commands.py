@@ -213,9 +213,9 @@ COMMANDS: tuple[Command, ...] = (
         "leave",
         "leave",
         "leave this table and go back to the lobby",
-        "leave gives up your seat or stops watching. During a game the server plays your seat "
-        "from then on; rami-client connect remembers the seat, and join takes it back while the "
-        "game lasts.",
+        "leave gives up your seat or stops watching. During a game it asks first (y leaves), "
+        "and the server plays your seat from then on; rami-client connect remembers the seat, "
+        "and join takes it back while the game lasts.",
         _AT_TABLE,
     ),
     Command(

@@ -891,13 +891,29 @@ class ClientSession:
         if saved is not None:
             self.seats.save(replace(saved, seen=number))
 
-    async def _do_leave(self, args: str) -> None:
+    async def _do_leave(self, args: str, *, confirmed: bool = False) -> None:
         view = self.view
         seated = self.where == PLAYING and view is not None and my_seat(view) is not None
         game_on = view is not None and view.phase not in (
             game_pb2.PHASE_WAITING,
             game_pb2.PHASE_GAME_OVER,
         )
+        if seated and game_on and not confirmed:
+            # As quit asks: leaving a game under way hands the seat to the server.
+            if self.local:
+                then = "the game ends"
+            elif self.seats is not None:
+                then = "the server plays your seat until you take it back (join)"
+            else:
+                then = "the server plays your seat from now on"
+            self.ask(
+                f"The game is still on: if you leave, {then}. Type y (or yes) to leave; "
+                "anything else keeps you at the table.",
+                "leave?",
+                "You stay at the table.",
+                lambda: self._do_leave(args, confirmed=True),
+            )
+            return
         await self._leave()
         if seated and game_on and not self.local:
             back = " until you take it back (join)" if self.seats is not None else " from now on"
