@@ -20,7 +20,7 @@ from rami.client.convert import VARIANT_IDS
 from rami.client.link import Link
 from rami.client.look import Look
 from rami.client.seats import SavedSeat, SeatBook
-from rami.client.session import ClientSession
+from rami.client.session import TOLD_IN_FULL, ClientSession
 from rami.server.table import TableConfig
 from rami.server.testing import stacked_deck
 from rami.v1 import game_pb2, lobby_service_pb2
@@ -111,8 +111,10 @@ def _play_across_two_clients(server: ServerThread, stubs: Stubs, book: SeatBook)
     assert book.at(server.target) == []  # the game is over: nothing to take back
 
 
-@pytest.mark.parametrize("ending", ["quit", "crash"])
-def test_taking_a_seat_back_tells_what_happened_while_away(tmp_path: Path, ending: str) -> None:
+@pytest.mark.parametrize(("ending", "away"), [("quit", 1.0), ("crash", 1.0), ("quit", 2.5)])
+def test_taking_a_seat_back_tells_what_happened_while_away(
+    tmp_path: Path, ending: str, away: float
+) -> None:
     # The server plays the seat once it is left, and the bot plays: a few moves are made
     # before Ana comes back, and her new client tells them before the table as it is. Also
     # after a crash or a closed window, where nothing is said to the server and the client
@@ -151,16 +153,25 @@ def test_taking_a_seat_back_tells_what_happened_while_away(tmp_path: Path, endin
             book.path.write_bytes(crashed)
         (saved,) = book.at(server.target)
         assert saved.seen > 0
-        time.sleep(1.0)  # the server and the bot play on
+        time.sleep(away)  # the server and the bot play on
         second = _client(server, book)
         try:
             second.expect(r"You hold seat 0 at table 1: join 1 takes it back\.")
             second.type("join")
             second.expect(r"You take seat 0 back: kept")
-            second.expect(r"While you were away \(\d+ updates?\):")
+            missed = int(second.expect(r"While you were away \((\d+) updates?[;)]").group(1))
+            start = second.cursor
             # The moves made meanwhile, told; the seat's own were the server's.
             second.expect(r"The server \(for you\) (drew|discarded)")
             second.expect(r"You are up to date:", timeout=15)
+            told = re.findall(
+                r"\b(drew|discarded|took)\b", second.screen.text()[start : second.cursor]
+            )
+            if away > 2:  # some 50 updates: the brief way is tried
+                assert missed > 2 * TOLD_IN_FULL, missed
+            if missed > 2 * TOLD_IN_FULL:
+                # Many: the moves of only the last ones are told one by one.
+                assert 0 < len(told) <= TOLD_IN_FULL, (missed, told)
             # The pile as the round made it, read back from before the updates missed: every
             # card of it by who threw it (or turned it up), none "from before you joined".
             second.type("pile")

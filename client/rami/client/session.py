@@ -172,6 +172,9 @@ class ClientSession:
         self._question: _Question | None = None
         #: Taking a seat back: the table's number then, until the updates missed are told.
         self._catching_up: int | None = None
+        #: Taking a seat back after many updates: up to this one, the moves are not told one by
+        #: one (only what rounds, chat and players did), the last ones are.
+        self._brief_until: int | None = None
         #: The last update of the table followed that is written down as seen (see seats).
         self._seen = 0
         #: While the past of a table is read quietly, the update where the telling starts.
@@ -743,17 +746,19 @@ class ClientSession:
             # The moves of the seat while its player was away were the server's.
             stand_in="The server (for you)" if self._catching_up is not None else "",
         )
+        brief = self._brief_until is not None and update.number <= self._brief_until
         for msg in update.events:
             event = event_from_proto(msg)
             if event is not None:
                 self.pile.apply(event)
-                self.out.lines(narrate(event, scene))
+                if not (brief and msg.WhichOneof("kind") in _MOVE_EVENTS):
+                    self.out.lines(narrate(event, scene))
         if after.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY):
             self.pile.sync(card(after.discard_top))
         if update.snapshot:
             self._snapshot(after)
         if self._catching_up is not None and after.number >= self._catching_up:
-            self._catching_up = None
+            self._catching_up = self._brief_until = None
             self.out.info("You are up to date:")
             self._snapshot(after)
         if before is None or after.number >= before.number:
@@ -861,7 +866,7 @@ class ClientSession:
                 await task
 
     def _left_table(self) -> None:
-        self._catching_up = None
+        self._catching_up = self._brief_until = None
         self.table_id = self.token = None
         self.view = self._streamed = None
         self.stage = Stage()
@@ -1247,7 +1252,15 @@ class ClientSession:
                 [("class:good", f"You take seat {saved.seat} back: "), ("", table_summary(table))]
             )
             missed = table.number - saved.seen if saved.seen else 0
-            if missed > 0:
+            if missed > 2 * TOLD_IN_FULL:
+                self.out.info(
+                    f"While you were away ({plural(missed, 'update')}; the moves of the last"
+                    f" {TOLD_IN_FULL} are told, before them the rounds, the chat and the"
+                    " players):"
+                )
+                self._catching_up = table.number
+                self._brief_until = table.number - TOLD_IN_FULL
+            elif missed > 0:
                 self.out.info(f"While you were away ({plural(missed, 'update')}):")
                 self._catching_up = table.number
             await self._watch_table(
@@ -1413,6 +1426,13 @@ def _no_discard(view: game_pb2.View, variant: Variant) -> str:
 #: How far back a game under way is read when a client starts following it (resuming within
 #: 256 updates of the latest is never limited by the server): the throws the pile shows.
 QUIET_HISTORY = 160
+#: Taking a seat back after more than twice this many updates, the moves of only the last
+#: this many are told one by one.
+TOLD_IN_FULL = 12
+#: The events of moves (``Event.kind``), left untold before those.
+_MOVE_EVENTS = frozenset(
+    ("card_drawn", "cards_laid", "card_discarded", "stock_rebuilt", "turn_timed_out")
+)
 
 
 def _is_card(word: str) -> bool:
