@@ -904,10 +904,9 @@ class ClientSession:
             game_pb2.PHASE_GAME_OVER,
         )
         if seated and game_on and not confirmed:
-            # As quit asks: leaving a game under way hands the seat to the server.
-            if self.local:
-                then = "the game ends"
-            elif self.seats is not None:
+            # As quit asks: leaving a game under way hands the seat to the server (a game of
+            # `rami-client play` too: its bots play on).
+            if self.seats is not None:
                 then = "the server plays your seat until you take it back (join)"
             else:
                 then = "the server plays your seat from now on"
@@ -920,7 +919,7 @@ class ClientSession:
             )
             return
         await self._leave()
-        if seated and game_on and not self.local:
+        if seated and game_on:
             back = " until you take it back (join)" if self.seats is not None else " from now on"
             self.out.info(f"You left the game: the server plays your seat{back}.")
         self.out.info("You are back in the lobby. tables lists the tables.")
