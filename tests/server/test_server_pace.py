@@ -67,7 +67,7 @@ def test_no_bot_delay_and_no_round_pause_play_a_table_of_bots_at_once(tmp_path: 
             assert time.monotonic() < end, "the bots did not play at once"
             time.sleep(0.1)
         number, _ = _table(lobby, table_id)
-        assert number > 40  # a whole game of two rounds was played, move by move
+        assert number > 10  # two rounds were played, move by move (one may end early)
 
 
 def test_a_long_bot_delay_holds_the_bots_moves(tmp_path: Path) -> None:
