@@ -136,16 +136,7 @@ class SeatBook:
     def _write(self, seats: list[SavedSeat]) -> None:
         """Replace the file whole (a new file, then a rename), readable by its owner only."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".seats-")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump([asdict(s) for s in seats], f, indent=1)
-                os.chmod(tmp, 0o600)
-                os.replace(tmp, self.path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            _replace_whole(self.path, [asdict(s) for s in seats], indent=1)
         except OSError as e:
             self.problem = f"can't write {self.path}: {e}"
 
@@ -172,18 +163,8 @@ class SeatBook:
         if not isinstance(kept, dict):
             kept = {}
         kept[name] = value
-        try:
-            self._prefs.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self._prefs.parent, prefix=".prefs-")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump(kept, f)
-                os.replace(tmp, self._prefs)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-        except OSError:
-            pass
+        with suppress(OSError):
+            _replace_whole(self._prefs, kept)
 
     def at(self, server: str) -> list[SavedSeat]:
         """This profile's seats held on ``server``."""
@@ -236,3 +217,18 @@ class SeatBook:
             kept = [s for s in seats if (s.server, s.table_id, s.profile) != key]
             if len(kept) != len(seats):
                 self._write(kept)
+
+
+def _replace_whole(path: Path, data: object, indent: int | None = None) -> None:
+    """Write ``data`` as JSON to ``path`` whole (a new file, then a rename), readable by its
+    owner only; OSError when it can't."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=indent)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -903,16 +903,13 @@ class ClientSession:
             game_pb2.PHASE_WAITING,
             game_pb2.PHASE_GAME_OVER,
         )
-        if seated and game_on and not confirmed:
-            # As quit asks: leaving a game under way hands the seat to the server (a game of
-            # `rami-client play` too: its bots play on).
-            if self.seats is not None:
-                then = "the server plays your seat until you take it back (join)"
-            else:
-                then = "the server plays your seat from now on"
+        # Leaving a game under way hands the seat to the server (a game of `rami-client
+        # play` too: its bots play on).
+        back = " until you take it back (join)" if self.seats is not None else " from now on"
+        if seated and game_on and not confirmed:  # as quit does, asked first
             self.ask(
-                f"The game is still on: if you leave, {then}. Type y (or yes) to leave; "
-                "anything else keeps you at the table.",
+                f"The game is still on: if you leave, the server plays your seat{back}. Type y"
+                " (or yes) to leave; anything else keeps you at the table.",
                 "leave?",
                 "You stay at the table.",
                 lambda: self._do_leave(args, confirmed=True),
@@ -920,7 +917,6 @@ class ClientSession:
             return
         await self._leave()
         if seated and game_on:
-            back = " until you take it back (join)" if self.seats is not None else " from now on"
             self.out.info(f"You left the game: the server plays your seat{back}.")
         self.out.info("You are back in the lobby. tables lists the tables.")
 
