@@ -35,6 +35,7 @@ import pytest
 from helpers import cards, deal
 
 from rami.engine import (
+    CARDS,
     JOKER,
     POLICIES,
     Card,
@@ -913,6 +914,28 @@ def test_discard_refusal_is_what_apply_says_of_a_discard(variant: str) -> None:
     )
     # Both answers were met, and the refusals that matter to a discard.
     assert None in seen and {"NOT_YOUR_TURN", "MUST_DRAW", "CARD_NOT_IN_HAND"} <= seen
+
+
+@pytest.mark.parametrize("variant", ["portuguese", "tallage", "simple"])
+def test_discardable_lists_the_cards_whose_discard_refusal_is_none(variant: str) -> None:
+    # The mask lists Game.discardable: one check of the turn and phase, not one per card.
+    rng = random.Random(f"discardable/{variant}")
+    policy = POLICIES["random"]
+    lists = 0
+    for seed in range(3):
+        game, _ = Game.new(variant, Options(players=3), seed, turn_cap=LEARNING_TURN_CAP)
+        for _ in range(300):
+            if game.phase == Phase.GAME_OVER:
+                break
+            if game.phase == Phase.ROUND_OVER:
+                game.apply(None, NextRound())
+                continue
+            for seat in range(game.players):
+                accepted = [c for c in CARDS if game.discard_refusal(seat, c) is None]
+                assert game.discardable(seat) == accepted, (seat, game.phase)
+                lists += bool(accepted)
+            game.apply(game.turn, policy(view(game, game.turn), rng))
+    assert lists > 50  # positions where some discard was allowed were met
 
 
 @pytest.mark.parametrize("variant", ["tallage", "simple"])

@@ -736,11 +736,27 @@ class Game:
             return e
         return None
 
-    def _check_discard(self, seat: int, card: Card) -> Card:
-        """Raise what refuses ``card``'s discard (the seat's turn is :meth:`check_turn`'s);
-        else return the card."""
+    def discardable(self, seat: int) -> list[Card]:
+        """The cards ``seat`` may discard now, each once, in card order: those whose
+        :meth:`discard_refusal` is None, found with one check of what refuses every discard
+        now (the turn, the phase) and not one per card."""
+        try:
+            self.check_turn(seat)
+            self._check_discard_now()
+        except RuleError:
+            return []
+        return sorted(set(self.hands[seat]))
+
+    def _check_discard_now(self) -> None:
+        """Raise what refuses any discard of the seat to move now (its turn aside)."""
         if self.phase != Phase.PLAY:
             raise IllegalAction("draw first: you discard after taking a card", "MUST_DRAW")
+
+    def _check_discard(self, seat: int, card: Card) -> Card:
+        """Raise what refuses ``card``'s discard (the seat's turn is :meth:`check_turn`'s);
+        else return the card. What it checks beyond :meth:`_check_discard_now` is that the
+        seat holds the card (:meth:`discardable` relies on it)."""
+        self._check_discard_now()
         card = _card(card)
         if card not in self.hands[seat]:
             raise IllegalAction(f"you don't hold {card}", "CARD_NOT_IN_HAND")

@@ -31,13 +31,14 @@ The rules stay in ``game.py``: staging a step asks :meth:`Game.plan_lay` (``part
 whether the staged steps so far are valid steps in that order; ``commit`` is in the mask only
 when :meth:`Game.plan_lay` of the whole staged lay (``partial=False``: the check ``apply`` makes
 of a lay, alone or with the discard taken) accepts it, ``discard`` when
-:meth:`Game.discard_refusal` (the check ``apply`` makes of a discard) has nothing against it,
-``draw`` and ``take`` when :meth:`Game.draw_refusal` (the same, for a draw) has nothing against
-them, ``declare`` when :meth:`Game.declarable` lists the card. The melds' own validators only
-pick the few candidates worth asking about; and where what the engine checks of a kind of step
-is, beyond what those validators said of each candidate, the same for all candidates (the
-seat's turn and phase, laying now, the staged steps), the first one accepted answers for the
-others: one ``plan_lay`` for the new melds, one for the steps on table melds.
+:meth:`Game.discardable` lists the card (the cards :meth:`Game.discard_refusal`, the check
+``apply`` makes of a discard, has nothing against), ``draw`` and ``take`` when
+:meth:`Game.draw_refusal` (the same, for a draw) has nothing against them, ``declare`` when
+:meth:`Game.declarable` lists the card. The melds' own validators only pick the few candidates
+worth asking about; and where what the engine checks of a kind of step is, beyond what those
+validators said of each candidate, the same for all candidates (the seat's turn and phase,
+laying now, the staged steps), the first one accepted answers for the others: one
+``plan_lay`` for the new melds, one for the steps on table melds.
 So every step in the mask is accepted, and every committed lay is one ``apply`` accepts
 (sound); and every legal lay is a sequence of ``new``, ``add`` and ``joker`` steps (complete:
 a lay's multi-card addition is its cards added one at a time, which is what ``apply`` does
@@ -294,8 +295,14 @@ class StepSpace:
             entry = (sum(1 << c for c in low), shape.jokers, len(shape.cards), self.new_base + n)
             kinds = by_pair[low[0]].setdefault(low[1] if len(low) > 1 else -1, ([], []))
             kinds[1 if shape.jokers else 0].append(entry)
+        # Per lowest card: (the second card as a bit, 0 for none; its shapes without jokers;
+        # those with), the shapes in chains (see _chains).
         self._by_pair = tuple(
-            {k: (tuple(clean), tuple(wild)) for k, (clean, wild) in d.items()} for d in by_pair
+            tuple(
+                (1 << k if k >= 0 else 0, _chains(clean), _chains(wild))
+                for k, (clean, wild) in d.items()
+            )
+            for d in by_pair
         )
         #: Most cards a seat holds when it lays: the deal, the dealer's extra or a draw.
         self.max_hand = v.hand_size + max(v.dealer_extra, 1)
@@ -367,7 +374,7 @@ class StepSpace:
             out.append(self.commit)
         if game.phase == Phase.PLAY and not state.staged:
             base = self.discard_base
-            out += [base + c for c in sorted(set(state.hand)) if not game.discard_refusal(seat, c)]
+            out += [base + c for c in game.discardable(seat)]
             if self.variant.declares:
                 out += [self.declare_base + c for c in self._declarations(game, seat, state)]
         return sorted(out)
@@ -397,31 +404,36 @@ class StepSpace:
         left = len(hand)
         by_pair = self._by_pair
         naturals = sorted({c for c in hand if c != JOKER})
-        # Candidates: the shapes of each held pair (and of each held card alone, with jokers).
-        candidates: list[tuple[int, int, int, int]] = []
+        # Candidates: the shapes of each held pair (and of each held card alone, with jokers),
+        # in chains (see _chains): a chain is read up to its first shape not held.
+        chains: list[tuple[tuple[int, int, int, int], ...]] = []
         for first in naturals:
-            for second, (clean, wild) in by_pair[first].items():  # some four per card
-                if second < 0 or held >> second & 1:
-                    candidates.extend(clean)
+            for second, clean, wild in by_pair[first]:  # some four per card
+                if held & second == second:
+                    chains += clean
                     if jokers:
-                        candidates.extend(wild)
+                        chains += wild
         # Once the engine has accepted one held shape after the staged steps, it accepts
         # every held shape: a shape's NewMeld makes a valid meld (checked when the space was
         # built), its cards are in the hand the staged steps leave (the bits and the jokers
         # above) and one card is left; what else could refuse it (the seat's turn, its phase,
         # laying now, the staged steps) is the same for every shape.
-        accepted = False
-        for bits, need_jokers, length, index in candidates:
-            if bits & ~held or need_jokers > jokers or length >= left:
-                continue  # not held, or it would leave no card to discard
-            if not accepted:
-                verdict = self._stage_ok(game, seat, state, self.steps[index].lay_step())
-                if verdict is None:
-                    break  # no new meld may be staged now, whichever
-                if not verdict:
-                    continue
-                accepted = True
-            out.append(index)
+        accepted = closed = False
+        for chain in chains:
+            for bits, need_jokers, length, index in chain:
+                if bits & ~held or need_jokers > jokers or length >= left:
+                    break  # not held, or it would leave no card to discard: nor the rest
+                if not accepted:
+                    verdict = self._stage_ok(game, seat, state, self.steps[index].lay_step())
+                    if verdict is None:
+                        closed = True  # no new meld may be staged now, whichever
+                        break
+                    if not verdict:
+                        continue
+                    accepted = True
+                out.append(index)
+            if closed:
+                break
         if not self.max_melds or len(hand) < 2:
             return out
         cards = sorted(set(hand))
@@ -688,6 +700,26 @@ class StepSpace:
 
     def __repr__(self) -> str:
         return f"StepSpace({self.variant.id!r}, size={self.size})"
+
+
+def _chains(
+    entries: Sequence[tuple[int, int, int, int]],
+) -> tuple[tuple[tuple[int, int, int, int], ...], ...]:
+    """Shapes (natural cards as bits, jokers, length, index) in chains along which each
+    needs all that the one before it needs, and more: a hand that does not hold one of a
+    chain's shapes, or that it would leave no card, holds none after it in the chain, so a
+    mask stops reading the chain there. Each shape is in one chain; the chains are made
+    longest-first, greedily, from the shapes by length."""
+    chains: list[list[tuple[int, int, int, int]]] = []
+    for e in sorted(entries, key=lambda e: (e[2], e[1], e[3])):
+        for chain in chains:
+            last = chain[-1]
+            if last[0] & ~e[0] == 0 and last[1] <= e[1] and last[2] <= e[2]:
+                chain.append(e)
+                break
+        else:
+            chains.append([e])
+    return tuple(tuple(c) for c in chains)
 
 
 def _when(game: Game, state: StepState) -> str:
