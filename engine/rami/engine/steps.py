@@ -283,6 +283,8 @@ class StepSpace:
         #: What the meld's own checks allow on each meld met on the table (_meld_steps).
         self._on_meld: dict[Meld, tuple[frozenset[Card], bool, frozenset[Card]]] = {}
         self._new_index = {s: self.new_base + n for n, s in enumerate(self.shapes)}
+        #: The ``new`` steps each hand met holds (_shapes_held).
+        self._held_shapes: dict[tuple[Card, ...], list[int]] = {}
         # The shapes by their two lowest natural cards (-1 for the second of a shape with one
         # natural card): a hand holds a shape only if it holds both, so a mask looks at the
         # shapes of the pairs of cards held, not at every shape. Each shape is listed as its
@@ -396,47 +398,24 @@ class StepSpace:
             return []
         out: list[int] = []
         hand = state.hand
-        held = 0
-        for c in hand:
-            if c != JOKER:
-                held |= 1 << c
-        jokers = hand.count(JOKER)
-        left = len(hand)
-        by_pair = self._by_pair
-        naturals = sorted({c for c in hand if c != JOKER})
-        # Candidates: the shapes of each held pair (and of each held card alone, with jokers),
-        # in chains (see _chains): a chain is read up to its first shape not held.
-        chains: list[tuple[tuple[int, int, int, int], ...]] = []
-        for first in naturals:
-            for second, clean, wild in by_pair[first]:  # some four per card
-                if held & second == second:
-                    chains += clean
-                    if jokers:
-                        chains += wild
+        shapes = self._held_shapes.get(hand)
+        if shapes is None:
+            shapes = self._shapes_held(hand)
         # Once the engine has accepted one held shape after the staged steps, it accepts
         # every held shape: a shape's NewMeld makes a valid meld (checked when the space was
-        # built), its cards are in the hand the staged steps leave (the bits and the jokers
-        # above) and one card is left; what else could refuse it (the seat's turn, its phase,
-        # laying now, the staged steps) is the same for every shape.
-        accepted = closed = False
-        for chain in chains:
-            for bits, need_jokers, length, index in chain:
-                if bits & ~held or need_jokers > jokers or length >= left:
-                    break  # not held, or it would leave no card to discard: nor the rest
-                if not accepted:
-                    verdict = self._stage_ok(game, seat, state, self.steps[index].lay_step())
-                    if verdict is None:
-                        closed = True  # no new meld may be staged now, whichever
-                        break
-                    if not verdict:
-                        continue
-                    accepted = True
-                out.append(index)
-            if closed:
+        # built), its cards are in the hand the staged steps leave and one card is left
+        # (_shapes_held); what else could refuse it (the seat's turn, its phase, laying now,
+        # the staged steps) is the same for every shape.
+        for i, index in enumerate(shapes):
+            verdict = self._stage_ok(game, seat, state, self.steps[index].lay_step())
+            if verdict is None:
+                break  # no new meld may be staged now, whichever
+            if verdict:
+                out += shapes[i:]
                 break
         if not self.max_melds or len(hand) < 2:
             return out
-        cards = sorted(set(hand))
+        cards = frozenset(hand)
         # As with the shapes: once the engine has accepted one step on a table meld, it
         # accepts every one that the meld's own check allows (it makes that same meld, with a
         # card of the hand the staged steps leave); the rest of what it checks is the same
@@ -446,24 +425,49 @@ class StepSpace:
             if k > self.max_melds:  # pragma: no cover - the deck allows no more
                 raise AssertionError(f"meld {k} on the table: more than {self.max_melds}")
             adds, low, takes = self._meld_steps(tm.meld)
-            for c in cards:
-                if c in adds:
-                    verdict = on_table or self._stage_ok(game, seat, state, AddToMeld(k, (c,)))
-                    if verdict is None:
-                        return out
-                    if verdict:
-                        on_table = True
-                        out.append(self.add_base + (k - 1) * 54 + c)
-                if (
-                    c == JOKER
-                    and low
-                    and (on_table or self._stage_ok(game, seat, state, AddToMeld(k, (c,), "low")))
-                ):
-                    out.append(self.add_base + (k - 1) * 54 + 53)
-            for c in cards:
-                if c in takes and (on_table or self._stage_ok(game, seat, state, TakeJoker(k, c))):
+            for c in sorted(adds & cards):
+                verdict = on_table or self._stage_ok(game, seat, state, AddToMeld(k, (c,)))
+                if verdict is None:
+                    return out
+                if verdict:
+                    on_table = True
+                    out.append(self.add_base + (k - 1) * 54 + c)
+            if (
+                low
+                and JOKER in cards
+                and (on_table or self._stage_ok(game, seat, state, AddToMeld(k, (JOKER,), "low")))
+            ):
+                out.append(self.add_base + (k - 1) * 54 + 53)
+            for c in sorted(takes & cards):
+                if on_table or self._stage_ok(game, seat, state, TakeJoker(k, c)):
                     out.append(self.joker_base + (k - 1) * 52 + c)
         return out
+
+    def _shapes_held(self, hand: tuple[Card, ...]) -> list[int]:
+        """The ``new`` steps whose meld ``hand`` holds, leaving a card: the shapes of each
+        held pair of cards (and of each held card alone, with jokers), in chains (see
+        _chains), each read up to its first shape not held. Kept per hand: a turn's masks
+        meet the same hands again as steps are staged and unstaged."""
+        held = 0
+        for c in hand:
+            if c != JOKER:
+                held |= 1 << c
+        jokers = hand.count(JOKER)
+        left = len(hand)
+        shapes: list[int] = []
+        for first in sorted({c for c in hand if c != JOKER}):
+            for second, clean, wild in self._by_pair[first]:  # some four per card
+                if held & second != second:
+                    continue
+                for chain in (clean + wild) if jokers else clean:
+                    for bits, need_jokers, length, index in chain:
+                        if bits & ~held or need_jokers > jokers or length >= left:
+                            break  # not held, or it would leave no card: nor the rest
+                        shapes.append(index)
+        if len(self._held_shapes) >= 4096:
+            self._held_shapes.clear()
+        self._held_shapes[hand] = shapes
+        return shapes
 
     def _meld_steps(self, meld: Meld) -> tuple[frozenset[Card], bool, frozenset[Card]]:
         """What the meld's own checks allow on ``meld``: the cards that go on it (a joker at
