@@ -870,9 +870,26 @@ def _refusals_match_apply(
     ``choices``: ``refusal(game, seat, choice)`` says apply's reason when ``game.apply`` of
     ``moves(choice)`` refuses it on a clone, and None exactly when apply accepts it. Returns
     the answers met."""
+    seen: set[str | None] = set()
+    for game in _random_positions(label, variant):
+        for seat in range(game.players):
+            for choice in choices:
+                said = refusal(game, seat, choice)
+                try:
+                    game.clone().apply(seat, moves(choice))
+                except RuleError as e:
+                    assert said is not None and said.reason == e.reason, (seat, choice, e)
+                else:
+                    assert said is None, (seat, choice, said)
+                seen.add(None if said is None else said.reason)
+    return seen
+
+
+def _random_positions(label: str, variant: str) -> Iterator[Game]:
+    """Every position of three seeded random games of 3 players (up to 300 moves each) where
+    a seat is to move: the game, before the move."""
     rng = random.Random(f"{label}/{variant}")
     policy = POLICIES["random"]
-    seen: set[str | None] = set()
     for seed in range(3):
         game, _ = Game.new(variant, Options(players=3), seed, turn_cap=LEARNING_TURN_CAP)
         for _ in range(300):
@@ -881,18 +898,8 @@ def _refusals_match_apply(
             if game.phase == Phase.ROUND_OVER:
                 game.apply(None, NextRound())
                 continue
-            for seat in range(game.players):
-                for choice in choices:
-                    said = refusal(game, seat, choice)
-                    try:
-                        game.clone().apply(seat, moves(choice))
-                    except RuleError as e:
-                        assert said is not None and said.reason == e.reason, (seat, choice, e)
-                    else:
-                        assert said is None, (seat, choice, said)
-                    seen.add(None if said is None else said.reason)
+            yield game
             game.apply(game.turn, policy(view(game, game.turn), rng))
-    return seen
 
 
 @pytest.mark.parametrize("variant", ["portuguese", "tallage", "simple"])
@@ -919,22 +926,12 @@ def test_discard_refusal_is_what_apply_says_of_a_discard(variant: str) -> None:
 @pytest.mark.parametrize("variant", ["portuguese", "tallage", "simple"])
 def test_discardable_lists_the_cards_whose_discard_refusal_is_none(variant: str) -> None:
     # The mask lists Game.discardable: one check of the turn and phase, not one per card.
-    rng = random.Random(f"discardable/{variant}")
-    policy = POLICIES["random"]
     lists = 0
-    for seed in range(3):
-        game, _ = Game.new(variant, Options(players=3), seed, turn_cap=LEARNING_TURN_CAP)
-        for _ in range(300):
-            if game.phase == Phase.GAME_OVER:
-                break
-            if game.phase == Phase.ROUND_OVER:
-                game.apply(None, NextRound())
-                continue
-            for seat in range(game.players):
-                accepted = [c for c in CARDS if game.discard_refusal(seat, c) is None]
-                assert game.discardable(seat) == accepted, (seat, game.phase)
-                lists += bool(accepted)
-            game.apply(game.turn, policy(view(game, game.turn), rng))
+    for game in _random_positions("discardable", variant):
+        for seat in range(game.players):
+            accepted = [c for c in CARDS if game.discard_refusal(seat, c) is None]
+            assert game.discardable(seat) == accepted, (seat, game.phase)
+            lists += bool(accepted)
     assert lists > 50  # positions where some discard was allowed were met
 
 
