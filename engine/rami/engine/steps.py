@@ -710,10 +710,11 @@ def _chains(
     entries: Sequence[tuple[int, int, int, int]],
 ) -> tuple[tuple[tuple[int, int, int, int], ...], ...]:
     """Shapes (natural cards as bits, jokers, length, index) in chains along which each
-    needs all that the one before it needs, and more: a hand that does not hold one of a
-    chain's shapes, or that it would leave no card, holds none after it in the chain, so a
-    mask stops reading the chain there. Each shape is in one chain; the chains are made
-    longest-first, greedily, from the shapes by length."""
+    needs at least all that the one before it needs (its natural cards, as many jokers, as
+    many cards): a hand that does not hold one of a chain's shapes, or that it would leave
+    no card, holds none after it in the chain, so a mask stops reading the chain there. Each
+    shape is in one chain; the chains are made greedily, the shapes taken shortest first,
+    each put at the end of the first chain it extends."""
     chains: list[list[tuple[int, int, int, int]]] = []
     for e in sorted(entries, key=lambda e: (e[2], e[1], e[3])):
         for chain in chains:
