@@ -1004,6 +1004,43 @@ def test_commit_is_offered_exactly_when_apply_accepts_the_staged_lay(variant: st
     assert offered and refused, (offered, refused)
 
 
+@pytest.mark.parametrize("variant", ["tallage", "simple"])
+def test_a_turns_masks_and_plans_are_those_of_a_fresh_state(variant: str) -> None:
+    # A StepState keeps the masks of the game's position and the plans before each staged
+    # step, so that unstaging and asking again cost nothing. At every step of random play
+    # (which stages and unstages often), its mask and its hand and table after the staged
+    # steps are what a fresh state with the same staged steps finds, planned anew.
+    space = StepSpace(variant, Options(players=2), turn_cap=LEARNING_TURN_CAP)
+    rng = random.Random(f"fresh/{variant}")
+    unstaged = 0
+    for seed in range(3):
+        game, _ = space.new_game(seed)
+        state = StepState()
+        for _ in range(1500):
+            if game.phase == Phase.GAME_OVER:
+                break
+            if game.phase == Phase.ROUND_OVER:
+                game.apply(None, NextRound())
+                continue
+            legal = space.legal_steps(game, state)
+            fresh = StepState()
+            fresh.sync(game)
+            if state.taking or state.gave_back:
+                fresh.taking, fresh.gave_back = state.taking, state.gave_back
+                fresh._rebase(game)
+            fresh.used, fresh.staged = state.used, list(state.staged)
+            if state.staged:
+                fresh.hand, fresh.melds = game.plan_lay(
+                    game.turn, Lay(tuple(state.staged)), with_discard=state.taking, partial=True
+                )
+            assert (state.hand, state.melds) == (fresh.hand, fresh.melds), state.staged
+            assert legal == space.legal_steps(game, fresh), state.staged
+            step = rng.choice(legal)
+            unstaged += step == space.unstage and bool(state.staged)
+            space.apply_step(game, state, step, check=False)
+    assert unstaged > 100, unstaged
+
+
 def test_a_bots_joker_at_the_low_end_of_an_ace_high_run_is_replayed_by_the_plain_add() -> None:
     # A joker goes on Q K A only below it: the mask offers that as "add JK", and no "add-low"
     # (which is offered only where it makes another meld). A bot's AddToMeld(..., "low") of

@@ -206,6 +206,16 @@ class StepState:
     melds: tuple[TableMeld, ...] = ()
     #: Staging steps made this turn (bounded by ``StepSpace.max_lay_steps``).
     used: int = 0
+    #: (hand, melds) before each staged step: ``unstage`` goes back to them.
+    _before: list[tuple[tuple[Card, ...], tuple[TableMeld, ...]]] = field(
+        default_factory=list, repr=False, compare=False
+    )
+    #: The masks asked at the game's action ``number``, by what else they depend on (see
+    #: StepSpace.legal_steps), and the game they were asked of.
+    _masks: dict[tuple[bool, bool, tuple[LayStep, ...], bool], tuple[int, ...]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _masked: Game | None = field(default=None, repr=False, compare=False)
 
     def copy(self) -> StepState:
         """An independent copy (for search, beside ``Game.clone``)."""
@@ -218,6 +228,7 @@ class StepState:
             self.hand,
             self.melds,
             self.used,
+            list(self._before),
         )
 
     def sync(self, game: Game) -> None:
@@ -231,12 +242,14 @@ class StepState:
             self.taking = False
             self.staged = []
             self._rebase(game)
+            self._masks.clear()
 
     def _rebase(self, game: Game) -> None:
         hand = list(game.hands[game.turn]) if game.hands else []
         if self.taking:
             hand.append(game.discard[-1])
         self.hand, self.melds = tuple(hand), tuple(game.melds)
+        self._before.clear()
 
 
 class StepSpace:
@@ -355,6 +368,26 @@ class StepSpace:
         state.sync(game)
         if game.phase not in (Phase.DRAW, Phase.PLAY):
             return []
+        if self.variant.declares:
+            return self._legal_steps(game, state)  # nothing staged: each mask is asked once
+        # The mask is a function of the game, which changes only with its action number,
+        # and of the turn in progress: kept per game position, since a turn's masks meet
+        # the same staged steps again as steps are staged and unstaged.
+        if state._masked is not game:
+            state._masks.clear()
+            state._masked = game
+        key = (
+            state.taking,
+            state.gave_back,
+            tuple(state.staged),
+            state.used < self.max_lay_steps,
+        )
+        found = state._masks.get(key)
+        if found is None:
+            found = state._masks[key] = tuple(self._legal_steps(game, state))
+        return list(found)
+
+    def _legal_steps(self, game: Game, state: StepState) -> list[int]:
         seat = game.turn
         out: list[int] = []
         if game.phase == Phase.DRAW and not state.taking:
@@ -558,22 +591,18 @@ class StepSpace:
         seat = game.turn
         if step.kind in ("new", "add", "add-low", "joker"):
             staged = [*state.staged, step.lay_step()]
+            before = (state.hand, state.melds)
             state.hand, state.melds = game.plan_lay(
                 seat, Lay(tuple(staged)), with_discard=state.taking, partial=True
             )
             state.staged = staged
+            state._before.append(before)
             state.used += 1
             return []
         if step.kind == "unstage":
             if state.staged:
                 state.staged.pop()
-                if state.staged:
-                    lay = Lay(tuple(state.staged))
-                    state.hand, state.melds = game.plan_lay(
-                        seat, lay, with_discard=state.taking, partial=True
-                    )
-                else:
-                    state._rebase(game)
+                state.hand, state.melds = state._before.pop()
             else:
                 state.taking, state.gave_back = False, True
                 state._rebase(game)
