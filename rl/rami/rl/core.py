@@ -112,10 +112,19 @@ class Layout:
                 return slice(start, stop)
         raise KeyError(name)
 
+    def card_weights(self) -> np.ndarray:
+        """What one copy of a card counts for at each entry of the card-count blocks (0.5, a
+        joker 0.25), 0 elsewhere: the count blocks are made as counts times this."""
+        weights = np.zeros(self.size, dtype=np.float64)
+        for name, start, stop in self.blocks:
+            if name in _COUNTED:
+                weights[start:stop] = 0.5
+                weights[start + JOKER : stop : _FACES] = 0.25
+        return weights
 
-def _counts(cards: Any, out: np.ndarray) -> None:
-    for c in cards:
-        out[c] += 0.25 if c == JOKER else 0.5
+
+#: The blocks that count cards (``discard_top`` is one-hot, not a count).
+_COUNTED = ("hand", "staged", "pile", "melds", "known")
 
 
 class Match:
@@ -137,6 +146,8 @@ class Match:
         self.options = Options(players=players, **options)
         self.space = StepSpace(self.variant, self.options, turn_cap=turn_cap)
         self.layout = Layout.of(players)
+        self._at = {name: start for name, start, _ in self.layout.blocks}
+        self._weights = self.layout.card_weights()
         self.rewards: RewardKind = rewards
         self._rounds = max_rounds(self.variant, self.options)
         self.reset(seed)
@@ -274,29 +285,36 @@ class Match:
 
     def observe(self, seat: int) -> np.ndarray:
         """The observation of ``seat`` (see the module's docstring)."""
-        g, lay, n = self.game, self.layout, self.players
-        out = np.zeros(lay.size, dtype=np.float32)
+        g, n, at = self.game, self.players, self._at
         slot = [(seat + k) % n for k in range(n)]  # slot k: the k-th seat from the observer
-        hand = g.hands[seat] if g.hands else []
-        _counts(hand, out[lay.slice("hand")])
+        hand = g.hands[seat] if g.hands else ()
         mine = g.phase in (Phase.DRAW, Phase.PLAY) and g.turn == seat
         if mine:
             self.state.sync(g)
         staged = self.state.hand if mine and (self.state.staged or self.state.taking) else hand
-        _counts(staged, out[lay.slice("staged")])
         top = g.discard_top()
-        if top is not None:
-            out[lay.slice("discard_top")][int(top)] = 1.0
-        pile = list(self.pile)
+        pile = self.pile
         if top is None and pile:
-            pile.pop()  # a declaration's card lies face down
-        _counts(pile, out[lay.slice("pile")])
-        melds = out[lay.slice("melds")].reshape(n, _FACES)
+            pile = pile[:-1]  # a declaration's card lies face down
+        # Every card block at once: the entries' counts of copies, times what a copy counts.
+        base = at["hand"]
+        entries = [base + c for c in hand]
+        base = at["staged"]
+        entries += [base + c for c in staged]
+        base = at["pile"]
+        entries += [base + c for c in pile]
+        base = at["melds"]
         for tm in g.melds:
-            _counts(tm.meld.cards, melds[slot.index(tm.owner)])
-        known = out[lay.slice("known")].reshape(max(n - 1, 0), _FACES)
+            owner = base + slot.index(tm.owner) * _FACES
+            entries += [owner + c for c in tm.meld.cards]
+        base = at["known"] - _FACES  # slot 1 is the first other seat
         for k in range(1, n):
-            _counts(self.known[slot[k]].elements(), known[k - 1])
+            other = base + k * _FACES
+            entries += [other + c for c in self.known[slot[k]].elements()]
+        counts = np.bincount(np.array(entries, dtype=np.intp), minlength=self.layout.size)
+        out = (counts * self._weights).astype(np.float32)
+        if top is not None:
+            out[at["discard_top"] + top] = 1.0
         most = self.space.max_hand
         # A game played to a target: totals / the target. One played for its rounds (portuguese)
         # has none: / 100 points a round, what a round may well cost (a declaration's x4 more).
@@ -304,12 +322,13 @@ class Match:
             scale = max(1, self.options.target)
         else:
             scale = 100 * max(1, self.options.rounds)
+        sizes, totals, opened = at["hand_sizes"], at["totals"], at["opened"]
         for k, s in enumerate(slot):
-            out[lay.slice("hand_sizes")][k] = len(g.hands[s]) / most if g.hands else 0.0
-            out[lay.slice("totals")][k] = min(g.totals[s] / scale, 2.0)
-            out[lay.slice("opened")][k] = float(g.has_opened(s))
+            out[sizes + k] = len(g.hands[s]) / most if g.hands else 0.0
+            out[totals + k] = min(g.totals[s] / scale, 2.0)
+            out[opened + k] = float(g.has_opened(s))
         if g.phase in (Phase.DRAW, Phase.PLAY):
-            out[lay.slice("turn")][slot.index(g.turn)] = 1.0
+            out[at["turn"] + slot.index(g.turn)] = 1.0
         phase = (
             "over"
             if g.phase in (Phase.ROUND_OVER, Phase.GAME_OVER)
@@ -317,12 +336,12 @@ class Match:
             if mine and self.state.taking
             else g.phase.value
         )
-        out[lay.slice("phase")][_PHASES.index(phase)] = 1.0
-        out[lay.slice("bar")][0] = g.bar / 100
-        out[lay.slice("stock")][0] = len(g.stock) / self.variant.deck_size
-        out[lay.slice("round")][0] = g.round / self._rounds
+        out[at["phase"] + _PHASES.index(phase)] = 1.0
+        out[at["bar"]] = g.bar / 100
+        out[at["stock"]] = len(g.stock) / self.variant.deck_size
+        out[at["round"]] = g.round / self._rounds
         if mine and self.space.max_lay_steps:
-            out[lay.slice("staged_steps")][0] = self.state.used / self.space.max_lay_steps
+            out[at["staged_steps"]] = self.state.used / self.space.max_lay_steps
         return out
 
     def render(self, seat: int | None = None) -> str:
