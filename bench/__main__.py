@@ -77,9 +77,11 @@ def run_engine(args: argparse.Namespace) -> dict[str, Any]:
             _say(f"  steps {variant:<11}{fig}")
             continue
         env = fig["env"].get("steps_per_s")
+        aec = (fig.get("pettingzoo") or {}).get("steps_per_s")
         _say(
             f"  steps {variant:<11}{fig['space']['steps_per_s']:>10,.0f} steps/s (step space), "
-            + (f"{env:,.0f} steps/s (rami.rl env)" if env else str(fig["env"]))
+            + (f"{env:,.0f} steps/s (rami.rl Match)" if env else str(fig["env"]))
+            + (f", {aec:,.0f} steps/s (PettingZoo env)" if aec else "")
         )
     return {
         "players": 2,

@@ -90,8 +90,9 @@ def bench_steps(
     variant: str, *, players: int = 2, seconds: float, most: int = 200_000
 ) -> dict[str, Any]:
     """Uniformly random legal steps (rami.engine.steps) in 2-player games: steps/s through the
-    bare step space (``legal_steps`` then ``apply_step``), and through ``rami.rl``'s Match as
-    an environment serves them (the mask as an array, the observation, the step), when
+    bare step space (``legal_steps`` then ``apply_step``), through ``rami.rl``'s Match as an
+    environment serves them (the mask as an array, the observation, the step), and through
+    the PettingZoo environment ``rami.rl.env()`` (``last()``, then ``step()``), when
     ``rami[rl]`` is installed. Games have the learning turn cap; a game that ends starts a new
     one."""
     try:
@@ -140,6 +141,30 @@ def bench_steps(
         steps += 1
     elapsed = time.perf_counter() - start
     out["env"] = {
+        "steps": steps,
+        "seconds": round(elapsed, 3),
+        "steps_per_s": round(steps / elapsed, 1),
+    }
+    try:
+        from rami.rl import env as pettingzoo_env
+    except ImportError as e:  # pragma: no cover - rami.rl without it is not made
+        out["pettingzoo"] = {"unavailable": f"rami.rl.env: {e}"}
+        return out
+    # The PettingZoo AEC environment as its users drive it (``env()``: wrapped, the order of
+    # calls enforced, an illegal step's check): last() for the selected agent's observation
+    # and mask, then step(). A game that ends starts a new one.
+    aec = pettingzoo_env(variant=variant, players=players)
+    aec.reset(seed=0)
+    steps, start = 0, time.perf_counter()
+    while steps < most and time.perf_counter() - start < seconds:
+        obs, _, terminated, truncated, _ = aec.last()
+        if terminated or truncated:
+            aec.reset()
+            continue
+        aec.step(rng.choice(obs["action_mask"].nonzero()[0].tolist()))
+        steps += 1
+    elapsed = time.perf_counter() - start
+    out["pettingzoo"] = {
         "steps": steps,
         "seconds": round(elapsed, 3),
         "steps_per_s": round(steps / elapsed, 1),

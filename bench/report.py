@@ -197,7 +197,11 @@ def comparisons(results: dict[str, Any]) -> list[Row]:
     os_ref = _get(eng, "peers", "openspiel")
     os_v = os_ref.get("decisions_per_s") if isinstance(os_ref, dict) else None
     for variant, fig in (eng.get("steps") or {}).items():
-        for part, label in (("space", "the step space"), ("env", "rami.rl's Match")):
+        for part, label in (
+            ("space", "the step space"),
+            ("env", "rami.rl's Match"),
+            ("pettingzoo", "the PettingZoo env"),
+        ):
             rate = (fig.get(part) or {}).get("steps_per_s")
             if rate and part == "space":
                 # The engine's own target: 20,000 random legal steps a second on one core.
