@@ -86,24 +86,11 @@ def bench_self_play(
 # -- the step space and the learning environments ---------------------------------------------
 
 
-def bench_steps(
-    variant: str, *, players: int = 2, seconds: float, most: int = 200_000
-) -> dict[str, Any]:
-    """Uniformly random legal steps (rami.engine.steps) in 2-player games: steps/s through the
-    bare step space (``legal_steps`` then ``apply_step``), through ``rami.rl``'s Match as an
-    environment serves them (the mask as an array, the observation, the step), and through
-    the PettingZoo environment ``rami.rl.env()`` (``last()``, then ``step()``), when
-    ``rami[rl]`` is installed. Games have the learning turn cap; a game that ends starts a new
-    one."""
-    try:
-        from rami.engine.game import LEARNING_TURN_CAP
-        from rami.engine.steps import StepSpace, StepState
-    except ImportError as e:  # a baseline from before the step space
-        return {"unavailable": f"no step space: {e}"}
+def _random_steps(space: Any, rng: random.Random, seconds: float, most: int) -> int:
+    """Uniformly random legal steps through ``space`` in games of it (a game that ends starts
+    the next), until ``most`` steps or ``seconds``: the steps made."""
+    from rami.engine.steps import StepState
 
-    space = StepSpace(variant, Options(players=players), turn_cap=LEARNING_TURN_CAP)
-    rng = random.Random(1)
-    out: dict[str, Any] = {}
     steps, games, start = 0, 0, time.perf_counter()
     game, _ = space.new_game(games)
     state = StepState()
@@ -117,6 +104,39 @@ def bench_steps(
         else:
             space.apply_step(game, state, rng.choice(space.legal_steps(game, state)), check=False)
             steps += 1
+    return steps
+
+
+def bench_steps_only(variant: str, steps: int, *, players: int = 2) -> None:
+    """``steps`` of :func:`bench_steps`' random steps through the step space, untimed (what
+    ``bench.instructions`` counts)."""
+    from rami.engine.game import LEARNING_TURN_CAP
+    from rami.engine.steps import StepSpace
+
+    space = StepSpace(variant, Options(players=players), turn_cap=LEARNING_TURN_CAP)
+    _random_steps(space, random.Random(1), float("inf"), steps)
+
+
+def bench_steps(
+    variant: str, *, players: int = 2, seconds: float, most: int = 200_000
+) -> dict[str, Any]:
+    """Uniformly random legal steps (rami.engine.steps) in 2-player games: steps/s through the
+    bare step space (``legal_steps`` then ``apply_step``), through ``rami.rl``'s Match as an
+    environment serves them (the mask as an array, the observation, the step), and through
+    the PettingZoo environment ``rami.rl.env()`` (``last()``, then ``step()``), when
+    ``rami[rl]`` is installed. Games have the learning turn cap; a game that ends starts a new
+    one."""
+    try:
+        from rami.engine.game import LEARNING_TURN_CAP
+        from rami.engine.steps import StepSpace
+    except ImportError as e:  # a baseline from before the step space
+        return {"unavailable": f"no step space: {e}"}
+
+    space = StepSpace(variant, Options(players=players), turn_cap=LEARNING_TURN_CAP)
+    rng = random.Random(1)
+    out: dict[str, Any] = {}
+    start = time.perf_counter()
+    steps = _random_steps(space, rng, seconds, most)
     elapsed = time.perf_counter() - start
     out["space"] = {
         "steps": steps,
