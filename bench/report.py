@@ -197,17 +197,17 @@ def comparisons(results: dict[str, Any]) -> list[Row]:
     os_ref = _get(eng, "peers", "openspiel")
     os_v = os_ref.get("decisions_per_s") if isinstance(os_ref, dict) else None
     for variant, fig in (eng.get("steps") or {}).items():
-        for part, label in (
-            ("space", "the step space"),
-            ("env", "rami.rl's Match"),
-            ("pettingzoo", "the PettingZoo env"),
+        for part, short, label in (
+            ("space", "space", "the step space"),
+            ("env", "env", "rami.rl's Match"),
+            ("pettingzoo", "pz", "the PettingZoo env"),
         ):
             rate = (fig.get(part) or {}).get("steps_per_s")
             if rate and part == "space":
                 # The engine's own target: 20,000 random legal steps a second on one core.
                 rows.append(
                     Row(
-                        f"4s-{part}-{variant}",
+                        f"4s-{short}-{variant}",
                         f"random legal steps/s through {label}, {variant}",
                         rate,
                         STEPS_TARGET,
@@ -219,7 +219,7 @@ def comparisons(results: dict[str, Any]) -> list[Row]:
             elif rate:
                 rows.append(
                     Row(
-                        f"4s-{part}-{variant}",
+                        f"4s-{short}-{variant}",
                         f"random legal steps/s through {label}, {variant}",
                         rate,
                         os_v,
