@@ -434,6 +434,40 @@ def test_a_rematch_of_a_long_named_table_has_a_name_the_server_takes() -> None:
     assert long == "Friday night at the club, tabl (rematch)" and len(long) <= MAX_TABLE_NAME
 
 
+def test_join_with_no_table_says_once_how_to_start_one(server: ServerThread) -> None:
+    # join with no table, in an empty lobby: one line saying so and how to start a table (not
+    # the empty list's line and then another that says the same).
+    d = _client(server)
+    try:
+        d.expect(r"Connected to 127\.0\.0\.1")
+        d.expect(r"No tables yet: create tallage bots=3 starts one with bots\.")
+        start = d.cursor
+        d.type("join")
+        d.expect(r"starts one")
+        d.type("name")  # a marker: what join said is all before it
+        d.expect(r"You join tables as Ana\.")
+        said = d.screen.text()[start : d.cursor]
+        assert said.count("starts one") == 1, said
+    finally:
+        d.close()
+
+
+def test_declare_in_a_variant_without_declarations_says_so_first(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    # declare with no card, in simple: the rule, not a question about which card.
+    _table(stubs, "simple", " ".join(TALLAGE_HAND.split()[:14]), "10c 5c")
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "simple")
+        d.type("declare")
+        d.expect(r"Declaring is for portuguese; in simple you lay your melds\. Nothing was sent\.")
+        d.type("declare 2d")
+        d.expect(r"Declaring is for portuguese; in simple you lay your melds\. Nothing was sent\.")
+    finally:
+        d.close()
+
+
 def test_join_at_a_finished_table_says_the_game_is_over_and_offers_watch(
     server: ServerThread, stubs: Stubs
 ) -> None:

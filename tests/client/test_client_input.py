@@ -81,11 +81,14 @@ def test_help_and_completion_leave_out_moves_the_game_does_not_have() -> None:
     assert "lay" in simple and not {"add", "take", "declare"} & simple
     assert {"lay", "add", "take"} <= tallage and "declare" not in tallage
     assert _complete(Situation(PLAYING, variant=VARIANTS["portuguese"]), "d") == [
-        "draw",
-        "discard",
-        "declare",
+        "draw ",
+        "discard ",
+        "declare ",
     ]
-    assert _complete(Situation(PLAYING, variant=VARIANTS["tallage"]), "d") == ["draw", "discard"]
+    assert _complete(Situation(PLAYING, variant=VARIANTS["tallage"]), "d") == [
+        "draw ",
+        "discard ",
+    ]
 
 
 # -- moves: forgiving card input ---------------------------------------------------------------
@@ -243,16 +246,26 @@ SITUATION = Situation(
 
 
 def test_completion_offers_the_commands_of_the_place() -> None:
-    assert _complete(SITUATION, "d") == ["draw", "discard", "declare"]
+    assert _complete(SITUATION, "d") == ["draw ", "discard ", "declare "]
     assert _complete(Situation(LOBBY), "") == [
         "tables",
-        "create",
-        "join",
-        "watch",
-        "name",
-        "help",
+        "create ",
+        "join ",
+        "watch ",
+        "name ",
+        "help ",
         "quit",
     ]
+
+
+def test_a_completed_command_that_takes_arguments_is_followed_by_a_space() -> None:
+    # disc, Tab, 9h: discard 9h, not discard9h. A command that takes nothing gets no space;
+    # the menu shows the names alone.
+    (discard,) = TableCompleter(lambda: SITUATION).get_completions(
+        Document("disc"), CompleteEvent()
+    )
+    assert discard.text == "discard " and discard.display_text == "discard"
+    assert _complete(SITUATION, "hin") == ["hint"]
 
 
 def test_completion_offers_only_the_cards_still_in_the_hand() -> None:

@@ -323,6 +323,16 @@ def not_in_variant(variant: Variant | None) -> frozenset[str]:
     return frozenset(hidden)
 
 
+def why_not_in_variant(name: str, variant: Variant) -> str:
+    """Why the move ``name`` (one of :func:`not_in_variant`'s) is not in ``variant``'s game."""
+    if name == "declare":
+        return f"Declaring is for portuguese; in {variant.id} you lay your melds."
+    if variant.declares:
+        return f"Nothing is laid in {variant.id}: hands stay closed; declare to finish."
+    what = "add to a meld" if name == "add" else "take a joker back"
+    return f"In {variant.id} nobody may {what}: you lay your whole hand at once."
+
+
 #: Help that reads differently where the game has no opening (nothing is added or taken).
 _NO_OPENING_DETAILS = {
     "lay": "lay 7h 8h 9h, Ks Kd Kc, ... lays melds from your hand; here you finish by laying "

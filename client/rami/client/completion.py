@@ -102,7 +102,11 @@ class TableCompleter(Completer):
         earlier, _, segment = text.rpartition(";")
         if " " not in segment.lstrip():
             word = segment.lstrip()
-            yield from _words(((c.name, c.summary) for c in available(s.where, s.variant)), word)
+            for c in available(s.where, s.variant):
+                if c.name.startswith(word.lower()):
+                    # A command that takes arguments comes with the space before them.
+                    text = c.name + " " if " " in c.usage else c.name
+                    yield Completion(text, -len(word), display=c.name, display_meta=c.summary)
             return
         name, args = split_command(segment)
         word = "" if segment.endswith(" ") else args.replace(",", " ").split()[-1]

@@ -54,8 +54,10 @@ from .commands import (
     WATCHING,
     available,
     find,
+    not_in_variant,
     split_command,
     suggest,
+    why_not_in_variant,
 )
 from .completion import Situation, TableCompleter
 from .convert import (
@@ -420,6 +422,11 @@ class ClientSession:
             else:
                 said = _NOT_HERE_FOR.get((command.name, self.where), _NOT_HERE[self.where])
                 self.out.error(said)
+            return
+        variant = self._variant()
+        if command.name in MOVES and variant and command.name in not_in_variant(variant):
+            # Said first, whatever follows the word: no card to ask for, nothing to send.
+            self.out.error(f"{why_not_in_variant(command.name, variant)} Nothing was sent.")
             return
         try:
             if command.name in MOVES:
@@ -1221,11 +1228,15 @@ class ClientSession:
                 name = args.split()[0]
                 raise ValueError(f"the game at that table is over: watch {name} shows how it ended")
         else:
-            await self._do_tables("")
-            # A seat of one's own comes first, then the newest table with a free seat.
-            mine = [t for t in self.tables if self._saved(t) is not None]
-            free = [t for t in self.tables if joinable(t)]
+            # A seat of one's own comes first, then the newest table with a free seat: taken
+            # at once (the list is shown only when there is none to take).
+            listed = await self._list_tables()
+            mine = [t for t in listed if self._saved(t) is not None]
+            free = [t for t in listed if joinable(t)]
+            if not listed:
+                raise ValueError("no tables yet: create tallage bots=3 starts one with bots")
             if not (mine or free):
+                await self._do_tables("")
                 raise ValueError("no table has a free seat: create tallage bots=3 starts one")
             table = (mine or free)[0]
         try:
