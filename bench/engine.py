@@ -86,6 +86,10 @@ def bench_self_play(
 # -- the step space and the learning environments ---------------------------------------------
 
 
+def _rate(steps: int, elapsed: float) -> dict[str, Any]:
+    return {"steps": steps, "seconds": round(elapsed, 3), "steps_per_s": round(steps / elapsed, 1)}
+
+
 def _random_steps(space: Any, rng: random.Random, seconds: float, most: int) -> int:
     """Uniformly random legal steps through ``space`` in games of it (a game that ends starts
     the next), until ``most`` steps or ``seconds``: the steps made."""
@@ -137,13 +141,7 @@ def bench_steps(
     out: dict[str, Any] = {}
     start = time.perf_counter()
     steps = _random_steps(space, rng, seconds, most)
-    elapsed = time.perf_counter() - start
-    out["space"] = {
-        "steps": steps,
-        "seconds": round(elapsed, 3),
-        "steps_per_s": round(steps / elapsed, 1),
-        "size": space.size,
-    }
+    out["space"] = {**_rate(steps, time.perf_counter() - start), "size": space.size}
     try:
         from rami.rl import Match
     except ImportError as e:
@@ -159,12 +157,7 @@ def bench_steps(
         match.observe(match.to_move)
         match.step(rng.choice(mask.nonzero()[0].tolist()))
         steps += 1
-    elapsed = time.perf_counter() - start
-    out["env"] = {
-        "steps": steps,
-        "seconds": round(elapsed, 3),
-        "steps_per_s": round(steps / elapsed, 1),
-    }
+    out["env"] = _rate(steps, time.perf_counter() - start)
     try:
         from rami.rl import env as pettingzoo_env
     except ImportError as e:  # pragma: no cover - rami.rl without it is not made
@@ -183,12 +176,7 @@ def bench_steps(
             continue
         aec.step(rng.choice(obs["action_mask"].nonzero()[0].tolist()))
         steps += 1
-    elapsed = time.perf_counter() - start
-    out["pettingzoo"] = {
-        "steps": steps,
-        "seconds": round(elapsed, 3),
-        "steps_per_s": round(steps / elapsed, 1),
-    }
+    out["pettingzoo"] = _rate(steps, time.perf_counter() - start)
     return out
 
 

@@ -935,6 +935,24 @@ def test_discardable_lists_the_cards_whose_discard_refusal_is_none(variant: str)
     assert lists > 50  # positions where some discard was allowed were met
 
 
+def _step_positions(
+    space: StepSpace, games: int, moves: int = 1500
+) -> Iterator[tuple[Game, StepState]]:
+    """Each position of ``games`` seeded games of ``space`` (up to ``moves`` each) where a seat
+    is to take a step: the game and its StepState, for the caller to take one (the table's
+    NextRound is made here)."""
+    for seed in range(games):
+        game, _ = space.new_game(seed)
+        state = StepState()
+        for _ in range(moves):
+            if game.phase == Phase.GAME_OVER:
+                break
+            if game.phase == Phase.ROUND_OVER:
+                game.apply(None, NextRound())
+                continue
+            yield game, state
+
+
 @pytest.mark.parametrize("variant", ["tallage", "simple"])
 def test_commit_is_offered_exactly_when_apply_accepts_the_staged_lay(variant: str) -> None:
     # The mask offers commit when plan_lay (not partial) accepts the staged lay: at every
@@ -943,38 +961,30 @@ def test_commit_is_offered_exactly_when_apply_accepts_the_staged_lay(variant: st
     space = StepSpace(variant, Options(players=2), turn_cap=LEARNING_TURN_CAP)
     rng = random.Random(f"commit/{variant}")
     offered = refused = 0
-    for seed in range(6):
-        game, _ = space.new_game(seed)
-        state = StepState()
-        for _ in range(1500):
-            if game.phase == Phase.GAME_OVER:
-                break
-            if game.phase == Phase.ROUND_OVER:
-                game.apply(None, NextRound())
-                continue
-            legal = space.legal_steps(game, state)
-            if state.staged:
-                lay = Lay(tuple(state.staged))
-                action = Draw("discard", lay) if state.taking else lay
-                try:
-                    game.clone().apply(game.turn, action)
-                except RuleError:
-                    accepted = False
-                else:
-                    accepted = True
-                assert (space.commit in legal) == accepted, (state.staged, accepted)
-                offered += accepted
-                refused += not accepted
-            # Mostly staging, and committing half the times it is offered: random steps
-            # alone seldom stage a whole lay.
-            staging = [i for i in legal if space.steps[i].kind in ("new", "add", "joker")]
-            if space.commit in legal and rng.random() < 0.5:
-                step = space.commit
-            elif staging and rng.random() < 0.85:
-                step = rng.choice(staging)
+    for game, state in _step_positions(space, 6):
+        legal = space.legal_steps(game, state)
+        if state.staged:
+            lay = Lay(tuple(state.staged))
+            action = Draw("discard", lay) if state.taking else lay
+            try:
+                game.clone().apply(game.turn, action)
+            except RuleError:
+                accepted = False
             else:
-                step = rng.choice(legal)
-            space.apply_step(game, state, step, check=False)
+                accepted = True
+            assert (space.commit in legal) == accepted, (state.staged, accepted)
+            offered += accepted
+            refused += not accepted
+        # Mostly staging, and committing half the times it is offered: random steps
+        # alone seldom stage a whole lay.
+        staging = [i for i in legal if space.steps[i].kind in ("new", "add", "joker")]
+        if space.commit in legal and rng.random() < 0.5:
+            step = space.commit
+        elif staging and rng.random() < 0.85:
+            step = rng.choice(staging)
+        else:
+            step = rng.choice(legal)
+        space.apply_step(game, state, step, check=False)
     # The lays the bots find, staged step by step in games strong plays: commit is offered
     # after each, and apply accepts it.
     strong = POLICIES["strong"]
@@ -1013,31 +1023,23 @@ def test_a_turns_masks_and_plans_are_those_of_a_fresh_state(variant: str) -> Non
     space = StepSpace(variant, Options(players=2), turn_cap=LEARNING_TURN_CAP)
     rng = random.Random(f"fresh/{variant}")
     unstaged = 0
-    for seed in range(3):
-        game, _ = space.new_game(seed)
-        state = StepState()
-        for _ in range(1500):
-            if game.phase == Phase.GAME_OVER:
-                break
-            if game.phase == Phase.ROUND_OVER:
-                game.apply(None, NextRound())
-                continue
-            legal = space.legal_steps(game, state)
-            fresh = StepState()
-            fresh.sync(game)
-            if state.taking or state.gave_back:
-                fresh.taking, fresh.gave_back = state.taking, state.gave_back
-                fresh._rebase(game)
-            fresh.used, fresh.staged = state.used, list(state.staged)
-            if state.staged:
-                fresh.hand, fresh.melds = game.plan_lay(
-                    game.turn, Lay(tuple(state.staged)), with_discard=state.taking, partial=True
-                )
-            assert (state.hand, state.melds) == (fresh.hand, fresh.melds), state.staged
-            assert legal == space.legal_steps(game, fresh), state.staged
-            step = rng.choice(legal)
-            unstaged += step == space.unstage and bool(state.staged)
-            space.apply_step(game, state, step, check=False)
+    for game, state in _step_positions(space, 3):
+        legal = space.legal_steps(game, state)
+        fresh = StepState()
+        fresh.sync(game)
+        if state.taking or state.gave_back:
+            fresh.taking, fresh.gave_back = state.taking, state.gave_back
+            fresh._rebase(game)
+        fresh.used, fresh.staged = state.used, list(state.staged)
+        if state.staged:
+            fresh.hand, fresh.melds = game.plan_lay(
+                game.turn, Lay(tuple(state.staged)), with_discard=state.taking, partial=True
+            )
+        assert (state.hand, state.melds) == (fresh.hand, fresh.melds), state.staged
+        assert legal == space.legal_steps(game, fresh), state.staged
+        step = rng.choice(legal)
+        unstaged += step == space.unstage and bool(state.staged)
+        space.apply_step(game, state, step, check=False)
     assert unstaged > 100, unstaged
 
 
