@@ -534,7 +534,7 @@ def test_a_long_pile_shows_the_newest_throws_that_fit_the_window(
         # The command as echoed above the prompt (not the prompt's own line, "your turn> pile",
         # which a screen taken before the command ran still shows).
         start = d.expect(r"\n[ \x08]*> pile\n").end()
-        d.expect(r"The discard pile \(\d+ cards\), the newest first\n")
+        d.expect(r"The discard pile \(\d+ cards(, and \d+ taken from it)?\), the newest first\n")
         older = d.expect(r"… and (\d+) older throws \(no room in this window\)\n")
         shown = d.screen.text()[start : older.start()].split("\n")[1:-1]
         assert 10 <= len(shown) <= 14, shown

@@ -175,7 +175,11 @@ def test_taking_a_seat_back_tells_what_happened_while_away(
             # The pile as the round made it, read back from before the updates missed: every
             # card of it by who threw it (or turned it up), none "from before you joined".
             second.type("pile")
-            size = int(second.expect(r"The discard pile \((\d+) cards?\), the newest").group(1))
+            size = int(
+                second.expect(
+                    r"The discard pile \((\d+) cards?(, and \d+ taken from it)?\), the newest"
+                ).group(1)
+            )
             head = second.cursor
             # To its last row, the oldest card (turned up at the deal), or the note of older
             # ones left out: a busy machine draws the rows some time after the heading.

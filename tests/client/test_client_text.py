@@ -159,7 +159,7 @@ def test_the_toolbar_says_whose_turn_the_clock_the_table_and_the_players() -> No
     turn, facts, players = bar.split("\n")
     assert turn.strip() == "Your turn: draw stock or draw discard (9♣) to lay it at once   ⏱ 0:42"
     assert facts.strip() == (
-        "Tallage · round 2 · bar 79 (opening 71+) · game ends at 201 · stock 41 · discard 9♣"
+        "Tallage · round 2 · bar 79 (open with 80+) · game ends at 201 · stock 41 · discard 9♣"
     )
     assert players == (
         "▶You 14 cards, 12 pts │  Sara 11 cards, 34 pts, opened │  Strong bot 3 14 cards, 0 pts, "
@@ -187,7 +187,7 @@ def test_the_toolbar_breaks_its_lines_to_fit_the_terminal() -> None:
     bar = text(toolbar_fragments(_view(), LOOK, width=80, rows=24)).split("\n")
     assert bar == [
         " Your turn: draw stock or draw discard (9♣) to lay it at once",
-        " Tallage · round 2 · bar 79 (opening 71+) · game ends at 201 · stock 41",
+        " Tallage · round 2 · bar 79 (open with 80+) · game ends at 201 · stock 41",
         " discard 9♣",
         "▶You 14 cards, 12 pts │  Sara 11 cards, 34 pts, opened",
         " Strong bot 3 14 cards, 0 pts, dealer",
@@ -650,6 +650,25 @@ def test_help_and_the_pile_fit_the_rows_they_have() -> None:
         "  … and 4 older throws (no room in this window)",
     ]
     assert len(lines(pile.lines(["You", "Sara"], LOOK, 7, 8))) == 8
+
+
+def test_the_piles_heading_counts_the_cards_on_it_and_says_the_taken_are_listed_too() -> None:
+    # 3 cards on the pile, 4 throws listed: the one taken is listed where it was thrown, and
+    # the heading says so (it counted 3 above 4 rows).
+    pile = Pile()
+    pile.apply(ev.RoundStarted(1, 0, "", C("3s"), 1))
+    pile.apply(ev.Discarded(1, C("9c")))
+    pile.apply(ev.Drew(0, "discard", C("9c")))
+    pile.apply(ev.Discarded(0, C("Kh")))
+    pile.apply(ev.Discarded(1, C("4d")))
+    said = lines(pile.lines(["You", "Sara"], LOOK, 3))
+    assert said[0] == "The discard pile (3 cards, and 1 taken from it), the newest first", said
+    assert said[1:] == [
+        "  4♦  discarded by Sara",
+        "  K♥  discarded by You",
+        "  9♣  discarded by Sara, taken by You",
+        "  3♠  turned up",
+    ]
 
 
 def test_a_line_with_newlines_or_wide_characters_still_fits() -> None:

@@ -207,7 +207,9 @@ def _facts(view: game_pb2.View, look: Look, short: bool = False) -> list[StyleAn
         )
         items.append([("", f"round {view.round}{of}")])
     if rules is not None and rules.has_opening:
-        opening = "" if short else f" (opening {view.options.opening}+)"
+        # What an opening needs now (the option's least, and more than the bar): the number
+        # the turn's line asks for, not the option's alone beside a higher bar.
+        opening = "" if short else f" (open with {_opening_need(view)}+)"
         items.append([("", f"bar {view.bar}{opening}")])
     if not (rules is not None and rules.game_end == "rounds"):
         items.append([("", _game_end(view.options, short))])

@@ -127,6 +127,9 @@ class Pile:
         if not self.throws:
             return [[("class:dim", "The discard pile is empty.")]]
         cards = f"{size} card{'' if size == 1 else 's'}"
+        taken = sum(1 for t in self.throws if t.taken_by is not None)
+        if taken:  # listed where they were thrown: the rows are more than the cards on it
+            cards += f", and {taken} taken from it"
         out: list[StyleAndTextTuples] = [
             [("class:heading", f"The discard pile ({cards}), the newest first")]
         ]
