@@ -575,10 +575,7 @@ class ClientSession:
             isinstance(action, Lay) or (isinstance(action, Draw) and action.lay is not None)
         ):
             # The rule first: which cards are held does not matter when nothing is laid.
-            return (
-                f"Nothing is laid in {variant.id}: hands stay closed; declare to finish."
-                " Nothing was sent."
-            )
+            return f"{why_not_in_variant('lay', variant)} Nothing was sent."
         offered = game_pb2.DRAW_SOURCE_DISCARD in view.draw_sources
         drawing = _my_turn(view) and view.phase == game_pb2.PHASE_DRAW
         if (
