@@ -16,6 +16,7 @@ from .cards import Card
 from .events import RoundResult
 from .game import Game, Phase, TableMeld
 from .solver import declaration_cards
+from .values import builder
 from .variants import Options, Variant
 
 if TYPE_CHECKING:
@@ -104,6 +105,12 @@ class SeatPart:
     declarations: tuple[tuple[Card, int], ...] = ()
 
 
+#: View(...) and SeatPart(...) without the frozen dataclass's per-field cost (a view is made
+#: before every decision of every bot, a seat's part for every watcher of every update).
+_view_of = builder(View)
+_seat_part = builder(SeatPart)
+
+
 def _own(
     game: Game, seat: int
 ) -> tuple[tuple[Card, ...], Card | None, tuple[str, ...], bool, bool]:
@@ -132,12 +139,12 @@ def seat_part(game: Game, seat: int | None) -> SeatPart | None:
         from .plays import takes_discard  # plays reads views: imported when needed
 
         # Only whether some lay takes the discard: the seat's own view lists them all.
-        if not takes_discard(_view(game, seat)):
+        if not takes_discard(_view(game, seat, own)):
             own = (own[0], own[1], tuple(s for s in own[2] if s != "discard"), own[3], own[4])
     if not own[4]:
-        return SeatPart(seat, *own)
+        return _seat_part(seat, *own)
     jpm = game.options.jokers_per_meld
-    return SeatPart(seat, *own, declaration_cards(own[0], jokers_per_meld=jpm))
+    return _seat_part(seat, *own, declaration_cards(own[0], jokers_per_meld=jpm))
 
 
 def view(game: Game, seat: int | None) -> View:
@@ -159,20 +166,24 @@ def view(game: Game, seat: int | None) -> View:
     return v
 
 
-def _view(game: Game, seat: int | None) -> View:
+def _view(
+    game: Game,
+    seat: int | None,
+    own: tuple[tuple[Card, ...], Card | None, tuple[str, ...], bool, bool] | None = None,
+) -> View:
     """:func:`view`, but for tallage's discard: listed as a draw source whenever there is one,
-    its lays not looked for."""
+    its lays not looked for. ``own``: the seat's ``_own``, when the caller has it already."""
     hand: tuple[Card, ...] | None = None
     drawn: Card | None = None
     draw_sources: tuple[str, ...] = ()
     can_lay = can_declare = False
     if seat is not None and 0 <= seat < game.players:
-        hand, drawn, draw_sources, can_lay, can_declare = _own(game, seat)
+        hand, drawn, draw_sources, can_lay, can_declare = own or _own(game, seat)
     else:
         seat = None
     # Positional, in the order of View's fields (matching 25 keywords costs a fifth of a view,
     # and a view is made before every decision of every bot); a test checks every field.
-    return View(
+    return _view_of(
         game.variant,  # variant
         game.options,  # options
         seat,  # seat

@@ -39,6 +39,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from rami.engine.values import builder
+
 from .entries import Mark
 
 __all__ = [
@@ -370,7 +372,7 @@ class _Encoded:
     def of(cls, a: Append) -> _Encoded:
         """The append, encoded."""
         changed = a.seats is not None and a.options is not None
-        return cls(
+        return _encoded(
             a.table_id,
             a.first,
             a.first + len(a.entries) - 1,
@@ -380,6 +382,12 @@ class _Encoded:
             _json(a.options) if changed else None,
             a.tokens,
         )
+
+
+#: Append(...) (the tables make them with it) and _Encoded(...) at a mutable dataclass's
+#: cost (rami.engine.values): one of each for every append.
+append_of = builder(Append)
+_encoded = builder(_Encoded)
 
 
 #: Entries as stored: compact JSON (one encoder for all: ``json.dumps`` with options makes

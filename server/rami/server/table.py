@@ -50,6 +50,7 @@ from typing import Any, Generic, TypeVar
 from rami.engine import POLICIES, Action, Phase, RuleError, View, view
 from rami.engine import events as engine_events
 from rami.engine.policies import EXPERT_BUDGET, safe_move
+from rami.engine.values import builder
 
 from .convert import (
     ViewEncoder,
@@ -61,7 +62,7 @@ from .convert import (
 )
 from .entries import Act, Chat, Entry, Join, Leave, NextDeal, Return, Start
 from .refusals import Aborted, Exhausted, Invalid, Refusal, Unauthenticated, Unavailable
-from .storage import Append, Conflict, Fenced, Storage, Unknown
+from .storage import Append, Conflict, Fenced, Storage, Unknown, append_of
 from .tablestate import (
     FINISHED,
     OVER,
@@ -280,6 +281,10 @@ class Read(Generic[T]):
 
 
 Job = Change[Any] | Read[Any]
+#: Change(...) and Committed(...) at a mutable dataclass's cost (rami.engine.values): one of
+#: each for every command.
+_change_of = builder(Change)
+_committed = builder(Committed)
 
 #: The most updates one slice of a replay encodes (its memory, whatever the machine's speed).
 _SLICE_ITEMS = 128
@@ -541,7 +546,7 @@ class Table:
         ack: tuple[Watcher, int] | None = None,
     ) -> T:
         """Run a change through the pipeline and return its reply."""
-        result: T = await self._enqueue(Change(plan, reply, ack))
+        result: T = await self._enqueue(_change_of(plan, reply, ack))
         return result
 
     def queue(self, change: Change[Any]) -> asyncio.Future[Any]:
@@ -736,7 +741,7 @@ class Table:
             self._log_events(told)
         if state.status in OVER and self.on_finished is not None:
             self.on_finished(self)
-        return job.reply(Committed(self, first, self.number))
+        return job.reply(_committed(self, first, self.number))
 
     def _present(self, entries: Sequence[Entry]) -> None:
         """A seat that acts or comes back with its token is there, stream or none: its grace
@@ -778,7 +783,7 @@ class Table:
         state = self.state
         # The directory's seats change with the lobby's entries only: most entries are moves.
         seated = any(not isinstance(e, Act | NextDeal | Chat) for e in entries)
-        return Append(
+        return append_of(
             self.table_id,
             first,
             [e.to_dict() for e in entries],

@@ -26,6 +26,7 @@ from rami.engine import events as engine_events
 from rami.engine.cards import Card
 from rami.engine.fair import FairDeal
 from rami.engine.game import max_rounds
+from rami.engine.values import builder
 from rami.engine.views import SeatPart, seat_part
 
 from .dealing import bot_seed, deal_tip
@@ -117,6 +118,11 @@ class PlayerInfo:
     opened: bool = False
     total: int = 0
     away: bool = False
+
+
+#: PlayerInfo(...) at a mutable dataclass's cost (rami.engine.values): every seat's facts are
+#: made again at every update, to be compared with the ones sent before.
+_player_info = builder(PlayerInfo)
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,10 +387,10 @@ class TableState:
         for i, s in enumerate(self.seats):
             live = s.kind == "bot" or connected.get(i, 0) > 0
             if public is None:
-                out.append(PlayerInfo(i, s.name, s.kind, s.policy, live, away=s.away))
+                out.append(_player_info(i, s.name, s.kind, s.policy, live, away=s.away))
             else:
                 out.append(
-                    PlayerInfo(
+                    _player_info(
                         i,
                         s.name,
                         s.kind,
