@@ -282,6 +282,11 @@ def test_an_incomplete_declaration_asks_before_showing_the_hand(
         d.type("declare 2s")
         d.expect(r"You declared a complete hand:")
         d.expect(r"Game over after 1 round: You win with 0\.")
+        # Once the game is over, its moves are not listed nor taken: what is, is said.
+        d.type("discard 3d")
+        d.expect(r"The game is over: rematch starts a new one, scores shows the last")
+        d.type("help")
+        d.expect(r"Commands at this table, its game over")
     finally:
         d.close()
 
@@ -307,6 +312,10 @@ def test_undo_drops_the_last_staged_step_and_quit_asks_during_a_game(
         d.expect(r"Nothing is staged to undo\.")
         d.type("take 4 5c")
         d.expect(r"Now say where the joker goes")
+        # A command refused while something is staged stages nothing, and leaves nothing to
+        # undo: one undo drops the take.
+        d.type("discard 5s")
+        d.expect(r"First finish take 4 5c with a lay, or cancel it\.")
         d.type("undo")
         d.expect(r"Undid take 4 5c; nothing is staged now\.")
         d.type("discard 5s")  # nothing staged is left to finish first

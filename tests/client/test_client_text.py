@@ -566,7 +566,14 @@ def test_a_tallage_discard_the_view_does_not_offer_is_refused_with_why() -> None
         first_circuit=False,
     )
     why = _no_discard(view, get_variant("tallage"))
-    assert "no lay this turn could take it" in why
+    # Why, in the numbers the toolbar gives: the bar is at 79, and Ana has not opened.
+    assert why == (
+        "it is taken only to be laid at once, and no opening of 80+ this turn uses it; draw stock"
+    )
+    opened = game_pb2.View()
+    opened.CopyFrom(view)
+    opened.players[0].opened = True
+    assert "no lay of yours this turn uses it" in _no_discard(opened, get_variant("tallage"))
 
 
 def test_the_toolbar_says_the_game_also_ends_at_the_round_cap() -> None:
@@ -635,8 +642,16 @@ def test_help_and_the_pile_fit_the_rows_they_have() -> None:
     full = lines(help_lines("", "playing", tallage, 80))
     assert "  sort [suit|rank]                   sort your hand by suit or by rank (F2" in full
     usages = lines(help_lines("", "playing", tallage, 80, 12))
-    assert len(usages) <= 12 and usages[0] == "Commands you can use now", usages
+    assert len(usages) <= 12 and usages[0] == "Commands at this table, during the game", usages
     assert any("draw stock|discard" in u and "cancel" in u for u in usages), usages
+    # The list is what applies where the person is: no rematch during the game, no move once
+    # it is over.
+    assert not any(u.lstrip().startswith("rematch") for u in full), full
+    over = lines(help_lines("", "over", tallage, 80))
+    assert over[0] == "Commands at this table, its game over", over
+    assert any(u.lstrip().startswith("rematch") for u in over), over
+    assert not any(u.lstrip().startswith(("draw", "discard", "lay")) for u in over), over
+    assert "Tab completes commands; F1 help, F3 shows the table." in " ".join(over)
     names = lines(help_lines("", "playing", tallage, 60, 6))
     assert len(names) <= 6 and names[1].split()[:3] == ["draw", "take", "undo"], names
     assert names[-1].endswith("help COMMAND explains one.")
@@ -757,3 +772,13 @@ def test_a_wide_name_keeps_the_seat_facts_of_the_table_in_line() -> None:
         rows = [t for t in table if " seat " in t and " cards" in t]
         assert len(rows) == 3 and any(name in t for t in rows), table
         assert len({get_cwidth(t[: t.index(" seat ")]) for t in rows}) == 1, rows
+
+
+def test_a_player_who_leaves_a_game_under_way_leaves_the_seat_to_the_server() -> None:
+    def told(seat: int, **fields: object) -> str:
+        return "\n".join(lines(narrate(te.Left(seat), _scene(**fields))))
+
+    assert told(1) == "Sara left the table."  # before the game: the seat is free again
+    assert told(1, in_game=True) == "Sara left: the server plays the seat until they are back."
+    mine = told(0, me=0, in_game=True)
+    assert mine == "You left: the server plays your seat until you take it back."

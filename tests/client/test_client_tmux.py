@@ -11,6 +11,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -103,14 +104,28 @@ def pane() -> Iterator[Pane]:
         p.tmux("kill-server")
 
 
+#: Where the clients keep their seats and preferences, unless a test gives its own: never the
+#: account's (a preference written there would change what the next test, or person, sees).
+_STATE = tempfile.mkdtemp(prefix="rami-tmux-state-")
+
+
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TMUX")}
-    env.update({"TERM": "xterm-256color", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", **extra})
+    env.update(
+        {
+            "TERM": "xterm-256color",
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "XDG_STATE_HOME": _STATE,
+            **extra,
+        }
+    )
     return env
 
 
-def test_play_shows_the_hand_and_the_toolbar_and_takes_commands(pane: Pane) -> None:
-    pane.start(f"{CLIENT} play --variant portuguese --players 2 --name Ana", _env())
+def test_play_shows_the_hand_and_the_toolbar_and_takes_commands(pane: Pane, tmp_path: Path) -> None:
+    env = _env(XDG_STATE_HOME=str(tmp_path / "state"))
+    pane.start(f"{CLIENT} play --variant portuguese --players 2 --name Ana", env)
     # Wait for the whole picture: the sentence, the panel, then the toolbar below it.
     screen = pane.wait_for(
         r"(?s)It's your turn: take a card.*Hand .*\(13 cards, by suit.*"
@@ -130,7 +145,7 @@ def test_play_shows_the_hand_and_the_toolbar_and_takes_commands(pane: Pane) -> N
     pane.type("F2")
     pane.wait_for(r"\(14 cards, by rank")
     pane.type("help", "Enter")
-    pane.wait_for(r"Commands you can use now")
+    pane.wait_for(r"Commands at this table, during the game")
     pane.type("quit", "Enter")
     # Mid-game, quit asks first (here the game ends with the client).
     pane.wait_for(r"The game is still on: if you quit, the game ends with the client\.")
@@ -139,6 +154,9 @@ def test_play_shows_the_hand_and_the_toolbar_and_takes_commands(pane: Pane) -> N
     while pane.alive():
         assert time.monotonic() < deadline, "the client did not quit"
         time.sleep(0.1)
+    # F2's order is kept for the next run, as with connect.
+    pane.start(f"{CLIENT} play --variant portuguese --players 2 --name Ana", env)
+    pane.wait_for(r"\(13 cards, by rank")
 
 
 def test_no_color_keeps_the_symbols_and_drops_the_colours(pane: Pane) -> None:
@@ -275,7 +293,7 @@ def test_80_by_24_help_fits_above_the_panel(pane: Pane) -> None:
     pane.type("help", "Enter")
     # (The panel is drawn again below the help a moment after the help is printed.)
     screen = pane.wait_for(
-        r"(?s)> help\nCommands you can use now\n.*help COMMAND explains one\.\n"
+        r"(?s)> help\nCommands at this table, during the game\n.*help COMMAND explains one\.\n"
         r"Table .*Hand .*your turn>"
     )
     assert re.search(r"draw stock\|discard +cancel +scores", screen), screen  # in columns

@@ -20,6 +20,7 @@ from rami.engine import Variant
 __all__ = [
     "COMMANDS",
     "LOBBY",
+    "OVER",
     "PLAYING",
     "WAITING",
     "WATCHING",
@@ -32,10 +33,11 @@ __all__ = [
     "suggest",
 ]
 
-#: Where a person can be: not at a table, seated before the game, seated in it, watching.
-LOBBY, WAITING, PLAYING, WATCHING = "lobby", "waiting", "playing", "watching"
-_ANY = frozenset({LOBBY, WAITING, PLAYING, WATCHING})
-_AT_TABLE = frozenset({WAITING, PLAYING, WATCHING})
+#: Where a person can be: not at a table, seated before the game, seated in it, seated at a
+#: game that is over, watching.
+LOBBY, WAITING, PLAYING, OVER, WATCHING = "lobby", "waiting", "playing", "over", "watching"
+_ANY = frozenset({LOBBY, WAITING, PLAYING, OVER, WATCHING})
+_AT_TABLE = frozenset({WAITING, PLAYING, OVER, WATCHING})
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +156,7 @@ COMMANDS: tuple[Command, ...] = (
         "the score sheet: what everyone paid in each round, and the totals",
         "scores lists every finished round: the points each player paid, how the round "
         "ended, and the totals so far.",
-        frozenset({PLAYING, WATCHING}),
+        frozenset({PLAYING, OVER, WATCHING}),
         ("score",),
     ),
     Command(
@@ -163,14 +165,14 @@ COMMANDS: tuple[Command, ...] = (
         "the discard pile's last cards: who threw them, who took them",
         "pile lists the cards thrown on the discard pile this round, the newest first, with "
         "who discarded each and who took it back up. The panel shows the top few.",
-        frozenset({PLAYING, WATCHING}),
+        frozenset({PLAYING, OVER, WATCHING}),
     ),
     Command(
         "say",
         "say TEXT",
         "write in the table's chat",
         "say good game! writes to everyone.",
-        frozenset({WAITING, PLAYING}),
+        frozenset({WAITING, PLAYING, OVER}),
         ("chat",),
     ),
     Command(
@@ -192,7 +194,7 @@ COMMANDS: tuple[Command, ...] = (
         "starts when they join (or when you type start). A game has one rematch: when another "
         "player of it typed rematch first, yours takes a seat at the table they made (while "
         "it has a free seat and has not started).",
-        frozenset({PLAYING}),
+        frozenset({OVER}),
     ),
     Command(
         "bot",

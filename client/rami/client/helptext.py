@@ -3,7 +3,7 @@ words to the window's width. The list of commands takes the fullest form that fi
 window has for it: each command with its summary, else every usage in columns, else the names.
 
 >>> [t for _, t in help_lines("", "lobby", None, 60)[0]]
-['Commands you can use now']
+['Commands in the lobby']
 """
 
 from __future__ import annotations
@@ -14,11 +14,19 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from rami.engine import Variant
 
-from .commands import WATCHING, Command, available, details, find
+from .commands import LOBBY, OVER, PLAYING, WAITING, WATCHING, Command, available, details, find
 
 __all__ = ["help_lines", "wrap"]
 
-_HEADING = "Commands you can use now"
+#: The list's heading, by where the person is: what it lists is what applies there (the moves
+#: of a game, for instance, on any turn of it; each says when it does not apply now).
+_HEADINGS = {
+    LOBBY: "Commands in the lobby",
+    WAITING: "Commands at this table, before its game",
+    PLAYING: "Commands at this table, during the game",
+    OVER: "Commands at this table, its game over",
+    WATCHING: "Commands while you watch this table",
+}
 
 #: The usage column of the command list, in windows of 80 columns or more.
 _COLUMN = 34
@@ -47,18 +55,21 @@ def help_lines(
         ]
         return out + [[("", line)] for line in wrap(details(command, variant), width, "  ")]
     commands = available(where, variant)
-    keys = "F1 help, F2 sorts the hand, F3 shows the table"
-    if where == WATCHING:
-        keys = "F1 help, F3 shows the table"
-    footer = f"Tab completes commands and cards; {keys}. help COMMAND explains one."
+    keys = {
+        LOBBY: "F1 help",
+        PLAYING: "F1 help, F2 sorts the hand, F3 shows the table",
+    }.get(where, "F1 help, F3 shows the table")
+    completes = "commands and cards" if where == PLAYING else "commands"
+    footer = f"Tab completes {completes}; {keys}. help COMMAND explains one."
     tail: list[StyleAndTextTuples] = [[("class:dim", line)] for line in wrap(footer, width)]
-    full = [[("class:heading", _HEADING)], *_summaries(commands, width), *tail]
+    head: StyleAndTextTuples = [("class:heading", _HEADINGS[where])]
+    full = [head, *_summaries(commands, width), *tail]
     if not rows or len(full) <= rows:
         return full
-    usages = [[("class:heading", _HEADING)], *_grid([c.usage for c in commands], width), *tail]
+    usages = [head, *_grid([c.usage for c in commands], width), *tail]
     if len(usages) <= rows:
         return usages
-    return [[("class:heading", _HEADING)], *_grid([c.name for c in commands], width), *tail]
+    return [head, *_grid([c.name for c in commands], width), *tail]
 
 
 def _summaries(commands: list[Command], width: int) -> list[StyleAndTextTuples]:

@@ -51,6 +51,8 @@ class Scene:
     #: Who played the watcher's seat, when not the watcher (the moves made while they were
     #: away, told when they come back): its name instead of "You".
     stand_in: str = ""
+    #: A game is under way (a player who leaves it leaves the seat to the server).
+    in_game: bool = False
 
     def name(self, seat: int) -> str:
         """A seat's name ("You" for the watcher, or who played for them)."""
@@ -155,6 +157,12 @@ def _table_event(e: te.TableEvent, scene: Scene) -> list[Line]:
         kind = " (a bot)" if e.bot else ""
         return [_line(f"{who}{kind} sat down at seat {e.seat}.")]
     if isinstance(e, te.Left):
+        if scene.in_game:
+            # The seat stays theirs: the server plays it until they take it back.
+            who = scene.name(e.seat)
+            if e.seat == scene.me and not scene.stand_in:
+                return [_line("You left: the server plays your seat until you take it back.")]
+            return [_line(f"{who} left: the server plays the seat until they are back.")]
         return [_line(f"{scene.name(e.seat)} left the table.")]
     if isinstance(e, te.Returned):
         return [_line(f"{scene.name(e.seat)} came back.")]

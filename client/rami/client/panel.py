@@ -135,12 +135,12 @@ def _stock_only(view: game_pb2.View, look: Look) -> str:
     if rules.must_lay_discard:
         seat = my_seat(view)
         opened = seat is not None and seat < len(view.players) and view.players[seat].opened
-        lay = "lay of yours" if opened else f"opening of {_opening_need(view)}+"
+        lay = "lay of yours" if opened else f"opening of {opening_need(view)}+"
         return f"{look.card_text(top)} only if laid at once: no {lay} uses it"
     return ""
 
 
-def _opening_need(view: game_pb2.View) -> int:
+def opening_need(view: game_pb2.View) -> int:
     """The least an opening is worth now: the option's, and more than the bar."""
     return max(view.options.opening, view.bar + 1)
 
@@ -158,7 +158,7 @@ def _my_play(view: game_pb2.View) -> str:
     seat = my_seat(view)
     if seat is not None and view.players[seat].opened:
         return "lay, add or take back jokers if you like, then discard"
-    return f"open with melds worth {_opening_need(view)} or more if you can, then discard"
+    return f"open with melds worth {opening_need(view)} or more if you can, then discard"
 
 
 def turn_fragments(view: game_pb2.View, look: Look, staged: bool = False) -> StyleAndTextTuples:
@@ -209,7 +209,7 @@ def _facts(view: game_pb2.View, look: Look, short: bool = False) -> list[StyleAn
     if rules is not None and rules.has_opening:
         # What an opening needs now (the option's least, and more than the bar): the number
         # the turn's line asks for, not the option's alone beside a higher bar.
-        opening = "" if short else f" (open with {_opening_need(view)}+)"
+        opening = "" if short else f" (open with {opening_need(view)}+)"
         items.append([("", f"bar {view.bar}{opening}")])
     if not (rules is not None and rules.game_end == "rounds"):
         items.append([("", _game_end(view.options, short))])

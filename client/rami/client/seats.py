@@ -70,6 +70,35 @@ def default_path() -> Path:
     return Path(state) / "rami" / "seats.json"
 
 
+class Preferences:
+    """A profile's preferences (how the hand is sorted), in ``prefs-PROFILE.json`` beside the
+    seat book's file (``path``). ``play`` keeps them too, though it keeps no seats."""
+
+    def __init__(self, path: Path, profile: str = DEFAULT_PROFILE) -> None:
+        self.path = path.with_name(f"prefs-{check_profile(profile)}.json")
+
+    def preference(self, name: str) -> str | None:
+        """The preference ``name`` as last written (None: none, or unreadable)."""
+        try:
+            value = json.loads(self.path.read_text(encoding="utf-8")).get(name)
+        except (OSError, ValueError, AttributeError):
+            return None
+        return value if isinstance(value, str) else None
+
+    def prefer(self, name: str, value: str) -> None:
+        """Write the preference ``name`` down (a file that can't be written: left alone, the
+        client goes on without it)."""
+        try:
+            kept = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            kept = {}
+        if not isinstance(kept, dict):
+            kept = {}
+        kept[name] = value
+        with suppress(OSError):
+            _replace_whole(self.path, kept)
+
+
 class SeatBook:
     """The seats of one profile, written down in one file (shared by the profiles)."""
 
@@ -141,30 +170,9 @@ class SeatBook:
             self.problem = f"can't write {self.path}: {e}"
 
     @property
-    def _prefs(self) -> Path:
-        """The profile's preferences (how the hand is sorted), beside the book."""
-        return self.path.with_name(f"prefs-{self.profile}.json")
-
-    def preference(self, name: str) -> str | None:
-        """The profile's preference ``name`` as last written (None: none, or unreadable)."""
-        try:
-            value = json.loads(self._prefs.read_text(encoding="utf-8")).get(name)
-        except (OSError, ValueError, AttributeError):
-            return None
-        return value if isinstance(value, str) else None
-
-    def prefer(self, name: str, value: str) -> None:
-        """Write the profile's preference ``name`` down (a file that can't be written: left
-        alone, the client goes on without it)."""
-        try:
-            kept = json.loads(self._prefs.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            kept = {}
-        if not isinstance(kept, dict):
-            kept = {}
-        kept[name] = value
-        with suppress(OSError):
-            _replace_whole(self._prefs, kept)
+    def prefs(self) -> Preferences:
+        """The profile's preferences, beside the book."""
+        return Preferences(self.path, self.profile)
 
     def at(self, server: str) -> list[SavedSeat]:
         """This profile's seats held on ``server``."""

@@ -49,6 +49,7 @@ from rami.v1 import (
 from .cardtext import cards_fragments
 from .commands import (
     LOBBY,
+    OVER,
     PLAYING,
     WAITING,
     WATCHING,
@@ -83,6 +84,7 @@ from .newtable import NewTable, parse_create
 from .panel import (
     menu_rows,
     my_seat,
+    opening_need,
     panel_fragments,
     plural,
     prompt_fragments,
@@ -94,7 +96,7 @@ from .pile import Pile
 from .printer import Printer
 from .safetext import safe
 from .scores import score_sheet
-from .seats import SavedSeat, SeatBook
+from .seats import Preferences, SavedSeat, SeatBook
 from .staging import Stage, plan
 from .tablelist import SHORT_ID, joinable, short_ids, table_list_lines, table_summary
 
@@ -121,12 +123,16 @@ _NOT_HERE = {
     WAITING: "The game has not started yet: bot seats a bot, start starts it.",
     WATCHING: "You are watching: spectators can't play. leave returns to the lobby.",
     PLAYING: "The game is on already: that was for before it.",
+    OVER: "The game is over: rematch starts a new one, scores shows the last, leave returns to "
+    "the lobby.",
 }
 
 #: What a command says where it can't be used, when it says more than :data:`_NOT_HERE`.
 _NOT_HERE_FOR = {
     ("say", WATCHING): "You are watching: the chat is the players'; you read it. leave returns "
     "to the lobby.",
+    ("rematch", PLAYING): "A rematch is for when the game is over: rematch then starts a new "
+    "table with the same game, options and bots.",
 }
 
 
@@ -151,10 +157,13 @@ class ClientSession:
         look: Look,
         local: bool = False,
         seats: SeatBook | None = None,
+        prefs: Preferences | None = None,
     ) -> None:
         self.link = link
         #: Where the seats taken are written down, to be taken back after a restart.
         self.seats = seats
+        #: The profile's preferences (the seat book's when not given).
+        self.prefs = prefs if prefs is not None else seats.prefs if seats is not None else None
         #: The server ends with the client (``play``): quitting needs no goodbye.
         self.local = local
         self.name = name
@@ -187,7 +196,7 @@ class ClientSession:
         #: The discard pile's recent throws, followed from the stream.
         self.pile = Pile()
         #: The hand sorted by rank (else by suit): the profile's choice, kept between runs.
-        self.by_rank = seats is not None and seats.preference("sort") == "rank"
+        self.by_rank = self.prefs is not None and self.prefs.preference("sort") == "rank"
         self.note = ""
         self.done = False
         self._watcher: asyncio.Task[None] | None = None
@@ -200,13 +209,16 @@ class ClientSession:
 
     @property
     def where(self) -> str:
-        """Lobby, waiting at a table, playing at it, or watching it."""
+        """Lobby, waiting at a table, playing at it, seated at its game once over, or watching
+        it."""
         if self.table_id is None:
             return LOBBY
         if self.token is None:
             return WATCHING
         if self.view is None or self.view.phase == game_pb2.PHASE_WAITING:
             return WAITING
+        if self.view.phase == game_pb2.PHASE_GAME_OVER:
+            return OVER
         return PLAYING
 
     def _hand(self) -> list[Card]:
@@ -445,9 +457,9 @@ class ClientSession:
         self._keep_sort()
 
     def _keep_sort(self) -> None:
-        """Write the hand's order down for the next run (with the profile's seats)."""
-        if self.seats is not None:
-            self.seats.prefer("sort", "rank" if self.by_rank else "suit")
+        """Write the hand's order down for the next run (the profile's preference)."""
+        if self.prefs is not None:
+            self.prefs.prefer("sort", "rank" if self.by_rank else "suit")
 
     def show_help(self) -> None:
         """Print the commands that apply now."""
@@ -504,6 +516,8 @@ class ClientSession:
         if decided.note:
             self.out.warn(_sentence(decided.note))
         if decided.send is None:
+            if decided.stage == self.stage:
+                return  # refused (the note says why), or staged already: nothing to undo
             if self.stage.empty:
                 self._staged_before = []
             self._staged_before.append((self.stage, f"{name} {args}".strip()))
@@ -749,6 +763,8 @@ class ClientSession:
             jokers_per_meld=after.options.jokers_per_meld or 1,
             # The moves of the seat while its player was away were the server's.
             stand_in="The server (for you)" if self._catching_up is not None else "",
+            in_game=after.phase
+            in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY, game_pb2.PHASE_ROUND_OVER),
         )
         brief = self._brief_until is not None and update.number <= self._brief_until
         for msg in update.events:
@@ -902,7 +918,7 @@ class ClientSession:
 
     async def _do_leave(self, args: str, *, confirmed: bool = False) -> None:
         view = self.view
-        seated = self.where == PLAYING and view is not None and my_seat(view) is not None
+        seated = self.where in (PLAYING, OVER) and view is not None and my_seat(view) is not None
         game_on = view is not None and view.phase not in (
             game_pb2.PHASE_WAITING,
             game_pb2.PHASE_GAME_OVER,
@@ -1422,7 +1438,10 @@ def _no_discard(view: game_pb2.View, variant: Variant) -> str:
         if len(view.hand) == 1:
             return "holding one card, you draw from the stock"
     if variant.must_lay_discard:
-        return "no lay this turn could take it (it is taken only with one); draw stock"
+        seat = my_seat(view)
+        opened = seat is not None and seat < len(view.players) and view.players[seat].opened
+        lay = "lay of yours" if opened else f"opening of {opening_need(view)}+"
+        return f"it is taken only to be laid at once, and no {lay} this turn uses it; draw stock"
     return "the rules do not offer it this turn; draw stock"
 
 
