@@ -467,6 +467,16 @@ def test_a_hint_short_of_the_opening_says_when_the_discard_would_open() -> None:
     view = _engine_view("Kc Kd Kh Qd Qh Qs 10c 2d 5s")  # 9♣ opens nothing
     said = lines(hint_lines(analysis, view, LOOK))
     assert "Your best opening is worth 60: short of 80 by 20 points." in said, said
+    # No clean run without the discard (so no opening at all), one with it: the hint says
+    # both, not only what the hand lacks.
+    view = _engine_view("8d 8h 8s 10c 10d 10h Qd Kd 2c 5s 7h")  # J♦ on the pile
+    view = dataclasses.replace(view, discard_top=C("Jd"))
+    no_run = game_pb2.Analysis(points_left=10, opening_value=0)
+    said = lines(hint_lines(no_run, view, LOOK))
+    assert (
+        "No opening yet: you have a clean set (8♦ 8♥ 8♠) but no clean run; taking J♦ from "
+        "the discard pile lets you open (below)." in said
+    ), said
 
 
 def test_the_pile_follows_throws_takes_a_rebuilt_stock_and_the_view() -> None:

@@ -206,7 +206,11 @@ def _variant_facts(analysis: game_pb2.Analysis, view: View, look: Look) -> list[
             verdict = "enough to open" if analysis.can_open else short
             facts.append(f"Your best opening is worth {value}: {verdict}.")
         else:
-            facts.append(_why_no_opening(view.hand or (), look))
+            why = _why_no_opening(view.hand or (), look)
+            if _discard_lays(view) and view.discard_top is not None:
+                top = look.card_text(view.discard_top)
+                why = f"{why[:-1]}; taking {top} from the discard pile lets you open (below)."
+            facts.append(why)
     if variant.declares and analysis.declare_cards:
         names = ", ".join(look.card_text(c) for c in cards(analysis.declare_cards))
         times = f" (x{analysis.multiplier})" if analysis.multiplier > 1 else ""
