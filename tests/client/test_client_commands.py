@@ -312,6 +312,8 @@ def test_undo_drops_the_last_staged_step_and_quit_asks_during_a_game(
         d.expect(r"Nothing is staged to undo\.")
         d.type("take 4 5c")
         d.expect(r"Now say where the joker goes")
+        d.type("take 4 5c")  # typed again: it is staged, not a card short
+        d.expect(r"take 4 5c is staged already: now say where the joker goes")
         # A command refused while something is staged stages nothing, and leaves nothing to
         # undo: one undo drops the take.
         d.type("discard 5s")

@@ -39,6 +39,7 @@ from rami.engine import (
     NewMeld,
     TakeJoker,
     Variant,
+    format_action,
 )
 from rami.v1 import (
     game_pb2,
@@ -97,7 +98,7 @@ from .printer import Printer
 from .safetext import safe
 from .scores import score_sheet
 from .seats import Preferences, SavedSeat, SeatBook
-from .staging import Stage, plan
+from .staging import WHERE_JOKER, Stage, plan
 from .tablelist import SHORT_ID, joinable, short_ids, table_list_lines, table_summary
 
 __all__ = ["DEFAULT_TURN_SECONDS", "ClientSession"]
@@ -498,6 +499,12 @@ class ClientSession:
                 return
         variant = variant_of(view.variant)
         assert variant is not None  # a move is only parsed at a table's game
+        if isinstance(action, Lay) and self.stage.steps:
+            # A take typed again is not a card short: it is waiting for its joker's place.
+            again = tuple(s for s in action.steps if s in self.stage.steps)
+            if again and all(isinstance(s, TakeJoker) for s in again):
+                self.out.error(f"{format_action(Lay(again))} is staged already: {WHERE_JOKER}.")
+                return
         top = card(view.discard_top)
         cannot = self._cannot(action, view, variant)
         if cannot:

@@ -27,7 +27,7 @@ from rami.engine import (
 )
 from rami.engine.actions import LayStep
 
-__all__ = ["Plan", "Stage", "plan"]
+__all__ = ["WHERE_JOKER", "Plan", "Stage", "plan"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +73,8 @@ def _unplaced_jokers(steps: tuple[LayStep, ...]) -> int:
     return max(0, taken - laid)
 
 
-_WHERE_JOKER = "now say where the joker goes, e.g. add 3 JK or lay 10c Jc JK (cancel drops it)"
+#: What a staged take waits for.
+WHERE_JOKER = "now say where the joker goes, e.g. add 3 JK or lay 10c Jc JK (cancel drops it)"
 
 
 def plan(
@@ -97,12 +98,12 @@ def plan(
                 )
                 return Plan(None, Stage(draw=discard_top), note)
             if _unplaced_jokers(action.lay.steps):
-                return Plan(None, Stage(discard_top, action.lay.steps), _WHERE_JOKER)
+                return Plan(None, Stage(discard_top, action.lay.steps), WHERE_JOKER)
         return Plan(action, Stage())
     if isinstance(action, Lay):
         steps = stage.steps + action.steps
         if _unplaced_jokers(steps):
-            return Plan(None, Stage(stage.draw, steps), _WHERE_JOKER)
+            return Plan(None, Stage(stage.draw, steps), WHERE_JOKER)
         lay = Lay(steps)
         return Plan(Draw("discard", lay) if stage.draw is not None else lay, Stage())
     if isinstance(action, Discard | Declare) and not stage.empty:
