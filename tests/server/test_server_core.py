@@ -180,6 +180,18 @@ def test_players_facts_come_from_the_public_view() -> None:
     assert [p.hand_size for p in players] == list(public.hand_sizes)
     assert [p.connected for p in players] == [False, True]
     assert [p.total for p in players] == list(public.totals)
+    # The same facts again are the same values (an encoder knows them by identity); a seat
+    # whose facts changed gets a new one, equal to what the constructor makes of them.
+    again = state.players({1: 2})
+    assert all(a is b for a, b in zip(again, players, strict=True))
+    mover = public.turn  # the dealer, who plays the first turn without drawing
+    assert state.game is not None
+    state.apply(Act(mover, Discard(state.game.hands[mover][0])))
+    after = state.players({1: 2})
+    assert after[1 - mover] is players[1 - mover]
+    assert after[mover] is not players[mover]
+    assert after[mover] == replace(players[mover], hand_size=players[mover].hand_size - 1)
+    assert state.players({})[1] == replace(players[1], connected=False)
 
 
 @pytest.mark.parametrize(

@@ -666,7 +666,7 @@ class ViewEncoder:
         chunks = [msg.SerializeToString(), self._options_of(state.options)[2]]
         players = self._players
         for i, p in enumerate(state.players(connected, public)):
-            if not (i < len(players) and players[i][0] == p):
+            if not (i < len(players) and (players[i][0] is p or players[i][0] == p)):
                 _keep(players, i, p, game_pb2.View(players=[player_to_proto(p)]))
             chunks.append(players[i][1])
         melds = self._melds

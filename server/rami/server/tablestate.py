@@ -285,6 +285,8 @@ class TableState:
     requests: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        #: The players' facts last made, with the fields they were made from (``players``).
+        self._infos: list[tuple[tuple[Any, ...], PlayerInfo]] = []
         self.options = Options.from_dict(self.spec.options)
         get_variant(self.spec.variant)
         if not self.seats:
@@ -384,24 +386,34 @@ class TableState:
         if public is None:
             public = self.public_view()
         out = []
+        kept = self._infos
         for i, s in enumerate(self.seats):
             live = s.kind == "bot" or connected.get(i, 0) > 0
             if public is None:
-                out.append(_player_info(i, s.name, s.kind, s.policy, live, away=s.away))
+                fields = (i, s.name, s.kind, s.policy, live, 0, False, 0, s.away)
             else:
-                out.append(
-                    _player_info(
-                        i,
-                        s.name,
-                        s.kind,
-                        s.policy,
-                        live,
-                        public.hand_sizes[i],
-                        public.opened[i],
-                        public.totals[i],
-                        s.away,
-                    )
+                fields = (
+                    i,
+                    s.name,
+                    s.kind,
+                    s.policy,
+                    live,
+                    public.hand_sizes[i],
+                    public.opened[i],
+                    public.totals[i],
+                    s.away,
                 )
+            # The same facts as last time give the same value (most seats, at most updates):
+            # an encoder that kept its encoding knows it by identity.
+            if i < len(kept) and kept[i][0] == fields:
+                out.append(kept[i][1])
+                continue
+            info = _player_info(*fields)
+            if i < len(kept):
+                kept[i] = (fields, info)
+            else:
+                kept.append((fields, info))
+            out.append(info)
         return tuple(out)
 
     def summary(self, connected: Mapping[int, int]) -> TableSummary:
