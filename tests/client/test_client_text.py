@@ -661,7 +661,7 @@ def test_help_and_the_pile_fit_the_rows_they_have() -> None:
     assert over[0] == "Commands at this table, its game over", over
     assert any(u.lstrip().startswith("rematch") for u in over), over
     assert not any(u.lstrip().startswith(("draw", "discard", "lay")) for u in over), over
-    assert "Tab completes commands; F1 help, F3 shows the table." in " ".join(over)
+    assert "Tab completes commands; F1 help, F2 sorts the hand, F3 shows" in " ".join(over)
     names = lines(help_lines("", "playing", tallage, 60, 6))
     assert len(names) <= 6 and names[1].split()[:3] == ["draw", "take", "undo"], names
     assert names[-1].endswith("help COMMAND explains one.")

@@ -5,6 +5,7 @@ Skipped only when tmux is not installed (``.ci/run`` installs it). Every wait is
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import secrets
@@ -107,6 +108,7 @@ def pane() -> Iterator[Pane]:
 #: Where the clients keep their seats and preferences, unless a test gives its own: never the
 #: account's (a preference written there would change what the next test, or person, sees).
 _STATE = tempfile.mkdtemp(prefix="rami-tmux-state-")
+atexit.register(shutil.rmtree, _STATE, ignore_errors=True)
 
 
 def _env(**extra: str) -> dict[str, str]:

@@ -3,15 +3,18 @@ same values as their constructors make."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-from dataclasses import FrozenInstanceError, dataclass, field
+import pickle
+from dataclasses import FrozenInstanceError, InitVar, dataclass, field
 from typing import Generic, TypeVar
 
 import pytest
 
 from rami.engine import Game, Options
+from rami.engine.solver import declaration_cards
 from rami.engine.values import builder
-from rami.engine.views import SeatPart, View, _own, seat_part, view
+from rami.engine.views import SeatPart, View, seat_part, view
 
 T = TypeVar("T")
 
@@ -34,10 +37,20 @@ def test_a_built_value_is_the_value_its_constructor_makes() -> None:
     for args, kwargs in [((1,), {}), ((1, 2), {}), ((1,), {"y": 5, "label": "a"})]:
         built, made = make(*args, **kwargs), _Point(*args, **kwargs)
         assert type(built) is _Point
-        assert built == made and hash(built.x) == hash(made.x) and repr(built) == repr(made)
+        assert built == made and repr(built) == repr(made)
     first, second = make(1), make(2)
     assert first.tags == [] and first.tags is not second.tags  # a factory's value each
-    assert builder(_Box)("card").content == "card"  # generic classes too
+    box = builder(_Box)("card")  # generic classes too
+    assert box == _Box("card") and hash(box) == hash(_Box("card"))
+    # What Python does with values: copies, pickles (a view goes to the bots' worker
+    # processes), matching.
+    for copied in (copy.copy(box), copy.deepcopy(box), pickle.loads(pickle.dumps(box))):
+        assert copied == box and type(copied) is _Box
+    match first:
+        case _Point(1, 0):
+            pass
+        case _:
+            raise AssertionError(first)
 
 
 def test_a_built_value_is_frozen_like_any_other() -> None:
@@ -81,11 +94,38 @@ def test_classes_it_cannot_make_the_same_values_of_are_refused() -> None:
         x: int
         twice: int = field(init=False, default=0)
 
+    @dataclass(frozen=True, slots=True)
+    class OwnInit:
+        x: int
+
+        def __init__(self, x: int) -> None:
+            object.__setattr__(self, "x", abs(x))
+
+    @dataclass(frozen=True, slots=True, init=False)
+    class NoInit:
+        x: int = 0
+
+    @dataclass(frozen=True, slots=True)
+    class OwnNew:
+        x: int
+
+        def __new__(cls, x: int) -> OwnNew:
+            return super().__new__(cls)
+
+    @dataclass(frozen=True, slots=True)
+    class PassedOnly:
+        x: int
+        scale: InitVar[int] = 1
+
     for cls, said in [
         (NoSlots, "not a frozen dataclass with slots"),
         (Mutable, "not a frozen dataclass with slots"),
         (Checked, "__post_init__"),
         (Derived, "not set by the constructor"),
+        (OwnInit, "an __init__ of its own"),
+        (NoInit, "an __init__ of its own, or none"),
+        (OwnNew, "a __new__ of its own"),
+        (PassedOnly, "takes other arguments than its fields"),
         (int, "not a dataclass"),
     ]:
         with pytest.raises(TypeError, match=said):
@@ -104,14 +144,16 @@ def test_views_and_seat_parts_are_those_their_constructors_make() -> None:
             assert v == View(**fields)
             with pytest.raises(FrozenInstanceError):
                 v.hand = ()  # type: ignore[misc]
+            assert pickle.loads(pickle.dumps(v)) == v and copy.deepcopy(v) == v
             if seat is not None:
+                # The seat's part, made by its constructor from the seat's whole view.
                 part = seat_part(game, seat)
                 assert type(part) is SeatPart
-                own = _own(game, seat)
-                assert part is not None and part.hand == own[0]
-                expected = SeatPart(seat, *part_fields(part)[1:])
+                declared = ()
+                if v.can_declare and v.hand is not None:
+                    jpm = game.options.jokers_per_meld
+                    declared = declaration_cards(v.hand, jokers_per_meld=jpm)
+                expected = SeatPart(
+                    seat, v.hand, v.drawn, v.draw_sources, v.can_lay, v.can_declare, declared
+                )
                 assert part == expected
-
-
-def part_fields(part: SeatPart) -> tuple[object, ...]:
-    return tuple(getattr(part, f.name) for f in dataclasses.fields(SeatPart))

@@ -140,7 +140,7 @@ COMMANDS: tuple[Command, ...] = (
         "sort your hand by suit or by rank (F2 toggles)",
         "sort rank groups your cards by rank; sort suit by suit then rank. F2 toggles. The "
         "order is kept for your next run of the client.",
-        frozenset({WAITING, PLAYING}),
+        frozenset({WAITING, PLAYING, OVER}),
     ),
     Command(
         "table",

@@ -57,8 +57,8 @@ def help_lines(
     commands = available(where, variant)
     keys = {
         LOBBY: "F1 help",
-        PLAYING: "F1 help, F2 sorts the hand, F3 shows the table",
-    }.get(where, "F1 help, F3 shows the table")
+        WATCHING: "F1 help, F3 shows the table",
+    }.get(where, "F1 help, F2 sorts the hand, F3 shows the table")
     completes = "commands and cards" if where == PLAYING else "commands"
     footer = f"Tab completes {completes}; {keys}. help COMMAND explains one."
     tail: list[StyleAndTextTuples] = [[("class:dim", line)] for line in wrap(footer, width)]

@@ -159,9 +159,9 @@ def _table_event(e: te.TableEvent, scene: Scene) -> list[Line]:
     if isinstance(e, te.Left):
         if scene.in_game:
             # The seat stays theirs: the server plays it until they take it back.
-            who = scene.name(e.seat)
-            if e.seat == scene.me and not scene.stand_in:
+            if e.seat == scene.me:
                 return [_line("You left: the server plays your seat until you take it back.")]
+            who = scene.name(e.seat)
             return [_line(f"{who} left: the server plays the seat until they are back.")]
         return [_line(f"{scene.name(e.seat)} left the table.")]
     if isinstance(e, te.Returned):

@@ -18,32 +18,43 @@ alike); only the way it was filled differs.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 __all__ = ["builder"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
-def builder(cls: type[T]) -> Callable[..., T]:
+def builder(cls: Callable[P, T]) -> Callable[P, T]:
     """A function that makes instances of ``cls`` (a frozen dataclass with ``slots=True``) from
-    the arguments its constructor takes, without its per-field ``object.__setattr__``.
+    the arguments its constructor takes (typed as the constructor is), without its per-field
+    ``object.__setattr__``.
 
-    Classes whose fields a constructor does more than store (``__post_init__``, fields left out
-    of ``__init__``) are refused, as are classes that are not frozen and slotted: for them the
-    shortcut would not make the same value. TypeError says which."""
+    Classes whose constructor does more than store each argument in its field are refused: a
+    ``__post_init__``, an ``__init__`` or ``__new__`` of their own, fields left out of
+    ``__init__`` or passed to it only (``InitVar``); so are classes that are not frozen and
+    slotted. For them the shortcut would not make the same value. TypeError says which."""
     if not dataclasses.is_dataclass(cls) or not isinstance(cls, type):
         raise TypeError(f"{cls!r} is not a dataclass")
+    name = cls.__name__
     params = cls.__dataclass_params__  # type: ignore[attr-defined]
     if not params.frozen or "__slots__" not in cls.__dict__:
-        raise TypeError(f"{cls.__name__} is not a frozen dataclass with slots")
+        raise TypeError(f"{name} is not a frozen dataclass with slots")
     if hasattr(cls, "__post_init__"):
-        raise TypeError(f"{cls.__name__} has a __post_init__: its constructor does more than store")
+        raise TypeError(f"{name} has a __post_init__: its constructor does more than store")
+    init = cls.__dict__.get("__init__")
+    made_by_dataclass = getattr(getattr(init, "__code__", None), "co_filename", "") == "<string>"
+    if not params.init or not made_by_dataclass:
+        raise TypeError(f"{name} has an __init__ of its own, or none")
+    if cls.__new__ is not object.__new__:
+        raise TypeError(f"{name} has a __new__ of its own")
     spec: list[tuple[str, Any, Any]] = []
     for f in dataclasses.fields(cls):
         if not f.init:
-            raise TypeError(f"{cls.__name__}.{f.name} is not set by the constructor")
+            raise TypeError(f"{name}.{f.name} is not set by the constructor")
         if f.default is not dataclasses.MISSING:
             made = dataclasses.field(default=f.default, kw_only=f.kw_only)
         elif f.default_factory is not dataclasses.MISSING:
@@ -67,13 +78,20 @@ def builder(cls: type[T]) -> Callable[..., T]:
     try:
         object.__new__(twin).__class__ = cls
     except TypeError as e:
-        raise TypeError(f"{cls.__name__} does not share its twin's layout: {e}") from None
+        raise TypeError(f"{name} does not share its twin's layout: {e}") from None
+    # The same arguments, in the same order and kinds, with the same defaults (an InitVar, say,
+    # is an argument of the class's and no field of the twin's).
+    if _arguments(cls.__init__) != _arguments(twin.__init__):
+        raise TypeError(f"{name}'s constructor takes other arguments than its fields")
 
-    def build(*args: Any, **kwargs: Any) -> T:
+    def build(*args: P.args, **kwargs: P.kwargs) -> T:
         made = twin(*args, **kwargs)
         made.__class__ = cls
         return made  # type: ignore[no-any-return]
 
-    build.__name__ = build.__qualname__ = f"build_{cls.__name__}"
-    build.__doc__ = f"A {cls.__name__}, made as its constructor makes it (see rami.engine.values)."
+    build.__doc__ = f"A {name}, made as its constructor makes it (see rami.engine.values)."
     return build
+
+
+def _arguments(init: Callable[..., None]) -> list[tuple[str, Any, Any]]:
+    return [(p.name, p.kind, p.default) for p in inspect.signature(init).parameters.values()]
