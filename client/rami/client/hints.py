@@ -198,17 +198,16 @@ def _variant_facts(analysis: game_pb2.Analysis, view: View, look: Look) -> list[
     if variant.has_opening and view.seat is not None and not view.opened[view.seat]:
         need = max(view.options.opening, view.bar + 1)
         value = analysis.opening_value
+        top = look.card_text(view.discard_top) if view.discard_top is not None else ""
         if value:
             short = f"short of {need} by {need - value} points"
-            if _discard_lays(view) and view.discard_top is not None:
-                top = look.card_text(view.discard_top)
+            if top and not analysis.can_open and _discard_lays(view):
                 short += f", but taking {top} from the discard pile lets you lay (below)"
             verdict = "enough to open" if analysis.can_open else short
             facts.append(f"Your best opening is worth {value}: {verdict}.")
         else:
             why = _why_no_opening(view.hand or (), look)
-            if _discard_lays(view) and view.discard_top is not None:
-                top = look.card_text(view.discard_top)
+            if top and _discard_lays(view):
                 why = f"{why[:-1]}; taking {top} from the discard pile lets you open (below)."
             facts.append(why)
     if variant.declares and analysis.declare_cards:

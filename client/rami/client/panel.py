@@ -25,6 +25,8 @@ from .scores import ending_note
 __all__ = [
     "VARIANT_TITLES",
     "clock_text",
+    "discard_lay",
+    "i_opened",
     "menu_rows",
     "my_seat",
     "panel_fragments",
@@ -133,16 +135,25 @@ def _stock_only(view: game_pb2.View, look: Look) -> str:
         if len(view.hand) == 1:
             return "holding one card, you draw from the stock"
     if rules.must_lay_discard:
-        seat = my_seat(view)
-        opened = seat is not None and seat < len(view.players) and view.players[seat].opened
-        lay = "lay of yours" if opened else f"opening of {opening_need(view)}+"
-        return f"{look.card_text(top)} only if laid at once: no {lay} uses it"
+        return f"{look.card_text(top)} only if laid at once: no {discard_lay(view)} uses it"
     return ""
 
 
 def opening_need(view: game_pb2.View) -> int:
     """The least an opening is worth now: the option's, and more than the bar."""
     return max(view.options.opening, view.bar + 1)
+
+
+def i_opened(view: game_pb2.View) -> bool:
+    """Whether the watcher's seat has laid this round (a spectator: no)."""
+    seat = my_seat(view)
+    return seat is not None and seat < len(view.players) and view.players[seat].opened
+
+
+def discard_lay(view: game_pb2.View) -> str:
+    """The lay a tallage discard is taken with now, in words: ``lay of yours`` once the seat
+    has opened, else ``opening of 80+`` (what an opening needs now)."""
+    return "lay of yours" if i_opened(view) else f"opening of {opening_need(view)}+"
 
 
 def _my_play(view: game_pb2.View) -> str:
@@ -155,8 +166,7 @@ def _my_play(view: game_pb2.View) -> str:
         return "finish (lay all but one card) if you can, then discard"
     if not view.can_lay:
         return "discard a card"
-    seat = my_seat(view)
-    if seat is not None and view.players[seat].opened:
+    if i_opened(view):
         return "lay, add or take back jokers if you like, then discard"
     return f"open with melds worth {opening_need(view)} or more if you can, then discard"
 

@@ -83,9 +83,10 @@ from .moves import MOVES, MoveError, check_ranks, missing_cards, parse_move
 from .narrate import Scene, narrate
 from .newtable import NewTable, parse_create
 from .panel import (
+    discard_lay,
+    i_opened,
     menu_rows,
     my_seat,
-    opening_need,
     panel_fragments,
     plural,
     prompt_fragments,
@@ -379,9 +380,7 @@ class ClientSession:
         """Leaving the client mid-game gives the seat to the server, so nobody waits for it."""
         view = self.view
         if self.local or self.where != PLAYING or view is None:
-            return
-        if view.phase == game_pb2.PHASE_GAME_OVER:
-            return
+            return  # (a game over is no place of PLAYING's: nothing to hand over)
         with contextlib.suppress(LinkError):
             await self._leave()
             if self.seats is not None:
@@ -629,8 +628,7 @@ class ClientSession:
         lay = action.lay if isinstance(action, Draw) else action
         if not isinstance(lay, Lay) or not _my_turn(view):
             return ""
-        me = my_seat(view)
-        opened = me is not None and me < len(view.players) and view.players[me].opened
+        opened = i_opened(view)
         if opened and not self._opened_before_turn:
             if variant.lays_whole_hand:
                 return "You laid your hand this turn: discard your last card. Nothing was sent."
@@ -824,10 +822,7 @@ class ClientSession:
             self.stage = Stage()
         new_turn = before is None or not _my_turn(before) or before.round != view.round
         if mine and new_turn:
-            me = my_seat(view)
-            self._opened_before_turn = (
-                me is not None and me < len(view.players) and view.players[me].opened
-            )
+            self._opened_before_turn = i_opened(view)
         if mine and new_turn and self._catching_up is None:  # not the past turns told again
             self._announce_turn(view)
         self._refresh()
@@ -1066,12 +1061,7 @@ class ClientSession:
 
     async def _do_rematch(self, args: str) -> None:
         view = self.view
-        assert view is not None and self.table_id is not None
-        if view.phase != game_pb2.PHASE_GAME_OVER:
-            raise ValueError(
-                "a rematch is for when the game is over: rematch then starts a new table with "
-                "the same game, options and bots"
-            )
+        assert view is not None and self.table_id is not None  # run only where the game is over
         old_id, me = self.table_id, my_seat(view)
         got = await self.link.call(
             self.link.lobby.GetTable, lobby_service_pb2.GetTableRequest(table_id=old_id)
@@ -1382,7 +1372,7 @@ class ClientSession:
 
     async def _do_quit(self, args: str) -> None:
         view = self.view
-        if self.where == PLAYING and view is not None and view.phase != game_pb2.PHASE_GAME_OVER:
+        if self.where == PLAYING and view is not None:  # a game under way (not over)
             if self.local:
                 then = "the game ends with the client"
             elif self.seats is not None:
@@ -1445,9 +1435,7 @@ def _no_discard(view: game_pb2.View, variant: Variant) -> str:
         if len(view.hand) == 1:
             return "holding one card, you draw from the stock"
     if variant.must_lay_discard:
-        seat = my_seat(view)
-        opened = seat is not None and seat < len(view.players) and view.players[seat].opened
-        lay = "lay of yours" if opened else f"opening of {opening_need(view)}+"
+        lay = discard_lay(view)
         return f"it is taken only to be laid at once, and no {lay} this turn uses it; draw stock"
     return "the rules do not offer it this turn; draw stock"
 
