@@ -307,10 +307,101 @@ def test_the_appends_of_one_tick_share_one_commit_and_are_acknowledged_after_it(
     run(main)
 
 
+def test_a_change_at_an_idle_table_is_stored_and_answered_in_one_turn_of_the_loop(
+    tmp_path: Path,
+) -> None:
+    """Its caller runs the pipeline: the one turn is the group commit's (the tick's end),
+    with no hand-off to the table's task and back; a read there is answered at once."""
+
+    async def main() -> None:
+        storage = await open_storage(tmp_path)
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table = await new_table(lobby, players=3)
+        loop = asyncio.get_running_loop()
+        turns = 0
+        ticking = True
+
+        def tick() -> None:
+            nonlocal turns
+            turns += 1
+            if ticking:
+                loop.call_soon(tick)
+
+        loop.call_soon(tick)
+        for name in ("Ana", "Bo", "Cy"):
+            await asyncio.sleep(0)
+            before = turns
+            assert await table.change(joining(name), lambda done: done.last) == table.number
+            assert turns - before == 1
+        before = turns
+        assert await table.read(lambda state: state.number) == 4  # the start is the 4th
+        assert turns == before
+        ticking = False
+        await asyncio.sleep(0)
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
+def test_a_change_whose_caller_is_cancelled_while_it_is_stored_is_committed_all_the_same(
+    backend: Backend,
+) -> None:
+    """Cancelled once its entries are handed to storage (a client that goes, a deadline that
+    passes), the change is not taken back: the table's task waits for the storage's answer and
+    commits it, its watchers get it, and the changes queued behind it follow."""
+
+    async def main() -> None:
+        storage = await backend.open()
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table = await new_table(lobby, players=3)
+        watcher = table.watcher(None)
+        stream = table.watch(None, None, watcher)
+        assert (await anext(stream))[0] == 0
+        store = storage.submit
+
+        async def slow_append(append: Any) -> None:
+            await asyncio.sleep(0.05)
+            await store(append)
+
+        def slow_submit(append: Any) -> asyncio.Future[None]:
+            return asyncio.ensure_future(slow_append(append))
+
+        # Cancelled as its caller hands it to storage, then while it waits for a slow store.
+        for name, slow in (("Ana", False), ("Bo", True)):
+            number = table.number
+            storage.submit = slow_submit if slow else store  # type: ignore[method-assign]
+            call = asyncio.ensure_future(table.change(joining(name), lambda _: None))
+            for _ in range(3 if slow else 1):  # its entries applied and handed to storage
+                await asyncio.sleep(0)
+            assert table._dirty and table.number == number
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            item = await asyncio.wait_for(anext(stream), 5)
+            assert item[0] == number + 1 == table.number
+            assert backend.stored_numbers(table.table_id)[-1] == number + 1
+        storage.submit = store  # type: ignore[method-assign]
+        # Queued behind one that is cancelled: runs after it, from its state.
+        first = asyncio.ensure_future(table.change(joining("Cy"), lambda _: None))
+        second = asyncio.ensure_future(table.change(lambda _: [], lambda _: table.number))
+        await asyncio.sleep(0)
+        first.cancel()
+        assert await asyncio.wait_for(second, 5) == 4  # Cy's join and the start it implies
+        assert backend.stored_numbers(table.table_id) == [1, 2, 3, 4]
+        await stream.aclose()
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
 def test_closing_a_table_answers_every_queued_change_even_when_it_stops_one_under_way(
     backend: Backend,
 ) -> None:
-    """A table closed while a change is being stored, and stopped before it ends (``closing``
+    """A table closed while its task stores a change, and stopped before it ends (``closing``
     with no time left): that change and those queued behind it are all answered, refused
     (none waits for ever), and a change sent later is refused at once."""
 
@@ -318,7 +409,8 @@ def test_closing_a_table_answers_every_queued_change_even_when_it_stops_one_unde
         storage = await backend.open()
         lobby = Lobby(storage, LobbyConfig(), QUIET)
         table = await new_table(lobby, players=3)
-        under_way = asyncio.ensure_future(table.change(joining("Ana"), lambda _: None))
+        # Queued: the table's task runs it (a change its caller runs is not the task's to stop).
+        under_way = table.queue(Change(joining("Ana"), lambda _: None))
         queued = [
             asyncio.ensure_future(table.change(joining(name), lambda _: None))
             for name in ("Bo", "Cy")
@@ -873,19 +965,22 @@ def test_a_reply_never_shows_a_seat_whose_stream_ended_while_its_change_was_stor
         assert table.connected() == {mover: 1, other: 1}
         # The other seat's stream ends while the move is stored (a store that takes its time,
         # as a network database does).
-        store = storage.append
+        store = storage.submit
 
         async def slow_append(append: Any) -> None:
             readers[other].cancel()
             await asyncio.sleep(0.05)
             await store(append)
 
-        storage.append = slow_append  # type: ignore[method-assign]
+        def slow_submit(append: Any) -> asyncio.Future[None]:
+            return asyncio.ensure_future(slow_append(append))
+
+        storage.submit = slow_submit  # type: ignore[method-assign]
         action = safe_move(view(game, mover))
         reply = await table.change(
             lambda _: [Act(mover, action)], lambda done: done.table.view_bytes(mover)
         )
-        storage.append = store  # type: ignore[method-assign]
+        storage.submit = store  # type: ignore[method-assign]
         await asyncio.sleep(0.05)
         assert table.connected() == {mover: 1}
         shown = game_pb2.View.FromString(reply)
@@ -934,7 +1029,7 @@ def test_a_heartbeat_tells_the_clock_of_the_stored_update_never_of_one_being_sto
             await table.change(lambda s: [Act(mover, safe_move(view(game, mover)))], lambda _: None)
         before = (table.number, int(table.deadline * 1e9))
         assert told(table) == before
-        store = storage.append
+        store = storage.submit
         during: list[tuple[int, int | None]] = []
 
         async def slow_append(append: Any) -> None:
@@ -942,9 +1037,12 @@ def test_a_heartbeat_tells_the_clock_of_the_stored_update_never_of_one_being_sto
             during.append(told(table))
             await store(append)
 
-        storage.append = slow_append  # type: ignore[method-assign]
+        def slow_submit(append: Any) -> asyncio.Future[None]:
+            return asyncio.ensure_future(slow_append(append))
+
+        storage.submit = slow_submit  # type: ignore[method-assign]
         await table.change(lambda s: [Act(mover, safe_move(view(game, mover)))], lambda _: None)
-        storage.append = store  # type: ignore[method-assign]
+        storage.submit = store  # type: ignore[method-assign]
         assert game.turn != mover  # the discard passed the turn: a new clock
         assert during == [before]
         after = (table.number, int(table.deadline * 1e9))

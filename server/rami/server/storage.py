@@ -215,6 +215,13 @@ class Storage(Protocol):
         """Store entries of a table; durable when it returns. Raises :class:`Conflict` when
         ``append.first`` is not one more than the number of the table's last entry."""
 
+    def submit(self, append: Append) -> asyncio.Future[None]:
+        """Hand ``append`` to storage without waiting: the future is done once it is durable
+        (None) or refused (its error, as :meth:`append` raises it). Cancelling the future
+        does not take the append back; it is written with its batch all the same. Call it on
+        the event loop; the appends handed in one turn of the loop share a transaction,
+        written as the turn ends."""
+
     async def check_key(self, fingerprint: str) -> None:
         """Refuse (OSError) a server whose key's ``fingerprint`` is not that of the key the
         other servers of shared storage use (the first server's is kept); one that holds its
@@ -633,26 +640,24 @@ class SqliteStorage:
     async def check_key(self, fingerprint: str) -> None:
         return None  # this server's alone: its key file is the one beside it
 
-    async def append(self, append: Append) -> None:
+    def submit(self, append: Append) -> asyncio.Future[None]:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         # Encoded here: the worker thread runs as little Python as it can, since each of its
         # steps waits for the interpreter lock that the event loop holds while it is busy.
         self._pending.append((_Encoded.of(append), done))
-        if self._scheduled:
-            await done
-            return
-        # The first append of a tick writes the batch at the tick's end: the appends of every
-        # table made in it share a commit. It yields once, and what is ready to run runs
-        # first, as a callback scheduled now would; then it writes the batch itself, so that
-        # its own answer needs no further turn of the loop.
-        self._scheduled = True
-        try:
-            await asyncio.sleep(0)
-        except BaseException:
-            loop.call_soon(self._flush)  # cancelled: the others' batch is written all the same
-            raise
-        self._flush()
+        if not self._scheduled:
+            # The first append of a tick writes the batch at the tick's end: the appends of
+            # every table made in it share a commit.
+            self._scheduled = True
+            loop.call_soon(self._flush)
+        return done
+
+    async def append(self, append: Append) -> None:
+        done = self.submit(append)
+        # One turn: the batch's write, scheduled before, runs first; when it is written on
+        # the loop (see _flush), the answer is there, and needs no further turn.
+        await asyncio.sleep(0)
         await done
 
     def _flush(self) -> None:

@@ -616,7 +616,7 @@ class PostgresStorage:
                 " tables are made from it)"
             )
 
-    async def append(self, append: Append) -> None:
+    def submit(self, append: Append) -> asyncio.Future[None]:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         self._pending.append((append, done))
@@ -624,7 +624,10 @@ class PostgresStorage:
             # At the end of this tick: the appends of every table made in it share a commit.
             self._scheduled = True
             loop.call_soon(self._flush)
-        await done
+        return done
+
+    async def append(self, append: Append) -> None:
+        await self.submit(append)
 
     def _flush(self) -> None:
         self._scheduled = False

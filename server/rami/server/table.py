@@ -2,7 +2,10 @@
 
 Whoever changes a table (a seat's command, a built-in bot, the clock, the next deal, chat, a
 join) sends a :class:`Change` to its queue, and the table's task runs each change whole, one
-at a time, through the same steps (:meth:`Table._change`):
+at a time, through the same steps (:meth:`Table._change`). At an idle table, the caller of
+:meth:`Table.change` runs those steps itself, and changes sent meanwhile queue behind it (the
+hand-off to the task and back would cost two turns of the event loop); should the caller be
+cancelled while its change is stored, the task takes over its step 4 (:class:`Settle`).
 
 1. **plan**: the change's ``plan`` reads the state as it is now, checks the seat's token and
    the number its command was decided on, and returns the entries to apply (a change and
@@ -45,7 +48,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NoReturn, TypeVar
 
 from rami.engine import POLICIES, Action, Phase, RuleError, View, view
 from rami.engine import events as engine_events
@@ -280,7 +283,33 @@ class Read(Generic[T]):
     run: Callable[[TableState], T]
 
 
-Job = Change[Any] | Read[Any]
+@dataclass(slots=True)
+class _Staged(Generic[T]):
+    """A change applied in memory and handed to storage, not committed yet: what its commit
+    (or its undoing) needs."""
+
+    job: Change[T]
+    first: int
+    entries: Sequence[Entry]
+    #: The turn's clock before the change, put back if it is not stored.
+    clock: tuple[float | None, tuple[int, int] | None]
+    updates: list[tuple[int, bytes, dict[int | None, bytes]]]
+    events_of: list[list[Event]]
+    connected: dict[int, int]
+    renumbered: dict[int, int] | None
+    #: Done when the storage's transaction has ended: None once stored, or its error.
+    stored: asyncio.Future[None]
+
+
+@dataclass(frozen=True, slots=True)
+class Settle(Generic[T]):
+    """A change its caller ran, handed to storage, and left before its answer (the caller was
+    cancelled): the table's task waits for the answer and commits or undoes it, first thing."""
+
+    staged: _Staged[T]
+
+
+Job = Change[Any] | Read[Any] | Settle[Any]
 #: Change(...) and Committed(...) at a mutable dataclass's cost (rami.engine.values): one of
 #: each for every command.
 _change_of = builder(Change)
@@ -545,9 +574,23 @@ class Table:
         reply: Callable[[Committed | None], T],
         ack: tuple[Watcher, int] | None = None,
     ) -> T:
-        """Run a change through the pipeline and return its reply."""
-        result: T = await self._enqueue(_change_of(plan, reply, ack))
-        return result
+        """Run a change through the pipeline and return its reply.
+
+        At an idle table (no change under way, none queued) the caller runs the pipeline
+        itself, in its own task: a hand-off to the table's task would cost two more turns of
+        the event loop (the task's start, and the caller's wake-up). Changes queued meanwhile
+        wait for it, as they wait for the task's; should the caller be cancelled once the
+        change is handed to storage, the table's task takes it over (:class:`Settle`)."""
+        job = _change_of(plan, reply, ack)
+        if self._busy or self._task is not None or self._queue or self.closed:
+            result: T = await self._enqueue(job)
+            return result
+        self._busy = True
+        try:
+            return await self._change(job, here=True)
+        finally:
+            self._busy = False
+            self._serve_queued()
 
     def queue(self, change: Change[Any]) -> asyncio.Future[Any]:
         """Queue a change without waiting for it: its reply and its ``failed`` are run in the
@@ -566,9 +609,12 @@ class Table:
             log.error("table %s: a change failed (%s)", self.table_id, type(error).__name__)
 
     async def read(self, run: Callable[[TableState], T]) -> T:
-        """Run ``run`` on the state between two changes and return what it returns."""
-        result: T = await self._enqueue(Read(run))
-        return result
+        """Run ``run`` on the state between two changes and return what it returns (at once
+        at an idle table, whose state is the one stored)."""
+        if self._busy or self._task is not None or self._queue or self.closed:
+            result: T = await self._enqueue(Read(run))
+            return result
+        return run(self.state)
 
     def _gone_refusal(self) -> Refusal:
         """What a call of a closed table is answered: the table moved, or the server stops."""
@@ -582,9 +628,15 @@ class Table:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[Any] = loop.create_future()
         self._queue.append((job, done))
-        if self._task is None:
-            self._task = loop.create_task(self._serve(), name=f"table {self.table_id}")
+        if not self._busy:
+            self._serve_queued()
         return done
+
+    def _serve_queued(self) -> None:
+        """Start the table's task if it has jobs and none runs."""
+        if self._queue and self._task is None:
+            loop = asyncio.get_running_loop()
+            self._task = loop.create_task(self._serve(), name=f"table {self.table_id}")
 
     async def _serve(self) -> None:
         """The table's task: every job in turn until the queue is empty. Then it ends, and
@@ -596,13 +648,15 @@ class Table:
                 job, done = queue.pop(0)
                 if done.cancelled():
                     continue  # its caller is gone, and it has changed nothing yet
-                if self.closed:
+                if self.closed and not isinstance(job, Settle):
                     self._failed(job, done, self._gone_refusal())
                     continue
                 self._busy = True
                 try:
                     if isinstance(job, Read):
                         result = job.run(self.state)
+                    elif isinstance(job, Settle):
+                        result = await self._settle(job.staged)
                     else:
                         result = await self._change(job)
                 except asyncio.CancelledError:
@@ -624,6 +678,8 @@ class Table:
     def _failed(job: Job, done: asyncio.Future[Any], error: BaseException) -> None:
         """Tell a job's refusal or error: to its ``failed``, or to its caller."""
         failed = job.failed if isinstance(job, Change) else None
+        if isinstance(job, Settle):  # its caller is gone: it is logged (see _logged)
+            failed = job.staged.job.failed
         if failed is None or not isinstance(error, Exception):
             done.set_exception(error)
             return
@@ -635,11 +691,37 @@ class Table:
 
     # -- the one pipeline of every change ---------------------------------------------------
 
-    async def _change(self, job: Change[T]) -> T:
+    async def _change(self, job: Change[T], here: bool = False) -> T:
+        """The pipeline, run by the table's task, or ``here`` by the caller of
+        :meth:`change` at an idle table."""
+        staged = self._stage(job)
+        if staged is None:
+            return job.reply(None)
+        if not here:
+            return await self._settle(staged)
+        try:
+            # A turn of the loop: the storage's group commit writes the tick's appends.
+            await asyncio.sleep(0)
+            if not staged.stored.done():
+                # Shielded: a cancelled caller leaves the storage's answer to the task.
+                await asyncio.shield(staged.stored)
+        except asyncio.CancelledError:
+            settle: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            settle.add_done_callback(self._logged)
+            self._queue.insert(0, (Settle(staged), settle))
+            raise
+        except Exception:
+            pass  # the storage's refusal: told by _stored
+        return self._stored(staged)
+
+    def _stage(self, job: Change[T]) -> _Staged[T] | None:
+        """Plan, apply and encode the change, and hand its entries to storage (None: the
+        change has no entries, and changes nothing). A refusal raises, having changed
+        nothing."""
         state = self.state
         entries = job.plan(state)  # refusals raise here, having changed nothing
         if not entries:
-            return job.reply(None)
+            return None
         first = state.number + 1
         clock = (self.deadline, self._turn_key)
         watched = {w.seat for w in self.watchers}
@@ -660,6 +742,7 @@ class Table:
                 events_of.append(events)
                 self._clock()
                 updates.append(self._encode(events, watched, connected))
+            stored = self.storage.submit(self._append(first, entries))
         except BaseException:
             if updates:
                 self._rollback(clock)
@@ -667,62 +750,32 @@ class Table:
                 self._dirty = False
                 self.deadline, self._turn_key = clock
             raise
+        return _Staged(
+            job, first, entries, clock, updates, events_of, connected, renumbered, stored
+        )
+
+    async def _settle(self, staged: _Staged[T]) -> T:
+        """Wait for the storage's answer, in the table's task, then commit or undo."""
         try:
-            await self.storage.append(self._append(first, entries))
-        except BaseException as e:
-            self._rollback(clock)
-            if isinstance(e, asyncio.CancelledError):
-                raise
-            if isinstance(e, Fenced):
-                # Another server took the table over: it never acts for it here again.
-                log.warning(
-                    "table %s: updates %d to %d fenced off (%s): the table moved to %s",
-                    self.table_id,
-                    first,
-                    state.number,
-                    e,
-                    e.owner or "another server",
-                )
-                if self.on_moved is not None:
-                    self.on_moved(self, e.owner)
-                else:
-                    self.close(moved_to=e.owner)
-                raise moved(self.table_id, e.owner) from None
-            if isinstance(e, Conflict | Unknown):
-                # The stored log is not what this memory was built from (an append stored
-                # whose answer was lost, most likely): the log is the truth. The table is
-                # loaded again from it, and every stream resumes there.
-                log.warning(
-                    "table %s: updates %d to %d %s; loading the table again from its log",
-                    self.table_id,
-                    first,
-                    state.number,
-                    "conflict with the stored log"
-                    if isinstance(e, Conflict)
-                    else "may or may not be stored (the store's answer was lost)",
-                )
-                if self.on_reload is not None:
-                    self.on_reload(self)
-                else:
-                    self.close(moved_to="")
-                if isinstance(e, Unknown):
-                    raise Unavailable(
-                        "STORAGE_FAILED",
-                        "the store's answer was lost: this change may or may not have been "
-                        "stored; resume the table's stream to see (a retry with the same "
-                        "request id is safe)",
-                    ) from None
-                raise moved(self.table_id, "") from None
-            log.error(
-                "table %s: storing updates %d to %d failed (%s); nothing was changed",
-                self.table_id,
-                first,
-                state.number,
-                type(e).__name__,
-            )
-            raise Unavailable(
-                "STORAGE_FAILED", "the table could not store this change: nothing was changed"
-            ) from None
+            await staged.stored
+        except asyncio.CancelledError:
+            # The task is stopped (the server closes): the change is undone unless stored.
+            if staged.stored.done() and not staged.stored.cancelled():
+                self._stored(staged)
+            else:
+                self._rollback(staged.clock)
+            raise
+        except Exception:
+            pass  # the storage's refusal: told by _stored
+        return self._stored(staged)
+
+    def _stored(self, staged: _Staged[T]) -> T:
+        """Commit a change whose append is stored, or undo it and raise what refuses it."""
+        state, job, first, entries = self.state, staged.job, staged.first, staged.entries
+        connected, renumbered = staged.connected, staged.renumbered
+        e = asyncio.CancelledError() if staged.stored.cancelled() else staged.stored.exception()
+        if e is not None:
+            self._unstored(staged, e)
         # Committed: from here on, everyone may see it.
         self.number = state.number
         self.told_deadline = self.deadline
@@ -734,14 +787,71 @@ class Table:
             job.ack[0].acks[first] = job.ack[1]
         if any(isinstance(e, Join | Leave | Start) for e in entries):
             self._seats_changed(entries, renumbered)
-        self._fan_out(updates, connected)
+        self._fan_out(staged.updates, connected)
         self._present(entries)
         self._schedule()
-        for told in events_of:
+        for told in staged.events_of:
             self._log_events(told)
         if state.status in OVER and self.on_finished is not None:
             self.on_finished(self)
         return job.reply(_committed(self, first, self.number))
+
+    def _unstored(self, staged: _Staged[Any], e: BaseException) -> NoReturn:
+        """Undo a change the storage did not store, and raise what its caller is told."""
+        state, first = self.state, staged.first
+        self._rollback(staged.clock)
+        if isinstance(e, asyncio.CancelledError):
+            raise e
+        if isinstance(e, Fenced):
+            # Another server took the table over: it never acts for it here again.
+            log.warning(
+                "table %s: updates %d to %d fenced off (%s): the table moved to %s",
+                self.table_id,
+                first,
+                state.number,
+                e,
+                e.owner or "another server",
+            )
+            if self.on_moved is not None:
+                self.on_moved(self, e.owner)
+            else:
+                self.close(moved_to=e.owner)
+            raise moved(self.table_id, e.owner) from None
+        if isinstance(e, Conflict | Unknown):
+            # The stored log is not what this memory was built from (an append stored
+            # whose answer was lost, most likely): the log is the truth. The table is
+            # loaded again from it, and every stream resumes there.
+            log.warning(
+                "table %s: updates %d to %d %s; loading the table again from its log",
+                self.table_id,
+                first,
+                state.number,
+                "conflict with the stored log"
+                if isinstance(e, Conflict)
+                else "may or may not be stored (the store's answer was lost)",
+            )
+            if self.on_reload is not None:
+                self.on_reload(self)
+            else:
+                self.close(moved_to="")
+            if isinstance(e, Unknown):
+                raise Unavailable(
+                    "STORAGE_FAILED",
+                    "the store's answer was lost: this change may or may not have been "
+                    "stored; resume the table's stream to see (a retry with the same "
+                    "request id is safe)",
+                ) from None
+            raise moved(self.table_id, "") from None
+        log.error(
+            "table %s: storing updates %d to %d failed (%s); nothing was changed",
+            self.table_id,
+            first,
+            state.number,
+            type(e).__name__,
+        )
+        raise Unavailable(
+            "STORAGE_FAILED", "the table could not store this change: nothing was changed"
+        ) from None
 
     def _present(self, entries: Sequence[Entry]) -> None:
         """A seat that acts or comes back with its token is there, stream or none: its grace
