@@ -398,6 +398,143 @@ def test_a_change_whose_caller_is_cancelled_while_it_is_stored_is_committed_all_
     run(main)
 
 
+def test_closing_refuses_a_change_its_caller_runs_when_its_store_does_not_answer_in_time(
+    backend: Backend,
+) -> None:
+    """A change run by its caller at an idle table is the table's change under way: closing
+    stops it as it stops its task's, put back and refused, once the time is up."""
+
+    async def main() -> None:
+        storage = await backend.open()
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table = await new_table(lobby, players=3)
+        hung: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        store = storage.submit
+        storage.submit = lambda append: hung  # type: ignore[method-assign]
+        under_way = asyncio.ensure_future(table.change(joining("Ana"), lambda _: None))
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert table._busy and table._dirty
+        table.close()
+        await table.closing(timeout=0.05)
+        with pytest.raises(Unavailable) as info:
+            await asyncio.wait_for(under_way, 2)
+        assert info.value.reason == "SHUTTING_DOWN"
+        assert table.state.number == table.number == 0 and not table._dirty
+        storage.submit = store  # type: ignore[method-assign]
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
+def test_a_change_stored_as_the_table_is_stopped_is_committed_and_answered(
+    backend: Backend,
+) -> None:
+    """The storage's answer comes just as closing stops the table's task: the change is
+    committed (its watchers get it), and its caller is answered with its reply, never
+    refused for a change that everyone has seen."""
+
+    async def main() -> None:
+        storage = await backend.open()
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table = await new_table(lobby, players=3)
+        watcher = table.watcher(None)
+        stream = table.watch(None, None, watcher)
+        assert (await anext(stream))[0] == 0
+        store = storage.submit
+        real: list[asyncio.Future[None]] = []
+        answer: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def held(append: Any) -> asyncio.Future[None]:
+            real.append(store(append))  # stored, its answer held back
+            return answer
+
+        storage.submit = held  # type: ignore[method-assign]
+        call = table.queue(Change(joining("Ana"), lambda _: "ok"))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        await real[0]
+        assert table._busy and backend.stored_numbers(table.table_id) == [1]
+        answer.set_result(None)
+        table.close()
+        await table.closing(timeout=0)
+        storage.submit = store  # type: ignore[method-assign]
+        assert await asyncio.gather(call, return_exceptions=True) == ["ok"]
+        assert table.number == table.state.number == 1 and not table._dirty
+        await stream.aclose()
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
+def test_closing_settles_the_change_of_a_cancelled_caller_before_the_task_took_it(
+    backend: Backend,
+) -> None:
+    """A caller cancelled once its change was handed to storage, and the table stopped before
+    its task started: closing settles the change all the same (committed if stored, else put
+    back), never leaving memory ahead of what is committed."""
+
+    async def main() -> None:
+        storage = await backend.open()
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table = await new_table(lobby, players=3)
+        call = asyncio.ensure_future(table.change(joining("Ana"), lambda _: None))
+        await asyncio.sleep(0)  # handed to storage
+        call.cancel()
+        await asyncio.sleep(0)  # the caller gone: the task made, not started
+        assert call.cancelled() and table._task is not None and table._dirty
+        table.close()
+        await table.closing(timeout=0)
+        await asyncio.sleep(0.2)
+        assert not table._dirty and table.state.number == table.number
+        # Committed if its storage had answered; else put back (the log, which has it or
+        # will, is what the table is loaded from next).
+        assert table.number in (0, len(backend.stored_numbers(table.table_id)))
+        assert table._task is None
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
+def test_a_caller_dropped_inside_its_change_leaves_the_table_as_stored(tmp_path: Path) -> None:
+    """A caller's coroutine closed while its change is stored (not cancelled: dropped): the
+    table's task settles the change, and nobody reads a state that is not committed."""
+
+    async def main() -> None:
+        storage = await open_storage(tmp_path)
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table = await new_table(lobby, players=3)
+        coro = table.change(joining("Ana"), lambda _: None)
+        coro.send(None)  # to its first await
+        coro.close()
+        await asyncio.sleep(0.05)
+        assert await table.read(lambda s: s.number) == table.number == 1
+        assert not table._dirty
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
+def test_an_append_to_a_closed_memory_database_is_refused_not_left_unanswered() -> None:
+    async def main() -> None:
+        storage = await SqliteStorage.open(":memory:", summarize)
+        await storage.close()
+        with pytest.raises(RuntimeError):
+            await asyncio.wait_for(
+                storage.append(Append("t", 1, [{"type": "chat"}], "waiting", None, None)), 2
+            )
+
+    run(main)
+
+
 def test_closing_a_table_answers_every_queued_change_even_when_it_stops_one_under_way(
     backend: Backend,
 ) -> None:

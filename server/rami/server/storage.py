@@ -690,9 +690,12 @@ class SqliteStorage:
                 if self._fast_commits % _CHECKPOINT_EVERY == 0:
                     self._checkpoint()
                 return
-        self._writing = writing = asyncio.ensure_future(
-            loop.run_in_executor(self._pool, self._write, encoded, self._db)
-        )
+        try:
+            work = loop.run_in_executor(self._pool, self._write, encoded, self._db)
+        except RuntimeError as e:  # the worker thread is gone: the storage is closed
+            self._answer(batch, e, None)
+            return
+        self._writing = writing = asyncio.ensure_future(work)
         writing.add_done_callback(lambda w: self._written(batch, w))
 
     def _checkpoint(self) -> None:

@@ -310,6 +310,21 @@ class Settle(Generic[T]):
 
 
 Job = Change[Any] | Read[Any] | Settle[Any]
+
+
+class _Answered(BaseException):
+    """The table's task was stopped once its change was committed: the change's answer."""
+
+    def __init__(self, result: Any) -> None:
+        super().__init__()
+        self.result = result
+
+
+def _succeeded(stored: asyncio.Future[None]) -> bool:
+    """The storage has answered that the append is stored."""
+    return stored.done() and not stored.cancelled() and stored.exception() is None
+
+
 #: Change(...) and Committed(...) at a mutable dataclass's cost (rami.engine.values): one of
 #: each for every command.
 _change_of = builder(Change)
@@ -423,6 +438,7 @@ class Table:
         "_queue",
         "_refused",
         "_sent",
+        "_stop",
         "_summary",
         "_summary_stale",
         "_task",
@@ -526,6 +542,8 @@ class Table:
         #: The table's task while it has jobs (see :meth:`_serve`).
         self._task: asyncio.Task[None] | None = None
         self._busy = False
+        #: Done once :meth:`closing` has stopped the table (made when first needed).
+        self._stop: asyncio.Future[None] | None = None
         #: True while the state holds entries not stored yet (between apply and commit).
         self._dirty = False
         self._clock()
@@ -582,15 +600,25 @@ class Table:
         wait for it, as they wait for the task's; should the caller be cancelled once the
         change is handed to storage, the table's task takes it over (:class:`Settle`)."""
         job = _change_of(plan, reply, ack)
-        if self._busy or self._task is not None or self._queue or self.closed:
+        if not self._idle():
             result: T = await self._enqueue(job)
             return result
         self._busy = True
         try:
-            return await self._change(job, here=True)
+            staged = self._stage(job)
+            if staged is None:
+                return job.reply(None)
+            await self._wait_stored(staged)
+            return self._stored(staged)
         finally:
             self._busy = False
             self._serve_queued()
+
+    def _idle(self) -> bool:
+        """No change under way nor queued: the state is the one stored."""
+        return not (
+            self._busy or self._task is not None or self._queue or self.closed or self._dirty
+        )
 
     def queue(self, change: Change[Any]) -> asyncio.Future[Any]:
         """Queue a change without waiting for it: its reply and its ``failed`` are run in the
@@ -611,7 +639,7 @@ class Table:
     async def read(self, run: Callable[[TableState], T]) -> T:
         """Run ``run`` on the state between two changes and return what it returns (at once
         at an idle table, whose state is the one stored)."""
-        if self._busy or self._task is not None or self._queue or self.closed:
+        if not self._idle():
             result: T = await self._enqueue(Read(run))
             return result
         return run(self.state)
@@ -659,6 +687,10 @@ class Table:
                         result = await self._settle(job.staged)
                     else:
                         result = await self._change(job)
+                except _Answered as e:  # committed just as the task was stopped
+                    if not done.done():
+                        done.set_result(e.result)
+                    raise asyncio.CancelledError from None
                 except asyncio.CancelledError:
                     if not done.done():
                         self._failed(job, done, self._gone_refusal())
@@ -678,8 +710,6 @@ class Table:
     def _failed(job: Job, done: asyncio.Future[Any], error: BaseException) -> None:
         """Tell a job's refusal or error: to its ``failed``, or to its caller."""
         failed = job.failed if isinstance(job, Change) else None
-        if isinstance(job, Settle):  # its caller is gone: it is logged (see _logged)
-            failed = job.staged.job.failed
         if failed is None or not isinstance(error, Exception):
             done.set_exception(error)
             return
@@ -691,28 +721,38 @@ class Table:
 
     # -- the one pipeline of every change ---------------------------------------------------
 
-    async def _change(self, job: Change[T], here: bool = False) -> T:
-        """The pipeline, run by the table's task, or ``here`` by the caller of
-        :meth:`change` at an idle table."""
+    async def _change(self, job: Change[T]) -> T:
+        """The pipeline, in the table's task."""
         staged = self._stage(job)
         if staged is None:
             return job.reply(None)
-        if not here:
-            return await self._settle(staged)
+        return await self._settle(staged)
+
+    async def _wait_stored(self, staged: _Staged[Any]) -> None:
+        """The wait of a caller that runs its change (see :meth:`change`) for the storage's
+        answer: a turn of the loop, at whose end the group commit writes the tick's appends,
+        and more if that does not answer it, until it does or :meth:`closing` stops the
+        table (then the change is put back and refused)."""
+        stored = staged.stored
         try:
-            # A turn of the loop: the storage's group commit writes the tick's appends.
             await asyncio.sleep(0)
-            if not staged.stored.done():
-                # Shielded: a cancelled caller leaves the storage's answer to the task.
-                await asyncio.shield(staged.stored)
-        except asyncio.CancelledError:
+            if not stored.done():
+                stop = self._stop
+                if stop is None:
+                    stop = self._stop = asyncio.get_running_loop().create_future()
+                if not stop.done():
+                    # asyncio.wait leaves both futures be when the caller is cancelled.
+                    await asyncio.wait((stored, stop), return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            # The caller goes (cancelled, or its coroutine closed) with its change handed to
+            # storage: the table's task settles it, first thing.
             settle: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             settle.add_done_callback(self._logged)
             self._queue.insert(0, (Settle(staged), settle))
             raise
-        except Exception:
-            pass  # the storage's refusal: told by _stored
-        return self._stored(staged)
+        if not stored.done():  # stopped
+            self._rollback(staged.clock)
+            raise self._gone_refusal()
 
     def _stage(self, job: Change[T]) -> _Staged[T] | None:
         """Plan, apply and encode the change, and hand its entries to storage (None: the
@@ -759,15 +799,31 @@ class Table:
         try:
             await staged.stored
         except asyncio.CancelledError:
-            # The task is stopped (the server closes): the change is undone unless stored.
-            if staged.stored.done() and not staged.stored.cancelled():
-                self._stored(staged)
-            else:
-                self._rollback(staged.clock)
+            # The task is stopped (the server closes): the change is put back, unless its
+            # storage has answered that it is stored; then it is committed and answered.
+            if _succeeded(staged.stored):
+                raise _Answered(self._stored(staged)) from None
+            self._rollback(staged.clock)
             raise
         except Exception:
             pass  # the storage's refusal: told by _stored
         return self._stored(staged)
+
+    def _settle_now(self, staged: _Staged[Any], done: asyncio.Future[Any]) -> None:
+        """Settle at once a change whose task was stopped before it took it (see
+        :meth:`closing`): committed if its storage has answered that it is stored, else put
+        back and refused."""
+        try:
+            if not staged.stored.done() or staged.stored.cancelled():
+                self._rollback(staged.clock)
+                raise self._gone_refusal()
+            result = self._stored(staged)
+        except Exception as e:
+            if not done.done():
+                done.set_exception(e)
+        else:
+            if not done.done():
+                done.set_result(result)
 
     def _stored(self, staged: _Staged[T]) -> T:
         """Commit a change whose append is stored, or undo it and raise what refuses it."""
@@ -1290,20 +1346,30 @@ class Table:
                 w.cut = True
 
     async def closing(self, timeout: float = 5.0) -> None:
-        """Until the task has ended the change under way and refused what was queued after
-        :meth:`close` (at most ``timeout`` seconds); then stop it, refusing what it had not
-        reached."""
+        """Until the change under way has ended (the task's, or one its caller runs) and the
+        task has refused what was queued after :meth:`close` (at most ``timeout`` seconds);
+        then stop them: a change whose storage has not answered is put back and refused, what
+        the task had not reached is refused, and a cancelled caller's change is settled."""
         end = time.monotonic() + timeout
         while (self._busy or self._queue) and time.monotonic() < end:
             await asyncio.sleep(0.005)
+        # A caller that runs its change and waits for the storage stops waiting.
+        if self._stop is None:
+            self._stop = asyncio.get_running_loop().create_future()
+        if not self._stop.done():
+            self._stop.set_result(None)
         task = self._task
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        # What the stopped task left queued is refused too: no caller waits for ever.
+            self._task = None  # (a task stopped before its first step ran nothing)
+        # What the stopped task left queued is refused too (no caller waits for ever), but
+        # a cancelled caller's change, settled.
         queue, self._queue = self._queue, []
         for job, done in queue:
-            if not done.done():
+            if isinstance(job, Settle):
+                self._settle_now(job.staged, done)
+            elif not done.done():
                 self._failed(job, done, self._gone_refusal())
 
     # -- automatic moves: bots, away seats, the clock, the next deal ------------------------
