@@ -663,7 +663,10 @@ class Table:
     def _serve_queued(self) -> None:
         """Start the table's task if it has jobs and none runs."""
         if self._queue and self._task is None:
-            loop = asyncio.get_running_loop()
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # a caller's coroutine dropped after its loop ended
+                return
             self._task = loop.create_task(self._serve(), name=f"table {self.table_id}")
 
     async def _serve(self) -> None:
@@ -746,7 +749,7 @@ class Table:
         except BaseException:
             # The caller goes (cancelled, or its coroutine closed) with its change handed to
             # storage: the table's task settles it, first thing.
-            settle: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            settle: asyncio.Future[Any] = stored.get_loop().create_future()
             settle.add_done_callback(self._logged)
             self._queue.insert(0, (Settle(staged), settle))
             raise
