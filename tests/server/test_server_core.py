@@ -37,7 +37,7 @@ from rami.server.entries import (
 )
 from rami.server.lobby import Lobby, LobbyConfig, rebuild, summarize
 from rami.server.refusals import Aborted, Invalid, Precondition, Refusal, Unavailable
-from rami.server.storage import SCHEMA_VERSION, Append, Conflict, SqliteStorage
+from rami.server.storage import SCHEMA_VERSION, Append, Conflict, Fenced, SqliteStorage, Unknown
 from rami.server.table import Change, Table, TableConfig, stale
 from rami.server.tablestate import (
     FINISHED,
@@ -495,6 +495,122 @@ def test_closing_settles_the_change_of_a_cancelled_caller_before_the_task_took_i
         # will, is what the table is loaded from next).
         assert table.number in (0, len(backend.stored_numbers(table.table_id)))
         assert table._task is None
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
+@pytest.mark.parametrize("error", ["fenced", "unknown"])
+def test_a_storage_refusal_that_comes_as_the_task_is_stopped_is_told(
+    tmp_path: Path, error: str
+) -> None:
+    """The storage refuses the change in the tick closing stops the table's task: the caller
+    hears the storage's answer (the table moved, and where; or the store's answer lost), and
+    the lobby is told, as when the answer comes a tick earlier."""
+
+    async def main() -> None:
+        storage = await open_storage(tmp_path)
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table = await new_table(lobby, players=3)
+        told: list[str] = []
+        table.on_moved = lambda t, owner: told.append(f"moved {owner}")
+        table.on_reload = lambda t: told.append("reload")
+        answer: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        store = storage.submit
+        storage.submit = lambda append: answer  # type: ignore[method-assign]
+        call = table.queue(Change(joining("Ana"), lambda _: "ok"))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert table._busy and table._dirty
+        answer.set_exception(
+            Fenced("taken over", "other:50051") if error == "fenced" else Unknown("lost")
+        )
+        table.close()
+        await table.closing(timeout=0)
+        storage.submit = store  # type: ignore[method-assign]
+        (outcome,) = await asyncio.gather(call, return_exceptions=True)
+        assert not table._dirty and table.state.number == 0
+        assert isinstance(outcome, Unavailable)
+        if error == "fenced":
+            assert (outcome.reason, outcome.metadata.get("owner")) == ("TABLE_MOVED", "other:50051")
+            assert told == ["moved other:50051"]
+        else:
+            assert outcome.reason == "STORAGE_FAILED"
+            assert told == ["reload"]
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
+def test_a_caller_cancelled_as_closing_stops_its_change_leaves_nothing_under_way(
+    tmp_path: Path,
+) -> None:
+    """closing has stopped a change its caller runs, and the caller is cancelled before it
+    wakes: the change is settled there (put back: its store has not answered), and no task
+    starts at the closed table."""
+
+    async def main() -> None:
+        storage = await open_storage(tmp_path)
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table = await new_table(lobby, players=3)
+        hung: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        store = storage.submit
+        storage.submit = lambda append: hung  # type: ignore[method-assign]
+        under_way = asyncio.ensure_future(table.change(joining("Ana"), lambda _: None))
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert table._busy and table._dirty and table._task is None
+        table.close()
+        await table.closing(timeout=0)
+        under_way.cancel()
+        await asyncio.gather(under_way, return_exceptions=True)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        storage.submit = store  # type: ignore[method-assign]
+        assert table._task is None and not table._dirty
+        assert table.state.number == table.number == 0
+        hung.set_result(None)
+        await asyncio.sleep(0.05)
+        assert table.number == 0
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
+def test_a_storage_that_gives_its_answer_up_is_told_as_an_answer_lost(tmp_path: Path) -> None:
+    """A storage whose answer ends cancelled (its writing task stopped) while neither the
+    table's task nor the caller was: the change is told as one whose storing is unknown (the
+    table is loaded again from its log), never as a cancellation of a caller nobody
+    cancelled; the change queued behind it is answered too."""
+
+    async def main() -> None:
+        storage = await open_storage(tmp_path)
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        store = storage.submit
+        for inline in (False, True):
+            table = await new_table(lobby, players=3)
+            answer: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            storage.submit = lambda append, answer=answer: answer  # type: ignore[method-assign]
+            if inline:
+                first = asyncio.ensure_future(table.change(joining("Ana"), lambda _: "ok"))
+            else:
+                first = table.queue(Change(joining("Ana"), lambda _: "ok"))
+            behind = asyncio.ensure_future(table.change(lambda s: [], lambda _: "read"))
+            for _ in range(5):
+                await asyncio.sleep(0)
+            assert table._busy
+            storage.submit = store  # type: ignore[method-assign]
+            answer.cancel()
+            outcome = await asyncio.wait_for(asyncio.gather(first, return_exceptions=True), 2)
+            assert isinstance(outcome[0], Unavailable) and outcome[0].reason == "STORAGE_FAILED"
+            (after,) = await asyncio.wait_for(asyncio.gather(behind, return_exceptions=True), 2)
+            assert after == "read" or isinstance(after, Unavailable)
         lobby.close()
         await lobby.closing()
         await storage.close()

@@ -313,16 +313,13 @@ Job = Change[Any] | Read[Any] | Settle[Any]
 
 
 class _Answered(BaseException):
-    """The table's task was stopped once its change was committed: the change's answer."""
+    """The table's task was stopped once the storage had answered its change: the change's
+    answer, its reply (committed) or the storage's refusal (put back)."""
 
-    def __init__(self, result: Any) -> None:
+    def __init__(self, result: Any = None, error: Exception | None = None) -> None:
         super().__init__()
         self.result = result
-
-
-def _succeeded(stored: asyncio.Future[None]) -> bool:
-    """The storage has answered that the append is stored."""
-    return stored.done() and not stored.cancelled() and stored.exception() is None
+        self.error = error
 
 
 #: Change(...) and Committed(...) at a mutable dataclass's cost (rami.engine.values): one of
@@ -690,9 +687,12 @@ class Table:
                         result = await self._settle(job.staged)
                     else:
                         result = await self._change(job)
-                except _Answered as e:  # committed just as the task was stopped
+                except _Answered as e:  # answered just as the task was stopped
                     if not done.done():
-                        done.set_result(e.result)
+                        if e.error is not None:
+                            self._failed(job, done, e.error)
+                        else:
+                            done.set_result(e.result)
                     raise asyncio.CancelledError from None
                 except asyncio.CancelledError:
                     if not done.done():
@@ -748,10 +748,14 @@ class Table:
                     await asyncio.wait((stored, stop), return_when=asyncio.FIRST_COMPLETED)
         except BaseException:
             # The caller goes (cancelled, or its coroutine closed) with its change handed to
-            # storage: the table's task settles it, first thing.
+            # storage: the table's task settles it, first thing; or, the table stopped
+            # already (see closing), it is settled now.
             settle: asyncio.Future[Any] = stored.get_loop().create_future()
             settle.add_done_callback(self._logged)
-            self._queue.insert(0, (Settle(staged), settle))
+            if self._stop is not None and self._stop.done():
+                self._settle_now(staged, settle)
+            else:
+                self._queue.insert(0, (Settle(staged), settle))
             raise
         if not stored.done():  # stopped
             self._rollback(staged.clock)
@@ -803,11 +807,20 @@ class Table:
             await staged.stored
         except asyncio.CancelledError:
             # The task is stopped (the server closes): the change is put back, unless its
-            # storage has answered that it is stored; then it is committed and answered.
-            if _succeeded(staged.stored):
-                raise _Answered(self._stored(staged)) from None
-            self._rollback(staged.clock)
-            raise
+            # storage has answered; then that answer is told (committed, or refused).
+            stored = staged.stored
+            task = asyncio.current_task()
+            if stored.cancelled() and task is not None and not task.cancelling():
+                # Not this task: the storage gave its answer up (told as an answer lost).
+                return self._stored(staged)
+            if not stored.done() or stored.cancelled():
+                self._rollback(staged.clock)
+                raise
+            try:
+                result = self._stored(staged)
+            except Exception as e:
+                raise _Answered(error=e) from None
+            raise _Answered(result) from None
         except Exception:
             pass  # the storage's refusal: told by _stored
         return self._stored(staged)
@@ -832,7 +845,8 @@ class Table:
         """Commit a change whose append is stored, or undo it and raise what refuses it."""
         state, job, first, entries = self.state, staged.job, staged.first, staged.entries
         connected, renumbered = staged.connected, staged.renumbered
-        e = asyncio.CancelledError() if staged.stored.cancelled() else staged.stored.exception()
+        stored = staged.stored
+        e = Unknown("the storage gave its answer up") if stored.cancelled() else stored.exception()
         if e is not None:
             self._unstored(staged, e)
         # Committed: from here on, everyone may see it.
@@ -859,8 +873,6 @@ class Table:
         """Undo a change the storage did not store, and raise what its caller is told."""
         state, first = self.state, staged.first
         self._rollback(staged.clock)
-        if isinstance(e, asyncio.CancelledError):
-            raise e
         if isinstance(e, Fenced):
             # Another server took the table over: it never acts for it here again.
             log.warning(
