@@ -253,6 +253,26 @@ async def new_table(lobby: Lobby, variant: str = "tallage", players: int = 2) ->
     return table
 
 
+def delayed(
+    store: Callable[[Append], Awaitable[None]],
+    seconds: float,
+    first: Callable[[], object] | None = None,
+) -> Callable[[Append], asyncio.Future[None]]:
+    """A storage's ``submit`` that stores each append ``seconds`` later (as a network database
+    takes its time), calling ``first()`` as it is handed one."""
+
+    async def later(append: Append) -> None:
+        await asyncio.sleep(seconds)
+        await store(append)
+
+    def submit(append: Append) -> asyncio.Future[None]:
+        if first is not None:
+            first()
+        return asyncio.ensure_future(later(append))
+
+    return submit
+
+
 def joining(name: str) -> Callable[[TableState], list[Entry]]:
     def plan(state: TableState) -> list[Entry]:
         entries: list[Entry] = [Join(state.free_seat(None), name, f"hash-{name}")]
@@ -360,14 +380,7 @@ def test_a_change_whose_caller_is_cancelled_while_it_is_stored_is_committed_all_
         stream = table.watch(None, None, watcher)
         assert (await anext(stream))[0] == 0
         store = storage.submit
-
-        async def slow_append(append: Any) -> None:
-            await asyncio.sleep(0.05)
-            await store(append)
-
-        def slow_submit(append: Any) -> asyncio.Future[None]:
-            return asyncio.ensure_future(slow_append(append))
-
+        slow_submit = delayed(store, 0.05)
         # Cancelled as its caller hands it to storage, then while it waits for a slow store.
         for name, slow in (("Ana", False), ("Bo", True)):
             number = table.number
@@ -1219,16 +1232,7 @@ def test_a_reply_never_shows_a_seat_whose_stream_ended_while_its_change_was_stor
         # The other seat's stream ends while the move is stored (a store that takes its time,
         # as a network database does).
         store = storage.submit
-
-        async def slow_append(append: Any) -> None:
-            readers[other].cancel()
-            await asyncio.sleep(0.05)
-            await store(append)
-
-        def slow_submit(append: Any) -> asyncio.Future[None]:
-            return asyncio.ensure_future(slow_append(append))
-
-        storage.submit = slow_submit  # type: ignore[method-assign]
+        storage.submit = delayed(store, 0.05, readers[other].cancel)  # type: ignore[method-assign]
         action = safe_move(view(game, mover))
         reply = await table.change(
             lambda _: [Act(mover, action)], lambda done: done.table.view_bytes(mover)
@@ -1284,16 +1288,10 @@ def test_a_heartbeat_tells_the_clock_of_the_stored_update_never_of_one_being_sto
         assert told(table) == before
         store = storage.submit
         during: list[tuple[int, int | None]] = []
-
-        async def slow_append(append: Any) -> None:
-            await asyncio.sleep(0.01)  # the next turn's clock has started, in memory
-            during.append(told(table))
-            await store(append)
-
-        def slow_submit(append: Any) -> asyncio.Future[None]:
-            return asyncio.ensure_future(slow_append(append))
-
-        storage.submit = slow_submit  # type: ignore[method-assign]
+        # Told as the change is handed to storage: the next turn's clock has started, in memory.
+        storage.submit = delayed(  # type: ignore[method-assign]
+            store, 0.01, lambda: during.append(told(table))
+        )
         await table.change(lambda s: [Act(mover, safe_move(view(game, mover)))], lambda _: None)
         storage.submit = store  # type: ignore[method-assign]
         assert game.turn != mover  # the discard passed the turn: a new clock

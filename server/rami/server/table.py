@@ -813,11 +813,8 @@ class Table:
             if stored.cancelled() and task is not None and not task.cancelling():
                 # Not this task: the storage gave its answer up (told as an answer lost).
                 return self._stored(staged)
-            if not stored.done() or stored.cancelled():
-                self._rollback(staged.clock)
-                raise
             try:
-                result = self._stored(staged)
+                result = self._stopped(staged)
             except Exception as e:
                 raise _Answered(error=e) from None
             raise _Answered(result) from None
@@ -825,15 +822,19 @@ class Table:
             pass  # the storage's refusal: told by _stored
         return self._stored(staged)
 
+    def _stopped(self, staged: _Staged[T]) -> T:
+        """The end of a change whose wait for the storage the table's stop cut short: the
+        storage's answer, if it came (committed, or refused); else put back and refused."""
+        if not staged.stored.done() or staged.stored.cancelled():
+            self._rollback(staged.clock)
+            raise self._gone_refusal()
+        return self._stored(staged)
+
     def _settle_now(self, staged: _Staged[Any], done: asyncio.Future[Any]) -> None:
-        """Settle at once a change whose task was stopped before it took it (see
-        :meth:`closing`): committed if its storage has answered that it is stored, else put
-        back and refused."""
+        """Settle at once, into ``done``, a change whose task was stopped before it took it
+        (see :meth:`closing`)."""
         try:
-            if not staged.stored.done() or staged.stored.cancelled():
-                self._rollback(staged.clock)
-                raise self._gone_refusal()
-            result = self._stored(staged)
+            result = self._stopped(staged)
         except Exception as e:
             if not done.done():
                 done.set_exception(e)
