@@ -19,7 +19,7 @@ import grpc
 from server_support import card_mentions, md
 
 from rami.client.botkit import CHANNEL_OPTIONS
-from rami.engine import POLICIES, Game, Phase, get_variant
+from rami.engine import POLICIES, Game, Options, Phase, get_variant
 from rami.engine.cards import full_deck
 from rami.engine.record import replay_record
 from rami.server.entries import Act, AddBot, Join, NextDeal, Start
@@ -281,7 +281,7 @@ async def store_long_table(db: Path, table_id: str, updates: int, token: str | N
     updates, played by the engine's greedy policy; returns its number. Seats 1 to 3 are
     built-in bots; seat 0 is one too, or, with ``token``, a player holding that token, and the
     table then stops on a turn of seat 0: once loaded, it waits for that player."""
-    spec = TableSpec("long", "portuguese", {"players": 4, "rounds": 100}, client="long")
+    spec = TableSpec("long", "portuguese", Options(players=4, rounds=100), client="long")
     state = TableState(table_id, spec)
     fresh = state.directory_seats()
     first = Join(0, "Ana", hash_token(token)) if token else AddBot(0, "Greedy bot 1", "greedy")

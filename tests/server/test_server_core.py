@@ -63,7 +63,7 @@ def run(coro: Callable[[], Awaitable[T]]) -> T:
 
 
 def two_player_state(variant: str = "tallage") -> TableState:
-    return TableState("t1", TableSpec("t", variant, Options(players=2).to_dict()))
+    return TableState("t1", TableSpec("t", variant, Options(players=2)))
 
 
 def snapshot(state: TableState) -> Any:
@@ -129,7 +129,7 @@ def test_a_malformed_entry_is_refused_with_what_is_wrong(stored: Any, says: str)
 
 
 def test_a_damaged_stored_log_names_the_table_and_the_entry() -> None:
-    spec = TableSpec("t", "tallage", Options(players=2).to_dict()).to_dict()
+    spec = TableSpec("t", "tallage", Options(players=2)).to_dict()
     entries = [Join(0, "Ana", "h0").to_dict(), {"type": "join", "seat": 1}]
     with pytest.raises(EntryError, match=r"table t9, stored entry 2: .*'name'"):
         rebuild("t9", spec, entries)
@@ -892,7 +892,7 @@ def test_a_version_1_database_is_migrated_on_open(tmp_path: Path) -> None:
             WITHOUT ROWID;
         """
     )
-    spec = TableSpec("old", "tallage", Options(players=2).to_dict(), owner_hash="own").to_dict()
+    spec = TableSpec("old", "tallage", Options(players=2), owner_hash="own").to_dict()
     db.execute("INSERT INTO tables VALUES ('t1', 1.0, ?, 'waiting')", (json.dumps(spec),))
     db.execute(
         "INSERT INTO entries VALUES ('t1', 1, ?)", (json.dumps(Join(0, "Ana", "tok").to_dict()),)
@@ -936,7 +936,7 @@ def test_a_version_2_database_is_migrated_on_open_and_keeps_create_requests(
     path = tmp_path / "rami.db"
     db = sqlite3.connect(str(path))
     db.executescript(_V2_SCHEMA)
-    spec = TableSpec("old", "tallage", Options(players=2).to_dict(), owner_hash="own").to_dict()
+    spec = TableSpec("old", "tallage", Options(players=2), owner_hash="own").to_dict()
     db.execute(
         "INSERT INTO tables (table_id, created, spec, number, seats, options, variant)"
         " VALUES ('t1', 1.0, ?, 1, '[]', ?, 'tallage')",
@@ -985,7 +985,7 @@ def test_a_version_3_database_is_migrated_on_open_and_its_finished_tables_get_a_
         + "ALTER TABLE tables ADD COLUMN request TEXT NOT NULL DEFAULT '';"
         + "ALTER TABLE tables ADD COLUMN request_digest TEXT NOT NULL DEFAULT '';"
     )
-    spec = TableSpec("old", "tallage", Options(players=2).to_dict(), owner_hash="own").to_dict()
+    spec = TableSpec("old", "tallage", Options(players=2), owner_hash="own").to_dict()
     db.execute(
         "INSERT INTO tables (table_id, created, spec, status, seats, options, variant)"
         " VALUES ('t1', 1.0, ?, 'finished', '[]', ?, 'tallage')",
@@ -1037,7 +1037,7 @@ def test_a_version_4_database_is_migrated_on_open_and_checks_each_entrys_place(
         + "ALTER TABLE tables ADD COLUMN rematch TEXT NOT NULL DEFAULT '';"
         + _V4_TRIGGERS
     )
-    spec = TableSpec("old", "tallage", Options(players=2).to_dict(), owner_hash="own").to_dict()
+    spec = TableSpec("old", "tallage", Options(players=2), owner_hash="own").to_dict()
     db.execute(
         "INSERT INTO tables (table_id, created, spec, seats, options, variant)"
         " VALUES ('t1', 1.0, ?, '[]', ?, 'tallage')",

@@ -15,7 +15,7 @@ from rami.engine.cards import Card, full_deck
 from rami.engine.events import RoundResult
 from rami.engine.record import replay_record
 from rami.engine.serial import action_to_dict
-from rami.engine.variants import get_variant
+from rami.engine.variants import Options, get_variant
 from rami.server.entries import entry_from_dict
 from rami.server.records import record, record_inputs, record_json
 from rami.server.tablestate import FINISHED, TableSpec, TableState
@@ -136,7 +136,7 @@ def _table(seed: int) -> tuple[TableSpec, list[dict[str, Any]]]:
         deck = full_deck(v.decks, v.jokers)
         rng.shuffle(deck)
         decks = (tuple(c.code() for c in deck),)
-    spec = TableSpec(f"table {seed}", variant, options, decks=decks)
+    spec = TableSpec(f"table {seed}", variant, Options.from_dict(options), decks=decks)
     fair = rng.random() < 0.75
     if fair:
         commitment = TableState(f"t{seed}", spec, secret=_secret(seed)).fair_deal().commitment

@@ -53,7 +53,7 @@ def _check(state: TableState, rng: random.Random) -> None:
 @pytest.mark.parametrize("variant", ["portuguese", "tallage", "simple"])
 def test_views_built_together_are_the_views_built_one_by_one(variant: str) -> None:
     rng = random.Random(f"views/{variant}")
-    spec = TableSpec("t", variant, Options(players=3).to_dict())
+    spec = TableSpec("t", variant, Options(players=3))
     state = TableState("views", spec)
     for seat in range(3):
         state.apply(Join(seat, f"p{seat}", f"h{seat}"))
@@ -85,7 +85,7 @@ def test_one_encoder_kept_through_a_table_encodes_every_update_as_built_anew(
     encoder = convert.ViewEncoder()
     policy = POLICIES["random"]
     for game_number in range(2):
-        spec = TableSpec("t", variant, Options(players=4, rounds=2).to_dict())
+        spec = TableSpec("t", variant, Options(players=4, rounds=2))
         state = TableState(f"kept{game_number}", spec)
         for seat in range(4):
             state.apply(Join(seat, f"p{seat}", f"h{seat}"))

@@ -498,7 +498,7 @@ class Lobby:
         spec = TableSpec(
             table_name,
             variant,
-            options.to_dict(),
+            options,
             private,
             hand_analysis,
             hash_token(owner),

@@ -220,7 +220,7 @@ class TableSpec:
 
     name: str
     variant: str
-    options: dict[str, Any]
+    options: Options
     private: bool = False
     hand_analysis: bool = True
     owner_hash: str = ""
@@ -237,7 +237,7 @@ class TableSpec:
         return {
             "name": self.name,
             "variant": self.variant,
-            "options": self.options,
+            "options": self.options.to_dict(),
             "private": self.private,
             "hand_analysis": self.hand_analysis,
             "owner_hash": self.owner_hash,
@@ -253,7 +253,7 @@ class TableSpec:
         return cls(
             d["name"],
             d["variant"],
-            d["options"],
+            Options.from_dict(d["options"]),
             d.get("private", False),
             d.get("hand_analysis", True),
             d.get("owner_hash", ""),
@@ -285,9 +285,9 @@ class TableState:
     requests: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        #: The players' facts last made, with the fields they were made from (``players``).
-        self._infos: list[tuple[tuple[Any, ...], PlayerInfo]] = []
-        self.options = Options.from_dict(self.spec.options)
+        #: The players' facts last made, one a seat (``players``).
+        self._infos: list[PlayerInfo] = []
+        self.options = self.spec.options
         get_variant(self.spec.variant)
         if not self.seats:
             self.seats = [Seat() for _ in range(self.options.players)]
@@ -390,29 +390,30 @@ class TableState:
         for i, s in enumerate(self.seats):
             live = s.kind == "bot" or connected.get(i, 0) > 0
             if public is None:
-                fields = (i, s.name, s.kind, s.policy, live, 0, False, 0, s.away)
+                size, opened, total = 0, False, 0
             else:
-                fields = (
-                    i,
-                    s.name,
-                    s.kind,
-                    s.policy,
-                    live,
-                    public.hand_sizes[i],
-                    public.opened[i],
-                    public.totals[i],
-                    s.away,
-                )
+                size, opened, total = public.hand_sizes[i], public.opened[i], public.totals[i]
             # The same facts as last time give the same value (most seats, at most updates):
             # an encoder that kept its encoding knows it by identity.
-            if i < len(kept) and kept[i][0] == fields:
-                out.append(kept[i][1])
-                continue
-            info = _player_info(*fields)
             if i < len(kept):
-                kept[i] = (fields, info)
+                k = kept[i]
+                if (
+                    k.name == s.name
+                    and k.kind == s.kind
+                    and k.policy == s.policy
+                    and k.connected == live
+                    and k.hand_size == size
+                    and k.opened == opened
+                    and k.total == total
+                    and k.away == s.away
+                ):
+                    out.append(k)
+                    continue
+            info = _player_info(i, s.name, s.kind, s.policy, live, size, opened, total, s.away)
+            if i < len(kept):
+                kept[i] = info
             else:
-                kept.append((fields, info))
+                kept.append(info)
             out.append(info)
         return tuple(out)
 
