@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
 import sqlite3
 import tempfile
@@ -1452,6 +1453,52 @@ def test_a_change_whose_storing_cannot_be_known_reloads_the_table_from_its_log(
         assert await again.change(lambda s: [Chat(0, "hi")], lambda done: done.first) == 4
         lobby.close()
         await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
+def test_a_store_out_of_reach_is_logged_as_a_warning_once_not_as_an_error(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """docs/operations.md: a change that meets the store out of reach is refused UNAVAILABLE
+    STORAGE_FAILED and logged as a warning (an outage, which passes, not a bug of the
+    server's); a change nobody waits for that fails so is not logged again as an error. A
+    failure that is no outage stays an error."""
+
+    async def main() -> None:
+        storage = await backend.open()
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table = await new_table(lobby)
+        await table.change(joining("Ana"), lambda _: None)
+        caplog.set_level(logging.INFO, logger="rami.server")
+
+        def fail() -> None:
+            raise backend.io_error()
+
+        storage.before_commit = fail
+        with pytest.raises(Unavailable) as info:
+            await table.change(joining("Bo"), lambda _: None)
+        assert info.value.reason == "STORAGE_FAILED"
+        table.change_later(joining("Cy"))  # as a bot's move or the clock's is made
+        await table.read(lambda _: None)  # after it
+        told = [r for r in caplog.records if r.name == "rami.server.table"]
+        warned = [r.getMessage() for r in told if r.levelname == "WARNING"]
+        assert len(warned) == 2 and all("nothing was changed" in m for m in warned), warned
+        assert not [r for r in told if r.levelno >= logging.ERROR], [
+            (r.levelname, r.getMessage()) for r in told
+        ]
+
+        def bug() -> None:
+            raise ZeroDivisionError
+
+        caplog.clear()
+        storage.before_commit = bug
+        with pytest.raises(Unavailable):
+            await table.change(joining("Bo"), lambda _: None)
+        assert [r.levelname for r in caplog.records if r.name == "rami.server.table"] == ["ERROR"]
+        storage.before_commit = None
+        assert await table.change(joining("Bo"), lambda done: done.first) == 2
         await storage.close()
 
     run(main)

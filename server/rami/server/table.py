@@ -65,7 +65,7 @@ from .convert import (
 )
 from .entries import Act, Chat, Entry, Join, Leave, NextDeal, Return, Start
 from .refusals import Aborted, Exhausted, Invalid, Refusal, Unauthenticated, Unavailable
-from .storage import Append, Conflict, Fenced, Storage, Unknown, append_of
+from .storage import Append, Conflict, Fenced, Storage, Unknown, append_of, is_outage
 from .tablestate import (
     FINISHED,
     OVER,
@@ -629,8 +629,14 @@ class Table:
         done.add_done_callback(self._logged)
 
     def _logged(self, done: asyncio.Future[Any]) -> None:
-        if not done.cancelled() and done.exception() is not None:
-            error = done.exception()
+        if done.cancelled() or (error := done.exception()) is None:
+            return
+        if isinstance(error, Refusal):
+            # What refused it (the store, the table moved or closing) was logged where it did.
+            log.info(
+                "table %s: a change nobody waits for was refused (%s)", self.table_id, error.reason
+            )
+        else:
             log.error("table %s: a change failed (%s)", self.table_id, type(error).__name__)
 
     async def read(self, run: Callable[[TableState], T]) -> T:
@@ -914,7 +920,10 @@ class Table:
                     "request id is safe)",
                 ) from None
             raise moved(self.table_id, "") from None
-        log.error(
+        # The store out of reach for now is an outage, which passes (a warning); anything
+        # else that failed it is an error.
+        log.log(
+            logging.WARNING if is_outage(e) else logging.ERROR,
             "table %s: storing updates %d to %d failed (%s); nothing was changed",
             self.table_id,
             first,
