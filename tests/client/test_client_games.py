@@ -233,7 +233,10 @@ def _draw_typed_while_the_server_is_away(d: Driver, server: ServerThread) -> Non
     server.halt()
     d.expect(r"The connection to the server dropped; reconnecting\.\.\.", timeout=10)
     d.type("draw stock")
-    d.expect(r"The connection is down: draw stock goes to the server once it is back\.")
+    d.expect(
+        r"The connection is down: draw stock waits for it, up to 10 s; it is sent if the"
+        r" connection is back by then\."
+    )
 
 
 def test_the_stream_resumes_by_itself_after_the_server_restarts(
@@ -272,6 +275,31 @@ def test_a_move_typed_during_a_long_outage_is_said_to_have_no_answer(
         d.expect(r"Reconnected: the table is up to date\.", timeout=15)
         d.type("draw stock")
         d.expect(r"You drew 2♠ from the stock\.", timeout=15)
+    finally:
+        d.close()
+
+
+def test_a_hint_asked_while_the_connection_is_down_is_refused_at_once(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    # A hint is the server's analysis of the hand as it is now: while the connection is down
+    # it is refused at once, rather than holding the prompt while it waits for no answer.
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"It's your turn: take a card")
+        server.halt()
+        d.expect(r"The connection to the server dropped; reconnecting\.\.\.", timeout=10)
+        d.type("hint")
+        d.expect(
+            r"The connection is down: hint asks the server, so ask again once it is back\.",
+            timeout=3,
+        )
+        server.start()
+        d.expect(r"Reconnected: the table is up to date\.", timeout=15)
+        d.type("hint")
+        d.expect(r"Best arrangement: ")
     finally:
         d.close()
 

@@ -111,6 +111,53 @@ def _play_across_two_clients(server: ServerThread, stubs: Stubs, book: SeatBook)
     assert book.at(server.target) == []  # the game is over: nothing to take back
 
 
+def test_a_seat_taken_back_after_its_draw_is_told_it_drew_not_that_it_plays_first(
+    tmp_path: Path,
+) -> None:
+    """A player whose client dies after their draw takes the seat back in the middle of the
+    turn: the turn is announced as it stands (the card drawn, what is left to do), not as a
+    dealer's first turn without a draw (portuguese has none)."""
+    book = SeatBook(tmp_path / "seats.json")
+    with ServerThread(str(tmp_path / "rami.db"), PATIENT) as server, Stubs(server.target) as stubs:
+        deck = stacked_deck("portuguese", [PORTUGUESE_HAND, None], "3s", "2s 2s")
+        stubs.lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                name="kept",
+                variant=VARIANT_IDS["portuguese"],
+                options=game_pb2.Options(players=2, rounds=1),
+                stacked_decks=[lobby_service_pb2.Deck(cards=[c + 1 for c in deck])],
+            )
+        )
+        first = _client(server, book)
+        try:
+            first.expect(r"1  [a-z2-7]{6,16}  waiting")
+            first.type("join 1")
+            first.expect(r"You sit at seat 0")
+            first.type("bot greedy")
+            first.expect(r"It's your turn: take a card")
+            first.type("draw stock")
+            first.expect(r"You drew 2♠ from the stock\.")
+            time.sleep(0.2)
+            crashed = book.path.read_bytes()  # the client dies here
+        finally:
+            first.close()
+        book.path.write_bytes(crashed)
+        second = _client(server, book)
+        try:
+            second.expect(r"You hold seat 0 at table 1: join 1 takes it back\.")
+            second.type("join")
+            second.expect(r"You take seat 0 back: kept")
+            second.expect(
+                r"It's your turn: you drew 2♠ this turn: discard a card, or declare the card "
+                r"you put face down\."
+            )
+            assert "without drawing" not in second.screen.text()
+            second.type("declare 2s")
+            second.expect(r"Game over after 1 round: You win with 0\.")
+        finally:
+            second.close()
+
+
 @pytest.mark.parametrize(("ending", "away"), [("quit", 1.0), ("crash", 1.0), ("quit", 2.5)])
 def test_taking_a_seat_back_tells_what_happened_while_away(
     tmp_path: Path, ending: str, away: float

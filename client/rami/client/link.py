@@ -36,6 +36,7 @@ from .convert import new_request_id
 from .safetext import safe
 
 __all__ = [
+    "CALL_WAIT",
     "DEFAULT_PORT",
     "TOKEN_METADATA",
     "Link",
@@ -87,6 +88,10 @@ class Refused(LinkError):
         super().__init__(message)
         self.code = code
         self.reason = reason
+
+
+#: How long a call waits, for the connection to come back as for the answer (seconds).
+CALL_WAIT = 10.0
 
 
 class Unreachable(LinkError):
@@ -245,7 +250,7 @@ class Link:
         request: Message,
         *,
         token: str | None = None,
-        timeout: float = 10.0,
+        timeout: float = CALL_WAIT,
     ) -> R:
         """One unary call; waits (up to ``timeout``) for a dropped connection to come back.
 

@@ -156,7 +156,8 @@ def discard_lay(view: game_pb2.View) -> str:
     return "lay of yours" if i_opened(view) else f"opening of {opening_need(view)}+"
 
 
-def _my_play(view: game_pb2.View) -> str:
+def play_hint(view: game_pb2.View) -> str:
+    """What the seat to play may do now, after its draw (or the dealer's first turn)."""
     rules = variant_of(view.variant)
     if rules is not None and rules.declares:
         return "discard a card, or declare the card you put face down"
@@ -197,7 +198,7 @@ def turn_fragments(view: game_pb2.View, look: Look, staged: bool = False) -> Sty
             return [*head, *uses, ("", " (cancel drops it)")]
         if phase == game_pb2.PHASE_DRAW:
             return head + _my_draw(view, look)
-        return [*head, ("", _my_play(view))]
+        return [*head, ("", play_hint(view))]
     doing = "taking a card" if phase == game_pb2.PHASE_DRAW else "playing"
     name = names[view.turn] if view.turn < len(names) else f"Seat {view.turn}"
     return [("class:bottom-toolbar.turn", f"{_possessive(name)} turn"), ("", f" ({doing})")]

@@ -77,7 +77,7 @@ from .convert import (
 from .helptext import help_lines
 from .hints import hint_lines
 from .keys import key_bindings
-from .link import Link, LinkError, Refused, Unreachable
+from .link import CALL_WAIT, Link, LinkError, Refused, Unreachable
 from .look import STYLE, Look
 from .moves import MOVES, MoveError, check_ranks, missing_cards, parse_move
 from .narrate import Scene, narrate
@@ -88,6 +88,7 @@ from .panel import (
     menu_rows,
     my_seat,
     panel_fragments,
+    play_hint,
     plural,
     prompt_fragments,
     seat_names,
@@ -782,12 +783,15 @@ class ClientSession:
             self.pile.sync(card(after.discard_top))
         if update.snapshot:
             self._snapshot(after)
-        if self._catching_up is not None and after.number >= self._catching_up:
+        caught_up = self._catching_up is not None and after.number >= self._catching_up
+        if caught_up:
             self._catching_up = self._brief_until = None
             self.out.info("You are up to date:")
             self._snapshot(after)
         if before is None or after.number >= before.number:
-            self._set_view(after)
+            # Caught up on a turn of one's own: it is told now (the updates told while
+            # catching up were the past, whose turns are not announced).
+            self._set_view(after, announce=caught_up)
         if (
             self._catching_up is None
             and self.token is not None
@@ -814,7 +818,7 @@ class ClientSession:
             return
         self.out.lines(table_lines(view, self.look, self.table_name))
 
-    def _set_view(self, view: game_pb2.View) -> None:
+    def _set_view(self, view: game_pb2.View, announce: bool = False) -> None:
         before = self.view
         self.view = view
         mine = _my_turn(view)
@@ -823,11 +827,14 @@ class ClientSession:
         new_turn = before is None or not _my_turn(before) or before.round != view.round
         if mine and new_turn:
             self._opened_before_turn = i_opened(view)
-        if mine and new_turn and self._catching_up is None:  # not the past turns told again
+        # Not the past turns told again (catching up); ``announce``: the turn as it stands.
+        if mine and (new_turn or announce) and self._catching_up is None:
             self._announce_turn(view)
         self._refresh()
 
     def _announce_turn(self, view: game_pb2.View) -> None:
+        """The turn as it stands: to draw; or drawn already (a seat taken back in the middle of
+        its turn), what is left to do; or the dealer's first turn, played without a draw."""
         if view.phase == game_pb2.PHASE_DRAW:
             text: StyleAndTextTuples = [
                 ("class:turn", "It's your turn: "),
@@ -837,6 +844,15 @@ class ClientSession:
             if game_pb2.DRAW_SOURCE_DISCARD in view.draw_sources and top is not None:
                 text += [("", ", or draw discard to take "), *cards_fragments([top], self.look)]
             self.out.line([*text, ("", ".")])
+        elif (drawn := card(view.drawn)) is not None:
+            self.out.line(
+                [
+                    ("class:turn", "It's your turn: "),
+                    ("", "you drew "),
+                    *cards_fragments([drawn], self.look),
+                    ("", f" this turn: {play_hint(view)}."),
+                ]
+            )
         else:
             hand = len(view.hand)
             self.out.line(
@@ -965,9 +981,12 @@ class ClientSession:
 
     def _say_if_down(self, what: str) -> None:
         """Before a call: while the connection is down it waits for it (the prompt with it),
-        so say so rather than nothing."""
+        so say so, and for how long, rather than nothing."""
         if self.note:
-            self.out.info(f"The connection is down: {what} goes to the server once it is back.")
+            self.out.info(
+                f"The connection is down: {what} waits for it, up to {CALL_WAIT:g} s; it is"
+                " sent if the connection is back by then."
+            )
 
     async def _sent(self, what: str, call: Awaitable[T]) -> T:
         """``call``'s answer; when none came within the call's wait, an error that says so of
@@ -1005,6 +1024,11 @@ class ClientSession:
 
     async def _do_hint(self, args: str) -> None:
         assert self.table_id is not None and self.view is not None
+        if self.note:
+            # The hand as it is now: no use once the connection is back, if it ever comes.
+            raise ValueError(
+                "The connection is down: hint asks the server, so ask again once it is back"
+            )
         request = table_service_pb2.AnalyseMyHandRequest(table_id=self.table_id)
         response = await self.link.call(self.link.table.AnalyseMyHand, request, token=self.token)
         view = view_from_proto(self.view)
