@@ -80,7 +80,15 @@ def test_a_finish_whose_only_set_holds_a_joker_is_no_finish() -> None:
 def test_a_lay_that_is_not_the_whole_hand_is_refused_even_a_big_one() -> None:
     game = deal("simple", ["10s Js Qs Ks Kc Kd Kh 9d 10d Jd Qd 2c 5h 8s", ""], "Ad")
     refused(game, 0, "lay 10s Js Qs, Kc Kd Kh", "NOT_A_FINISH")
-    refused(game, 0, "lay 10s Js Qs Ks, Kc Kd Kh, 9d 10d Jd Qd", "NOT_A_FINISH")
+    error = refused(game, 0, "lay 10s Js Qs Ks, Kc Kd Kh, 9d 10d Jd Qd", "NOT_A_FINISH")
+    # The refusal says why this lay is none: the cards it would leave in the hand.
+    assert str(error).endswith("this lay leaves 3 cards in your hand"), str(error)
+
+
+def test_a_whole_hand_refused_for_its_melds_says_which_clean_meld_it_lacks() -> None:
+    game = deal("simple", ["Ac Ad Ah 2c 2d 2h 3c 3d 3h 4c 4d 4h 4s 5c", ""], "As")
+    error = refused(game, 0, "lay Ac Ad Ah, 2c 2d 2h, 3c 3d 3h, 4c 4d 4h 4s", "NOT_A_FINISH")
+    assert str(error).endswith("this lay has no clean run"), str(error)
 
 
 def test_a_finish_keeps_one_card_to_discard() -> None:

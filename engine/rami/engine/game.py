@@ -651,9 +651,15 @@ class Game:
             finish = len(work) == 1 and clean_set and clean_run
             if v.lays_whole_hand:
                 if not finish:
+                    if len(work) > 1:
+                        why = f"this lay leaves {len(work)} cards in your hand"
+                    elif not clean_set and not clean_run:
+                        why = "this lay has neither a clean set nor a clean run"
+                    else:
+                        why = f"this lay has no clean {'set' if not clean_set else 'run'}"
                     raise IllegalAction(
                         "in simple you lay the whole hand at once: every card but one in melds, "
-                        "with at least one clean set and one clean run",
+                        f"with at least one clean set and one clean run; {why}",
                         "NOT_A_FINISH",
                     )
             else:
