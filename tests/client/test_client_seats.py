@@ -158,6 +158,57 @@ def test_a_seat_taken_back_after_its_draw_is_told_it_drew_not_that_it_plays_firs
             second.close()
 
 
+def test_a_game_that_ended_while_away_is_told_and_its_seat_taken_back_to_see_the_end(
+    tmp_path: Path,
+) -> None:
+    """The server plays a left seat to the game's end: the player's next client says so in the
+    list, and join takes the seat back to tell what happened meanwhile, the game's end with it,
+    and offers the rematch, as for a game played to its end at the table."""
+    brisk = TableConfig(bot_delay=0.02, round_pause=0.02, away_delay=0.02, heartbeat=0.5)
+    book = SeatBook(tmp_path / "seats.json")
+    with ServerThread(str(tmp_path / "rami.db"), brisk) as server, Stubs(server.target) as stubs:
+        stubs.lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                name="kept",
+                variant=VARIANT_IDS["simple"],
+                options=game_pb2.Options(players=2, round_cap=1),
+            )
+        )
+        first = _client(server, book)
+        try:
+            first.expect(r"1  [a-z2-7]{6,16}  waiting")
+            first.type("join 1")
+            first.expect(r"You sit at seat 0")
+            first.type("bot greedy")
+            first.expect(r"The game begins")
+            first.type("quit")
+            first.type("yes")
+            first.expect(r"You left the game: the server plays your seat until you take")
+        finally:
+            first.close()
+        deadline = time.monotonic() + 60
+        while stubs.lobby.ListTables(lobby_service_pb2.ListTablesRequest()).tables[
+            0
+        ].status != lobby_service_pb2.TABLE_STATUS_FINISHED:
+            assert time.monotonic() < deadline, "the game did not end"
+            time.sleep(0.2)
+        second = _client(server, book)
+        try:
+            second.expect(
+                r"The game at table 1, where you held seat 0, ended while you were away: join 1"
+                r" tells how\."
+            )
+            second.type("join 1")
+            second.expect(r"You take seat 0 back: kept")
+            second.expect(r"While you were away \(\d+ updates?[;)]")
+            second.expect(r"The server \(for you\) (drew|discarded)")
+            second.expect(r"Game over after 1 round")
+            second.expect(r"rematch starts a new table with the same game")
+        finally:
+            second.close()
+        assert book.at(server.target) == []  # seen to its end: nothing left to take back
+
+
 @pytest.mark.parametrize(("ending", "away"), [("quit", 1.0), ("crash", 1.0), ("quit", 2.5)])
 def test_taking_a_seat_back_tells_what_happened_while_away(
     tmp_path: Path, ending: str, away: float

@@ -1177,7 +1177,14 @@ class ClientSession:
         held = {s.table_id for s in self.seats.at(self.link.target)} if self.seats else set()
         for i, t in enumerate(self.tables, 1):
             saved = self._saved(t) if t.table_id in held else None
-            if saved is not None:
+            if saved is None:
+                continue
+            if t.status == lobby_service_pb2.TABLE_STATUS_FINISHED:
+                self.out.info(
+                    f"The game at table {i}, where you held seat {saved.seat}, ended while you"
+                    f" were away: join {i} tells how."
+                )
+            else:
                 self.out.info(f"You hold seat {saved.seat} at table {i}: join {i} takes it back.")
 
     async def _do_name(self, args: str) -> None:
@@ -1258,14 +1265,22 @@ class ClientSession:
             if found is None:
                 return
             table = found
-            if table.status == lobby_service_pb2.TABLE_STATUS_FINISHED:
+            if (
+                table.status == lobby_service_pb2.TABLE_STATUS_FINISHED
+                and self._saved(table) is None
+            ):
                 name = args.split()[0]
                 raise ValueError(f"the game at that table is over: watch {name} shows how it ended")
         else:
             # A seat of one's own comes first, then the newest table with a free seat: taken
             # at once (the list is shown only when there is none to take).
             listed = await self._list_tables()
-            mine = [t for t in listed if self._saved(t) is not None]
+            mine = [
+                t
+                for t in listed
+                if t.status != lobby_service_pb2.TABLE_STATUS_FINISHED
+                and self._saved(t) is not None
+            ]
             free = [t for t in listed if joinable(t)]
             if not listed:
                 raise ValueError("no tables yet: create tallage bots=3 starts one with bots")
@@ -1327,14 +1342,11 @@ class ClientSession:
         await self._watch_table(table.table_id, joined.token, table.name)
 
     def _saved(self, table: lobby_service_pb2.TableInfo) -> SavedSeat | None:
-        """The seat written down at ``table``, while its game can still be played."""
+        """The seat written down at ``table``: one to take back, or, its game over, one whose
+        player has not seen the end yet (forgotten once it is shown)."""
         if self.seats is None:
             return None
-        saved = self.seats.find(self.link.target, table.table_id)
-        if saved is not None and table.status == lobby_service_pb2.TABLE_STATUS_FINISHED:
-            self.seats.forget(self.link.target, table.table_id)
-            return None
-        return saved
+        return self.seats.find(self.link.target, table.table_id)
 
     def _forget_seat(self) -> None:
         if self.seats is not None and self.token is not None and self.table_id is not None:
