@@ -152,6 +152,8 @@ def test_a_joker_take_is_refused_at_once_before_opening_and_without_the_card(
         d.expect(r"There is no meld 9 on the table\. Nothing was staged or sent\.")
         d.type("take 1 5c")
         d.expect(r"Meld 1 has no joker that 5♣ can replace\. Nothing was staged or sent\.")
+        d.type("take 1 kc")  # not held either: the meld is said first, the misread one
+        d.expect(r"Meld 1 has no joker that K♣ can replace\. Nothing was staged or sent\.")
         d.type("take 4 5c")
         d.expect(r"Now say where the joker goes")
         d.type("lay 9s 10s")  # still waiting for the joker, and not held

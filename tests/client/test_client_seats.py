@@ -187,9 +187,10 @@ def test_a_game_that_ended_while_away_is_told_and_its_seat_taken_back_to_see_the
         finally:
             first.close()
         deadline = time.monotonic() + 60
-        while stubs.lobby.ListTables(lobby_service_pb2.ListTablesRequest()).tables[
-            0
-        ].status != lobby_service_pb2.TABLE_STATUS_FINISHED:
+        while (
+            stubs.lobby.ListTables(lobby_service_pb2.ListTablesRequest()).tables[0].status
+            != lobby_service_pb2.TABLE_STATUS_FINISHED
+        ):
             assert time.monotonic() < deadline, "the game did not end"
             time.sleep(0.2)
         second = _client(server, book)
