@@ -517,6 +517,27 @@ def test_pile_tells_the_discards_and_who_threw_them(server: ServerThread, stubs:
         d.close()
 
 
+def test_a_join_that_starts_the_game_knows_the_card_turned_up(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    # The join that fills the table starts its game, which may be dealt before the client's
+    # stream opens: the pile still says the card on it was turned up, not "on top when you
+    # joined" (the client was there for the deal).
+    table_id = _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    stubs.lobby.JoinTable(lobby_service_pb2.JoinTableRequest(table_id=table_id, name="Bea"))
+    d = _client(server)
+    try:
+        d.expect(r"1  [a-z2-7]{6,16}  waiting")
+        d.type("join 1")
+        d.expect(r"You sit at seat 1")
+        d.expect(r"3♠ is turned up")
+        d.type("pile")
+        d.expect(r"The discard pile \(1 card\), the newest first")
+        d.expect(r"3♠\s+turned up\n")
+    finally:
+        d.close()
+
+
 def test_scores_is_a_sheet_of_every_round_and_table_marks_the_dealer(
     server: ServerThread, stubs: Stubs
 ) -> None:

@@ -1343,7 +1343,11 @@ class ClientSession:
         self.out.line(
             [("class:good", f"You sit at seat {joined.seat}: "), ("", table_summary(joined.table))]
         )
-        await self._watch_table(table.table_id, joined.token, table.name)
+        # The join's own update told, and every one after it: the start and the deal that the
+        # join makes of a full table are in it (the stream opens after them).
+        await self._watch_table(
+            table.table_id, joined.token, table.name, history=joined.table.number - 1
+        )
 
     def _saved(self, table: lobby_service_pb2.TableInfo) -> SavedSeat | None:
         """The seat written down at ``table``: one to take back, or, its game over, one whose
