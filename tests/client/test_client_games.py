@@ -225,13 +225,18 @@ def test_a_round_of_portuguese_ends_with_a_declaration(server: ServerThread, stu
         d.close()
 
 
-def _draw_typed_while_the_server_is_away(d: Driver, server: ServerThread) -> None:
-    """At a portuguese table with a bot, on the player's turn, the server stops; the player
-    types draw stock, and is told it waits for the server."""
+def _server_away_on_the_players_turn(d: Driver, server: ServerThread) -> None:
+    """At a portuguese table with a bot, on the player's turn, the server stops."""
     _sit_with_a_bot(d, "portuguese")
     d.expect(r"It's your turn: take a card")
     server.halt()
     d.expect(r"The connection to the server dropped; reconnecting\.\.\.", timeout=10)
+
+
+def _draw_typed_while_the_server_is_away(d: Driver, server: ServerThread) -> None:
+    """The server away on the player's turn, the player types draw stock, and is told it
+    waits for the server."""
+    _server_away_on_the_players_turn(d, server)
     d.type("draw stock")
     d.expect(
         r"The connection is down: draw stock waits for it, up to 10 s; it is sent if the"
@@ -287,10 +292,7 @@ def test_a_hint_asked_while_the_connection_is_down_is_refused_at_once(
     _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
     d = _client(server)
     try:
-        _sit_with_a_bot(d, "portuguese")
-        d.expect(r"It's your turn: take a card")
-        server.halt()
-        d.expect(r"The connection to the server dropped; reconnecting\.\.\.", timeout=10)
+        _server_away_on_the_players_turn(d, server)
         d.type("hint")
         d.expect(
             r"The connection is down: hint asks the server, so ask again once it is back\.",

@@ -71,7 +71,9 @@ def test_a_seat_left_by_quitting_is_taken_back_by_a_new_client(tmp_path: Path) -
         _play_across_two_clients(server, stubs, SeatBook(tmp_path / "seats.json"))
 
 
-def _play_across_two_clients(server: ServerThread, stubs: Stubs, book: SeatBook) -> None:
+def _kept_table(stubs: Stubs) -> None:
+    """A two-player portuguese table of one round, "kept", dealt PORTUGUESE_HAND to seat 0 and
+    2♠ twice on top of the stock."""
     deck = stacked_deck("portuguese", [PORTUGUESE_HAND, None], "3s", "2s 2s")
     stubs.lobby.CreateTable(
         lobby_service_pb2.CreateTableRequest(
@@ -81,13 +83,22 @@ def _play_across_two_clients(server: ServerThread, stubs: Stubs, book: SeatBook)
             stacked_decks=[lobby_service_pb2.Deck(cards=[c + 1 for c in deck])],
         )
     )
+
+
+def _sit_to_turn(d: Driver) -> None:
+    """Seat 0 at table 1 with a greedy bot beside it, to the player's first turn."""
+    d.expect(r"1  [a-z2-7]{6,16}  waiting")
+    d.type("join 1")
+    d.expect(r"You sit at seat 0")
+    d.type("bot greedy")
+    d.expect(r"It's your turn: take a card")
+
+
+def _play_across_two_clients(server: ServerThread, stubs: Stubs, book: SeatBook) -> None:
+    _kept_table(stubs)
     first = _client(server, book)
     try:
-        first.expect(r"1  [a-z2-7]{6,16}  waiting")
-        first.type("join 1")
-        first.expect(r"You sit at seat 0")
-        first.type("bot greedy")
-        first.expect(r"It's your turn: take a card")
+        _sit_to_turn(first)
         first.type("quit")
         first.expect(r"The game is still on: if you quit, the server plays your seat")
         first.type("yes")
@@ -119,22 +130,10 @@ def test_a_seat_taken_back_after_its_draw_is_told_it_drew_not_that_it_plays_firs
     dealer's first turn without a draw (portuguese has none)."""
     book = SeatBook(tmp_path / "seats.json")
     with ServerThread(str(tmp_path / "rami.db"), PATIENT) as server, Stubs(server.target) as stubs:
-        deck = stacked_deck("portuguese", [PORTUGUESE_HAND, None], "3s", "2s 2s")
-        stubs.lobby.CreateTable(
-            lobby_service_pb2.CreateTableRequest(
-                name="kept",
-                variant=VARIANT_IDS["portuguese"],
-                options=game_pb2.Options(players=2, rounds=1),
-                stacked_decks=[lobby_service_pb2.Deck(cards=[c + 1 for c in deck])],
-            )
-        )
+        _kept_table(stubs)
         first = _client(server, book)
         try:
-            first.expect(r"1  [a-z2-7]{6,16}  waiting")
-            first.type("join 1")
-            first.expect(r"You sit at seat 0")
-            first.type("bot greedy")
-            first.expect(r"It's your turn: take a card")
+            _sit_to_turn(first)
             first.type("draw stock")
             first.expect(r"You drew 2♠ from the stock\.")
             time.sleep(0.2)
