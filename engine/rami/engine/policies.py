@@ -22,7 +22,9 @@ import math
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from types import MappingProxyType
+from typing import NamedTuple
 
 from .actions import Action, AddToMeld, Declare, Discard, Draw, Lay, NewMeld
 from .cards import CARDS, JOKER, Card
@@ -34,7 +36,6 @@ from .solver import (
     FLAG_RUN,
     FLAG_SET,
     Objective,
-    Split,
     best_split,
     deadwood,
     deadwood_split,
@@ -258,6 +259,145 @@ def _fits(melds: list[Meld], card: Card, jpm: int) -> bool:
     return any(m.accepts(card, jokers_per_meld=jpm) for m in melds)
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class _PartKey:
+    """What the part of strong's cost of a hand that ``_hand_part`` keeps depends on, besides
+    the hand: the cards' values, the jokers a meld may hold, the clean melds going out needs
+    (and the penalties for lacking them), and whether melds count only beside a clean run.
+    One object for each such combination (``_part_key``), compared by identity: a key of the
+    caches is hashed at every hand judged, and hashing the values (53 of them) each time
+    would cost as much as a cache hit saves."""
+
+    values: tuple[int, ...]
+    jokers_per_meld: int
+    need: int
+    no_set: float
+    no_run: float
+    sets_need_run: bool
+
+
+_PART_KEYS: dict[tuple[tuple[int, ...], int, int, float, float, bool], _PartKey] = {}
+
+
+def _part_key(
+    values: tuple[int, ...],
+    jokers_per_meld: int,
+    need: int,
+    no_set: float,
+    no_run: float,
+    sets_need_run: bool,
+) -> _PartKey:
+    """The one key of these fields (see :class:`_PartKey`)."""
+    fields = (values, jokers_per_meld, need, no_set, no_run, sets_need_run)
+    key = _PART_KEYS.get(fields)
+    if key is None:
+        key = _PART_KEYS[fields] = _PartKey(*fields)
+    return key
+
+
+#: How many hands each of strong's kept parts of a hand's cost remembers (the latest ones).
+#: The expert plays every candidate on in the same sampled games, so the same hands are
+#: judged again and again: a decision meets a few hundred (tallage) to two thousand (simple)
+#: distinct hands, three to five times each.
+_KEPT_HANDS = 4096
+
+#: The targets of a hand's next draw: card -> cards nearer (1 or 3). Kept and shared between
+#: calls: read, never changed.
+_GainPart = dict[int, int]
+
+
+class _HandPart(NamedTuple):
+    """The part of strong's cost of a hand that depends on the hand alone (``_hand_part``)."""
+
+    penalty: float  # the split lacks the clean melds going out needs
+    exposure: int  # what the hand would pay if another player went out now
+    left: tuple[Card, ...]  # the cards the split leaves over, sorted
+    melds: tuple[Meld, ...]  # the split's melds
+
+
+@lru_cache(maxsize=_KEPT_HANDS)
+def _hand_part(cards: tuple[Card, ...], key: _PartKey) -> _HandPart:
+    """Strong's best split of ``cards`` (sorted), and what it costs whatever else is seen.
+
+    The split is the solver's fewest cards left over; when that split lacks what going out
+    needs, the best split that has it is weighed against the penalty."""
+    objective = _counting(key.values)
+    jpm = key.jokers_per_meld
+    split = best_split(cards, objective, jokers_per_meld=jpm)
+    assert split is not None
+    penalty = 0.0
+    if key.need & FLAG_SET and not split.has_clean_set:
+        penalty += key.no_set
+    if key.need & FLAG_RUN and not split.has_clean_run:
+        penalty += key.no_run
+    if penalty:
+        needed = best_split(cards, objective, need=key.need, jokers_per_meld=jpm)
+        if needed is not None and len(needed.left) < len(split.left) + penalty:
+            split, penalty = needed, 0.0
+    values = key.values
+    if key.sets_need_run:
+        # What a declaration by another player would cost: melds count beside a clean run.
+        has_run = any(m.is_clean and m.kind == "run" for m in split.melds)
+        exposure = sum(values[c] for c in (split.left if has_run else cards))
+    else:
+        exposure = sum(values[c] for c in cards)
+    return _HandPart(penalty, exposure, tuple(split.left), tuple(split.melds))
+
+
+@lru_cache(maxsize=_KEPT_HANDS)
+def _gain_part(cards: tuple[Card, ...], key: _PartKey, loose: tuple[Card, ...] | None) -> _GainPart:
+    """The cards whose draw would bring ``cards`` nearer to going out, and by how much: one
+    card for one that extends a meld of the hand's split, three for one that completes a pair
+    or two neighbours among its ``loose`` cards (those left over less any that a meld on the
+    table takes; all of them when ``None``), and the joker as the best of these."""
+    part = _hand_part(cards, key)
+    if loose is None:
+        loose = part.left
+    jpm = key.jokers_per_meld
+    gain: dict[int, int] = {}
+    joker_fits = False
+    for m in part.melds:
+        if m.kind == "run":
+            if len(m.cards) < 13:
+                if m.lo > 1:
+                    gain[m.suit * 13 + (m.lo - 2) % 13] = 1
+                if m.hi < 14:
+                    gain[m.suit * 13 + m.hi % 13] = 1
+                joker_fits = joker_fits or m.jokers < jpm
+        elif len(m.cards) < 4:
+            for suit in m.missing_suits():
+                gain[suit * 13 + m.rank - 1] = 1
+            joker_fits = joker_fits or m.jokers < jpm
+    # Each loose natural as (suit, rank index), in card order.
+    placed = [divmod(int(c), 13) for c in sorted({c for c in loose if c != JOKER})]
+    pairs = False
+    for i, (sa, ra) in enumerate(placed):
+        for sb, rb in placed[i + 1 :]:
+            if ra == rb:
+                pairs = True
+                for t in range(4):
+                    if t not in (sa, sb):
+                        gain[t * 13 + ra] = 3
+            elif sa == sb:
+                # Places in the suit, the ace both low (0) and high (13).
+                for pa in (ra,) if ra else (0, 13):
+                    for pb in (rb,) if rb else (0, 13):
+                        lo, hi = min(pa, pb), max(pa, pb)
+                        if hi - lo == 1:
+                            pairs = True
+                            for p in (lo - 1, hi + 1):
+                                if 0 <= p <= 13:
+                                    gain[sa * 13 + p % 13] = 3
+                        elif hi - lo == 2:
+                            pairs = True
+                            gain[sa * 13 + (lo + 1) % 13] = 3
+    if pairs:
+        gain[JOKER] = 3
+    elif joker_fits:
+        gain[JOKER] = 1
+    return gain
+
+
 class _Judge:
     """The strong policy's cost of a hand, for one view (lower is better)."""
 
@@ -282,84 +422,40 @@ class _Judge:
             self.need = FLAG_RUN
         else:
             self.need = 0 if opened else FLAG_SET | FLAG_RUN
+        #: What a hand's cost depends on besides the hand and what is unseen (``_hand_part``).
+        self.part = _part_key(
+            self.values,
+            self.jpm,
+            self.need,
+            self.w.no_set,
+            self.w.no_run,
+            v.variant.sets_need_run,
+        )
 
     def cost(self, hand: list[Card]) -> tuple[float, float]:
         """The hand's cost, and the expected gain (in cards) of its next draw."""
-        split = best_split(hand, self.objective, jokers_per_meld=self.jpm)
-        assert split is not None
-        penalty = self._penalty(split)
-        if penalty:
-            # The fewest cards left over may lack what going out needs: weigh the best split
-            # that has it against the penalty.
-            needed = best_split(hand, self.objective, need=self.need, jokers_per_meld=self.jpm)
-            if needed is not None and len(needed.left) < len(split.left) + penalty:
-                split, penalty = needed, 0.0
-        loose = [c for c in split.left if c not in self.fitting]
-        gain = self._gain(split.melds, loose)
-        if self.v.variant.sets_need_run:
-            # What a declaration by another player would cost: melds count beside a clean run.
-            has_run = any(m.is_clean and m.kind == "run" for m in split.melds)
-            exposure = sum(self.values[c] for c in (split.left if has_run else hand))
+        cards = tuple(sorted(hand))
+        penalty, exposure, left, _ = _hand_part(cards, self.part)
+        if self.fitting:
+            loose = tuple(c for c in left if c not in self.fitting)
+            part = _gain_part(cards, self.part, loose)
         else:
-            exposure = sum(self.values[c] for c in hand)
+            loose = left
+            part = _gain_part(cards, self.part, None)
+        gain = self._gain(part)
         cost = penalty + len(loose) - self.w.outs * gain + self.w.points * exposure
         return cost, gain
 
-    def _penalty(self, split: Split) -> float:
-        penalty = 0.0
-        if self.need & FLAG_SET and not split.has_clean_set:
-            penalty += self.w.no_set
-        if self.need & FLAG_RUN and not split.has_clean_run:
-            penalty += self.w.no_run
-        return penalty
-
-    def _gain(self, melds: list[Meld], loose: list[Card]) -> float:
+    def _gain(self, part: _GainPart) -> float:
         """Expected cards nearer to going out after the next draw from the stock."""
-        gain: dict[int, int] = {}
-        joker_fits = False
-        for m in melds:
-            if m.kind == "run":
-                if len(m.cards) < 13:
-                    if m.lo > 1:
-                        gain[m.suit * 13 + (m.lo - 2) % 13] = 1
-                    if m.hi < 14:
-                        gain[m.suit * 13 + m.hi % 13] = 1
-                    joker_fits = joker_fits or m.jokers < self.jpm
-            elif len(m.cards) < 4:
-                for suit in m.missing_suits():
-                    gain[suit * 13 + m.rank - 1] = 1
-                joker_fits = joker_fits or m.jokers < self.jpm
-        for c in self.fitting:
-            if c < 52 and self.unseen[c] and c not in gain:
-                gain[c] = 1
-        # Each loose natural as (suit, rank index), in card order.
-        placed = [divmod(int(c), 13) for c in sorted({c for c in loose if c != JOKER})]
-        pairs = False
-        for i, (sa, ra) in enumerate(placed):
-            for sb, rb in placed[i + 1 :]:
-                if ra == rb:
-                    pairs = True
-                    for t in range(4):
-                        if t not in (sa, sb):
-                            gain[t * 13 + ra] = 3
-                elif sa == sb:
-                    # Places in the suit, the ace both low (0) and high (13).
-                    for pa in (ra,) if ra else (0, 13):
-                        for pb in (rb,) if rb else (0, 13):
-                            lo, hi = min(pa, pb), max(pa, pb)
-                            if hi - lo == 1:
-                                pairs = True
-                                for p in (lo - 1, hi + 1):
-                                    if 0 <= p <= 13:
-                                        gain[sa * 13 + p % 13] = 3
-                            elif hi - lo == 2:
-                                pairs = True
-                                gain[sa * 13 + (lo + 1) % 13] = 3
-        if pairs:
-            gain[JOKER] = 3
-        elif joker_fits:
-            gain[JOKER] = 1
-        return sum(g * self.unseen[c] for c, g in gain.items()) / self.total
+        unseen = self.unseen
+        total = 0
+        for c, g in part.items():
+            total += g * unseen[c]
+        if self.fitting:
+            # A card some meld on the table takes is one card nearer, when nothing better.
+            total += sum(unseen[c] for c in self.fitting if c < 52 and c not in part)
+        return total / self.total
 
     def feeds(self, card: Card) -> bool:
         """Tallage: the next player, already opened, could take this discard and lay it."""
