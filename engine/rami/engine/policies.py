@@ -575,7 +575,7 @@ EXPERT_CIRCUITS = 2
 #: Simulations per second of one core of the reference machine, two players, set so that a
 #: searched move at the default budget takes a median of about 0.46 s of its CPU time
 #: (``python -m bench.expert_rates`` measures both again; docs/bots.md gives its figures).
-EXPERT_RATES: dict[str, float] = {"portuguese": 740.0, "tallage": 750.0, "simple": 440.0}
+EXPERT_RATES: dict[str, float] = {"portuguese": 1000.0, "tallage": 1250.0, "simple": 610.0}
 
 _EXPERT_CANDIDATES = 6  # most actions compared in one decision
 _EXPERT_DISCARDS = 3  # discards among them, besides strong's
