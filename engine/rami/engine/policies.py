@@ -261,12 +261,12 @@ def _fits(melds: list[Meld], card: Card, jpm: int) -> bool:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class _PartKey:
-    """What the part of strong's cost of a hand that ``_hand_part`` keeps depends on, besides
-    the hand: the cards' values, the jokers a meld may hold, the clean melds going out needs
-    (and the penalties for lacking them), and whether melds count only beside a clean run.
-    One object for each such combination (``_part_key``), compared by identity: a key of the
-    caches is hashed at every hand judged, and hashing the values (53 of them) each time
-    would cost as much as a cache hit saves."""
+    """What the kept parts of strong's cost of a hand (``_hand_part``, ``_gain_part``) depend
+    on besides the cards: their values, the jokers a meld may hold, the clean melds going out
+    needs (and the penalties for lacking them), and whether melds count only beside a clean
+    run. One object for each such combination (``_part_key``), hashed and compared by
+    identity: the caches are asked at every hand judged, and hashing the 53 values each time
+    would cost more than the rest of a cache hit."""
 
     values: tuple[int, ...]
     jokers_per_meld: int
@@ -297,17 +297,19 @@ def _part_key(
 
 #: How many hands each of strong's kept parts of a hand's cost remembers (the latest ones).
 #: The expert plays every candidate on in the same sampled games, so the same hands are
-#: judged again and again: a decision meets a few hundred (tallage) to two thousand (simple)
-#: distinct hands, three to five times each.
+#: judged again and again: a searched decision judges some 4,000 to 6,000 distinct hands
+#: (up to 9,000), two to three times each, mostly close together, so that a bigger memory
+#: would serve hardly any more of them.
 _KEPT_HANDS = 4096
 
 #: The targets of a hand's next draw: card -> cards nearer (1 or 3). Kept and shared between
 #: calls: read, never changed.
-_GainPart = dict[int, int]
+_GainPart = Mapping[int, int]
 
 
 class _HandPart(NamedTuple):
-    """The part of strong's cost of a hand that depends on the hand alone (``_hand_part``)."""
+    """The part of strong's cost of a hand that depends on its cards and the key alone, not on
+    what is unseen or on the table (``_hand_part``)."""
 
     penalty: float  # the split lacks the clean melds going out needs
     exposure: int  # what the hand would pay if another player went out now
@@ -317,7 +319,7 @@ class _HandPart(NamedTuple):
 
 @lru_cache(maxsize=_KEPT_HANDS)
 def _hand_part(cards: tuple[Card, ...], key: _PartKey) -> _HandPart:
-    """Strong's best split of ``cards`` (sorted), and what it costs whatever else is seen.
+    """Strong's best split of ``cards`` (sorted), and what it costs whatever is unseen.
 
     The split is the solver's fewest cards left over; when that split lacks what going out
     needs, the best split that has it is weighed against the penalty."""
@@ -407,7 +409,6 @@ class _Judge:
         self.w = weights or _WEIGHTS[v.variant.id]
         self.values = hand_deadwood_values(v)
         self.jpm = v.options.jokers_per_meld
-        self.objective = _counting(self.values)
         self.unseen = _unseen(v)
         self.total = max(1, sum(self.unseen))
         opened = v.variant.has_opening and v.opened[v.seat]
@@ -423,7 +424,7 @@ class _Judge:
         else:
             self.need = 0 if opened else FLAG_SET | FLAG_RUN
         #: What a hand's cost depends on besides the hand and what is unseen (``_hand_part``).
-        self.part = _part_key(
+        self.part_key = _part_key(
             self.values,
             self.jpm,
             self.need,
@@ -435,26 +436,23 @@ class _Judge:
     def cost(self, hand: list[Card]) -> tuple[float, float]:
         """The hand's cost, and the expected gain (in cards) of its next draw."""
         cards = tuple(sorted(hand))
-        penalty, exposure, left, _ = _hand_part(cards, self.part)
-        if self.fitting:
-            loose = tuple(c for c in left if c not in self.fitting)
-            part = _gain_part(cards, self.part, loose)
-        else:
-            loose = left
-            part = _gain_part(cards, self.part, None)
-        gain = self._gain(part)
+        penalty, exposure, left, _ = _hand_part(cards, self.part_key)
+        loose = tuple(c for c in left if c not in self.fitting) if self.fitting else left
+        # The draw's targets of the cards left over (``None``) are kept once for every table.
+        targets = _gain_part(cards, self.part_key, loose if len(loose) < len(left) else None)
+        gain = self._gain(targets)
         cost = penalty + len(loose) - self.w.outs * gain + self.w.points * exposure
         return cost, gain
 
-    def _gain(self, part: _GainPart) -> float:
+    def _gain(self, targets: _GainPart) -> float:
         """Expected cards nearer to going out after the next draw from the stock."""
         unseen = self.unseen
         total = 0
-        for c, g in part.items():
+        for c, g in targets.items():
             total += g * unseen[c]
         if self.fitting:
             # A card some meld on the table takes is one card nearer, when nothing better.
-            total += sum(unseen[c] for c in self.fitting if c < 52 and c not in part)
+            total += sum(unseen[c] for c in self.fitting if c < 52 and c not in targets)
         return total / self.total
 
     def feeds(self, card: Card) -> bool:
@@ -573,8 +571,9 @@ EXPERT_BUDGET = 0.5
 EXPERT_CIRCUITS = 2
 
 #: Simulations per second of one core of the reference machine, two players, set so that a
-#: searched move at the default budget takes a median of about 0.46 s of its CPU time
-#: (``python -m bench.expert_rates`` measures both again; docs/bots.md gives its figures).
+#: searched move at the default budget takes a median of about 0.4 s of its CPU time (0.37
+#: to 0.44 s when last set; ``python -m bench.expert_rates`` measures both again, and
+#: docs/bots.md gives its figures).
 EXPERT_RATES: dict[str, float] = {"portuguese": 1000.0, "tallage": 1250.0, "simple": 610.0}
 
 _EXPERT_CANDIDATES = 6  # most actions compared in one decision
