@@ -29,10 +29,10 @@ from collections.abc import Sequence
 from rami.engine import VARIANTS, Game, NextRound, Options, Phase, view
 from rami.engine.policies import (
     EXPERT_BUDGET,
-    EXPERT_RATES,
     expert,
     expert_candidates,
     expert_scores,
+    expert_simulations,
     strong,
 )
 
@@ -40,17 +40,20 @@ from rami.engine.policies import (
 SIMULATIONS = 120
 
 
-def measure(variant: str, moves: int, seed: str) -> tuple[float, float, float, float]:
+def measure(
+    variant: str, moves: int, seed: str, players: int = 2
+) -> tuple[float, float, float, float]:
     """(one-circuit simulations per second, median CPU seconds of an expert move at the
     default budget, of a searched one, the share of searched moves where the expert left
-    strong's choice) over the first ``moves`` searched moves of seeded games."""
+    strong's choice) over the first ``moves`` searched moves of seeded games: the expert in
+    seat 0, strong in the others."""
     rates: list[float] = []
     times: list[float] = []
     searched: list[float] = []
     left = 0
     game_number = 0
     while len(rates) < moves:
-        game, _ = Game.new(variant, Options(players=2), f"{seed}:{game_number}")
+        game, _ = Game.new(variant, Options(players=players), f"{seed}:{game_number}")
         rng = random.Random(f"{seed}:{game_number}")
         game_number += 1
         while game.phase != Phase.GAME_OVER and len(rates) < moves:
@@ -59,7 +62,7 @@ def measure(variant: str, moves: int, seed: str) -> tuple[float, float, float, f
                 continue
             seat = game.turn
             v = view(game, seat)
-            if seat == 1:
+            if seat != 0:
                 game.apply(seat, strong(v, rng))
                 continue
             candidates = expert_candidates(v, random.Random(0))
@@ -93,15 +96,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--moves", type=int, default=40, help="searched moves per variant")
     parser.add_argument("--seed", default="rates")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    parser.add_argument(
+        "--players",
+        type=int,
+        default=2,
+        choices=range(2, 7),
+        help="seats at the table (the expert in one, strong in the others); the measured "
+        "rate is of simulations with this many players",
+    )
     args = parser.parse_args(argv)
     print(
         f"{'variant':<12} {'measured':>9} {'in code':>9}  "
         f"median expert move at {EXPERT_BUDGET} s (all / searched)  not strong's move"
     )
     for variant in args.variants:
-        rate, move, search, left = measure(variant, args.moves, args.seed)
+        rate, move, search, left = measure(variant, args.moves, args.seed, args.players)
         print(
-            f"{variant:<12} {rate:>9.0f} {EXPERT_RATES[variant]:>9.0f}  "
+            f"{variant:<12} {rate:>9.0f} {expert_simulations(variant, args.players, 1.0, 1):>9}  "
             f"{move * 1000:>13.0f} ms / {search * 1000:.0f} ms {left:>19.0%}"
         )
         sys.stdout.flush()

@@ -561,9 +561,12 @@ def _strong(v: View, judge: _Judge) -> Action:
 #
 # The work is bounded by a count of simulations, never by the clock, so a seed always gives
 # the same move on any machine and under any load: the count is the budget (seconds) times a
-# rate measured once per variant (one-circuit simulations per second on one core of the
-# reference machine, two players; a simulation of n players costs about (n + 1) / 3 of a
-# two-player one, and one of c circuits c times one of one circuit).
+# rate set once per variant (simulations per second on one core of the reference machine,
+# two players, one of c circuits counted as c), over what a simulation costs with more
+# players. A simulation plays the moves up to the expert's c-th next draw, about c·n − 1 of
+# them with n players, so one of n players costs (c·n − 1) / (2c − 1) of a two-player one
+# (``_players_cost``; the searched moves of ``python -m bench.expert_rates --players N`` take
+# as long with 3 to 6 players as with 2).
 
 #: The expert's default budget per move, in seconds of the reference machine.
 EXPERT_BUDGET = 0.5
@@ -588,8 +591,14 @@ def expert_simulations(
     variant: str, players: int, budget: float, circuits: int = EXPERT_CIRCUITS
 ) -> int:
     """The simulations a decision may run for ``budget`` seconds (at least one)."""
-    rate = EXPERT_RATES[variant] * 3 / (players + 1) / circuits
+    rate = EXPERT_RATES[variant] / circuits / _players_cost(players, circuits)
     return max(1, int(budget * rate))
+
+
+def _players_cost(players: int, circuits: int) -> float:
+    """What a simulation of ``circuits`` circuits with ``players`` players costs, against one
+    with two: the moves it plays, up to the expert's ``circuits``-th next draw."""
+    return (circuits * players - 1) / (2 * circuits - 1)
 
 
 def _ranked_discards(judge: _Judge, hand: list[Card]) -> list[Card]:
