@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import random
@@ -399,3 +400,104 @@ def test_a_record_takes_the_same_options_in_any_order_and_a_ladder_refuses_one(
     )
     assert result.exit_code == 2, result.output
     assert "a ladder keeps no record" in " ".join(result.output.split())
+
+
+# -- comparing two records of the same games ------------------------------------------------
+
+
+def _write_record(path: Path, code: str, deals: list[list[GameResult]], first: int = 0) -> None:
+    """A record of ``deals`` (numbered from ``first``): simple, strong v greedy, duplicate."""
+    config = ArenaConfig("simple", 2, ("strong", "greedy"), 1, "c", True, (("round_cap", 1),))
+    header = {
+        "rami_arena": arena_module.RECORD_FORMAT,
+        "config": arena_module._config_dict(config),
+        "settings": {},
+        "code": code,
+    }
+    lines = [json.dumps(header)]
+    for i, games in enumerate(deals, start=first):
+        lines.append(json.dumps(arena_module._deal_dict(DealResult(i, tuple(games)))))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _deal(strong_first: tuple[int, ...], strong_second: tuple[int, ...]) -> list[GameResult]:
+    """A deal's two games (strong in seat 0, then in seat 1) with these winners; each game
+    one round, strong paying 10 and greedy 30."""
+    return [
+        GameResult(("strong", "greedy"), (10, 30), strong_first, 1, 0, 10),
+        GameResult(("greedy", "strong"), (30, 10), strong_second, 1, 0, 10),
+    ]
+
+
+def test_two_records_of_the_same_games_compare_deal_by_deal_over_the_deals_both_hold(
+    tmp_path: Path,
+) -> None:
+    won, lost, split = _deal((0,), (1,)), _deal((1,), (0,)), _deal((0,), (0,))
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    _write_record(first, "a" * 16, [won, lost, split])  # deals 0, 1, 2
+    _write_record(second, "b" * 16, [won, won, won], first=1)  # deals 1, 2, 3
+    a, b = arena_module.read_record(first), arena_module.read_record(second)
+    assert a.code == "a" * 16 and [d.deal for d in b.result.deals] == [1, 2, 3]
+    compared = arena_module.compare_results(a.result, b.result)
+    # Deals 1 and 2: strong − greedy in win rate is -1 and 0 in the first record, +1 and +1
+    # in the second; in points a round, always 10 - 30.
+    assert compared.deals == 2
+    assert [e.mean for e in compared.first] == [-0.5, -20.0]
+    assert [e.mean for e in compared.second] == [1.0, -20.0]
+    assert [e.mean for e in compared.change] == [1.5, 0.0]
+    assert compared.change[0] == estimate([2.0, 1.0])
+
+    result = CliRunner().invoke(app, ["compare", str(first), str(second)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == (
+        "compare: simple, 2 players, round_cap=1; seed c (duplicate); strong − greedy, "
+        "paired by deal over the 2 deals both records hold"
+    )
+    assert lines[2].split()[:3] == ["first", "3", "-0.500"]
+    assert f"code {'a' * 16} ({first})" in lines[2]
+    assert lines[3].split()[:3] == ["second", "3", "+1.000"]
+    assert lines[4].split()[:4] == ["second", "−", "first", "+1.500"]
+
+
+def test_a_comparison_reads_records_as_they_stand_and_refuses_other_games(
+    tmp_path: Path,
+) -> None:
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    _arena_text(*_record_args(first, 2))
+    _arena_text(*_record_args(second, 3))
+    # A run adding to a record has written half a line: it is left out, and left alone.
+    cut = second.read_text() + '{"deal": 3, "ga'
+    second.write_text(cut)
+    result = CliRunner().invoke(app, ["compare", str(first), str(second)])
+    assert result.exit_code == 0, result.output
+    assert "over the 2 deals both records hold" in result.stdout
+    # The same code played the same deals: nothing changed.
+    assert result.stdout.splitlines()[4].split()[3:] == [
+        "+0.000",
+        "±",
+        "0.000",
+        "+0.00",
+        "±",
+        "0.00",
+    ]
+    assert second.read_text() == cut
+
+    def refused(*paths: Path) -> str:
+        result = CliRunner().invoke(app, ["compare", *map(str, paths)])
+        assert result.exit_code == 2, result.output
+        return " ".join(result.output.split())
+
+    other = tmp_path / "other.jsonl"
+    _arena_text(*_record_args(other, 1, "--seed", "other"))
+    assert "of other games: their configurations differ" in refused(first, other)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a record\n")
+    assert "is not an arena record" in refused(first, notes)
+    assert "No such file" in refused(first, tmp_path / "missing.jsonl")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(first.read_text().splitlines()[0] + "\n")
+    assert "holds no deal yet" in refused(empty, first)
+    three = tmp_path / "three.jsonl"
+    _arena_text(*_record_args(three, 1, "--policies", "strong,greedy,random", "--players", "3"))
+    assert "of other games" in refused(first, three)

@@ -35,7 +35,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -46,17 +46,21 @@ __all__ = [
     "ArenaConfig",
     "ArenaRecord",
     "ArenaResult",
+    "Comparison",
     "DealResult",
     "Estimate",
     "GameResult",
     "PolicyStats",
+    "RecordContents",
     "assignments",
     "code_digest",
+    "compare_results",
     "estimate",
     "hold_record",
     "pair_difference",
     "play_deal",
     "play_game",
+    "read_record",
     "run_arena",
     "summarise",
 ]
@@ -467,16 +471,7 @@ class ArenaRecord:
                     f"{path} holds deals of {words} ({key} {json.dumps(first.get(key))}, this "
                     f"run's {json.dumps(header[key])}): give another file to start a new record"
                 )
-        seats = assignments(config.policies, config.players, config.duplicate)
-        deals: dict[int, DealResult] = {}
-        for n, line in enumerate(lines[1:], start=2):
-            try:
-                deal = _deal_from(json.loads(line), seats)
-            except ValueError as e:
-                raise ValueError(f"{path}, line {n}: {e}") from None
-            if deal.deal in deals and deals[deal.deal] != deal:
-                raise ValueError(f"{path}, line {n}: deal {deal.deal} twice, with other games")
-            deals[deal.deal] = deal
+        deals = _read_deals(path, lines, config)
         if cut < len(raw):
             with path.open("r+b") as f:
                 f.truncate(cut)
@@ -489,6 +484,116 @@ class ArenaRecord:
             f.flush()
             os.fsync(f.fileno())
         self.deals[deal.deal] = deal
+
+
+def _read_deals(path: Path, lines: list[bytes], config: ArenaConfig) -> dict[int, DealResult]:
+    """The deals of a record's ``lines`` (the header first; none cut short), checked against
+    the seatings ``config`` plays (a ValueError naming the line that is wrong)."""
+    seats = assignments(config.policies, config.players, config.duplicate)
+    deals: dict[int, DealResult] = {}
+    for n, line in enumerate(lines[1:], start=2):
+        try:
+            deal = _deal_from(json.loads(line), seats)
+        except ValueError as e:
+            raise ValueError(f"{path}, line {n}: {e}") from None
+        if deal.deal in deals and deals[deal.deal] != deal:
+            raise ValueError(f"{path}, line {n}: deal {deal.deal} twice, with other games")
+        deals[deal.deal] = deal
+    return deals
+
+
+@dataclass(frozen=True, slots=True)
+class RecordContents:
+    """A record as it stood when read: the code and settings that played it, and its deals
+    (in deal order) as the result of its configuration."""
+
+    code: str
+    settings: Mapping[str, Any]
+    result: ArenaResult
+
+
+def read_record(path: Path) -> RecordContents:
+    """Read the record at ``path`` without changing it (a run may be adding to it: a last line
+    cut short is left out), whatever code and settings played it. A file that is no record,
+    or holds no deal, raises ValueError naming what is wrong."""
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")[:-1]  # the last line is empty, or cut short
+    try:
+        header = json.loads(lines[0]) if lines else None
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or header.get("rami_arena") != RECORD_FORMAT:
+        raise ValueError(f"{path} is not an arena record (of format {RECORD_FORMAT})")
+    c = header.get("config")
+    try:
+        config = ArenaConfig(
+            c["variant"],
+            c["players"],
+            tuple(c["policies"]),
+            max(1, len(lines) - 1),
+            c["seed"],
+            c["duplicate"],
+            tuple((k, v) for k, v in c["options"]),
+        )
+    except (TypeError, KeyError, ValueError) as e:
+        raise ValueError(f"{path}: its configuration does not read ({e})") from None
+    deals = _read_deals(path, lines, config)
+    if not deals:
+        raise ValueError(f"{path} holds no deal yet")
+    ordered = tuple(deals[i] for i in sorted(deals))
+    return RecordContents(
+        str(header.get("code", "")),
+        dict(header.get("settings") or {}),
+        ArenaResult(replace(config, deals=len(ordered)), ordered),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """Two records of the same games (configuration and seed), each played by its own code or
+    settings, over the deals both hold: each one's first policy less its second, and the
+    second record's difference less the first's, every figure paired deal by deal."""
+
+    deals: int
+    first: tuple[Estimate, Estimate]  # win rate, points per round
+    second: tuple[Estimate, Estimate]
+    change: tuple[Estimate, Estimate]
+
+
+def _deal_difference(deal: DealResult, a: str, b: str) -> tuple[float, float]:
+    """Policy ``a`` less ``b`` in one deal: win rate, points per round."""
+    fa, fb = _deal_figures(deal, a), _deal_figures(deal, b)
+    assert fa is not None and fb is not None
+    return (
+        fa[1] / fa[0] - fb[1] / fb[0],
+        (fa[2] / fa[3] if fa[3] else 0.0) - (fb[2] / fb[3] if fb[3] else 0.0),
+    )
+
+
+def compare_results(first: ArenaResult, second: ArenaResult) -> Comparison:
+    """Compare two results of one configuration and seed (two policies, see
+    :class:`Comparison`); a ValueError when they are not of the same games."""
+    a, b = first.config, second.config
+    if replace(a, deals=1) != replace(b, deals=1):
+        raise ValueError("the records are of other games: their configurations differ")
+    policies = tuple(dict.fromkeys(a.policies))
+    if len(policies) != 2:
+        raise ValueError("a comparison is of two policies, one against the other")
+    theirs = {d.deal: d for d in second.deals}
+    pairs = [(d, theirs[d.deal]) for d in first.deals if d.deal in theirs]
+    if not pairs:
+        raise ValueError("the records hold no deal in common")
+    x = [_deal_difference(d, *policies) for d, _ in pairs]
+    y = [_deal_difference(d, *policies) for _, d in pairs]
+    return Comparison(
+        len(pairs),
+        (estimate([w for w, _ in x]), estimate([p for _, p in x])),
+        (estimate([w for w, _ in y]), estimate([p for _, p in y])),
+        (
+            estimate([v[0] - u[0] for u, v in zip(x, y, strict=True)]),
+            estimate([v[1] - u[1] for u, v in zip(x, y, strict=True)]),
+        ),
+    )
 
 
 def estimate(samples: Sequence[float]) -> Estimate:

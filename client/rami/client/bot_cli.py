@@ -28,12 +28,16 @@ from .arena import (
     ArenaConfig,
     ArenaRecord,
     ArenaResult,
+    Comparison,
     DealResult,
     Estimate,
+    RecordContents,
     code_digest,
+    compare_results,
     hold_record,
     pair_difference,
     parse_options,
+    read_record,
     run_arena,
 )
 from .arena import summarise as summarise_arena
@@ -406,6 +410,62 @@ def arena(
         )
     else:
         typer.echo(f"games/second: {result.games / elapsed:.2f} ({elapsed:.1f} s, {jobs} jobs)")
+
+
+@app.command()
+def compare(
+    first: Annotated[Path, typer.Argument(help="An arena record (--record).")],
+    second: Annotated[
+        Path, typer.Argument(help="A record of the same games, played by other code or settings.")
+    ],
+) -> None:
+    """Compare two arena records of the same games (variant, players, policies, seed and
+    options) played by other code or settings, such as two versions of a policy: each one's
+    first policy less its second, and how the second record's difference differs from the
+    first's, paired deal by deal over the deals both hold. The records are only read (a run
+    may be adding to them)."""
+    read = []
+    for path, hint in ((first, "FIRST"), (second, "SECOND")):
+        try:
+            read.append(read_record(path))
+        except (OSError, ValueError) as e:
+            raise typer.BadParameter(str(e), param_hint=hint) from None
+    try:
+        compared = compare_results(read[0].result, read[1].result)
+    except ValueError as e:
+        raise typer.BadParameter(f"{first} and {second}: {e}") from None
+    for line in format_comparison(read[0], read[1], compared, (str(first), str(second))):
+        typer.echo(line)
+
+
+def format_comparison(
+    first: RecordContents,
+    second: RecordContents,
+    compared: Comparison,
+    names: tuple[str, str],
+) -> list[str]:
+    """The comparison's report, line by line."""
+    c = first.result.config
+    a, b = dict.fromkeys(c.policies)
+    options = "".join(f", {k}={v}" for k, v in c.options)
+    lines = [
+        f"compare: {c.variant}, {c.players} players{options}; seed {c.seed}"
+        f"{' (duplicate)' if c.duplicate else ''}; {a} − {b}, paired by deal over the "
+        f"{compared.deals} deals both records hold",
+        f"{'':<8} {'deals':>6}  {'win rate (95% CI)':<22} {'points/round (95% CI)':<22} played by",
+    ]
+    for label, contents, (win, points), name in (
+        ("first", first, compared.first, names[0]),
+        ("second", second, compared.second, names[1]),
+    ):
+        settings = "".join(f", {k} {v}" for k, v in contents.settings.items())
+        lines.append(
+            f"{label:<8} {len(contents.result.deals):>6}  {_ci(win, 3, True):<22} "
+            f"{_ci(points, 2, True):<22} code {contents.code or '?'}{settings} ({name})"
+        )
+    win, points = compared.change
+    lines.append(f"{'second − first':<15}  {_ci(win, 3, True):<22} {_ci(points, 2, True)}")
+    return lines
 
 
 #: Seconds between the arena's progress lines.
