@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -451,13 +452,15 @@ def test_two_records_of_the_same_games_compare_deal_by_deal_over_the_deals_both_
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0] == (
-        "compare: simple, 2 players, round_cap=1; seed c (duplicate); strong − greedy, "
-        "paired by deal over the 2 deals both records hold"
+        "compare: simple, 2 players, round_cap=1; seed c (duplicate); strong − greedy over the "
+        "2 deals both records hold, paired by deal"
     )
-    assert lines[2].split()[:3] == ["first", "3", "-0.500"]
-    assert f"code {'a' * 16} ({first})" in lines[2]
-    assert lines[3].split()[:3] == ["second", "3", "+1.000"]
-    assert lines[4].split()[:4] == ["second", "−", "first", "+1.500"]
+    assert lines[1] == f"first: {first} (3 deals; code {'a' * 16})"
+    assert lines[2] == f"second: {second} (3 deals; code {'b' * 16})"
+    assert lines[4].split()[:2] == ["first", "-0.500"]
+    assert lines[5].split()[:2] == ["second", "+1.000"]
+    assert lines[6].split()[:4] == ["second", "−", "first", "+1.500"]
+    assert len(lines) == 7
 
 
 def test_a_comparison_reads_records_as_they_stand_and_refuses_other_games(
@@ -472,15 +475,10 @@ def test_a_comparison_reads_records_as_they_stand_and_refuses_other_games(
     result = CliRunner().invoke(app, ["compare", str(first), str(second)])
     assert result.exit_code == 0, result.output
     assert "over the 2 deals both records hold" in result.stdout
-    # The same code played the same deals: nothing changed.
-    assert result.stdout.splitlines()[4].split()[3:] == [
-        "+0.000",
-        "±",
-        "0.000",
-        "+0.00",
-        "±",
-        "0.00",
-    ]
+    # The same code played the same deals: nothing changed, and the report says why.
+    lines = result.stdout.splitlines()
+    assert lines[6].split()[3:] == ["+0.000", "±", "0.000", "+0.00", "±", "0.00"]
+    assert lines[7].startswith("note: the same code and settings played both records")
     assert second.read_text() == cut
 
     def refused(*paths: Path) -> str:
@@ -490,14 +488,43 @@ def test_a_comparison_reads_records_as_they_stand_and_refuses_other_games(
 
     other = tmp_path / "other.jsonl"
     _arena_text(*_record_args(other, 1, "--seed", "other"))
-    assert "of other games: their configurations differ" in refused(first, other)
+    assert 'of other games (seed "r" against "other")' in refused(first, other)
     notes = tmp_path / "notes.txt"
     notes.write_text("not a record\n")
     assert "is not an arena record" in refused(first, notes)
-    assert "No such file" in refused(first, tmp_path / "missing.jsonl")
+    assert "missing.jsonl: No such file or directory" in refused(first, tmp_path / "missing.jsonl")
     empty = tmp_path / "empty.jsonl"
     empty.write_text(first.read_text().splitlines()[0] + "\n")
     assert "holds no deal yet" in refused(empty, first)
     three = tmp_path / "three.jsonl"
     _arena_text(*_record_args(three, 1, "--policies", "strong,greedy,random", "--players", "3"))
-    assert "of other games" in refused(first, three)
+    assert "players 2 against 3; policies strong,greedy against strong,greedy,random" in (
+        refused(first, three)
+    )
+    assert "has 3 policies (strong, greedy, random): a comparison is of two" in refused(
+        three, three
+    )
+
+
+def test_a_stopped_arena_says_how_far_its_record_got(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record = tmp_path / "arena.jsonl"
+
+    def stopped(config: ArenaConfig, **kwargs: object) -> ArenaResult:
+        result = run_arena(replace(config, deals=1))
+        on_deal = kwargs["on_deal"]
+        if callable(on_deal):  # with --record: the deal played is kept
+            on_deal(result.deals[0])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bot_cli, "run_arena", stopped)
+    result = CliRunner().invoke(app, ["arena", *_record_args(record, 5)])
+    assert result.exit_code == 130, result.output
+    assert f"arena: stopped with 1/5 deals in {record}: the same command carries it on" in (
+        result.output
+    )
+    assert len(record.read_text().splitlines()) == 2  # the header and the deal kept
+    result = CliRunner().invoke(app, ["arena", "--games", "3", "--option=round_cap=1"])
+    assert result.exit_code == 130
+    assert "arena: stopped (without --record, nothing was kept)" in result.output

@@ -574,11 +574,22 @@ def compare_results(first: ArenaResult, second: ArenaResult) -> Comparison:
     """Compare two results of one configuration and seed (two policies, see
     :class:`Comparison`); a ValueError when they are not of the same games."""
     a, b = first.config, second.config
-    if replace(a, deals=1) != replace(b, deals=1):
-        raise ValueError("the records are of other games: their configurations differ")
+    differ = [
+        f"{name} {_shown(getattr(a, name))} against {_shown(getattr(b, name))}"
+        for name in ("variant", "players", "policies", "seed", "duplicate", "options")
+        if getattr(a, name) != getattr(b, name)
+    ]
+    if differ:
+        raise ValueError(
+            f"the records are of other games ({'; '.join(differ)}): compare records of one "
+            "arena command, played by other code or settings"
+        )
     policies = tuple(dict.fromkeys(a.policies))
     if len(policies) != 2:
-        raise ValueError("a comparison is of two policies, one against the other")
+        raise ValueError(
+            f"the records' arena has {len(policies)} policies ({', '.join(policies)}): a "
+            "comparison is of two, one against the other"
+        )
     theirs = {d.deal: d for d in second.deals}
     pairs = [(d, theirs[d.deal]) for d in first.deals if d.deal in theirs]
     if not pairs:
@@ -594,6 +605,15 @@ def compare_results(first: ArenaResult, second: ArenaResult) -> Comparison:
             estimate([v[1] - u[1] for u, v in zip(x, y, strict=True)]),
         ),
     )
+
+
+def _shown(value: Any) -> str:
+    """A configuration's value as the arena command gives it."""
+    if isinstance(value, tuple) and all(isinstance(v, str) for v in value):
+        return ",".join(value)
+    if isinstance(value, tuple):
+        return ",".join(f"{k}={v}" for k, v in value) or "none"
+    return json.dumps(value)
 
 
 def estimate(samples: Sequence[float]) -> Estimate:

@@ -388,15 +388,27 @@ def arena(
             line += f"; {stats[0].policy} − {stats[1].policy} so far: {_ci(win, 3, True)}"
         typer.echo(line, err=True)
 
-    with held:
-        result = run_arena(
-            config,
-            jobs=jobs,
-            policies=chosen,
-            progress=progress,
-            done=kept.deals if kept else None,
-            on_deal=kept.add if kept else None,
-        )
+    try:
+        with held:
+            result = run_arena(
+                config,
+                jobs=jobs,
+                policies=chosen,
+                progress=progress,
+                done=kept.deals if kept else None,
+                on_deal=kept.add if kept else None,
+            )
+    except KeyboardInterrupt:
+        if kept is None:
+            typer.echo("arena: stopped (without --record, nothing was kept)", err=True)
+        else:
+            have = len([i for i in kept.deals if i < games])
+            typer.echo(
+                f"arena: stopped with {have}/{games} deals in {record}: the same command "
+                "carries it on",
+                err=True,
+            )
+        raise typer.Exit(130) from None
     elapsed = time.perf_counter() - start
     for line in format_arena(result):
         typer.echo(line)
@@ -414,21 +426,30 @@ def arena(
 
 @app.command()
 def compare(
-    first: Annotated[Path, typer.Argument(help="An arena record (--record).")],
+    first: Annotated[
+        Path, typer.Argument(metavar="FIRST", help="An arena record (arena --record).")
+    ],
     second: Annotated[
-        Path, typer.Argument(help="A record of the same games, played by other code or settings.")
+        Path,
+        typer.Argument(
+            metavar="SECOND",
+            help="A record of the same arena command, played by other code or settings.",
+        ),
     ],
 ) -> None:
-    """Compare two arena records of the same games (variant, players, policies, seed and
-    options) played by other code or settings, such as two versions of a policy: each one's
-    first policy less its second, and how the second record's difference differs from the
-    first's, paired deal by deal over the deals both hold. The records are only read (a run
-    may be adding to them)."""
+    """Compare two arena records of the same games (one arena command: variant, players, two
+    policies, seed, --duplicate and options) played by other code or settings, such as a
+    policy before and after a change. Over the deals both records hold (the same deal number
+    deals the same cards in both), it prints each record's first policy less its second,
+    and the second record's difference less the first's, each with its 95% interval. The
+    records are only read (an arena may be adding to one)."""
     read = []
     for path, hint in ((first, "FIRST"), (second, "SECOND")):
         try:
             read.append(read_record(path))
-        except (OSError, ValueError) as e:
+        except OSError as e:
+            raise typer.BadParameter(f"{path}: {e.strerror or e}", param_hint=hint) from None
+        except ValueError as e:
             raise typer.BadParameter(str(e), param_hint=hint) from None
     try:
         compared = compare_results(read[0].result, read[1].result)
@@ -450,21 +471,27 @@ def format_comparison(
     options = "".join(f", {k}={v}" for k, v in c.options)
     lines = [
         f"compare: {c.variant}, {c.players} players{options}; seed {c.seed}"
-        f"{' (duplicate)' if c.duplicate else ''}; {a} − {b}, paired by deal over the "
-        f"{compared.deals} deals both records hold",
-        f"{'':<8} {'deals':>6}  {'win rate (95% CI)':<22} {'points/round (95% CI)':<22} played by",
+        f"{' (duplicate)' if c.duplicate else ''}; {a} − {b} over the {compared.deals} deals "
+        "both records hold, paired by deal",
     ]
-    for label, contents, (win, points), name in (
-        ("first", first, compared.first, names[0]),
-        ("second", second, compared.second, names[1]),
-    ):
+    for label, contents, name in (("first", first, names[0]), ("second", second, names[1])):
         settings = "".join(f", {k} {v}" for k, v in contents.settings.items())
         lines.append(
-            f"{label:<8} {len(contents.result.deals):>6}  {_ci(win, 3, True):<22} "
-            f"{_ci(points, 2, True):<22} code {contents.code or '?'}{settings} ({name})"
+            f"{label}: {name} ({len(contents.result.deals)} deals; code "
+            f"{contents.code or 'unknown'}{settings})"
         )
-    win, points = compared.change
-    lines.append(f"{'second − first':<15}  {_ci(win, 3, True):<22} {_ci(points, 2, True)}")
+    lines.append(f"{'':<15} {'win rate (95% CI)':<22} {'points/round (95% CI)'}")
+    for label, (win, points) in (
+        ("first", compared.first),
+        ("second", compared.second),
+        ("second − first", compared.change),
+    ):
+        lines.append(f"{label:<15} {_ci(win, 3, True):<22} {_ci(points, 2, True)}")
+    if first.code == second.code and first.settings == second.settings:
+        lines.append(
+            "note: the same code and settings played both records, so their common deals "
+            "are the same games: compare records played by other code or settings"
+        )
     return lines
 
 
