@@ -14,6 +14,11 @@ choice (the expert leaves it only for a clear gain in its simulations)::
 
     python -m bench.expert_rates --moves 40
 
+With ``--players N`` the games have N seats (the expert in seat 0, strong in the others): the
+rates printed are then of simulations with N players (the code's beside them scaled by what
+a simulation of N players counts for), and the move times say whether the expert keeps its
+budget with more players.
+
 Run it on a quiet core (nothing else running): the rates are a property of the machine.
 """
 
