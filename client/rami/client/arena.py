@@ -455,12 +455,7 @@ class ArenaRecord:
         if lines[-1]:  # no newline at the end: the last line was being written
             cut -= len(lines[-1])
         lines = lines[:-1]
-        try:
-            first = json.loads(lines[0]) if lines else None
-        except ValueError:
-            first = None
-        if not isinstance(first, dict) or first.get("rami_arena") != RECORD_FORMAT:
-            raise ValueError(f"{path} is not an arena record (of format {RECORD_FORMAT})")
+        first = _header(path, lines)
         for key, words in (
             ("config", "another configuration"),
             ("settings", "other settings"),
@@ -484,6 +479,17 @@ class ArenaRecord:
             f.flush()
             os.fsync(f.fileno())
         self.deals[deal.deal] = deal
+
+
+def _header(path: Path, lines: list[bytes]) -> dict[str, Any]:
+    """The header of a record's ``lines`` (a ValueError when they are no record)."""
+    try:
+        header = json.loads(lines[0]) if lines else None
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or header.get("rami_arena") != RECORD_FORMAT:
+        raise ValueError(f"{path} is not an arena record (of format {RECORD_FORMAT})")
+    return header
 
 
 def _read_deals(path: Path, lines: list[bytes], config: ArenaConfig) -> dict[int, DealResult]:
@@ -516,14 +522,8 @@ def read_record(path: Path) -> RecordContents:
     """Read the record at ``path`` without changing it (a run may be adding to it: a last line
     cut short is left out), whatever code and settings played it. A file that is no record,
     or holds no deal, raises ValueError naming what is wrong."""
-    raw = path.read_bytes()
-    lines = raw.split(b"\n")[:-1]  # the last line is empty, or cut short
-    try:
-        header = json.loads(lines[0]) if lines else None
-    except ValueError:
-        header = None
-    if not isinstance(header, dict) or header.get("rami_arena") != RECORD_FORMAT:
-        raise ValueError(f"{path} is not an arena record (of format {RECORD_FORMAT})")
+    lines = path.read_bytes().split(b"\n")[:-1]  # the last line is empty, or cut short
+    header = _header(path, lines)
     c = header.get("config")
     try:
         config = ArenaConfig(

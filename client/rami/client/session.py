@@ -652,17 +652,16 @@ class ClientSession:
                     "You have not opened yet: you take a joker back only once you have opened "
                     "(from the turn after your opening). Nothing was staged or sent."
                 )
-            if step.meld not in table and not (1 <= step.meld <= len(table) + laid):
-                if step.card in short:
-                    return self._not_held([step.card], held, "Nothing was staged or sent.")
-                return f"There is no meld {step.meld} on the table. Nothing was staged or sent."
             touched = any(
                 isinstance(s, AddToMeld | TakeJoker) and s.meld == step.meld for s in steps[:i]
             )
-            # The meld first when it holds no joker at all (the table misread), then the card.
+            # The card first, but after the meld when it holds no joker at all (the table
+            # misread), then whether there is such a meld.
             bare = step.meld in table and not touched and table[step.meld].jokers == 0
             if step.card in short and not bare:
                 return self._not_held([step.card], held, "Nothing was staged or sent.")
+            if step.meld not in table and not (1 <= step.meld <= len(table) + laid):
+                return f"There is no meld {step.meld} on the table. Nothing was staged or sent."
             if step.meld in table and not touched:
                 try:
                     table[step.meld].with_joker_taken(step.card)
