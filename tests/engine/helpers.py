@@ -25,10 +25,12 @@ from rami.engine import (
     parse_action,
     parse_cards,
 )
-from rami.engine.cards import full_deck
+from rami.engine.cards import JOKER, full_deck
+from rami.engine.events import Declared, Discarded, Drew, Laid, RoundStarted
 
 __all__ = [
     "C",
+    "KnownCards",
     "cards",
     "deal",
     "play",
@@ -155,3 +157,39 @@ def refused(game: Game, seat: int | None, action: str | Action, reason: str) -> 
     assert game.state_key() == before
     assert [list(h) for h in game.hands] == hands
     return info.value
+
+
+class KnownCards:
+    """What every watcher knows each seat holds, kept from the public events alone (the check
+    of ``Game.known`` and ``View.known``): a card taken from the pile, or the 13 shown in a
+    false declaration; a copy laid or discarded since is gone (a joker taken back off the
+    table and laid again was never the hand's)."""
+
+    def __init__(self, players: int) -> None:
+        self.held: list[list[Card]] = [[] for _ in range(players)]
+
+    def see(self, events: Sequence[Event]) -> None:
+        for e in events:
+            match e:
+                case RoundStarted():
+                    self.held = [[] for _ in self.held]
+                case Drew(seat=seat, source="discard", card=card) if card is not None:
+                    self.held[seat].append(card)
+                case Laid(seat=seat, cards=laid, jokers_taken=taken):
+                    gone = list(laid)
+                    for _ in range(taken):
+                        gone.remove(JOKER)
+                    self._gone(seat, gone)
+                case Discarded(seat=seat, card=card):
+                    self._gone(seat, [card])
+                case Declared(seat=seat, cards=shown, complete=False):
+                    self.held[seat] = list(shown)
+
+    def _gone(self, seat: int, cards: Sequence[Card]) -> None:
+        for c in cards:
+            if c in self.held[seat]:
+                self.held[seat].remove(c)
+
+    def known(self) -> list[tuple[Card, ...]]:
+        """As ``Game.known`` holds them: per seat, sorted."""
+        return [tuple(sorted(h)) for h in self.held]

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 
 import pytest
 import reference as ref
+from helpers import KnownCards
 
 from rami.engine import (
     POLICIES,
@@ -277,9 +278,12 @@ def play_game(
     deck = full_deck(variant)
     bots = [POLICIES[policies[s % len(policies)]] for s in range(players)]
     stats: Counter[str] = Counter()
+    seen = KnownCards(players)
     in_round = 0
     while True:
         assert cards_accounted(game) == deck
+        assert game.known == seen.known()
+        stats["known"] += sum(map(len, game.known))
         if illegal:
             check_refusals(game, rng, stats)
         if game.phase == Phase.GAME_OVER:
@@ -287,7 +291,7 @@ def play_game(
         if game.phase == Phase.ROUND_OVER:
             if game.round >= max_rounds:
                 break
-            game.apply(None, NextRound())
+            seen.see(game.apply(None, NextRound()))
             in_round = 0
             continue
         seat = game.turn
@@ -299,7 +303,7 @@ def play_game(
         action = bots[seat](v, rng)
         if variant == "portuguese" and options.false_declaration == "reveal":
             action = _maybe_false_declaration(game, action, rng)
-        game.apply(seat, action)
+        seen.see(game.apply(seat, action))
         stats["actions"] += 1
         stats[type(action).__name__] += 1
         in_round += 1
@@ -321,6 +325,8 @@ def test_playouts_keep_every_card_accept_legal_refuse_illegal_and_replay(
 ) -> None:
     stats = play_game(variant, players, seed=players)
     assert stats["actions"] > 50
+    if variant != "tallage":  # (tallage lays a discard taken in the same move: none stay)
+        assert stats["known"] > 0  # cards were known held: the check above saw some
     assert stats["legal tried"] >= stats["actions"]
     assert stats["refused"] > stats["actions"]
 
@@ -362,7 +368,7 @@ def test_long_random_playouts(
 VIEW_FIELDS = {
     "variant", "options", "seat", "players", "number", "round", "dealer", "turn", "phase",
     "hand", "drawn", "hand_sizes", "stock_size", "discard_top", "discard_size", "melds",
-    "opened", "bar", "first_circuit", "rebuilds", "totals", "results", "winners",
+    "opened", "known", "bar", "first_circuit", "rebuilds", "totals", "results", "winners",
     "draw_sources", "can_lay", "can_declare", "discard_lays",
 }  # fmt: skip
 #: What a seat's view may hold that a spectator's doesn't: its own hand and affordances.
@@ -392,11 +398,15 @@ def cards_in(value: object) -> Iterator[Card]:
             yield from cards_in(item)
 
 
-def check_views(game: Game) -> None:
+def check_views(game: Game, seen: KnownCards) -> None:
+    """``seen``: what the public events say each seat holds (the only hand cards a spectator
+    may see, and every watcher does)."""
     spectator = view(game, None)
     assert spectator.hand is None and spectator.seat is None and spectator.drawn is None
+    assert list(spectator.known) == seen.known()
     public = [c for tm in game.melds for c in tm.meld.cards]
     public += [c for r in game.results for h in r.hands for c in h]
+    public += [c for held in seen.known() for c in held]
     if game.discard and not face_down(game):  # a complete declaration's card lies face down
         public.append(game.discard[-1])
     assert Counter(cards_in(spectator)) == Counter(public)
@@ -436,6 +446,7 @@ def view_fields(game: Game, seat: int | None) -> dict[str, object]:
         "discard_size": len(game.discard),
         "melds": tuple(game.melds),
         "opened": tuple(game.has_opened(s) for s in range(game.players)),
+        "known": tuple(game.known),
         "bar": game.bar,
         "first_circuit": game.first_circuit(),
         "rebuilds": game.rebuilds,
@@ -490,11 +501,12 @@ def test_views_never_show_another_seats_hand(variant: str) -> None:
     for players in (2, 6):
         rng = random.Random(players)
         game, _ = Game.new(variant, table_options(variant, players, rng), seed=players)
+        seen = KnownCards(players)
         bots = [POLICIES["greedy" if s % 2 else "random"] for s in range(players)]
         while game.round <= 2 and game.phase != Phase.GAME_OVER:
-            check_views(game)
+            check_views(game, seen)
             if game.phase == Phase.ROUND_OVER:
-                game.apply(None, NextRound())
+                seen.see(game.apply(None, NextRound()))
                 continue
-            game.apply(game.turn, bots[game.turn](view(game, game.turn), rng))
-        check_views(game)
+            seen.see(game.apply(game.turn, bots[game.turn](view(game, game.turn), rng)))
+        check_views(game, seen)

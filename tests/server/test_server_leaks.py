@@ -141,12 +141,15 @@ def repeated_cards(msg: Message, path: str = "") -> Iterator[tuple[str, list[int
 
 
 def shown_by_rule(update: table_service_pb2.Update, path: str, seat: int, truth: Truth) -> bool:
-    """Fields where a hand is shown by the rules: a false declaration's 13 cards, and the hands
-    counted at the end of a round already over."""
+    """Fields where a hand is shown by the rules: a false declaration's 13 cards (and the
+    seat's cards known held after it, which the engine's tests check against the public
+    events), and the hands counted at the end of a round already over."""
     head = path.split(".")[0]
     index = int(head[head.index("[") + 1 : -1]) if "[" in head else -1
     if path.startswith("events[") and ".hand_declared.cards" in path:
         return update.events[index].hand_declared.seat == seat
+    if path.startswith("view.players[") and path.endswith(".known"):
+        return update.view.players[int(path.split("[")[1].split("]")[0])].seat == seat
     if path.startswith("view.results["):
         return update.view.results[int(path.split("[")[1].split("]")[0])].round < truth.round
     return False

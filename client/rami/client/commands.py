@@ -147,7 +147,7 @@ COMMANDS: tuple[Command, ...] = (
         "table",
         "show the table in full: every meld, player and score",
         "table prints the melds with what each joker stands for, and every player's hand "
-        "size, score and opening.",
+        "size, score and opening, and the cards each was seen to take from the pile.",
         _AT_TABLE,
     ),
     Command(

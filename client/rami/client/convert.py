@@ -142,6 +142,7 @@ def view_from_proto(msg: game_pb2.View) -> View:
         discard_size=msg.discard_size,
         melds=tuple(TableMeld(m.owner, meld_from_proto(m.meld)) for m in msg.melds),
         opened=tuple(p.opened for p in msg.players),
+        known=tuple(cards(p.known) for p in msg.players),
         bar=msg.bar,
         first_circuit=msg.first_circuit,
         rebuilds=msg.rebuilds,

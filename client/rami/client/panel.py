@@ -15,7 +15,7 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from rami.v1 import game_pb2
 
-from .cardtext import card_fragments, hand_groups, meld_fragments
+from .cardtext import card_fragments, cards_fragments, hand_groups, meld_fragments
 from .convert import card, cards, meld_from_proto, result_from_proto, variant_id, variant_of
 from .look import Look
 from .pile import Pile
@@ -514,4 +514,13 @@ def table_lines(view: game_pb2.View, look: Look, name: str = "") -> list[StyleAn
                 ("class:dim", facts),
             ]
         )
+        if p.known and view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY):
+            # Cards taken from the pile (or shown): everyone saw them go into this hand.
+            lines.append(
+                [
+                    ("class:dim", f"    {' ' * width}holds "),
+                    *cards_fragments(cards(p.known), look),
+                    ("class:dim", " (seen taken)"),
+                ]
+            )
     return lines

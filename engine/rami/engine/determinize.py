@@ -2,7 +2,9 @@
 
 A :class:`~rami.engine.views.View` hides the other hands, the stock and the discard pile
 below its top card. :func:`sample_game` deals those unseen cards afresh, uniformly at random
-(the other hands by their sizes, the pile below its top, the stock), and rebuilds a
+(the other hands by their sizes, the pile below its top, the stock), but for the cards each
+other seat is known to hold (``View.known``: taken from the pile, or shown in a false
+declaration), which stay in that seat's hand, and rebuilds a
 :class:`~rami.engine.game.Game` around them from the view's public fields, so that
 ``view(sample_game(v, rng), v.seat) == v`` in every field. Searches over imperfect information
 (the ``expert`` policy, PIMC) play such sampled games forward with the engine's own rules.
@@ -81,8 +83,22 @@ def sample_game(v: View, rng: random.Random) -> Game:
     """A game consistent with ``v``: the unseen cards dealt at random (see the module)."""
     n = v.players
     pool = unseen_cards(v)
-    rng.shuffle(pool)
     revealed = _revealed_hands(v)
+    held: list[tuple[Card, ...]] = [()] * n
+    if revealed is None:
+        # The cards known in the other hands are theirs, not the pool's.
+        for s in range(n):
+            if s == v.seat and v.hand is not None:
+                continue
+            known = v.known[s]
+            if len(known) > v.hand_sizes[s]:
+                raise ValueError(f"the view knows more cards in seat {s}'s hand than it holds")
+            held[s] = known
+            for c in known:
+                if c not in pool:
+                    raise ValueError(f"the view knows seat {s} holds {c}, which is not unseen")
+                pool.remove(c)
+    rng.shuffle(pool)
     hands: list[list[Card]] = []
     for s in range(n):
         if revealed is not None:
@@ -90,8 +106,8 @@ def sample_game(v: View, rng: random.Random) -> Game:
         elif s == v.seat and v.hand is not None:
             hands.append(list(v.hand))
         else:
-            size = v.hand_sizes[s]
-            hands.append(sorted(pool[:size]))
+            size = v.hand_sizes[s] - len(held[s])
+            hands.append(sorted([*held[s], *pool[:size]]))
             del pool[:size]
     below = v.discard_size - (1 if v.discard_top is not None else 0)
     if below < 0 or len(pool) != below + v.stock_size:
@@ -141,6 +157,7 @@ def sample_game(v: View, rng: random.Random) -> Game:
         rebuilds=v.rebuilds,
         drawn=v.drawn if v.seat == v.turn else None,
         rami_sec=rami_sec,
+        known=list(v.known),
         totals=list(v.totals),
         results=list(v.results),
         winners=v.winners,

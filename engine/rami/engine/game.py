@@ -10,7 +10,7 @@ State leaves the engine only through :func:`rami.engine.views.view`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -111,6 +111,11 @@ class Game:
     rebuilds: int = 0
     drawn: Card | None = None
     rami_sec: bool = False
+    #: For each seat, the cards everyone knows it holds, sorted: those it took from the
+    #: discard pile, or showed in a false declaration, this round, less a copy of each card it
+    #: has laid or discarded since (a copy of a known card laid or thrown counts as that one:
+    #: nobody can tell them apart). Public: every view shows it.
+    known: list[tuple[Card, ...]] = field(default_factory=list)
     totals: list[int] = field(default_factory=list)
     results: list[RoundResult] = field(default_factory=list)
     winners: tuple[int, ...] = ()
@@ -203,6 +208,7 @@ class Game:
         new.discard = list(self.discard)
         new.melds = list(self.melds)
         new.opened_turn = list(self.opened_turn)
+        new.known = list(self.known)
         new.totals = list(self.totals)
         new.results = list(self.results)
         new.log = list(self.log)
@@ -277,6 +283,7 @@ class Game:
             self.rebuilds,
             self.drawn,
             self.rami_sec,
+            tuple(self.known),
             tuple(self.totals),
             tuple(self.results),
             self.winners,
@@ -417,6 +424,7 @@ class Game:
             h.sort()
         self.melds = []
         self.opened_turn = [None] * n
+        self.known = [()] * n
         self.bar = 0
         self.rebuilds = 0
         self.rami_sec = False
@@ -526,6 +534,7 @@ class Game:
                 )
             self.discard.pop()
             events = [Drew(seat, "discard", card)]
+            self.known[seat] = tuple(sorted((*self.known[seat], card)))
         self.hands[seat] = sorted(hand)
         self.drawn = card
         self.phase = Phase.PLAY
@@ -708,6 +717,13 @@ class Game:
         nobody_had_laid = not self.melds
         self.hands[seat] = sorted(plan.hand)
         self.melds = plan.melds
+        if self.known[seat]:
+            # A joker taken back came from the table and was laid again: not one of the hand's.
+            laid = list(plan.cards)
+            for _ in range(plan.jokers_taken):
+                if JOKER in laid:
+                    laid.remove(JOKER)
+            self._forget(seat, laid)
         if self.opened_turn[seat] is None:
             self.opened_turn[seat] = self.turn_index
         if plan.opens:
@@ -729,6 +745,14 @@ class Game:
                 plan.finish,
             )
         ]
+
+    def _forget(self, seat: int, cards: Iterable[Card]) -> None:
+        """A copy of each of ``cards`` left ``seat``'s hand in sight: no longer known held."""
+        known = list(self.known[seat])
+        for c in cards:
+            if c in known:
+                known.remove(c)
+        self.known[seat] = tuple(known)
 
     # -- ending a turn ----------------------------------------------------------------------
 
@@ -773,6 +797,8 @@ class Game:
         hand = self.hands[seat]
         hand.remove(card)
         self.discard.append(card)
+        if card in self.known[seat]:
+            self._forget(seat, (card,))
         events: list[Event] = [Discarded(seat, card)]
         if not hand:
             ending = "rami_sec" if self.rami_sec else "rami"
@@ -808,6 +834,7 @@ class Game:
             # A false declaration: the 13 were shown, the card becomes an ordinary discard.
             hand.remove(card)
             self.discard.append(card)
+            self.known[seat] = tuple(sorted(rest))
             events: list[Event] = [Declared(seat, tuple(rest), False, card)]
             events.extend(self._next_turn())
             return events

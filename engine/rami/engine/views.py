@@ -51,6 +51,10 @@ class View:
     #: Melds on the table, numbered from 1 in the order laid.
     melds: tuple[TableMeld, ...]
     opened: tuple[bool, ...]
+    #: For each seat, the cards everyone knows it holds (sorted): taken from the discard
+    #: pile, or shown in a false declaration, this round, and not laid or discarded since
+    #: (``Game.known``). Public: a spectator sees it too.
+    known: tuple[tuple[Card, ...], ...]
     bar: int
     first_circuit: bool
     rebuilds: int
@@ -201,6 +205,7 @@ def _view(
         len(game.discard),  # discard_size
         tuple(game.melds),  # melds
         tuple([t is not None for t in game.opened_turn]),  # opened
+        tuple(game.known),  # known
         game.bar,  # bar
         game.first_circuit(),  # first_circuit
         game.rebuilds,  # rebuilds

@@ -496,6 +496,7 @@ def player_to_proto(p: PlayerInfo) -> game_pb2.PlayerState:
         opened=p.opened,
         total=p.total,
         away=p.away,
+        known=cards_to_proto(p.known),
     )
 
 

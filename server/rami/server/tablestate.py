@@ -118,6 +118,8 @@ class PlayerInfo:
     opened: bool = False
     total: int = 0
     away: bool = False
+    #: The cards everyone knows the seat holds (``View.known``).
+    known: tuple[Card, ...] = ()
 
 
 #: PlayerInfo(...) at a mutable dataclass's cost (rami.engine.values): every seat's facts are
@@ -390,9 +392,10 @@ class TableState:
         for i, s in enumerate(self.seats):
             live = s.kind == "bot" or connected.get(i, 0) > 0
             if public is None:
-                size, opened, total = 0, False, 0
+                size, opened, total, known = 0, False, 0, ()
             else:
                 size, opened, total = public.hand_sizes[i], public.opened[i], public.totals[i]
+                known = public.known[i]
             # The same facts as last time give the same value (most seats, at most updates):
             # an encoder that kept its encoding knows it by identity.
             if i < len(kept):
@@ -406,10 +409,13 @@ class TableState:
                     and k.opened == opened
                     and k.total == total
                     and k.away == s.away
+                    and k.known == known
                 ):
                     out.append(k)
                     continue
-            info = _player_info(i, s.name, s.kind, s.policy, live, size, opened, total, s.away)
+            info = _player_info(
+                i, s.name, s.kind, s.policy, live, size, opened, total, s.away, known
+            )
             if i < len(kept):
                 kept[i] = info
             else:
