@@ -236,13 +236,13 @@ def test_a_name_of_24_characters_keeps_a_space_before_the_seats_facts() -> None:
     assert "  ▶ You                      seat 0 · 14 cards · 12 points" in out, out
 
 
-def test_the_table_says_which_cards_a_player_was_seen_to_take() -> None:
+def test_the_table_says_which_cards_a_player_is_known_to_hold() -> None:
     view = _view(variant=game_pb2.VARIANT_SIMPLE)
     view.players[1].known.extend(c + 1 for c in parse_cards("7h 9c"))
     out = lines(table_lines(view, LOOK))
     at = out.index(next(line for line in out if "Sara" in line and "seat 1" in line))
-    assert out[at + 1].strip() == "holds 7♥ 9♣ (seen taken)", out
-    assert sum("seen taken" in line for line in out) == 1  # the others hold none known
+    assert out[at + 1].strip() == "known to hold 7♥ 9♣", out
+    assert sum("known to hold" in line for line in out) == 1  # the others hold none known
 
 
 def test_the_toolbar_names_the_player_to_move_and_what_they_do() -> None:

@@ -162,8 +162,8 @@ def refused(game: Game, seat: int | None, action: str | Action, reason: str) -> 
 class KnownCards:
     """What every watcher knows each seat holds, kept from the public events alone (the check
     of ``Game.known`` and ``View.known``): a card taken from the pile, or the 13 shown in a
-    false declaration; a copy laid or discarded since is gone (a joker taken back off the
-    table and laid again was never the hand's)."""
+    declaration; a copy laid or discarded since is gone (a joker taken back off the table and
+    laid again was never the hand's)."""
 
     def __init__(self, players: int) -> None:
         self.held: list[list[Card]] = [[] for _ in range(players)]
@@ -182,7 +182,7 @@ class KnownCards:
                     self._gone(seat, gone)
                 case Discarded(seat=seat, card=card):
                     self._gone(seat, [card])
-                case Declared(seat=seat, cards=shown, complete=False):
+                case Declared(seat=seat, cards=shown):  # the 13 shown; not the face-down card
                     self.held[seat] = list(shown)
 
     def _gone(self, seat: int, cards: Sequence[Card]) -> None:

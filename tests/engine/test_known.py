@@ -1,5 +1,5 @@
 """The cards every watcher knows a seat holds (``Game.known``, ``View.known``): a card taken
-from the discard pile, or the 13 shown in a false declaration (portuguese), until a copy of it
+from the discard pile, or the 13 shown in a declaration (portuguese), until a copy of it
 is laid or discarded; nothing carries over to the next round. The playouts
 (``test_playouts.py``) check the same against the public events over whole seeded games."""
 
@@ -81,3 +81,37 @@ def test_a_sampled_game_keeps_each_known_card_in_its_seat() -> None:
                     assert not Counter(held) - Counter(sampled.hands[s])
                     checked += len(held)
     assert checked > 20
+
+
+def test_a_complete_declaration_leaves_no_face_down_card_known() -> None:
+    """The card put face down is nobody's to see until the next deal: a card known held
+    that goes face down is not shown by what is known (the 13 shown are)."""
+    complete = "As 2s 3s 5c 5d 5h 9h 10h Jh Qh 6s 7s 8s"
+    game = deal("portuguese", [PAYS_21, complete], "Ac", "Qd")
+    play(game, 1, "draw discard")
+    assert game.known[1] == (C("Ac"),)
+    play(game, 1, "declare Ac")
+    assert game.phase in (Phase.ROUND_OVER, Phase.GAME_OVER)
+    spectator = view(game, None)
+    assert spectator.discard_top is None  # face down
+    assert C("Ac") not in spectator.known[1]
+    assert game.known[1] == tuple(sorted(cards(complete)))
+
+
+def test_a_view_whose_known_cards_do_not_add_up_is_refused() -> None:
+    import dataclasses
+
+    import pytest
+
+    game = deal("portuguese", [PAYS_21, INCOMPLETE], "Ac", "Qd")
+    play(game, 1, "draw discard")
+    v = view(game, 0)
+    rng = random.Random(1)
+    for known, words in [
+        (((), (C("Ac"),), ()), "3 seats"),
+        (((C("Ah"),), (C("Ac"),)), "its hand does not"),
+        (((), (C("Ac"),) * 15), "more cards"),
+        (((), (C("Ac"),) * 3), "not unseen"),  # two decks: two copies
+    ]:
+        with pytest.raises(ValueError, match=words):
+            sample_game(dataclasses.replace(v, known=known), rng)

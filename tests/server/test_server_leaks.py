@@ -38,7 +38,7 @@ from server_support import (
 )
 
 from rami.client.botkit import play, policy_decider
-from rami.engine import Phase
+from rami.engine import Declare, Game, Phase
 from rami.server import convert
 from rami.server.entries import entry_from_dict
 from rami.server.table import TableConfig
@@ -74,6 +74,8 @@ class Truth:
     hands: list[list[int]]
     drawn: int
     views: dict[int | None, game_pb2.View]
+    #: Seats whose (false) declaration showed their hand this round.
+    declared: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -118,8 +120,17 @@ def replay(
                 [proto_cards(h) for h in g.hands],
                 0 if g.drawn is None else int(g.drawn) + 1,
                 views,
+                _declared_this_round(g),
             )
     return out
+
+
+def _declared_this_round(g: Game) -> frozenset[int]:
+    """The seats that declared since the round was dealt (while it goes on, falsely)."""
+    dealt = max((i for i, (seat, _) in enumerate(g.log) if seat is None), default=-1)
+    return frozenset(
+        seat for seat, a in g.log[dealt + 1 :] if seat is not None and isinstance(a, Declare)
+    )
 
 
 def repeated_cards(msg: Message, path: str = "") -> Iterator[tuple[str, list[int]]]:
@@ -149,7 +160,8 @@ def shown_by_rule(update: table_service_pb2.Update, path: str, seat: int, truth:
     if path.startswith("events[") and ".hand_declared.cards" in path:
         return update.events[index].hand_declared.seat == seat
     if path.startswith("view.players[") and path.endswith(".known"):
-        return update.view.players[int(path.split("[")[1].split("]")[0])].seat == seat
+        shown = update.view.players[int(path.split("[")[1].split("]")[0])].seat == seat
+        return shown and seat in truth.declared
     if path.startswith("view.results["):
         return update.view.results[int(path.split("[")[1].split("]")[0])].round < truth.round
     return False

@@ -147,7 +147,8 @@ COMMANDS: tuple[Command, ...] = (
         "table",
         "show the table in full: every meld, player and score",
         "table prints the melds with what each joker stands for, and every player's hand "
-        "size, score and opening, and the cards each was seen to take from the pile.",
+        "size, score and opening, and the cards each is known to hold (taken from the pile, "
+        "or shown in a declaration).",
         _AT_TABLE,
     ),
     Command(

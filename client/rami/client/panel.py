@@ -515,12 +515,11 @@ def table_lines(view: game_pb2.View, look: Look, name: str = "") -> list[StyleAn
             ]
         )
         if p.known and view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY):
-            # Cards taken from the pile (or shown): everyone saw them go into this hand.
+            # Cards taken from the pile (or shown in a declaration): everyone saw them.
             lines.append(
                 [
-                    ("class:dim", f"    {' ' * width}holds "),
+                    ("class:dim", f"    {' ' * width}known to hold "),
                     *cards_fragments(cards(p.known), look),
-                    ("class:dim", " (seen taken)"),
                 ]
             )
     return lines

@@ -85,6 +85,10 @@ def sample_game(v: View, rng: random.Random) -> Game:
     pool = unseen_cards(v)
     revealed = _revealed_hands(v)
     held: list[tuple[Card, ...]] = [()] * n
+    if len(v.known) != n:
+        raise ValueError(f"the view knows the cards of {len(v.known)} seats, not {n}")
+    if v.seat is not None and v.hand is not None and Counter(v.known[v.seat]) - Counter(v.hand):
+        raise ValueError("the view knows its seat holds cards its hand does not")
     if revealed is None:
         # The cards known in the other hands are theirs, not the pool's.
         for s in range(n):

@@ -112,7 +112,7 @@ class Game:
     drawn: Card | None = None
     rami_sec: bool = False
     #: For each seat, the cards everyone knows it holds, sorted: those it took from the
-    #: discard pile, or showed in a false declaration, this round, less a copy of each card it
+    #: discard pile, or showed in a declaration, this round, less a copy of each card it
     #: has laid or discarded since (a copy of a known card laid or thrown counts as that one:
     #: nobody can tell them apart). Public: every view shows it.
     known: list[tuple[Card, ...]] = field(default_factory=list)
@@ -841,6 +841,7 @@ class Game:
         split, multiplier = found
         hand.remove(card)
         self.discard.append(card)  # face down on the pile; the round is over
+        self.known[seat] = tuple(sorted(rest))  # shown: the card face down is not
         events = [Declared(seat, tuple(rest), True, None, multiplier, tuple(split.melds))]
         events.extend(self._end_round("declare", seat, multiplier))
         return events

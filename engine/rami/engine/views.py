@@ -52,7 +52,7 @@ class View:
     melds: tuple[TableMeld, ...]
     opened: tuple[bool, ...]
     #: For each seat, the cards everyone knows it holds (sorted): taken from the discard
-    #: pile, or shown in a false declaration, this round, and not laid or discarded since
+    #: pile, or shown in a declaration, this round, and not laid or discarded since
     #: (``Game.known``). Public: a spectator sees it too.
     known: tuple[tuple[Card, ...], ...]
     bar: int
