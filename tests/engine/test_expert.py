@@ -104,6 +104,9 @@ def test_budget_is_a_count_of_simulations() -> None:
         assert expert_simulations(variant, 2, 0.5, 2) < expert_simulations(variant, 2, 0.5, 1)
     with pytest.raises(ValueError):
         make_expert(budget=0)
+    for circuits in (0, -1, 1.5):
+        with pytest.raises(ValueError, match="circuits"):
+            make_expert(circuits=circuits)  # type: ignore[arg-type]
     # A value: it pickles, for the arena's worker processes.
     assert pickle.loads(pickle.dumps(make_expert(0.05))) == make_expert(0.05)
 

@@ -740,6 +740,10 @@ class Expert:
     def __post_init__(self) -> None:
         if not (isinstance(self.budget, int | float) and self.budget > 0):
             raise ValueError(f"a budget is a positive number of seconds, not {self.budget!r}")
+        if not (isinstance(self.circuits, int) and self.circuits > 0):
+            raise ValueError(
+                f"a count of circuits is a whole number, 1 or more, not {self.circuits!r}"
+            )
 
     def __call__(self, v: View, rng: random.Random) -> Action:
         """Search over determinized deals (see above)."""
