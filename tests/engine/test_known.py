@@ -47,10 +47,16 @@ def test_a_false_declaration_shows_the_hand() -> None:
 
 
 def test_a_new_round_knows_nothing() -> None:
-    game = deal("portuguese", [PAYS_21, INCOMPLETE], "Ac", "Qd", rounds=2)
-    play(game, 1, "draw discard")
-    play(game, 1, "discard 2d")
-    game.phase = Phase.ROUND_OVER  # as if the round had ended here
+    complete = "As 2s 3s 5c 5d 5h 9h 10h Jh Qh 6s 7s 8s"
+    game = deal("portuguese", [PAYS_21, complete], "Ac", "Qd Kh", rounds=2)
+    play(game, 1, "draw stock")
+    play(game, 1, "discard Qd")
+    play(game, 0, "draw discard")
+    play(game, 0, "discard 2c")
+    play(game, 1, "draw stock")
+    play(game, 1, "declare Kh")  # complete: the round is over
+    assert game.phase == Phase.ROUND_OVER
+    assert game.known[0] == (C("Qd"),)
     game.apply(None, NextRound())
     assert game.known == [(), ()]
 
