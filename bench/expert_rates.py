@@ -31,15 +31,16 @@ import sys
 import time
 from collections.abc import Sequence
 
-from rami.engine import VARIANTS, Game, NextRound, Options, Phase, view
+from rami.engine import VARIANTS
 from rami.engine.policies import (
     EXPERT_BUDGET,
     expert,
     expert_candidates,
     expert_scores,
     expert_simulations,
-    strong,
 )
+
+from .seeded import seat_zero_turns
 
 #: Simulations timed per searched move.
 SIMULATIONS = 120
@@ -56,38 +57,27 @@ def measure(
     times: list[float] = []
     searched: list[float] = []
     left = 0
-    game_number = 0
-    while len(rates) < moves:
-        game, _ = Game.new(variant, Options(players=players), f"{seed}:{game_number}")
-        rng = random.Random(f"{seed}:{game_number}")
-        game_number += 1
-        while game.phase != Phase.GAME_OVER and len(rates) < moves:
-            if game.phase == Phase.ROUND_OVER:
-                game.apply(None, NextRound())
-                continue
-            seat = game.turn
-            v = view(game, seat)
-            if seat != 0:
-                game.apply(seat, strong(v, rng))
-                continue
-            candidates = expert_candidates(v, random.Random(0))
-            if len(candidates) > 1:
-                start = time.process_time()
-                expert_scores(v, random.Random(1), candidates, SIMULATIONS, circuits=1)
-                elapsed = time.process_time() - start
-                sims = max(2, SIMULATIONS // len(candidates)) * len(candidates)
-                rates.append(sims / elapsed)
-            # The expert's own candidates, from the random source as it will find it: its
-            # first is strong's choice.
-            before = random.Random()
-            before.setstate(rng.getstate())
+    for _, game, v, rng in seat_zero_turns(variant, players, seed):
+        if len(rates) >= moves:
+            break
+        candidates = expert_candidates(v, random.Random(0))
+        if len(candidates) > 1:
             start = time.process_time()
-            action = expert(v, rng)
-            times.append(time.process_time() - start)
-            if len(candidates) > 1:
-                searched.append(times[-1])
-                left += action != expert_candidates(v, before)[0]
-            game.apply(seat, action)
+            expert_scores(v, random.Random(1), candidates, SIMULATIONS, circuits=1)
+            elapsed = time.process_time() - start
+            sims = max(2, SIMULATIONS // len(candidates)) * len(candidates)
+            rates.append(sims / elapsed)
+        # The expert's own candidates, from the random source as it will find it: its
+        # first is strong's choice.
+        before = random.Random()
+        before.setstate(rng.getstate())
+        start = time.process_time()
+        action = expert(v, rng)
+        times.append(time.process_time() - start)
+        if len(candidates) > 1:
+            searched.append(times[-1])
+            left += action != expert_candidates(v, before)[0]
+        game.apply(0, action)
     return (
         statistics.median(rates),
         statistics.median(times),

@@ -41,8 +41,10 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
-from rami.engine import POLICIES, VARIANTS, Action, Game, NextRound, Options, Phase, View, view
+from rami.engine import POLICIES, VARIANTS, Action, Game, Phase, View, view
 from rami.engine.policies import _value, make_expert, strong
+
+from .seeded import seat_zero_turns
 
 Policy = Callable[[View, random.Random], Action]
 
@@ -150,40 +152,30 @@ def run(
     pa, pb = policy_named(a_name), policy_named(b_name)
     per_game: dict[int, list[float]] = defaultdict(list)
     by_kind: dict[str, list[float]] = defaultdict(list)
-    asked = 0
+    asked = judged = 0
     started = time.perf_counter()
-    for number in range(games):
-        if sum(map(len, per_game.values())) >= decisions:
+    for number, game, v, rng in seat_zero_turns(variant, players, seed, games):
+        if judged >= decisions:
             break
-        game, _ = Game.new(variant, Options(players=players), f"{seed}:{number}")
-        rng = random.Random(f"{seed}:{number}")
-        while game.phase != Phase.GAME_OVER and sum(map(len, per_game.values())) < decisions:
-            if game.phase == Phase.ROUND_OVER:
-                game.apply(None, NextRound())
-                continue
-            seat = game.turn
-            v = view(game, seat)
-            if seat != 0:
-                game.apply(seat, strong(v, rng))
-                continue
-            source = rng.getrandbits(32)
-            a = pa(v, random.Random(source))
-            b = pb(v, random.Random(source))
-            asked += 1
-            if a != b:
-                diffs = judge(game, seat, a, b, rollouts, f"{seed}:{number}:{game.number}")
-                mean = math.fsum(diffs) / len(diffs)
-                per_game[number].append(mean)
-                by_kind[_kind(a) if _kind(a) == _kind(b) else "other"].append(mean)
-                spread = math.fsum((d - mean) ** 2 for d in diffs) / max(1, len(diffs) - 1)
-                half = 1.96 * math.sqrt(spread / len(diffs))
-                total, total_half, n = clustered(per_game)
-                out(
-                    f"{n:4d}  game {number:3d} move {game.number:4d}: {a_name} {_show(a)}, "
-                    f"{b_name} {_show(b)}: {mean:+.2f} ± {half:.2f}   "
-                    f"(all: {total:+.3f} ± {total_half:.3f}, {time.perf_counter() - started:.0f} s)"
-                )
-            game.apply(seat, a)
+        source = rng.getrandbits(32)
+        a = pa(v, random.Random(source))
+        b = pb(v, random.Random(source))
+        asked += 1
+        if a != b:
+            diffs = judge(game, 0, a, b, rollouts, f"{seed}:{number}:{game.number}")
+            mean = math.fsum(diffs) / len(diffs)
+            per_game[number].append(mean)
+            judged += 1
+            by_kind[_kind(a) if _kind(a) == _kind(b) else "other"].append(mean)
+            spread = math.fsum((d - mean) ** 2 for d in diffs) / max(1, len(diffs) - 1)
+            half = 1.96 * math.sqrt(spread / len(diffs))
+            total, total_half, n = clustered(per_game)
+            out(
+                f"{n:4d}  game {number:3d} move {game.number:4d}: {a_name} {_show(a)}, "
+                f"{b_name} {_show(b)}: {mean:+.2f} ± {half:.2f}   "
+                f"(all: {total:+.3f} ± {total_half:.3f}, {time.perf_counter() - started:.0f} s)"
+            )
+        game.apply(0, a)
     total, total_half, n = clustered(per_game)
     out("")
     out(
