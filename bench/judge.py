@@ -17,10 +17,12 @@ The judge plays on with strong, so it says which choice is better when strong pl
 of the round: the one-step improvement a search over strong's play aims at. Policies:
 
 - ``expert``, ``strong``, ``greedy``, ``random``: the built-in policies;
-- ``expert:OPTIONS``, the expert otherwise: ``budget=S`` and ``circuits=N`` (``make_expert``'s),
+- ``expert:OPTIONS``, the expert otherwise: ``budget=S``, ``circuits=N``, ``margin=C`` and
+  ``z=Z`` (``make_expert``'s: the least gain in cards, and in standard errors, to leave
+  strong's choice), ``prune`` (a candidate that cannot clear that test is played no further),
   and ``blind``: not told which cards the others are known to hold (``View.known`` emptied:
-  its sampled games deal every hidden card at random). For instance ``expert:circuits=3`` or
-  ``expert:blind``.
+  its sampled games deal every hidden card at random). For instance ``expert:circuits=3``,
+  ``expert:margin=0.1,z=1`` or ``expert:blind``.
 
 ::
 
@@ -72,15 +74,20 @@ def policy_named(name: str) -> Policy:
         try:
             if key == "blind" and not value:
                 blind = True
+            elif key == "prune" and not value:
+                settings["prune"] = True
             elif key == "budget":
                 settings["budget"] = float(value)
             elif key == "circuits":
                 settings["circuits"] = int(value)
+            elif key in ("margin", "z"):
+                settings[key] = float(value)
             else:
                 raise ValueError(item)
         except ValueError:
             raise SystemExit(
-                f"not an expert option: {item!r} (blind, budget=S, circuits=N)"
+                f"not an expert option: {item!r} "
+                "(blind, prune, budget=S, circuits=N, margin=C, z=Z)"
             ) from None
     try:
         policy = make_expert(**settings)  # type: ignore[arg-type]

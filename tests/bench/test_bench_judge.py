@@ -49,3 +49,17 @@ def test_a_run_is_the_same_for_a_seed() -> None:
     untimed = [[re.sub(r", \d+ s\)", ")", line) for line in out] for out in outs]
     assert untimed[0] == untimed[1]
     assert "strong and greedy chose differently on 2 of" in "\n".join(outs[0])
+
+
+def test_expert_options_are_read_or_refused() -> None:
+    from rami.engine.policies import Expert
+
+    named = judge.policy_named("expert:margin=0.1,z=1,prune,circuits=3")
+    assert named == Expert(circuits=3, margin=0.1, z=1.0, prune=True)
+    for bad in ("expert:margin=x", "expert:margin=-1", "expert:fast", "strong:prune"):
+        try:
+            judge.policy_named(bad)
+        except SystemExit as e:
+            assert str(e), bad
+        else:
+            raise AssertionError(f"{bad} was read")

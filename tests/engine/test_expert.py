@@ -24,6 +24,7 @@ from rami.engine.policies import (
     Expert,
     expert_candidates,
     expert_choice,
+    expert_scores,
     expert_simulations,
     make_expert,
 )
@@ -92,6 +93,39 @@ def test_expert_is_deterministic_and_reads_only_the_view(variant: str) -> None:
     assert checked > 0
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_pruning_plays_a_prefix_of_the_same_search(variant: str) -> None:
+    """With ``drop``, a candidate that cannot clear the test is played no further: what is
+    played is what the whole search plays (the same values, a prefix of each list), the first
+    candidate is played whenever another is, and fewer games are played in all; the choice
+    never goes to a candidate played in fewer games than the first."""
+    game, _ = Game.new(variant, Options(players=2), seed=21)
+    rng = random.Random(5)
+    searched = full_total = pruned_total = 0
+    while game.phase in (Phase.DRAW, Phase.PLAY) and searched < 4:
+        seat = game.turn
+        v = view(game, seat)
+        candidates = expert_candidates(v, random.Random(0))
+        if len(candidates) > 1:
+            full = expert_scores(v, random.Random(7), candidates, 240)
+            pruned = expert_scores(v, random.Random(7), candidates, 240, drop=(0.25, 2.0))
+            worlds = len(full[0])
+            assert all(len(values) == worlds for values in full)
+            for values, whole in zip(pruned, full, strict=True):
+                assert values == whole[: len(values)]
+                assert len(values) >= 8 or len(values) == worlds
+            assert all(len(values) <= len(pruned[0]) for values in pruned)
+            full_total += sum(map(len, full))
+            pruned_total += sum(map(len, pruned))
+            chosen = expert_choice(pruned)
+            assert chosen == 0 or len(pruned[chosen]) == len(pruned[0])
+            searched += 1
+        game.apply(seat, POLICIES["strong"](v, rng))
+    assert searched == 4
+    assert pruned_total < full_total
+    assert expert_choice([[0.0, 0.0, 0.0], [5.0, 5.0]]) == 0  # played in fewer games
+
+
 def test_budget_is_a_count_of_simulations() -> None:
     assert "expert" in POLICIES
     assert isinstance(POLICIES["expert"], Expert)
@@ -117,3 +151,17 @@ def test_expert_leaves_strong_only_for_a_clear_gain() -> None:
     assert expert_choice([[0.0, 0.0, 0.0], [0.1, 0.1, 0.1]]) == 0  # below the margin
     assert expert_choice([[0.0, 0.0, 0.0], [3.0, -2.0, 0.5]]) == 0  # within the noise
     assert expert_choice([[0.0, 1.0, 2.0], [1.0, 2.0, 3.0], [0.5, 1.5, 2.5]]) == 1
+    # The test is the expert's to set: a lower margin and fewer standard errors leave it sooner.
+    assert expert_choice([[0.0, 0.0, 0.0], [0.1, 0.1, 0.1]], margin=0.05) == 1
+    assert expert_choice([[0.0, 0.0, 0.0], [3.0, -2.0, 0.5]], margin=0.0, z=0.0) == 1
+    assert make_expert(margin=0.1, z=1.0) == Expert(EXPERT_BUDGET, EXPERT_CIRCUITS, 0.1, 1.0)
+    bad_settings = (
+        {"margin": -0.1},
+        {"z": float("nan")},
+        {"z": float("inf")},
+        {"margin": True},
+        {"prune": 1},
+    )
+    for bad in bad_settings:
+        with pytest.raises(ValueError, match=r"margin|z|prune"):
+            make_expert(**bad)  # type: ignore[arg-type]

@@ -583,6 +583,7 @@ _EXPERT_CANDIDATES = 6  # most actions compared in one decision
 _EXPERT_DISCARDS = 3  # discards among them, besides strong's
 _EXPERT_MARGIN = 0.25  # the least mean gain, in cards, to leave strong's choice
 _EXPERT_Z = 2.0  # and in standard errors of the paired mean
+_EXPERT_PART = 8  # the fewest sampled games played before a candidate may be dropped
 _POINT = 1 / 20  # a point paid, in cards
 _WIN = 8.0  # going out, in cards
 
@@ -691,37 +692,69 @@ def expert_scores(
     candidates: list[Action],
     simulations: int,
     circuits: int = EXPERT_CIRCUITS,
+    drop: tuple[float, float] | None = None,
 ) -> list[list[float]]:
     """The value of each candidate in each of the same sampled games (common to all, so that
-    the comparison is not blurred by the luck of different deals)."""
+    the comparison is not blurred by the luck of different deals).
+
+    With ``drop = (margin, z)`` the games are played a part at a time (a quarter of them, at
+    least :data:`_EXPERT_PART`), and after each part a candidate whose gain over the first,
+    paired game by game, stays under ``margin`` even at ``z`` standard errors above its mean
+    is played no further: its list stops there. When no candidate but the first is left, the
+    search stops. A value never depends on the order the games are played in (each game's
+    playout has its own random source), so what is played is what the whole search plays."""
     assert v.seat is not None
     worlds = max(2, simulations // len(candidates))
     games = [sample_game(v, rng) for _ in range(worlds)]
     seeds = [rng.getrandbits(32) for _ in range(worlds)]
-    scores = []
-    for action in candidates:
-        values = []
-        for game, seed in zip(games, seeds, strict=True):
-            g = game.clone()
-            g.apply(v.seat, action)
-            values.append(_playout(g, v.seat, random.Random(seed), circuits))
-        scores.append(values)
+    scores: list[list[float]] = [[] for _ in candidates]
+    alive = list(range(len(candidates)))
+    part = worlds if drop is None else max(_EXPERT_PART, -(-worlds // 4))
+    start = 0
+    while start < worlds and alive:
+        stop = min(worlds, start + part)
+        for i in alive:
+            for game, seed in zip(games[start:stop], seeds[start:stop], strict=True):
+                g = game.clone()
+                g.apply(v.seat, candidates[i])
+                scores[i].append(_playout(g, v.seat, random.Random(seed), circuits))
+        start = stop
+        if drop is not None and start < worlds:
+            margin, z = drop
+            alive = [i for i in alive if i == 0 or _may_gain(scores[i], scores[0], margin, z)]
+            if alive == [0]:
+                break
     return scores
 
 
-def expert_choice(scores: list[list[float]]) -> int:
+def _may_gain(values: list[float], base: list[float], margin: float, z: float) -> bool:
+    """Whether ``values``' gain over ``base``, paired, may still reach ``margin``: its mean
+    plus ``z`` standard errors is not under it."""
+    k = len(values)
+    diffs = [a - b for a, b in zip(values, base, strict=True)]
+    mean = math.fsum(diffs) / k
+    var = math.fsum((d - mean) ** 2 for d in diffs) / (k - 1)
+    return mean + z * math.sqrt(var / k) >= margin
+
+
+def expert_choice(
+    scores: list[list[float]], margin: float = _EXPERT_MARGIN, z: float = _EXPERT_Z
+) -> int:
     """The candidate to play: the one of best mean among those whose advantage over the first
-    (strong's choice), paired game by game, is at least :data:`_EXPERT_MARGIN` and more than
-    :data:`_EXPERT_Z` standard errors; the first when none is. A few sampled games say little,
-    and strong's choice is a good one: it is left only for a clear gain."""
+    (strong's choice), paired game by game, is at least ``margin`` cards and more than ``z``
+    standard errors; the first when none is. A few sampled games say little, and strong's
+    choice is a good one: it is left only for a clear gain. A candidate played in fewer games
+    than the first (dropped by :func:`expert_scores`) is not chosen."""
     base = scores[0]
     k = len(base)
     best, best_mean = 0, 0.0
     for i in range(1, len(scores)):
+        if len(scores[i]) != k:
+            continue
         diffs = [a - b for a, b in zip(scores[i], base, strict=True)]
         mean = math.fsum(diffs) / k
         var = math.fsum((d - mean) ** 2 for d in diffs) / (k - 1)
-        if mean >= _EXPERT_MARGIN and mean > _EXPERT_Z * math.sqrt(var / k) and mean > best_mean:
+        if mean >= margin and mean > z * math.sqrt(var / k) and mean > best_mean:
             best, best_mean = i, mean
     return best
 
@@ -736,6 +769,12 @@ class Expert:
     budget: float = EXPERT_BUDGET
     #: How far each simulation plays: to the expert's ``circuits``-th next draw.
     circuits: int = EXPERT_CIRCUITS
+    #: The least mean gain, in cards, and the standard errors, to leave strong's choice.
+    margin: float = _EXPERT_MARGIN
+    z: float = _EXPERT_Z
+    #: Whether a candidate that cannot clear the test is played no further (``expert_scores``'
+    #: ``drop``): the same test, fewer simulations.
+    prune: bool = False
 
     def __post_init__(self) -> None:
         if not (isinstance(self.budget, int | float) and self.budget > 0):
@@ -744,6 +783,14 @@ class Expert:
             raise ValueError(
                 f"a count of circuits is a whole number, 1 or more, not {self.circuits!r}"
             )
+        for name in ("margin", "z"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and not isinstance(value, bool)):
+                raise ValueError(f"the expert's {name} is a number, not {value!r}")
+            if not (0 <= value < math.inf):
+                raise ValueError(f"the expert's {name} is 0 or more and finite, not {value!r}")
+        if not isinstance(self.prune, bool):
+            raise ValueError(f"the expert's prune is True or False, not {self.prune!r}")
 
     def __call__(self, v: View, rng: random.Random) -> Action:
         """Search over determinized deals (see above)."""
@@ -751,13 +798,21 @@ class Expert:
         if len(candidates) == 1:
             return candidates[0]
         sims = expert_simulations(v.variant.id, v.players, self.budget, self.circuits)
-        scores = expert_scores(v, rng, candidates, sims, self.circuits)
-        return candidates[expert_choice(scores)]
+        drop = (self.margin, self.z) if self.prune else None
+        scores = expert_scores(v, rng, candidates, sims, self.circuits, drop)
+        return candidates[expert_choice(scores, self.margin, self.z)]
 
 
-def make_expert(budget: float = EXPERT_BUDGET, circuits: int = EXPERT_CIRCUITS) -> Policy:
-    """The expert policy with another budget per move (seconds of the reference machine)."""
-    return Expert(budget, circuits)
+def make_expert(
+    budget: float = EXPERT_BUDGET,
+    circuits: int = EXPERT_CIRCUITS,
+    margin: float = _EXPERT_MARGIN,
+    z: float = _EXPERT_Z,
+    prune: bool = False,
+) -> Policy:
+    """The expert policy with another budget per move (seconds of the reference machine), and
+    other settings (see :class:`Expert`)."""
+    return Expert(budget, circuits, margin, z, prune)
 
 
 #: The expert policy with the default budget.
