@@ -19,10 +19,12 @@ of the round: the one-step improvement a search over strong's play aims at. Poli
 - ``expert``, ``strong``, ``greedy``, ``random``: the built-in policies;
 - ``expert:OPTIONS``, the expert otherwise: ``budget=S``, ``circuits=N``, ``margin=C`` and
   ``z=Z`` (``make_expert``'s: the least gain in cards, and in standard errors, to leave
-  strong's choice), ``prune`` (a candidate that cannot clear that test is played no further),
-  and ``blind``: not told which cards the others are known to hold (``View.known`` emptied:
-  its sampled games deal every hidden card at random). For instance ``expert:circuits=3``,
-  ``expert:margin=0.1,z=1`` or ``expert:blind``.
+  strong's choice); ``whole``: every candidate played in every sampled game (by default one
+  that cannot clear that test is played no further); ``costs``: a simulation that stops
+  mid-round valued by the difference of strong's costs, as before the fitted value of
+  ``bench.leaf_values``; and ``blind``: not told which cards the others are known to hold
+  (``View.known`` emptied: its sampled games deal every hidden card at random). For instance
+  ``expert:circuits=3``, ``expert:margin=0.1,z=1`` or ``expert:costs,whole``.
 
 ::
 
@@ -74,8 +76,10 @@ def policy_named(name: str) -> Policy:
         try:
             if key == "blind" and not value:
                 blind = True
-            elif key == "prune" and not value:
-                settings["prune"] = True
+            elif key == "whole" and not value:
+                settings["prune"] = False
+            elif key == "costs" and not value:
+                settings["fitted"] = False
             elif key == "budget":
                 settings["budget"] = float(value)
             elif key == "circuits":
@@ -87,7 +91,7 @@ def policy_named(name: str) -> Policy:
         except ValueError:
             raise SystemExit(
                 f"not an expert option: {item!r} "
-                "(blind, prune, budget=S, circuits=N, margin=C, z=Z)"
+                "(blind, whole, costs, budget=S, circuits=N, margin=C, z=Z)"
             ) from None
     try:
         policy = make_expert(**settings)  # type: ignore[arg-type]

@@ -54,9 +54,16 @@ def test_a_run_is_the_same_for_a_seed() -> None:
 def test_expert_options_are_read_or_refused() -> None:
     from rami.engine.policies import Expert
 
-    named = judge.policy_named("expert:margin=0.1,z=1,prune,circuits=3")
-    assert named == Expert(circuits=3, margin=0.1, z=1.0, prune=True)
-    for bad in ("expert:margin=x", "expert:margin=-1", "expert:fast", "strong:prune"):
+    named = judge.policy_named("expert:margin=0.1,z=1,whole,circuits=3")
+    assert named == Expert(circuits=3, margin=0.1, z=1.0, prune=False)
+    assert judge.policy_named("expert:costs") == Expert(fitted=False, prune=True)
+    for bad in (
+        "expert:margin=x",
+        "expert:margin=-1",
+        "expert:fast",
+        "expert:prune",
+        "strong:whole",
+    ):
         try:
             judge.policy_named(bad)
         except SystemExit as e:

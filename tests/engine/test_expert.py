@@ -155,13 +155,15 @@ def test_expert_leaves_strong_only_for_a_clear_gain() -> None:
     assert expert_choice([[0.0, 0.0, 0.0], [0.1, 0.1, 0.1]], margin=0.05) == 1
     assert expert_choice([[0.0, 0.0, 0.0], [3.0, -2.0, 0.5]], margin=0.0, z=0.0) == 1
     assert make_expert(margin=0.1, z=1.0) == Expert(EXPERT_BUDGET, EXPERT_CIRCUITS, 0.1, 1.0)
+    assert POLICIES["expert"].prune and POLICIES["expert"].fitted
     bad_settings = (
         {"margin": -0.1},
         {"z": float("nan")},
         {"z": float("inf")},
         {"margin": True},
         {"prune": 1},
+        {"fitted": "yes"},
     )
     for bad in bad_settings:
-        with pytest.raises(ValueError, match=r"margin|z|prune"):
+        with pytest.raises(ValueError, match=r"margin|z|prune|fitted"):
             make_expert(**bad)  # type: ignore[arg-type]

@@ -555,9 +555,11 @@ def _strong(v: View, judge: _Judge) -> Action:
 # expert's next turn, to the draw after it (or the round's end), and valued there. A round
 # that ended is worth what the others paid less what the expert paid (in cards, a point being
 # 1/20 of a card), plus a bonus for going out (or minus it for another's finish); a round
-# still going is worth the others' strong cost of their hands less the expert's own (the
-# solver's cards left out of melds, less the expected gain of the next draw). Strong's choice
-# is left only for a clear gain (``expert_choice``).
+# still going is worth what such positions were measured to be worth in those units
+# (``_LEAF_FIT``: a least-squares fit on the difference of strong's costs of the hands, the
+# solver's cards left out of melds less the expected gain of the next draw, and on what the
+# hands would pay). Strong's choice is left only for a clear gain (``expert_choice``), and a
+# candidate that cannot show one is played no further (``prune``).
 #
 # The work is bounded by a count of simulations, never by the clock, so a seed always gives
 # the same move on any machine and under any load: the count is the budget (seconds) times a
@@ -646,14 +648,36 @@ def expert_candidates(v: View, rng: random.Random) -> list[Action]:
     return out
 
 
-def _judge_cost(game: Game, seat: int) -> float:
+def _leaf_facts(game: Game, seat: int) -> tuple[float, int]:
+    """Strong's cost of ``seat``'s hand, and what the hand would pay if another went out now."""
     sv = view(game, seat)
     assert sv.hand is not None
-    return _Judge(sv).cost(list(sv.hand))[0]
+    judge = _Judge(sv)
+    hand = list(sv.hand)
+    return judge.cost(hand)[0], _hand_part(tuple(sorted(hand)), judge.part_key).exposure
 
 
-def _value(game: Game, seat: int) -> float:
-    """What the position is worth to ``seat`` (see above), in cards."""
+#: What a round still going is worth to a seat about to draw, in cards: ``a + b·Δcost +
+#: c·Δpays/20``, where Δcost is the others' mean strong cost less the seat's own and Δpays the
+#: others' mean of what their hands would pay if another went out now less the seat's own (in
+#: points, 20 to a card). Fitted by least squares, by variant, on positions of strong's own
+#: games played on to the round's end with strong for every seat and valued as a round's end
+#: is (``python -m bench.leaf_values``; docs/bots.md, "A round still going, valued"): for two
+#: players, and for four (used for three or more).
+_LEAF_FIT: dict[tuple[str, bool], tuple[float, float, float]] = {
+    ("portuguese", False): (0.4511, 0.8960, -1.6321),
+    ("tallage", False): (0.4722, 1.1499, -0.1001),
+    ("simple", False): (0.8152, 0.8173, -0.9618),
+    ("portuguese", True): (0.3051, 0.6787, -1.1348),
+    ("tallage", True): (0.5897, 0.7488, 0.1817),
+    ("simple", True): (0.3589, 0.4726, -1.0265),
+}
+
+
+def _value(game: Game, seat: int, fitted: bool = True) -> float:
+    """What the position is worth to ``seat`` (see above), in cards: a round's end by what was
+    paid and who went out; a round still going by :data:`_LEAF_FIT` (``fitted``) or by the
+    others' mean strong cost less the seat's own."""
     n = game.players
     if game.phase in (Phase.ROUND_OVER, Phase.GAME_OVER):
         result = game.results[-1]
@@ -663,12 +687,19 @@ def _value(game: Game, seat: int) -> float:
         others = sum(paid[s] for s in range(n) if s != seat) / (n - 1)
         bonus = _WIN if result.winner == seat else -_WIN / (n - 1)
         return bonus + _POINT * (others - paid[seat])
-    own = _judge_cost(game, seat)
-    others = sum(_judge_cost(game, s) for s in range(n) if s != seat) / (n - 1)
-    return others - own
+    facts = [_leaf_facts(game, s) for s in range(n)]
+    own_cost, own_pays = facts[seat]
+    others_cost = sum(facts[s][0] for s in range(n) if s != seat) / (n - 1)
+    if not fitted:
+        return others_cost - own_cost
+    others_pays = sum(facts[s][1] for s in range(n) if s != seat) / (n - 1)
+    a, b, c = _LEAF_FIT[(game.variant.id, n > 2)]
+    return a + b * (others_cost - own_cost) + c * _POINT * (others_pays - own_pays)
 
 
-def _playout(game: Game, seat: int, rng: random.Random, circuits: int) -> float:
+def _playout(
+    game: Game, seat: int, rng: random.Random, circuits: int, fitted: bool = True
+) -> float:
     """Play ``game`` on with strong for every seat until ``seat`` is to draw for the
     ``circuits``-th time or the round is over; its value to ``seat``."""
     moves = 0
@@ -683,7 +714,7 @@ def _playout(game: Game, seat: int, rng: random.Random, circuits: int) -> float:
         moves += 1
         if moves > 40 * game.players * circuits:  # the rules end every turn: a bug's guard
             raise RuntimeError("a playout that does not come back to the seat")
-    return _value(game, seat)
+    return _value(game, seat, fitted)
 
 
 def expert_scores(
@@ -693,6 +724,7 @@ def expert_scores(
     simulations: int,
     circuits: int = EXPERT_CIRCUITS,
     drop: tuple[float, float] | None = None,
+    fitted: bool = True,
 ) -> list[list[float]]:
     """The value of each candidate in each of the same sampled games (common to all, so that
     the comparison is not blurred by the luck of different deals).
@@ -717,7 +749,7 @@ def expert_scores(
             for game, seed in zip(games[start:stop], seeds[start:stop], strict=True):
                 g = game.clone()
                 g.apply(v.seat, candidates[i])
-                scores[i].append(_playout(g, v.seat, random.Random(seed), circuits))
+                scores[i].append(_playout(g, v.seat, random.Random(seed), circuits, fitted))
         start = stop
         if drop is not None and start < worlds:
             margin, z = drop
@@ -773,8 +805,12 @@ class Expert:
     margin: float = _EXPERT_MARGIN
     z: float = _EXPERT_Z
     #: Whether a candidate that cannot clear the test is played no further (``expert_scores``'
-    #: ``drop``): the same test, fewer simulations.
-    prune: bool = False
+    #: ``drop``): the same test, fewer simulations (the budget is then the most a move plays).
+    prune: bool = True
+    #: How a simulation that stops before the round's end is valued: by the fitted value of
+    #: a round still going (:data:`_LEAF_FIT`), or (``False``) by the difference of strong's
+    #: costs of the hands alone.
+    fitted: bool = True
 
     def __post_init__(self) -> None:
         if not (isinstance(self.budget, int | float) and self.budget > 0):
@@ -789,8 +825,11 @@ class Expert:
                 raise ValueError(f"the expert's {name} is a number, not {value!r}")
             if not (0 <= value < math.inf):
                 raise ValueError(f"the expert's {name} is 0 or more and finite, not {value!r}")
-        if not isinstance(self.prune, bool):
-            raise ValueError(f"the expert's prune is True or False, not {self.prune!r}")
+        for name in ("prune", "fitted"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(
+                    f"the expert's {name} is True or False, not {getattr(self, name)!r}"
+                )
 
     def __call__(self, v: View, rng: random.Random) -> Action:
         """Search over determinized deals (see above)."""
@@ -799,7 +838,7 @@ class Expert:
             return candidates[0]
         sims = expert_simulations(v.variant.id, v.players, self.budget, self.circuits)
         drop = (self.margin, self.z) if self.prune else None
-        scores = expert_scores(v, rng, candidates, sims, self.circuits, drop)
+        scores = expert_scores(v, rng, candidates, sims, self.circuits, drop, self.fitted)
         return candidates[expert_choice(scores, self.margin, self.z)]
 
 
@@ -808,11 +847,12 @@ def make_expert(
     circuits: int = EXPERT_CIRCUITS,
     margin: float = _EXPERT_MARGIN,
     z: float = _EXPERT_Z,
-    prune: bool = False,
+    prune: bool = True,
+    fitted: bool = True,
 ) -> Policy:
     """The expert policy with another budget per move (seconds of the reference machine), and
     other settings (see :class:`Expert`)."""
-    return Expert(budget, circuits, margin, z, prune)
+    return Expert(budget, circuits, margin, z, prune, fitted)
 
 
 #: The expert policy with the default budget.
