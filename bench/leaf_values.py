@@ -110,14 +110,13 @@ def collect(
     return rows
 
 
-def features(row: dict[str, float]) -> list[float]:
-    """The fit's inputs: a constant, the difference of costs, and of what the hands would pay
-    (in cards, a point being 1/20 of one)."""
-    return [
-        1.0,
-        float(row["others_cost"]) - float(row["own_cost"]),
-        (float(row["others_exposure"]) - float(row["own_exposure"])) / 20,
-    ]
+def features(row: dict[str, float], pays: bool = True) -> list[float]:
+    """The fit's inputs: a constant, the difference of costs, and (``pays``) of what the hands
+    would pay (in cards, a point being 1/20 of one)."""
+    out = [1.0, float(row["others_cost"]) - float(row["own_cost"])]
+    if pays:
+        out.append((float(row["others_exposure"]) - float(row["own_exposure"])) / 20)
+    return out
 
 
 def least_squares(xs: list[list[float]], ys: list[float]) -> list[float]:
@@ -148,6 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--share", type=float, default=0.15, help="of the draws, recorded")
     parser.add_argument("--seed", default="leaf1")
     parser.add_argument("--out", help="CSV of the positions")
+    parser.add_argument(
+        "--without-pays", action="store_true", help="fit on the difference of costs alone"
+    )
     args = parser.parse_args(argv)
     if not (args.positions >= 10 and args.rollouts >= 1 and 0 < args.share <= 1):
         parser.error("--positions is at least 10, --rollouts at least 1, --share in (0, 1]")
@@ -162,14 +164,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     # not independent).
     fit = [r for r in rows if int(r["game"]) % 2 == 0]
     held = [r for r in rows if int(r["game"]) % 2 == 1]
-    coef = least_squares([features(r) for r in fit], [float(r["value"]) for r in fit])
+    pays = not args.without_pays
+    coef = least_squares([features(r, pays) for r in fit], [float(r["value"]) for r in fit])
 
     def rmse(predict: object, part: list[dict[str, float]]) -> float:
         assert callable(predict)
         return math.sqrt(math.fsum((predict(r) - float(r["value"])) ** 2 for r in part) / len(part))
 
     def fitted(r: dict[str, float]) -> float:
-        return math.fsum(c * x for c, x in zip(coef, features(r), strict=True))
+        return math.fsum(c * x for c, x in zip(coef, features(r, pays), strict=True))
 
     def leaf(r: dict[str, float]) -> float:
         return float(r["leaf"])
@@ -179,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"({len(fit)} fitted, {len(held)} held out), {args.rollouts} rollouts each, "
         f"{time.monotonic() - t0:.0f} s"
     )
-    names = ("1", "Δcost", "Δpays/20")
+    names = ("1", "Δcost", "Δpays/20")[: len(coef)]
     print("value ≈ " + " + ".join(f"{c:+.4f}·{n}" for c, n in zip(coef, names, strict=True)))
     if held:
         print(

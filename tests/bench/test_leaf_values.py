@@ -45,6 +45,7 @@ def test_positions_are_seeded_and_read_as_the_leaf_reads_them(tmp_path: Path) ->
                 "0.5",
                 "--out",
                 str(out),
+                "--without-pays",
             ]
         )
         == 0

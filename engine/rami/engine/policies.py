@@ -663,14 +663,16 @@ def _leaf_facts(game: Game, seat: int) -> tuple[float, int]:
 #: points, 20 to a card). Fitted by least squares, by variant, on positions of strong's own
 #: games played on to the round's end with strong for every seat and valued as a round's end
 #: is (``python -m bench.leaf_values``; docs/bots.md, "A round still going, valued"): for two
-#: players, and for four (used for three or more).
+#: players, and for four (used for three or more). Simple's is fitted on Δcost alone
+#: (``--without-pays``): with Δpays its fit valued keeping high cards, and the expert's moves
+#: that differed from strong's were judged worse than strong's (``bench.judge``).
 _LEAF_FIT: dict[tuple[str, bool], tuple[float, float, float]] = {
     ("portuguese", False): (0.4511, 0.8960, -1.6321),
     ("tallage", False): (0.4722, 1.1499, -0.1001),
-    ("simple", False): (0.8152, 0.8173, -0.9618),
+    ("simple", False): (0.8775, 0.8242, 0.0),
     ("portuguese", True): (0.3051, 0.6787, -1.1348),
     ("tallage", True): (0.5897, 0.7488, 0.1817),
-    ("simple", True): (0.3589, 0.4726, -1.0265),
+    ("simple", True): (0.4028, 0.4867, 0.0),
 }
 
 
