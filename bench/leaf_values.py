@@ -28,7 +28,7 @@ import time
 from collections.abc import Sequence
 
 from rami.engine import Game, NextRound, Options, Phase, view
-from rami.engine.policies import _hand_part, _Judge, _value, strong
+from rami.engine.policies import _leaf_facts, _value, strong
 
 FIELDS = (
     "game",
@@ -46,15 +46,10 @@ FIELDS = (
 
 def facts(game: Game, seat: int) -> dict[str, float]:
     """The leaf's facts of ``seat`` in ``game``: strong's cost of each hand and what each would
-    pay, the seat's own and the others' mean."""
+    pay (``_leaf_facts``, as the expert's leaf reads them), the seat's own and the others'
+    mean."""
     n = game.players
-    costs, exposures = [], []
-    for s in range(n):
-        sv = view(game, s)
-        assert sv.hand is not None
-        judge = _Judge(sv)
-        costs.append(judge.cost(list(sv.hand))[0])
-        exposures.append(_hand_part(tuple(sorted(sv.hand)), judge.part_key).exposure)
+    costs, exposures = zip(*(_leaf_facts(game, s) for s in range(n)), strict=True)
     others = [s for s in range(n) if s != seat]
     return {
         "players": n,
@@ -153,6 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not (args.positions >= 10 and args.rollouts >= 1 and 0 < args.share <= 1):
         parser.error("--positions is at least 10, --rollouts at least 1, --share in (0, 1]")
+    if not 2 <= args.players <= 6:
+        parser.error("--players is 2 to 6")
     t0 = time.monotonic()
     rows = collect(args.variant, args.players, args.positions, args.rollouts, args.seed, args.share)
     if args.out:
