@@ -100,13 +100,14 @@ def policy_named(name: str) -> Policy:
     return _blind(policy) if blind else policy
 
 
-def rollout(game: Game, seat: int, action: Action, rng: random.Random) -> float:
-    """``action`` played at the true ``game``, strong for every seat to the round's end (the
-    stock shuffled by ``rng`` first): its value to ``seat``, in cards."""
+def rollout(game: Game, seat: int, action: Action | None, rng: random.Random) -> float:
+    """``action`` (if any) played at the true ``game``, strong for every seat to the round's
+    end (the stock shuffled by ``rng`` first): its value to ``seat``, in cards."""
     g = game.clone()
     rng.shuffle(g.stock)
     g.shuffle_seed = rng.getrandbits(64).to_bytes(8, "big")  # the stock's rebuilds
-    g.apply(seat, action)
+    if action is not None:
+        g.apply(seat, action)
     moves = 0
     while g.phase in (Phase.DRAW, Phase.PLAY):
         s = g.turn

@@ -7,10 +7,10 @@ of the second: it plays seeded games of ``strong`` against itself, and at seat t
 random (a seat about to draw, where the expert's simulations stop) it records that seat's
 facts as the expert's leaf reads them (strong's cost of each hand, what each hand would pay if
 another went out now, the stock) and plays the round on from the true game with strong for
-every seat, ``--rollouts`` times with the stock reshuffled, to its end, valued as the expert
-values a round's end. It writes one CSV row a position and prints a least-squares fit of the
-value on the leaf's facts, with the fit's error against the expert's own leaf value, on
-positions held out::
+every seat, ``--rollouts`` times with the stock reshuffled (``bench.judge.rollout``), to its
+end, valued as the expert values a round's end. It writes one CSV row a position and prints
+a least-squares fit of the value on the leaf's facts, with the fit's error against the
+expert's own leaf value, on positions held out::
 
     python -m bench.leaf_values --variant portuguese --positions 2000 --out /tmp/p.csv
 
@@ -29,6 +29,8 @@ from collections.abc import Sequence
 
 from rami.engine import Game, NextRound, Options, Phase, view
 from rami.engine.policies import _leaf_facts, _value, strong
+
+from .judge import rollout
 
 FIELDS = (
     "game",
@@ -62,21 +64,6 @@ def facts(game: Game, seat: int) -> dict[str, float]:
     }
 
 
-def rollout(game: Game, seat: int, rng: random.Random) -> float:
-    """``game`` played on by strong to the round's end, the stock shuffled first."""
-    g = game.clone()
-    rng.shuffle(g.stock)
-    g.shuffle_seed = rng.getrandbits(64).to_bytes(8, "big")
-    moves = 0
-    while g.phase in (Phase.DRAW, Phase.PLAY):
-        s = g.turn
-        g.apply(s, strong(view(g, s), rng))
-        moves += 1
-        if moves > 10_000:
-            raise RuntimeError("a rollout that does not end")
-    return _value(g, seat)
-
-
 def collect(
     variant: str, players: int, count: int, rollouts: int, seed: str, share: float
 ) -> list[dict[str, float]]:
@@ -95,7 +82,7 @@ def collect(
             if game.phase == Phase.DRAW and pick.random() < share:
                 row = {"game": number, "seat": seat, **facts(game, seat)}
                 outcomes = [
-                    rollout(game, seat, random.Random(f"{seed}:{number}:{len(rows)}:{k}"))
+                    rollout(game, seat, None, random.Random(f"{seed}:{number}:{len(rows)}:{k}"))
                     for k in range(rollouts)
                 ]
                 row["value"] = sum(outcomes) / rollouts

@@ -761,14 +761,20 @@ def expert_scores(
     return scores
 
 
-def _may_gain(values: list[float], base: list[float], margin: float, z: float) -> bool:
-    """Whether ``values``' gain over ``base``, paired, may still reach ``margin``: its mean
-    plus ``z`` standard errors is not under it."""
+def _paired_gain(values: list[float], base: list[float]) -> tuple[float, float]:
+    """The mean of ``values`` less ``base``, paired game by game, and its standard error."""
     k = len(values)
     diffs = [a - b for a, b in zip(values, base, strict=True)]
     mean = math.fsum(diffs) / k
     var = math.fsum((d - mean) ** 2 for d in diffs) / (k - 1)
-    return mean + z * math.sqrt(var / k) >= margin
+    return mean, math.sqrt(var / k)
+
+
+def _may_gain(values: list[float], base: list[float], margin: float, z: float) -> bool:
+    """Whether ``values``' gain over ``base``, paired, may still reach ``margin``: its mean
+    plus ``z`` standard errors is not under it."""
+    mean, se = _paired_gain(values, base)
+    return mean + z * se >= margin
 
 
 def expert_choice(
@@ -785,10 +791,8 @@ def expert_choice(
     for i in range(1, len(scores)):
         if len(scores[i]) != k:
             continue
-        diffs = [a - b for a, b in zip(scores[i], base, strict=True)]
-        mean = math.fsum(diffs) / k
-        var = math.fsum((d - mean) ** 2 for d in diffs) / (k - 1)
-        if mean >= margin and mean > z * math.sqrt(var / k) and mean > best_mean:
+        mean, se = _paired_gain(scores[i], base)
+        if mean >= margin and mean > z * se and mean > best_mean:
             best, best_mean = i, mean
     return best
 
