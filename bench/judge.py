@@ -22,8 +22,11 @@ of the round: the one-step improvement a search over strong's play aims at. Poli
   strong's choice); ``whole``: every candidate played in every sampled game (by default one
   that cannot clear that test is played no further); ``costs``: a simulation that stops
   mid-round valued by the difference of strong's costs, as before the fitted value of
-  ``bench.leaf_values``; and ``blind``: not told which cards the others are known to hold
-  (``View.known`` emptied: its sampled games deal every hidden card at random). For instance
+  ``bench.leaf_values``; ``leaf=A/B/C``: a round still going valued by that fit, in place of
+  the expert's for the variant (``bench.leaf_values`` prints them); ``blind``: not told which
+  cards the others are known to hold (``View.known`` emptied: its sampled games deal every
+  hidden card at random); ``strongdraws``: strong's draw (the draw not searched: judged against
+  ``expert``, the decisions that differ are the draws alone). For instance
   ``expert:circuits=3``, ``expert:margin=0.1,z=1`` or ``expert:costs,whole``.
 
 ::
@@ -60,6 +63,13 @@ def _blind(policy: Policy) -> Policy:
     return blind
 
 
+def _strong_draws(policy: Policy) -> Policy:
+    def strong_draws(v: View, rng: random.Random) -> Action:
+        return strong(v, rng) if v.phase == Phase.DRAW else policy(v, rng)
+
+    return strong_draws
+
+
 def policy_named(name: str) -> Policy:
     """A built-in policy, or the expert with options (see the module)."""
     base, _, spec = name.partition(":")
@@ -70,12 +80,14 @@ def policy_named(name: str) -> Policy:
     if base != "expert":
         raise SystemExit(f"only the expert takes options, not {base!r}")
     settings: dict[str, float | int] = {}
-    blind = False
+    blind = draws = False
     for item in spec.split(","):
         key, _, value = item.partition("=")
         try:
             if key == "blind" and not value:
                 blind = True
+            elif key == "strongdraws" and not value:
+                draws = True
             elif key == "whole" and not value:
                 settings["prune"] = False
             elif key == "costs" and not value:
@@ -86,17 +98,23 @@ def policy_named(name: str) -> Policy:
                 settings["circuits"] = int(value)
             elif key in ("margin", "z"):
                 settings[key] = float(value)
+            elif key == "leaf":
+                a, b, c = (float(x) for x in value.split("/"))
+                settings["leaf"] = (a, b, c)  # type: ignore[assignment]
             else:
                 raise ValueError(item)
         except ValueError:
             raise SystemExit(
                 f"not an expert option: {item!r} "
-                "(blind, whole, costs, budget=S, circuits=N, margin=C, z=Z)"
+                "(blind, strongdraws, whole, costs, leaf=A/B/C, budget=S, circuits=N, "
+                "margin=C, z=Z)"
             ) from None
     try:
         policy = make_expert(**settings)  # type: ignore[arg-type]
     except ValueError as e:
         raise SystemExit(str(e)) from None
+    if draws:
+        policy = _strong_draws(policy)
     return _blind(policy) if blind else policy
 
 

@@ -57,7 +57,12 @@ def test_expert_options_are_read_or_refused() -> None:
     named = judge.policy_named("expert:margin=0.1,z=1,whole,circuits=3")
     assert named == Expert(circuits=3, margin=0.1, z=1.0, prune=False)
     assert judge.policy_named("expert:costs") == Expert(fitted=False, prune=True)
+    assert judge.policy_named("expert:leaf=0.5/1/-0.25") == Expert(leaf=(0.5, 1.0, -0.25))
     for bad in (
+        "expert:strongdraws=1",
+        "expert:leaf=1/2",
+        "expert:leaf=1/x/2",
+        "expert:leaf=1/2/inf",
         "expert:margin=x",
         "expert:margin=-1",
         "expert:fast",
@@ -70,3 +75,38 @@ def test_expert_options_are_read_or_refused() -> None:
             assert str(e), bad
         else:
             raise AssertionError(f"{bad} was read")
+
+
+def test_strongdraws_draws_as_strong_and_plays_on_as_the_expert() -> None:
+    import random
+
+    from rami.engine import Game, Options, Phase, view
+    from rami.engine.policies import Expert, strong
+
+    asked: list[Phase] = []
+
+    def other(v, rng):  # type: ignore[no-untyped-def]
+        asked.append(v.phase)
+        return "other's"
+
+    wrapped = judge._strong_draws(other)
+    named = judge.policy_named("expert:strongdraws,budget=0.02")
+    expert = Expert(budget=0.02)
+    game, _ = Game.new("tallage", Options(players=2), seed="sd")
+    phases = set()
+    for _ in range(40):
+        s = game.turn
+        v = view(game, s)
+        if v.phase == Phase.DRAW:
+            assert wrapped(v, random.Random(7)) == strong(v, random.Random(7))
+        else:
+            assert wrapped(v, random.Random(7)) == "other's"
+        got = named(v, random.Random(7))
+        want = (strong if v.phase == Phase.DRAW else expert)(v, random.Random(7))
+        assert got == want
+        phases.add(v.phase)
+        game.apply(s, got)
+        if game.phase not in (Phase.DRAW, Phase.PLAY):
+            break
+    assert phases == {Phase.DRAW, Phase.PLAY}
+    assert asked and set(asked) == {Phase.PLAY}

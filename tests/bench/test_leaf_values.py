@@ -67,5 +67,10 @@ def test_the_expert_values_a_round_still_going_by_the_fit() -> None:
         )
         assert _value(game, seat) == pytest.approx(expected)
         assert _value(game, seat, fitted=False) == pytest.approx(facts["leaf"])
+        # Another fit in its place: a constant.
+        assert _value(game, seat, leaf=(1.5, 0.0, 0.0)) == 1.5
+        assert _value(game, seat, fitted=False, leaf=(1.5, 0.0, 0.0)) == pytest.approx(
+            facts["leaf"]
+        )
     assert all(math.isfinite(x) for fit in _LEAF_FIT.values() for x in fit)
     assert {v for v, _ in _LEAF_FIT} == {"portuguese", "tallage", "simple"}

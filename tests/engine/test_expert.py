@@ -163,7 +163,37 @@ def test_expert_leaves_strong_only_for_a_clear_gain() -> None:
         {"margin": True},
         {"prune": 1},
         {"fitted": "yes"},
+        {"leaf": (1.0, 2.0)},
+        {"leaf": [0.4, 0.9, -1.6]},
+        {"leaf": (0.4, float("nan"), 0.0)},
+        {"leaf": (0.4, True, 0.0)},
     )
     for bad in bad_settings:
-        with pytest.raises(ValueError, match=r"margin|z|prune|fitted"):
+        with pytest.raises(ValueError, match=r"margin|z|prune|fitted|leaf"):
             make_expert(**bad)  # type: ignore[arg-type]
+
+
+def test_the_test_to_leave_strongs_choice_is_the_variants_unless_given() -> None:
+    from rami.engine.policies import EXPERT_TESTS
+
+    assert set(EXPERT_TESTS) == {"portuguese", "tallage", "simple"}
+    assert Expert().test("portuguese") == (0.25, 2.0)
+    assert Expert().test("tallage") == EXPERT_TESTS["tallage"] == (0.1, 1.0)
+    assert Expert(margin=0.3).test("tallage") == (0.3, 1.0)
+    assert Expert(z=0.5).test("simple") == (0.25, 0.5)
+    # The expert plays by it: in tallage as one given the variant's test outright, and not
+    # always as one given portuguese's stricter test (in this game, from its fifth move).
+    game, _ = Game.new("tallage", Options(players=2), seed="t0")
+    mine, given = Expert(), Expert(margin=0.1, z=1.0)
+    strict = Expert(margin=0.25, z=2.0)
+    differ = 0
+    for _ in range(6):
+        s = game.turn
+        v = view(game, s)
+        move = mine(v, random.Random(3))
+        assert move == given(v, random.Random(3))
+        differ += move != strict(v, random.Random(3))
+        game.apply(s, move)
+        if game.phase not in (Phase.DRAW, Phase.PLAY):
+            break
+    assert differ > 0
