@@ -177,12 +177,13 @@ def test_the_test_to_leave_strongs_choice_is_the_variants_unless_given() -> None
     from rami.engine.policies import EXPERT_TESTS
 
     assert set(EXPERT_TESTS) == {"portuguese", "tallage", "simple"}
-    assert Expert().test("portuguese") == (0.25, 2.0)
+    assert Expert().test("simple") == (0.25, 2.0)
     assert Expert().test("tallage") == EXPERT_TESTS["tallage"] == (0.1, 1.0)
+    assert Expert().test("portuguese") == (0.1, 1.0)
     assert Expert(margin=0.3).test("tallage") == (0.3, 1.0)
     assert Expert(z=0.5).test("simple") == (0.25, 0.5)
     # The expert plays by it: in tallage as one given the variant's test outright, and not
-    # always as one given portuguese's stricter test (in this game, from its fifth move).
+    # always as one given simple's stricter test (in this game, from its fifth move).
     game, _ = Game.new("tallage", Options(players=2), seed="t0")
     mine, given = Expert(), Expert(margin=0.1, z=1.0)
     strict = Expert(margin=0.25, z=2.0)
