@@ -256,6 +256,38 @@ def test_a_record_of_other_games_is_refused_and_left_as_it_was(
     assert record.read_bytes() == before
 
 
+def test_a_whole_record_of_other_code_is_reported_but_never_carried_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record holding every deal a run asks for is reported whatever code played it (nothing
+    is played, so nothing is mixed); asked for one deal more, the run is refused as before."""
+    record = tmp_path / "arena.jsonl"
+    report = _arena_text(*_record_args(record, 3))
+    before = record.read_bytes()
+    monkeypatch.setattr(arena_module, "code_digest", lambda package="": "0" * 16)
+    result = CliRunner().invoke(app, ["arena", *_record_args(record, 3)])
+    assert result.exit_code == 0, result.output
+    out = result.stdout.strip().splitlines()
+    assert out[:-1] == report
+    assert "none played (every deal came from" in out[-1]
+    assert "other engine code" in " ".join(result.output.split())
+    # Fewer deals than the record holds: the report of those.
+    result = CliRunner().invoke(app, ["arena", *_record_args(record, 2)])
+    assert result.exit_code == 0, result.output
+    assert record.read_bytes() == before
+    result = CliRunner().invoke(app, ["arena", *_record_args(record, 4)])
+    assert result.exit_code == 2, result.output
+    assert "other engine code" in " ".join(result.output.split())
+    assert record.read_bytes() == before
+    # Opened for a report alone, the record takes no deal.
+    config = ArenaConfig("simple", 2, ("strong", "greedy"), 3, "r", True, (("round_cap", 1),))
+    kept = ArenaRecord.open(record, config, complete=3)
+    assert kept.read_only
+    with pytest.raises(ValueError, match="other engine code"):
+        kept.add(next(iter(kept.deals.values())))
+    assert record.read_bytes() == before
+
+
 def test_a_record_in_use_by_another_run_is_refused(tmp_path: Path) -> None:
     """Two runs on one record would play the same deals twice, and the second, reading the
     first's last line half written, would cut it off under the first's pen."""

@@ -428,16 +428,30 @@ class ArenaRecord:
     The header holds the configuration (but the count of deals), ``settings`` (what else
     fixes the policies' moves, such as the expert's budget) and :func:`code_digest`. Opening a
     record whose header differs raises ValueError and leaves the file as it was. A last line
-    cut short (the run was killed while writing it) is dropped."""
+    cut short (the run was killed while writing it) is dropped.
+
+    ``read_only`` is a record of other engine code opened for the deals it already holds
+    (see :meth:`open`): it takes no deal."""
 
     path: Path
     deals: dict[int, DealResult]
+    read_only: bool = False
 
     @classmethod
     def open(
-        cls, path: Path, config: ArenaConfig, settings: Mapping[str, Any] | None = None
+        cls,
+        path: Path,
+        config: ArenaConfig,
+        settings: Mapping[str, Any] | None = None,
+        *,
+        complete: int | None = None,
     ) -> ArenaRecord:
-        """The record at ``path`` for ``config``, made when there is none."""
+        """The record at ``path`` for ``config``, made when there is none.
+
+        ``complete`` is the count of deals a run asks for: a record of other engine code
+        (but the same configuration and settings) that holds every deal below it opens
+        read-only, since a run of those deals plays nothing and so mixes nothing; short of
+        one, it is refused as any other difference is."""
         header = {
             "rami_arena": RECORD_FORMAT,
             "config": _config_dict(config),
@@ -456,17 +470,21 @@ class ArenaRecord:
             cut -= len(lines[-1])
         lines = lines[:-1]
         first = _header(path, lines)
-        for key, words in (
-            ("config", "another configuration"),
-            ("settings", "other settings"),
-            ("code", "other engine code"),
-        ):
+
+        def differs(key: str, words: str) -> ValueError:
+            return ValueError(
+                f"{path} holds deals of {words} ({key} {json.dumps(first.get(key))}, this "
+                f"run's {json.dumps(header[key])}): give another file to start a new record"
+            )
+
+        for key, words in (("config", "another configuration"), ("settings", "other settings")):
             if first.get(key) != header[key]:
-                raise ValueError(
-                    f"{path} holds deals of {words} ({key} {json.dumps(first.get(key))}, this "
-                    f"run's {json.dumps(header[key])}): give another file to start a new record"
-                )
+                raise differs(key, words)
         deals = _read_deals(path, lines, config)
+        if first.get("code") != header["code"]:
+            if complete is None or any(i not in deals for i in range(complete)):
+                raise differs("code", "other engine code")
+            return cls(path, deals, read_only=True)
         if cut < len(raw):
             with path.open("r+b") as f:
                 f.truncate(cut)
@@ -474,6 +492,11 @@ class ArenaRecord:
 
     def add(self, deal: DealResult) -> None:
         """Keep ``deal`` (on disk before this returns)."""
+        if self.read_only:
+            raise ValueError(
+                f"{self.path} holds deals of other engine code: it is read for its deals, "
+                "and takes no more"
+            )
         with self.path.open("a") as f:
             f.write(json.dumps(_deal_dict(deal)) + "\n")
             f.flush()

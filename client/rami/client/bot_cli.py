@@ -359,10 +359,16 @@ def arena(
             )
         try:
             held.enter_context(hold_record(record))  # until the run ends
-            kept = ArenaRecord.open(record, config, settings)
+            kept = ArenaRecord.open(record, config, settings, complete=games)
         except (OSError, ValueError) as e:
             held.close()
             raise typer.BadParameter(str(e), param_hint="--record") from None
+        if kept.read_only:
+            typer.echo(
+                f"arena: {record} was played by other engine code: its {games} deals are "
+                "reported, and no deal is added to it",
+                err=True,
+            )
     start = time.perf_counter()
     recorded = {i for i in (kept.deals if kept else {}) if i < games}
     before = len(recorded)
