@@ -7,17 +7,48 @@ the server lists is legal, so every move is (it leaves out only the portuguese d
 marked ``false_declaration``: legal where false ones are revealed, and a lost round)::
 
     python examples/python/any_step.py localhost:50051 TABLE_ID [--seed N]
+
+Three things every bot does, here in a few lines each: it acts only in a playing phase (a
+waiting table's view names a turn too); it plays the seat its view names (``view.seat``: seats
+are numbered again at the start when some stayed empty); and when the server says it sends too
+fast (``RESOURCE_EXHAUSTED``), it waits the ``retry_after_ms`` the refusal gives and sends the
+same command again.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 
 from rami.v1 import game_pb2, lobby_service_pb2, lobby_service_pb2_grpc, table_service_pb2_grpc
 from rami.v1 import table_service_pb2 as ts
+
+T = TypeVar("T")
+PLAYING = (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
+
+
+def patiently(rpc: Callable[..., T], request: object, token: tuple[tuple[str, str], ...]) -> T:
+    """``rpc(request)``; refused for sending too fast, wait what the server says, and again."""
+    while True:
+        try:
+            return rpc(request, metadata=token)
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+                raise
+            wait_ms = 1000
+            status = rpc_status.from_call(e)  # the ErrorInfo detail: reason and metadata
+            for detail in status.details if status else ():
+                info = error_details_pb2.ErrorInfo()
+                if detail.Unpack(info) and "retry_after_ms" in info.metadata:
+                    wait_ms = int(info.metadata["retry_after_ms"])
+            time.sleep(wait_ms / 1000)
 
 
 def main() -> None:
@@ -34,41 +65,42 @@ def main() -> None:
             lobby_service_pb2.JoinTableRequest(table_id=args.table_id, name="Any step")
         )
         token = (("rami-token", joined.token),)
-        moves = 0
+        seat, moves = joined.seat, 0
         for msg in table.Watch(ts.WatchRequest(table_id=args.table_id), metadata=token):
+            if not msg.HasField("update"):
+                continue  # a heartbeat, or a chat line
             view = msg.update.view
+            seat = view.seat
             if view.phase == game_pb2.PHASE_GAME_OVER:
                 break
-            if not msg.HasField("update") or view.turn != joined.seat:
+            if view.phase not in PLAYING or view.turn != view.seat:
                 continue
             number, staged = msg.update.number, []
             try:
                 while True:
-                    listed = table.LegalSteps(
-                        ts.LegalStepsRequest(table_id=args.table_id, number=number, staged=staged),
-                        metadata=token,
-                    ).steps
+                    request = ts.LegalStepsRequest(
+                        table_id=args.table_id, number=number, staged=staged
+                    )
+                    listed = patiently(table.LegalSteps, request, token).steps
                     legal = [s for s in listed if not s.false_declaration]
                     if not legal:
                         break  # not our turn (any more)
                     step = rng.choice(legal)
                     staged.append(step.index)
                     if step.ends_move:
-                        table.Act(
-                            ts.ActRequest(
-                                table_id=args.table_id,
-                                number=number,
-                                steps=ts.StepsAction(steps=staged),
-                            ),
-                            metadata=token,
+                        act = ts.ActRequest(
+                            table_id=args.table_id,
+                            number=number,
+                            steps=ts.StepsAction(steps=staged),
                         )
+                        patiently(table.Act, act, token)
                         moves += 1
                         break
             except grpc.RpcError as e:
                 if e.code() != grpc.StatusCode.ABORTED:
                     raise
                 # STALE: this update was already behind (we moved since): wait for the next.
-        print(f"any step: seat {joined.seat}: {moves} moves; game over")
+        print(f"any step: seat {seat}: {moves} moves; game over")
 
 
 if __name__ == "__main__":

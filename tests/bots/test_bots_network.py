@@ -10,14 +10,16 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import grpc
 from bots_support import GAME_SECONDS, ROOT, Tables, run_all
 from typer.testing import CliRunner
 
 from rami.client.bot_cli import app, normalise_target
 from rami.server.testing import ServerThread
-from rami.v1 import lobby_service_pb2
+from rami.v1 import game_pb2, lobby_service_pb2
 
 BUILT_IN = ("strong", "greedy", "random")
 
@@ -189,3 +191,106 @@ def test_rami_bot_connect_plays_expert(tables: Tables) -> None:
     pattern = r"seat 1 \(expert\): \d+ actions, 0 refused, 0 reconnects; game over"
     assert re.match(pattern, line), line
     _assert_finished(tables, table_id)
+
+
+def _any_step(target: str, table_id: str) -> subprocess.Popen[str]:
+    script = ROOT / "examples" / "python" / "any_step.py"
+    return subprocess.Popen(
+        [sys.executable, str(script), target, table_id],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _seated(tables: Tables, table_id: str, name: str) -> None:
+    """Wait (bounded) until a player called ``name`` sits at the table."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if any(p.name == name for p in tables.info(table_id).seats):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{name} never sat at {table_id}")
+
+
+def _finish(proc: subprocess.Popen[str], tables: Tables, table_id: str) -> str:
+    try:
+        out, err = proc.communicate(timeout=GAME_SECONDS)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+    assert proc.returncode == 0, f"{out}\n{err}"
+    summary = out.strip().splitlines()[-1]
+    assert re.fullmatch(r"any step: seat \d: [1-9]\d* moves; game over", summary), summary
+    _assert_finished(tables, table_id)
+    return summary
+
+
+def _table(tables: Tables, players: int) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """A short simple table nobody sits at: its id and the owner's token as metadata."""
+    resp = tables.lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            name="any step",
+            variant=game_pb2.VARIANT_SIMPLE,
+            options=game_pb2.Options(players=players, round_cap=2),
+        ),
+        timeout=10,
+    )
+    return resp.table.table_id, (("rami-token", resp.owner_token),)
+
+
+def test_the_any_step_example_waits_for_the_game_to_start(tables: Tables) -> None:
+    """Joined first, it waits while the table fills (the waiting view names seat 0's turn,
+    and LegalSteps refuses NOT_STARTED before the start), then plays the game to its end."""
+    table_id, owner = _table(tables, 2)
+    proc = _any_step(tables.target, table_id)
+    _seated(tables, table_id, "Any step")
+    time.sleep(0.5)  # the waiting table's snapshot has reached it
+    assert proc.poll() is None, proc.communicate()
+    tables.lobby.AddBot(
+        lobby_service_pb2.AddBotRequest(table_id=table_id, policy="greedy"),
+        metadata=owner,
+        timeout=10,
+    )
+    _finish(proc, tables, table_id)
+
+
+def test_the_any_step_example_plays_the_seat_its_view_names(tables: Tables) -> None:
+    """Seats are numbered again at the start when some are empty: it plays the seat of its
+    view (seat 0 here, where it joined seat 1), and the game does not stall."""
+    table_id, owner = _table(tables, 4)
+    first = tables.lobby.JoinTable(
+        lobby_service_pb2.JoinTableRequest(table_id=table_id, name="First"), timeout=10
+    )
+    tables.lobby.AddBot(
+        lobby_service_pb2.AddBotRequest(table_id=table_id, policy="greedy", seat=3),
+        metadata=owner,
+        timeout=10,
+    )
+    proc = _any_step(tables.target, table_id)
+    _seated(tables, table_id, "Any step")
+    tables.lobby.LeaveTable(
+        lobby_service_pb2.LeaveTableRequest(table_id=table_id),
+        metadata=(("rami-token", first.token),),
+        timeout=10,
+    )
+    tables.lobby.StartTable(
+        lobby_service_pb2.StartTableRequest(table_id=table_id), metadata=owner, timeout=10
+    )
+    summary = _finish(proc, tables, table_id)
+    assert summary.startswith("any step: seat 0:"), summary
+
+
+def test_the_any_step_example_waits_when_rate_limited(tmp_path: Path) -> None:
+    """Against a bot that moves at once, its commands come faster than a seat's rate (here
+    10 a second, one at a time): it waits what each refusal's retry_after_ms says and sends
+    the command again, to the end of the game."""
+    with (
+        ServerThread(str(tmp_path / "rate.db"), commands_per_second=10.0, command_burst=1.0) as srv,
+        grpc.insecure_channel(srv.target) as ch,
+    ):
+        tables = Tables(srv.target, ch)
+        table_id = tables.create("simple", 2, ("greedy",), round_cap=1)
+        _finish(_any_step(srv.target, table_id), tables, table_id)

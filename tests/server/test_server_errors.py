@@ -493,6 +493,10 @@ def test_a_stale_number_is_aborted_and_a_retry_is_never_applied_twice(stubs: Stu
     start = t.number()
     # A number not reached yet is a mistake, not a stale view: INVALID_ARGUMENT, as in Watch.
     t.refuse(Code.INVALID_ARGUMENT, "BAD_NUMBER", 0, number=start + 1, **discard("2h"))
+    # No number (0: the field left out) is a mistake too, which deciding again cannot mend: a
+    # bot told STALE would send it again for ever.
+    missing = t.refuse(Code.INVALID_ARGUMENT, "BAD_NUMBER", 0, number=0, **discard("2h"))
+    assert "no update number" in missing.message, missing.message
     t.refuse(stale, "STALE", 0, number=start - 1, **discard("2h"))  # before the deal
     discarded = t.act(0, number=start, **discard("2h"))
     assert discarded.number == start + 1

@@ -216,6 +216,7 @@ def test_steps_that_are_not_one_legal_move_are_refused_and_change_nothing(
         assert table.number == number  # none of it changed the table
         # A number the table has not reached, and one the game has moved past.
         assert _refused(lambda: _steps(stubs, tid, mover, number + 1, []))[1] == "BAD_NUMBER"
+        assert _refused(lambda: _steps(stubs, tid, mover, 0, []))[1] == "BAD_NUMBER"
         assert _act(stubs, tid, mover, number, [ending]) == number + 1
         assert _refused(lambda: _steps(stubs, tid, mover, number, [])) == (
             grpc.StatusCode.ABORTED,

@@ -1648,7 +1648,14 @@ def _cut_off(watcher: Watcher, table: Table) -> Refusal:
 
 def stale(state: TableState, number: int) -> None:
     """Refuse a command decided on update ``number`` when the game changed since (so a retry
-    is never applied twice)."""
+    is never applied twice). No number at all (0, before any game: a field left out) is a
+    mistake that deciding again cannot mend, so it is not called stale."""
+    if number == 0:
+        raise Invalid(
+            "BAD_NUMBER",
+            "no update number: send the number of the update whose view the command was "
+            f"decided on (the table is at {state.number})",
+        )
     if number > state.number:
         raise Invalid(
             "BAD_NUMBER",
