@@ -369,6 +369,10 @@ def test_ctrl_d_during_a_game_asks_as_quit_does_and_a_second_one_quits(
         d.keys("\x04")  # Ctrl-D
         d.expect(r"The game is still on: if you quit, the server plays your seat")
         d.expect(r"quit\? \[y/N\]> ")
+        d.type("")  # Enter alone: the N the prompt shows
+        d.expect(r"You stay at the table\.")
+        d.keys("\x04")
+        d.expect(r"quit\? \[y/N\]> ")
         d.type("no")
         d.expect(r"You stay at the table\.")
         d.type("table")

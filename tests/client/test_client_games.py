@@ -182,7 +182,7 @@ def test_a_round_of_simple_with_a_hint_then_a_finish(server: ServerThread, stubs
         d.type("hint")
         d.expect(r"Best arrangement: .*nothing left over|left over: Q♦")
         d.expect(
-            r"You can lay everything but one card, keeping: Q♦\. The plays below lay them as"
+            r"You can lay everything but one card, keeping Q♦\. The plays below lay them as"
             r" the rules allow"
         )
         d.type("lay Ks Kd Kh, 4c 5c 6c 7c, 9h JK Jh, 2c 2d 2s")
@@ -263,17 +263,15 @@ def test_the_stream_resumes_by_itself_after_the_server_restarts(
 def test_a_move_typed_during_a_long_outage_is_said_to_have_no_answer(
     server: ServerThread, stubs: Stubs
 ) -> None:
-    # A move typed while the server is away waits for it a while (10 s); when no answer came,
-    # the player is told so (the move may or may not have been made), to look before typing
-    # it again.
+    # A move typed while the server is away waits for it a while (10 s); when the connection
+    # never came back, the move was never sent, and the player is told so.
     _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
     d = _client(server)
     try:
         _draw_typed_while_the_server_is_away(d, server)
         said = (
-            r"No answer to draw stock \(the server at \S+ did not answer in time\): it may or "
-            r"may not have been made\. Look at the table once the connection is back before "
-            r"typing it again\."
+            r"Draw stock was not sent: the connection did not come back within 10 s\. Type it "
+            r"again once it is back\."
         )
         d.expect(said.replace(" ", r"\s+"), timeout=20)  # (the window breaks the line)
         server.start()

@@ -22,7 +22,7 @@ from rami.client.panel import (
     toolbar_fragments,
 )
 from rami.client.pile import Pile
-from rami.client.printer import wrapped
+from rami.client.printer import Printer, wrapped
 from rami.client.safetext import safe
 from rami.client.scores import game_table, round_table, score_sheet
 from rami.engine import VARIANTS, Card, Meld, Options, TableMeld, View, parse_cards
@@ -152,6 +152,20 @@ def _view(**fields: object) -> game_pb2.View:
     return game_pb2.View(**base)  # type: ignore[arg-type]
 
 
+def test_the_ascii_look_writes_the_servers_cards_as_it_writes_its_own() -> None:
+    """A refusal's text is the server's, which names cards with suit symbols: in the ASCII
+    look (``--ascii``, or a terminal that can't show them) they are written as codes."""
+    ascii_look = Look(color=False, ascii=True)
+    said = "Refused: Q♦ Q♥ K♦ is neither a run (one suit) nor a set. Nothing was played."
+    assert ascii_look.text(said) == (
+        "Refused: Qd Qh Kd is neither a run (one suit) nor a set. Nothing was played."
+    )
+    out = Printer(ascii_look)
+    out.error(said)
+    assert out.recent[-1] == [("class:bad", ascii_look.text(said))]
+    assert Look(color=False, ascii=False).text(said) == said
+
+
 def test_the_toolbar_says_whose_turn_the_clock_the_table_and_the_players() -> None:
     view = _view()
     view.turn_deadline.FromSeconds(1000)
@@ -165,6 +179,17 @@ def test_the_toolbar_says_whose_turn_the_clock_the_table_and_the_players() -> No
         "▶You 14 cards, 12 pts │  Sara 11 cards, 34 pts, opened │  Strong bot 3 14 cards, 0 pts, "
         "dealer"
     )
+
+
+def test_the_toolbar_marks_others_away_but_never_the_player_reading_it() -> None:
+    """A game that ended while its player was away says so of the seat; the player who took
+    it back and reads the toolbar is there."""
+    view = _view(phase=game_pb2.PHASE_GAME_OVER)
+    for p in view.players:
+        p.away = True
+    players = text(toolbar_fragments(view, LOOK, width=200)).split("\n")[-1]
+    you, sara, bot = players.split("│")
+    assert "away" not in you and "away" in sara and "away" in bot, players
 
 
 def test_the_clock_is_not_shown_while_the_connection_is_lost() -> None:
@@ -381,6 +406,23 @@ def test_the_end_of_a_round_prints_what_everyone_paid() -> None:
     assert out[4].split() == ["Strong", "bot", "3", "6", "6", "3♥", "3♠"]
 
 
+def test_the_moves_made_for_an_absent_player_are_the_servers_and_the_rest_is_theirs() -> None:
+    """Told on coming back: the server made the seat's moves ("The server (for you)"), but
+    the rounds dealt, paid and won, and the standings, are the player's own ("You")."""
+    scene = dataclasses.replace(_scene(me=0), stand_in="The server (for you)")
+    assert lines(narrate(ev.Discarded(0, C("3s")), scene)) == ["The server (for you) discarded 3♠."]
+    start = lines(narrate(ev.RoundStarted(2, 0, "", C("3s"), 1), scene))
+    assert start == ["Round 2: You deal; Sara plays first; 3♠ is turned up."]
+    result = ev.RoundResult(1, "rami", 0, (0, 47, 6), (0, 47, 6), 1, ((), (C("7c"),), (C("3h"),)))
+    out = lines(narrate(ev.RoundEnded(result), scene))
+    assert out[0] == "Round 1: You went out (Rami).", out
+    assert out[2].split()[:3] == ["You", "0", "0"]
+    standings = lines(narrate(ev.GameEnded((0, 47, 6), (0,)), scene))
+    assert standings[0].startswith("Game over after"), standings
+    assert "You wins" not in standings[0] and "You win" in standings[0], standings
+    assert [ln.split()[1] for ln in standings[1:]] == ["You", "Strong", "Sara"]
+
+
 def test_a_declaration_with_a_multiplier_shows_what_each_paid_times_it() -> None:
     hands = (tuple(parse_cards("Kc Qd Jh 10s")), (), tuple(parse_cards("2c")))
     result = ev.RoundResult(1, "declare", 1, (160, 0, 8), (160, 0, 8), 4, hands)
@@ -435,6 +477,18 @@ def test_a_hint_without_an_opening_says_what_the_hand_lacks() -> None:
     view = _engine_view("2c 2d 2h 4s 5s 6s")
     said = lines(hint_lines(analysis, view, LOOK))
     assert any("laying both leaves no card to discard" in line for line in said), said
+
+
+def test_a_hint_of_a_finish_says_which_one_card_may_be_kept() -> None:
+    """Any one of the finish's discards is the card kept: "but one ... keeping 5♣ or 9♣",
+    never two cards named as if both were kept."""
+    view = _engine_view("5c 7h 8h 9h 9c Kd Kc Ks")
+    two = game_pb2.Analysis(finish_discards=[c + 1 for c in parse_cards("5c 9c")])
+    said = lines(hint_lines(two, view, LOOK))
+    assert any("but one fit in melds (keeping 5♣ or 9♣)" in line for line in said), said
+    three = game_pb2.Analysis(finish_discards=[c + 1 for c in parse_cards("5c 9c Kd")])
+    said = lines(hint_lines(three, view, LOOK))
+    assert any("(keeping 5♣, 9♣ or K♦)" in line for line in said), said
 
 
 def test_a_hint_says_a_finish_by_another_costs_the_whole_hand_where_it_does() -> None:

@@ -217,7 +217,9 @@ def _variant_facts(analysis: game_pb2.Analysis, view: View, look: Look) -> list[
     elif variant.declares and analysis.multiplier:
         facts.append("Your 13 cards are complete: draw, then declare the card you don't need.")
     if analysis.finish_discards and variant.has_finish:
-        names = ", ".join(look.card_text(c) for c in cards(analysis.finish_discards))
+        # Any one of them is the card kept: "5♣, 9♣ or K♦".
+        kept = [look.card_text(c) for c in cards(analysis.finish_discards)]
+        names = kept[0] if len(kept) == 1 else f"{', '.join(kept[:-1])} or {kept[-1]}"
         if view.phase == Phase.DRAW and view.my_turn:
             # Before the draw: the card drawn must fit as well (the turn lays all but one).
             facts.append(
@@ -233,7 +235,7 @@ def _variant_facts(analysis: game_pb2.Analysis, view: View, look: Look) -> list[
                 if view.my_turn
                 else ""
             )
-            facts.append(f"You can lay everything but one card, keeping: {names}.{how}")
+            facts.append(f"You can lay everything but one card, keeping {names}.{how}")
     return facts
 
 

@@ -98,6 +98,10 @@ class Unreachable(LinkError):
     """The server could not be reached (or did not answer in time)."""
 
 
+class NotSent(Unreachable):
+    """A call never sent: the connection was down for the whole of its wait."""
+
+
 #: The schemes of gRPC's own target names (``dns:///host:port``, ``ipv4:a:p,b:p``, ...), which
 #: name one server or several (docs/operations.md: a cluster's servers).
 GRPC_SCHEMES = ("dns:", "ipv4:", "ipv6:", "unix:", "unix-abstract:", "vsock:", "xds:")
@@ -267,7 +271,7 @@ class Link:
             request.request_id = new_request_id()  # type: ignore[attr-defined]
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
-        sent = 0
+        sent = tries = 0
         name = self._name_of(method)
         while True:
             left = max(end - loop.time(), 0.0)
@@ -283,7 +287,22 @@ class Link:
                     sent += 1
                     await asyncio.sleep(0.2)
                     continue
+                if tries == 0 and self._never_sent(e):
+                    raise NotSent(
+                        f"the connection did not come back within {timeout:g} s"
+                    ) from None
                 raise plain_error(e, self.target) from None
+            finally:
+                tries += 1
+
+    def _never_sent(self, error: grpc.aio.AioRpcError) -> bool:
+        """Whether a call's one try ran out of time still waiting for a connection: a call
+        waits for one (``wait_for_ready``) and goes out the moment it is ready, so a try that
+        ends at its deadline while the channel is still not ready was never sent (one sent and
+        then cut off ends UNAVAILABLE, and is sent again)."""
+        if error.code() != grpc.StatusCode.DEADLINE_EXCEEDED or self.at != self.target:
+            return False
+        return self.channel.get_state(try_to_connect=False) != grpc.ChannelConnectivity.READY
 
     def _name_of(self, method: Callable[..., Any]) -> tuple[str, str] | None:
         """Which stub's method ``method`` is (so that it is called on the server the link

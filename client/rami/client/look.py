@@ -52,6 +52,10 @@ STYLE = Style.from_dict(
 _PLAIN_TERMS = {"dumb", "unknown"}
 
 
+#: The suit symbols as the ASCII look's letters (``Q♦`` is ``Qd``, as a card's code is).
+_SUIT_LETTERS = str.maketrans("♣♦♥♠", "cdhs")
+
+
 @dataclass(frozen=True, slots=True)
 class Look:
     """Whether to colour, and how to write a card."""
@@ -93,6 +97,13 @@ class Look:
         if c.is_joker:
             return "class:card.joker"
         return "class:card.red" if is_red(c.suit) else "class:card.black"
+
+    def text(self, text: str) -> str:
+        """Text made elsewhere (the server's refusals name cards ``Q♦``) as this look writes
+        it: in ASCII, each card ``Qd`` and any other suit symbol its letter."""
+        if not self.ascii:
+            return text
+        return text.translate(_SUIT_LETTERS)
 
     def suit(self, suit: int) -> str:
         """A suit's symbol (or letter in ASCII)."""

@@ -55,14 +55,21 @@ class Scene:
     in_game: bool = False
 
     def name(self, seat: int) -> str:
-        """A seat's name ("You" for the watcher, or who played for them)."""
+        """Who made a seat's move ("You" for the watcher, or who played for them)."""
         if seat == self.me:
             return self.stand_in or "You"
+        return self.who(seat)
+
+    def who(self, seat: int) -> str:
+        """Whose a seat is ("You" for the watcher, even for a round the server played for
+        them: the deal, the round's score and the standings are theirs)."""
+        if seat == self.me:
+            return "You"
         return self.names[seat] if 0 <= seat < len(self.names) else f"Seat {seat}"
 
     def verb(self, seat: int, plain: str, third: str) -> str:
         """``deal`` for "You", ``deals`` for everyone else."""
-        return plain if seat == self.me and not self.stand_in else third
+        return plain if seat == self.me else third
 
 
 def _line(*parts: str | Line) -> Line:
@@ -182,12 +189,12 @@ def _table_event(e: te.TableEvent, scene: Scene) -> list[Line]:
 
 
 def _round_started(e: ev.RoundStarted, scene: Scene) -> Line:
-    dealer = scene.name(e.dealer)
+    dealer = scene.who(e.dealer)
     text = f"Round {e.round}: {dealer} {scene.verb(e.dealer, 'deal', 'deals')}"
     if e.first_player == e.dealer:
         text += f" and {scene.verb(e.dealer, 'play', 'plays')} first"
     else:
-        first = scene.name(e.first_player)
+        first = scene.who(e.first_player)
         text += f"; {first} {scene.verb(e.first_player, 'play', 'plays')} first"
     out: Line = [("class:heading", text)]
     if e.discard_top is not None:
@@ -198,7 +205,7 @@ def _round_started(e: ev.RoundStarted, scene: Scene) -> Line:
 def narrate(event: ev.Event | te.TableEvent, scene: Scene) -> list[Line]:
     """The lines that tell ``event`` (none for an event not worth a line)."""
     look = scene.look
-    names = [scene.name(s) for s in range(len(scene.names))]
+    names = [scene.who(s) for s in range(len(scene.names))]
     if isinstance(event, ev.RoundStarted):
         return [_round_started(event, scene)]
     if isinstance(event, ev.Drew):

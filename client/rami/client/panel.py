@@ -264,7 +264,9 @@ def _players(view: game_pb2.View, look: Look, short: bool = False) -> list[Style
                 facts += ", opened" if not short else " open"
             if p.seat == view.dealer:
                 facts += ", dealer" if not short else " D"
-            if p.away:
+            if p.away and p.seat != my_seat(view):
+                # (never the player reading this: a seat taken back once its game was over
+                # stays away in the view, the game having no turn left to come back on)
                 facts += ", away"
             elif not p.connected:
                 facts += ", offline"

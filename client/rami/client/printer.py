@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from prompt_toolkit import print_formatted_text
 from prompt_toolkit.formatted_text import (
     FormattedText,
+    OneStyleAndTextTuple,
     StyleAndTextTuples,
 )
 from prompt_toolkit.utils import get_cwidth
@@ -83,6 +84,13 @@ def _fragments(chars: list[tuple[str, str]], indent: str) -> StyleAndTextTuples:
     return out
 
 
+def _retext(fragment: OneStyleAndTextTuple, change: Callable[[str], str]) -> OneStyleAndTextTuple:
+    """The fragment with its text changed (its style and any mouse handler kept)."""
+    if len(fragment) == 2:
+        return (fragment[0], change(fragment[1]))
+    return (fragment[0], change(fragment[1]), fragment[2])
+
+
 class Printer:
     """Writes styled lines with the client's style sheet, in colour or not, broken between
     words to the window's ``columns`` (asked at each line; None: never broken)."""
@@ -96,7 +104,10 @@ class Printer:
         self.recent: deque[StyleAndTextTuples] = deque(maxlen=keep)
 
     def line(self, fragments: StyleAndTextTuples) -> None:
-        """One line of styled fragments."""
+        """One line of styled fragments (in the ASCII look, any card text from the server
+        written as the look writes it)."""
+        if self.look.ascii:
+            fragments = [_retext(f, self.look.text) for f in fragments]
         self.recent.append(list(fragments))
         for row in self._rows(fragments, self.columns() if self.columns else 0):
             self._print(row)

@@ -77,7 +77,7 @@ from .convert import (
 from .helptext import help_lines
 from .hints import hint_lines
 from .keys import key_bindings
-from .link import CALL_WAIT, Link, LinkError, Refused, Unreachable
+from .link import CALL_WAIT, Link, LinkError, NotSent, Refused, Unreachable
 from .look import STYLE, Look
 from .moves import MOVES, MoveError, check_ranks, missing_cards, parse_move
 from .narrate import Scene, narrate
@@ -396,6 +396,10 @@ class ClientSession:
         """Run one typed line; mistakes and refusals are explained, never raised."""
         line = line.strip()
         if not line:
+            asked, self._question = self._question, None
+            if asked is not None:  # Enter alone: the [y/N] prompt's N
+                self.out.info(asked.no)
+                self._refresh()
             return
         self.out.line([("class:dim", "> "), ("class:dim", line)])
         question, self._question = self._question, None
@@ -998,6 +1002,8 @@ class ClientSession:
         typed again (it is not kept: the table may have moved on by then)."""
         try:
             return await call
+        except NotSent as e:
+            raise NotSent(f"{what} was not sent: {e}. Type it again once it is back") from None
         except Unreachable as e:
             when = " once the connection is back" if self.note else ""
             raise Unreachable(
