@@ -125,6 +125,9 @@ def test_moves_read_as_the_engine_actions() -> None:
     ("name", "args", "says"),
     [
         ("discard", "9x", "not a card: '9x'"),
+        ("discard", "Q", "not a card: 'Q'"),  # as typed, not lowered
+        ("lay", "7h 8H ZZ", "not a card: 'ZZ'"),
+        ("draw", "Sideways", "not 'Sideways'"),
         ("discard", "9c 9d", "name exactly one card"),
         ("draw", "sideways", "not 'sideways'"),
         ("draw", "discrad", r"not 'discrad': did you mean discard\?"),

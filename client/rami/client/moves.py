@@ -102,11 +102,21 @@ def parse_move(name: str, args: str) -> Action:
     check_ranks(args)
     if name == "draw":
         first, _, rest = text.partition(";")
-        text = f"{_source(first)}" + (f";{rest}" if rest else "")
+        try:
+            text = f"{_source(first)}" + (f";{rest}" if rest else "")
+        except MoveError as e:
+            raise MoveError(_as_typed(str(e), args)) from None
     try:
         return parse_action(f"{name} {text}".strip())
     except MalformedAction as e:
-        raise MoveError(str(e)) from None
+        raise MoveError(_as_typed(str(e), args)) from None
+
+
+def _as_typed(message: str, typed: str) -> str:
+    """``message`` quoting the words of ``typed`` as they were typed (the move is read in
+    lower case: ``'q'`` is the ``Q`` the player typed)."""
+    words = {w.lower(): w for w in re.split(r"[\s,;|]+", typed) if w}
+    return re.sub(r"'([^']*)'", lambda m: f"'{words.get(m.group(1), m.group(1))}'", message)
 
 
 def cards_given(action: Action) -> Counter[Card]:
