@@ -162,7 +162,7 @@ def test_the_ascii_look_writes_the_servers_cards_as_it_writes_its_own() -> None:
     )
     out = Printer(ascii_look)
     out.error(said)
-    assert out.recent[-1] == [("class:bad", ascii_look.text(said))]
+    assert out.recent[-1][0] == [("class:bad", ascii_look.text(said))]
     assert Look(color=False, ascii=False).text(said) == said
 
 
@@ -741,6 +741,27 @@ def test_help_and_the_pile_fit_the_rows_they_have() -> None:
         "  … and 4 older throws (no room in this window)",
     ]
     assert len(lines(pile.lines(["You", "Sara"], LOOK, 7, 8))) == 8
+
+
+def test_help_printed_in_a_narrow_window_is_broken_anew_when_it_widens() -> None:
+    """``help undo`` at 60 columns, the window then made 80 wide: drawn again, its rows are
+    those of ``help undo`` typed at 80 columns (not the 60-column rows broken once more)."""
+    from rami.client.helptext import help_lines
+    from rami.engine import get_variant
+
+    tallage = get_variant("tallage")
+
+    def rows_of(printer: Printer, columns: int) -> list[str]:
+        return [text(r) for f, hang in printer.recent for r in printer._rows(f, columns, hang)]
+
+    narrow = Printer(LOOK, columns=lambda: 60)
+    narrow.lines(help_lines("undo", "playing", tallage, 60), hang=0)
+    wide = Printer(LOOK, columns=lambda: 80)
+    wide.lines(help_lines("undo", "playing", tallage, 80), hang=0)
+    assert rows_of(narrow, 80) == rows_of(wide, 80)
+    said = rows_of(narrow, 60)
+    assert len(said) > 3 and all(len(r) <= 59 for r in said), said
+    assert all(r.startswith("  ") and not r.startswith("   ") for r in said[1:]), said
 
 
 def test_a_line_with_newlines_or_wide_characters_still_fits() -> None:

@@ -53,7 +53,9 @@ def help_lines(
         out: list[StyleAndTextTuples] = [
             [("class:heading", line)] for line in wrap(command.usage, width)
         ]
-        return out + [[("", line)] for line in wrap(details(command, variant), width, "  ")]
+        # One line, broken by the printer (with no hang: its rows line up), so that it is
+        # broken again to a resized window's width.
+        return [*out, [("", "  " + " ".join(details(command, variant).split()))]]
     commands = available(where, variant)
     keys = {
         LOBBY: "F1 help",

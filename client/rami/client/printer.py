@@ -29,10 +29,12 @@ __all__ = ["Printer", "wrapped"]
 HANG = 2
 
 
-def wrapped(fragments: StyleAndTextTuples, width: int) -> list[StyleAndTextTuples]:
+def wrapped(
+    fragments: StyleAndTextTuples, width: int, hang: int = HANG
+) -> list[StyleAndTextTuples]:
     """``fragments`` in rows of at most ``width`` columns, broken at their newlines and between
     words (inside a word only when it is wider than a row), each piece keeping its style; the
-    rows after a line's first are indented by the line's own indent and :data:`HANG` more."""
+    rows after a line's first are indented by the line's own indent and ``hang`` more."""
     chars = [(style, ch) for style, text, *_ in fragments for ch in text]
     text = "".join(ch for _, ch in chars)
     if "\n" not in text and get_cwidth(text) <= width:
@@ -40,15 +42,17 @@ def wrapped(fragments: StyleAndTextTuples, width: int) -> list[StyleAndTextTuple
     rows: list[StyleAndTextTuples] = []
     start = 0
     for line in text.split("\n"):
-        rows += _wrap(chars[start : start + len(line)], line, width)
+        rows += _wrap(chars[start : start + len(line)], line, width, hang)
         start += len(line) + 1
     return rows
 
 
-def _wrap(chars: list[tuple[str, str]], text: str, width: int) -> list[StyleAndTextTuples]:
+def _wrap(
+    chars: list[tuple[str, str]], text: str, width: int, hang: int
+) -> list[StyleAndTextTuples]:
     """One line's styled characters (``text`` is theirs) in rows of ``width`` columns."""
     lead = len(text) - len(text.lstrip(" "))
-    indent = " " * min(lead + HANG, width // 2)
+    indent = " " * min(lead + hang, width // 2)
     rows: list[StyleAndTextTuples] = []
     start = 0
     while start < len(text) or not rows:
@@ -100,24 +104,26 @@ class Printer:
     ) -> None:
         self.look = look
         self.columns = columns
-        #: The last lines printed, to draw again when the terminal is resized.
-        self.recent: deque[StyleAndTextTuples] = deque(maxlen=keep)
+        #: The last lines printed, each with its hang, to draw again (broken to the new
+        #: width) when the terminal is resized.
+        self.recent: deque[tuple[StyleAndTextTuples, int]] = deque(maxlen=keep)
 
-    def line(self, fragments: StyleAndTextTuples) -> None:
-        """One line of styled fragments (in the ASCII look, any card text from the server
-        written as the look writes it)."""
+    def line(self, fragments: StyleAndTextTuples, hang: int = HANG) -> None:
+        """One line of styled fragments, its rows after the first indented ``hang`` more than
+        it is (in the ASCII look, any card text from the server written as the look writes
+        it)."""
         if self.look.ascii:
             fragments = [_retext(f, self.look.text) for f in fragments]
-        self.recent.append(list(fragments))
-        for row in self._rows(fragments, self.columns() if self.columns else 0):
+        self.recent.append((list(fragments), hang))
+        for row in self._rows(fragments, self.columns() if self.columns else 0, hang):
             self._print(row)
 
     def again(self, rows: int, columns: int) -> None:
         """Print once more the last lines that fill ``rows`` rows of ``columns`` columns
         (after the screen was cleared)."""
         chosen: list[StyleAndTextTuples] = []
-        for fragments in reversed(self.recent):
-            lines = self._rows(fragments, columns)
+        for fragments, hang in reversed(self.recent):
+            lines = self._rows(fragments, columns, hang)
             rows -= len(lines)
             if rows < 0:
                 break
@@ -126,12 +132,14 @@ class Printer:
             self._print(row)
 
     @staticmethod
-    def _rows(fragments: StyleAndTextTuples, columns: int) -> list[StyleAndTextTuples]:
+    def _rows(
+        fragments: StyleAndTextTuples, columns: int, hang: int = HANG
+    ) -> list[StyleAndTextTuples]:
         """The rows a line takes in ``columns`` columns (0: one, however long), the last
         column left free as the help's lines leave it."""
         if columns <= 0:
             return [list(fragments)]
-        return wrapped(fragments, max(20, columns - 1))
+        return wrapped(fragments, max(20, columns - 1), hang)
 
     def _print(self, fragments: StyleAndTextTuples) -> None:
         print_formatted_text(
@@ -141,10 +149,10 @@ class Printer:
             include_default_pygments_style=False,
         )
 
-    def lines(self, lines: Iterable[StyleAndTextTuples]) -> None:
+    def lines(self, lines: Iterable[StyleAndTextTuples], hang: int = HANG) -> None:
         """Several lines, in order."""
         for fragments in lines:
-            self.line(fragments)
+            self.line(fragments, hang)
 
     def text(self, text: str, style: str = "") -> None:
         """A plain sentence, in one style."""

@@ -1414,7 +1414,10 @@ class ClientSession:
 
     def _print_help(self, args: str) -> None:
         columns = self._terminal().columns
-        self.out.lines(help_lines(args.strip(), self.where, self._variant(), columns, self._room()))
+        # Lines made to fit ``columns``, or broken by the printer: their rows line up (a
+        # resized window breaks them again to its width).
+        lines = help_lines(args.strip(), self.where, self._variant(), columns, self._room())
+        self.out.lines(lines, hang=0)
 
     async def _do_help(self, args: str) -> None:
         self._print_help(args)
