@@ -435,6 +435,19 @@ def test_a_declaration_with_a_multiplier_shows_what_each_paid_times_it() -> None
     assert out[4].endswith("(2 x4)"), out[4]
 
 
+def test_after_a_declaration_every_hand_is_shown_its_melds_beside_what_it_paid() -> None:
+    """A portuguese round's end shows every hand: the cards paid for, and under them the
+    melds that were not (the hand's best split)."""
+    hands = (tuple(parse_cards("4h 5h 6h 9c Kd")), (), tuple(parse_cards("2c")))
+    result = ev.RoundResult(1, "declare", 1, (22, 0, 2), (22, 0, 2), 1, hands)
+    out = lines(narrate(ev.RoundEnded(result), _scene(me=0, variant=VARIANTS["portuguese"])))
+    assert out[2].split() == ["You", "22", "22", "9♣", "K♦"], out
+    assert out[3].split() == ["melds", "kept:", "4♥", "5♥", "6♥"], out
+    assert out[4].split() == ["Sara", "0", "0", "(declared)"], out
+    assert out[5].split() == ["Strong", "bot", "3", "2", "2", "2♣"], out
+    assert len(out) == 6, out
+
+
 def test_the_end_of_the_game_ranks_the_totals() -> None:
     out = text(game_table((47, 0, 6), (1,), ["You", "Sara", "Strong bot 3"], 3)).splitlines()
     assert out[0] == "Game over after 3 rounds: Sara wins with 0."

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
-from rami.engine import Card, Variant
+from rami.engine import Card, Meld, Variant
 from rami.engine.events import RoundResult
 from rami.engine.solver import deadwood_split
 
-from .cardtext import cards_fragments
+from .cardtext import cards_fragments, meld_fragments
 from .look import Look
 from .safetext import cells, ljust, rjust
 
@@ -44,12 +44,20 @@ def paid_for(
 ) -> tuple[Card, ...]:
     """The cards of a hand that were paid for: after a declaration, only those its best split
     leaves over (what was paid); otherwise the whole hand."""
+    return _split(result, hand, variant, jokers_per_meld)[0]
+
+
+def _split(
+    result: RoundResult, hand: Sequence[Card], variant: Variant | None, jokers_per_meld: int
+) -> tuple[tuple[Card, ...], tuple[Meld, ...]]:
+    """The cards of a hand paid for, and the melds that were not (after a declaration: the
+    hand's best split; otherwise the whole hand, and none)."""
     if result.ending == "declare" and variant is not None:
         split = deadwood_split(
             hand, variant.values, need_run=True, jokers_per_meld=max(1, jokers_per_meld)
         )
-        return tuple(split.left)
-    return tuple(hand)
+        return tuple(split.left), tuple(split.melds)
+    return tuple(hand), ()
 
 
 def round_table(
@@ -60,7 +68,8 @@ def round_table(
     jokers_per_meld: int = 1,
 ) -> StyleAndTextTuples:
     """The round's score table: each player's points paid, total, and the cards paid for (after
-    a declaration, the cards left over from the hand's best melds)."""
+    a declaration, the cards left over from the hand's best melds, and on a line under them
+    those melds: every hand is shown)."""
     width = max([cells(n) for n in names] + [6])
     shown = "paid for" if result.ending == "declare" and variant is not None else "left in hand"
     out: StyleAndTextTuples = [
@@ -73,9 +82,10 @@ def round_table(
         style = "class:good" if seat == result.winner else ""
         out.append((style, f"  {ljust(name, width)}  {paid:>5}  {total:>5}  "))
         hand = result.hands[seat] if seat < len(result.hands) else ()
-        hand = paid_for(result, hand, variant, jokers_per_meld)
+        hand, melds = _split(result, hand, variant, jokers_per_meld)
         if seat == result.winner and result.ending != "void":
             out.append(("class:dim", "(went out)" if result.ending != "declare" else "(declared)"))
+            melds = ()  # (its declaration showed them)
         elif hand:
             out += cards_fragments(hand, look)
             times = result.multiplier if result.ending == "declare" else 1
@@ -84,6 +94,12 @@ def round_table(
         else:
             out.append(("class:dim", "-"))
         out.append(("", "\n"))
+        if melds:
+            # Every hand is shown at a round's end: under what it paid, the melds it kept.
+            out.append(("class:dim", f"  {' ' * width}  {'':>5}  {'':>5}  melds kept:"))
+            for meld in melds:
+                out += [("", " "), *meld_fragments(meld, look)]
+            out.append(("", "\n"))
     return out
 
 
