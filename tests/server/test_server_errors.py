@@ -8,6 +8,7 @@ RESOURCE_EXHAUSTED.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from server_support import (
 
 from rami.server.table import TableConfig
 from rami.server.testing import ServerThread, Stubs
-from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2
+from rami.v1 import game_pb2, lobby_service_pb2, lobby_service_pb2_grpc, table_service_pb2
 
 Code = grpc.StatusCode
 T = RPC_TIMEOUT
@@ -307,6 +308,17 @@ def test_malformed_lobby_requests_are_invalid_argument_and_change_nothing(stubs:
         bad,
         "EMPTY_CHAT",
     )
+    # Too long is refused, never cut (as names are): the line said is the line typed.
+    long = refused(
+        lambda: stubs.table.Chat(
+            table_service_pb2.ChatRequest(table_id=table_id, text="b" * 300 + "END"),
+            metadata=md(joined.token),
+            timeout=T,
+        ),
+        bad,
+        "CHAT_TOO_LONG",
+    )
+    assert "280" in long.message and "303" in long.message, long.message
     info = stubs.lobby.GetTable(lobby_service_pb2.GetTableRequest(table_id=table_id), timeout=T)
     assert info.table.number == number + 1  # the one join, and nothing else
     assert [s.kind for s in info.table.seats] == [
@@ -780,3 +792,38 @@ def test_too_many_tables_for_one_client_is_resource_exhausted(tmp_path: Path) ->
     finally:
         stubs.channel.close()
         srv.stop()
+
+
+def test_tables_created_at_once_never_pass_the_clients_limit(tmp_path: Path) -> None:
+    """Many CreateTable calls of one client at once, on connections of their own: as many
+    tables as the limit allows are made, every other call is TOO_MANY_TABLES."""
+    limit = 3
+    with ServerThread(
+        str(tmp_path / "race.db"), max_tables_per_client=limit, table_creations_per_second=0.0
+    ) as srv:
+
+        async def one(channel: grpc.aio.Channel) -> str:
+            stub = lobby_service_pb2_grpc.LobbyServiceStub(channel)
+            request = lobby_service_pb2.CreateTableRequest(
+                variant=game_pb2.VARIANT_SIMPLE, options=game_pb2.Options(players=2)
+            )
+            try:
+                await stub.CreateTable(request, timeout=T)
+            except grpc.aio.AioRpcError as e:
+                return e.code().name
+            return "OK"
+
+        async def race() -> list[str]:
+            channels = [grpc.aio.insecure_channel(srv.target) for _ in range(30)]
+            try:
+                return await asyncio.gather(*(one(channels[i % 30]) for i in range(150)))
+            finally:
+                for c in channels:
+                    await c.close()
+
+        answers = asyncio.run(race())
+        assert answers.count("OK") == limit, sorted(answers)
+        assert set(answers) == {"OK", "RESOURCE_EXHAUSTED"}, sorted(answers)
+        with Stubs(srv.target) as stubs:
+            listed = stubs.lobby.ListTables(lobby_service_pb2.ListTablesRequest(), timeout=T)
+            assert len(listed.tables) == limit

@@ -3,8 +3,10 @@ stateless RulesService: the variants, meld checks and hand analysis."""
 
 from __future__ import annotations
 
+import queue
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -84,6 +86,68 @@ def test_health_list_follows_every_status_change(tmp_path: Path) -> None:
             assert set(listed.statuses) == {"", *SERVICES}
     finally:
         srv.stop()
+
+
+def test_health_watch_and_reflection_streams_are_bounded_per_client_address(
+    tmp_path: Path,
+) -> None:
+    """A Watch or a reflection stream holds the server's memory while it is open, and an
+    open stream keeps its connection from ever being idle: one client address may hold only
+    so many of each (here 3); one that ends makes room for another."""
+    with (
+        ServerThread(str(tmp_path / "rami.db"), introspection_streams_per_client=3) as srv,
+        Stubs(srv.target) as stubs,
+    ):
+        health = health_pb2_grpc.HealthStub(stubs.channel)
+        request = health_pb2.HealthCheckRequest(service="")
+        watches = [health.Watch(request, timeout=T) for _ in range(3)]
+        for w in watches:
+            assert next(w).status == SERVING
+        extra = health.Watch(request, timeout=T)
+        with pytest.raises(grpc.RpcError) as info:
+            next(extra)
+        refused = error_of(info.value)
+        assert (refused.code, refused.reason) == (
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "TOO_MANY_STREAMS",
+        )
+        # Check is a call, not a stream: never bounded so.
+        assert health.Check(request, timeout=T).status == SERVING
+        watches.pop().cancel()
+        for _ in range(50):  # the server sees the cancel a moment later
+            again = health.Watch(request, timeout=T)
+            try:
+                assert next(again).status == SERVING
+                break
+            except grpc.RpcError:
+                time.sleep(0.05)
+        else:
+            raise AssertionError("an ended Watch made no room for another")
+        watches.append(again)
+
+        # Reflection: v1 and v1alpha count together (one service under two names).
+        def stream(version: str) -> tuple[queue.SimpleQueue[object], object]:
+            requests: queue.SimpleQueue[object] = queue.SimpleQueue()
+            info = stubs.channel.stream_stream(
+                f"/grpc.reflection.{version}.ServerReflection/ServerReflectionInfo",
+                request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+                response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+            )
+            answers = info(iter(requests.get, None), timeout=T)
+            requests.put(reflection_pb2.ServerReflectionRequest(list_services=""))
+            return requests, answers
+
+        held = [stream(v) for v in ("v1", "v1alpha", "v1")]
+        for _, answers in held:
+            assert next(answers).list_services_response.service  # type: ignore[call-overload]
+        _, over = stream("v1alpha")
+        with pytest.raises(grpc.RpcError) as info:
+            next(over)  # type: ignore[call-overload]
+        assert error_of(info.value).reason == "TOO_MANY_STREAMS"
+        for requests, _ in held:
+            requests.put(None)  # the client ends its stream
+        for w in watches:
+            w.cancel()
 
 
 def _reflect(

@@ -168,8 +168,9 @@ async def serve(
         table_service_pb2_grpc.add_TableServiceServicer_to_server, TableService(lobby), server
     )
     # What generic tools ask of any server: health (Check, Watch, List), reflection v1, v1alpha.
-    health_servicer = add_health(server)
-    add_reflection((*SERVICE_NAMES, HEALTH), server)
+    streams = lobby.config.introspection_streams_per_client
+    health_servicer = add_health(server, streams)
+    add_reflection((*SERVICE_NAMES, HEALTH), server, streams)
     address = f"{host}:{port}"
     try:
         if tls is not None:

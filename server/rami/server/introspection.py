@@ -3,18 +3,24 @@ checking with Check, Watch and List, and server reflection in both its versions,
 ``grpc.reflection.v1`` and the older ``v1alpha``.
 
 grpcio-health-checking's servicer has no List (its base answers UNIMPLEMENTED and gRPC logs a
-traceback), and grpcio-reflection serves v1alpha only: this module adds what they lack.
+traceback), and grpcio-reflection serves v1alpha only: this module adds what they lack, and
+bounds the streams of both (Watch, reflection) per client address, as the game's are bounded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from typing import Any
 
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
+
+from .errors import status_of
+from .limits import StreamCounter, client_address
+from .refusals import Exhausted
 
 __all__ = [
     "HEALTH",
@@ -36,12 +42,20 @@ _ServingStatus = health_pb2.HealthCheckResponse.ServingStatus
 
 class HealthServicer(health.aio.HealthServicer):
     """grpcio-health-checking's servicer (Check and Watch), with List: the status of the server
-    (``""``) and of every service it has set, as Check would answer each."""
+    (``""``) and of every service it has set, as Check would answer each. One client address
+    may hold at most ``streams_per_client`` Watch streams open at once."""
 
-    def __init__(self) -> None:
+    def __init__(self, streams_per_client: int = 16) -> None:
         super().__init__()
         self._statuses: dict[str, _ServingStatus] = {"": health_pb2.HealthCheckResponse.SERVING}
         self._shutting_down = False
+        self._watches = StreamCounter(streams_per_client, "health Watch streams per client")
+
+    async def Watch(
+        self, request: health_pb2.HealthCheckRequest, context: grpc.aio.ServicerContext
+    ) -> None:
+        async with _counted(self._watches, context):
+            await super().Watch(request, context)
 
     async def set(self, service: str, status: _ServingStatus) -> None:
         if self._shutting_down:
@@ -66,20 +80,59 @@ class HealthServicer(health.aio.HealthServicer):
         )
 
 
-def add_health(server: grpc.aio.Server) -> HealthServicer:
+class _Reflection(reflection.aio.ReflectionServicer):
+    """grpcio-reflection's servicer, one client address holding at most ``streams`` of its
+    streams open at once."""
+
+    def __init__(self, names: Iterable[str], streams: int) -> None:
+        super().__init__(names)
+        self._streams = StreamCounter(streams, "reflection streams per client")
+
+    async def ServerReflectionInfo(  # type: ignore[override]
+        self,
+        request_iterator: AsyncIterable[reflection_pb2.ServerReflectionRequest],
+        context: grpc.aio.ServicerContext,
+    ) -> AsyncIterator[reflection_pb2.ServerReflectionResponse]:
+        async with _counted(self._streams, context):
+            async for answer in super().ServerReflectionInfo(request_iterator, context):
+                yield answer
+
+
+@contextlib.asynccontextmanager
+async def _counted(
+    streams: StreamCounter, context: grpc.aio.ServicerContext
+) -> AsyncIterator[None]:
+    """One more of the client address's ``streams`` while the block runs; refused with
+    RESOURCE_EXHAUSTED TOO_MANY_STREAMS when it holds as many as it may. An open stream
+    keeps its connection from being idle, and holds the server's memory: without a bound
+    one address could open them by the thousand."""
+    key = client_address(context)
+    try:
+        streams.open(key)
+    except Exhausted as e:
+        await context.abort_with_status(status_of(e))
+    try:
+        yield
+    finally:
+        streams.close(key)
+
+
+def add_health(server: grpc.aio.Server, streams_per_client: int = 16) -> HealthServicer:
     """Serve ``grpc.health.v1.Health`` on ``server``; returns its servicer, to set statuses."""
-    servicer = HealthServicer()
+    servicer = HealthServicer(streams_per_client)
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
     return servicer
 
 
-def add_reflection(service_names: Iterable[str], server: grpc.aio.Server) -> None:
+def add_reflection(
+    service_names: Iterable[str], server: grpc.aio.Server, streams_per_client: int = 16
+) -> None:
     """Serve server reflection, v1 and v1alpha, listing ``service_names`` and both reflection
     services; any file of the default descriptor pool (every generated module imported)
     can be asked for, with its imports."""
     _v1_descriptor()
     names = (*service_names, REFLECTION_V1, REFLECTION_V1ALPHA)
-    servicer = reflection.aio.ReflectionServicer(names)
+    servicer = _Reflection(names, streams_per_client)
     reflection_pb2_grpc.add_ServerReflectionServicer_to_server(servicer, server)
     # v1's messages are v1alpha's, field for field, under another package: the same bytes on
     # the wire. The same servicer answers both, v1's calls read and written as v1alpha's.

@@ -8,6 +8,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import Exhausted
 
@@ -61,6 +62,13 @@ class RateLimiter:
         ]
         for k in full:
             del self._buckets[k]
+
+
+def client_address(context: Any) -> str:
+    """The client's address without its port (of a ``grpc.aio.ServicerContext``): limits
+    are per client host."""
+    peer = context.peer() or ""
+    return str(peer.rsplit(":", 1)[0] if ":" in peer else peer)
 
 
 @dataclass

@@ -22,7 +22,7 @@ import random
 import secrets
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rami.engine import Card, Options, RuleError, get_variant
@@ -95,6 +95,9 @@ class LobbyConfig:
     spectator_streams_per_client: int = 64
     #: Play streams of one client address that have not sent their `open` yet.
     opening_streams_per_client: int = 16
+    #: Health Watch streams, and reflection streams (v1 and v1alpha together), one client
+    #: address may hold open at once, each: what generic tools use, one or two at a time.
+    introspection_streams_per_client: int = 16
     #: A resume that replays more than this many updates is from far back: one client
     #: address may have this many of them replaying at once, on its time budget (``work``).
     far_resume: int = 256
@@ -105,6 +108,14 @@ class LobbyConfig:
     work_burst: float = 1.0
     #: Seconds a waiting table may go without a change before the server closes it (0: never).
     waiting_expiry: float = 3600.0
+
+
+@dataclass
+class _Creating:
+    """The CreateTable calls of one client address: one runs at a time."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
 
 
 def new_table_id() -> str:
@@ -194,6 +205,8 @@ class Lobby:
         #: The tables this process holds, by id.
         self.tables: dict[str, Table] = {}
         self._loading: dict[str, asyncio.Future[Table | Refusal | None]] = {}
+        #: The CreateTable calls under way, by client address (see :meth:`create`).
+        self._creating: dict[str, _Creating] = {}
         #: When the leases of this server's tables were last renewed (monotonic).
         self._renewed = time.monotonic()
         #: Set at shutdown: no more claims.
@@ -453,6 +466,46 @@ class Lobby:
         ``rematch_of``: the finished table whose rematch this is, at which ``token`` (the
         call's) must prove a seat. A finished table has one rematch: when it has one already,
         that table is answered with no owner token ('') and nothing is created."""
+        # One at a time for each client address: the count of its unfinished tables and the
+        # new table's row go together (calls at once would each count the others' tables
+        # not yet stored, and pass the limit together).
+        creating = self._creating.setdefault(client, _Creating())
+        creating.users += 1
+        try:
+            async with creating.lock:
+                return await self._create(
+                    name=name,
+                    variant=variant,
+                    options=options,
+                    private=private,
+                    hand_analysis=hand_analysis,
+                    decks=decks,
+                    client=client,
+                    request=request,
+                    owner=owner,
+                    rematch_of=rematch_of,
+                    token=token,
+                )
+        finally:
+            creating.users -= 1
+            if not creating.users:
+                del self._creating[client]
+
+    async def _create(
+        self,
+        *,
+        name: str,
+        variant: str,
+        options: Options,
+        private: bool,
+        hand_analysis: bool,
+        decks: list[list[Card]],
+        client: str,
+        request: Mark | None = None,
+        owner: str | None = None,
+        rematch_of: str = "",
+        token: str | None = None,
+    ) -> tuple[Table | TableSummary, str]:
         if request is not None:
             assert owner is not None, "a request id's owner token is derived from it"
             before = await self.storage.created_by(request.key)

@@ -54,6 +54,7 @@ from . import convert
 from .entries import Act, AddBot, Chat, Close, Entry, Join, Leave, Mark, Return
 from .errors import UNDECODABLE, log_unexpected, refusal_of, streaming, unary
 from .limits import RateLimiter, StreamCounter, TimeBudget
+from .limits import client_address as _client
 from .lobby import Lobby
 from .records import record_inputs, record_json
 from .refusals import (
@@ -543,12 +544,6 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
         )
 
 
-def _client(context: grpc.aio.ServicerContext) -> str:
-    """The client's address without its port: limits are per client host."""
-    peer = context.peer() or ""
-    return peer.rsplit(":", 1)[0] if ":" in peer else peer
-
-
 class _FarResume(Pace):
     """The pace of a resume from far back: each slice of its replay is charged to the client's
     time budget, and the next waits while that budget is spent (the stream goes on, slower);
@@ -734,9 +729,15 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
                 return []
             seat = _seat(state, token)
             self.chat.take(f"{table.table_id}:{_holder(state, seat)}")
-            text = clean_text(request.text, MAX_CHAT)
+            text = clean_text(request.text)
             if not text:
                 raise Invalid("EMPTY_CHAT", "write something printable")
+            if len(text) > MAX_CHAT:
+                raise Invalid(
+                    "CHAT_TOO_LONG",
+                    f"a chat line is at most {MAX_CHAT} characters, and this one has "
+                    f"{len(text)}: say it in two",
+                )
             return [Chat(seat, text, marked)]
 
         return await self.change(
