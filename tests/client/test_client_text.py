@@ -504,6 +504,35 @@ def test_a_hint_of_a_finish_says_which_one_card_may_be_kept() -> None:
     assert any("(keeping 5♣, 9♣ or K♦)" in line for line in said), said
 
 
+def test_a_hint_says_which_play_is_a_rami_sec() -> None:
+    """Tallage, nobody has laid this round: a play that lays every card but one is a Rami sec
+    (everyone else pays 200), and the hint says so beside it; once someone has laid, not."""
+    hand = "Ks Kd Kh Qs Js 10s 9s 8s 2c 3c 4c 7d 7h 7c 9d"
+    players = list(_view().players)
+    for p in players:
+        p.opened = False
+    fresh = dict(
+        phase=game_pb2.PHASE_PLAY,
+        hand=[c + 1 for c in parse_cards(hand)],
+        drawn=C("9d") + 1,
+        melds=[],
+        bar=0,
+        players=players,
+        options=options_to_proto(dataclasses.asdict(Options(players=3))),
+        draw_sources=[],
+        can_lay=True,
+    )
+    view = view_from_proto(_view(**fresh))
+    analysis = game_pb2.Analysis(points_left=9)
+    said = lines(hint_lines(analysis, view, LOOK))
+    sec = [line for line in said if "you can:" in line and "Rami sec" in line]
+    assert len(sec) == 1 and "everyone else pays 200" in sec[0], said
+    players[1].opened = True
+    later = view_from_proto(_view(**{**fresh, "players": players}))
+    said = lines(hint_lines(analysis, later, LOOK))
+    assert not any("Rami sec" in line for line in said if "you can:" in line), said
+
+
 def test_a_hint_says_a_finish_by_another_costs_the_whole_hand_where_it_does() -> None:
     # Tallage and simple: a player who goes out makes the others pay for every card they
     # hold, melds in hand included; the points left over are not what is at stake.

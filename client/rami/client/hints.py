@@ -26,6 +26,7 @@ from rami.engine import (
     MeldError,
     NewMeld,
     Phase,
+    TakeJoker,
     View,
     format_action,
     format_cards,
@@ -60,16 +61,36 @@ def command_text(action: Action) -> str:
 
 def plays_now(view: View) -> list[str]:
     """The plays worth naming now (not plain draws and discards), as commands."""
-    out: list[str] = []
+    return list(_plays(view))
+
+
+def _plays(view: View) -> dict[str, Action]:
+    """:func:`plays_now`, each with its action."""
+    out: dict[str, Action] = {}
     for action in legal_plays(view):
         if isinstance(action, Draw) and action.lay is None:
             continue
         if isinstance(action, Discard):
             continue
-        text = command_text(action)
-        if text not in out:  # two plays may read alike (the same cards, another order)
-            out.append(text)
-    return out[:MAX_PLAYS]
+        # (two plays may read alike: the same cards, another order)
+        out.setdefault(command_text(action), action)
+        if len(out) == MAX_PLAYS:
+            break
+    return out
+
+
+def is_rami_sec(view: View, action: Action) -> bool:
+    """Whether ``action`` (legal now) lays every card but one while nobody has laid this
+    round: a Rami sec, for which everyone else pays 200 (in simple, only at a table with
+    ``simple_rami_sec``)."""
+    lay = action.lay if isinstance(action, Draw) else action
+    if not isinstance(lay, Lay) or view.hand is None or any(view.opened):
+        return False
+    if view.variant.lays_whole_hand and not view.options.simple_rami_sec:
+        return False
+    # A joker taken back comes to the hand as the card given for it leaves: it laid none.
+    laid = sum(len(step.cards) for step in lay.steps if not isinstance(step, TakeJoker))
+    return len(view.hand) + (1 if isinstance(action, Draw) else 0) - laid == 1
 
 
 def _suggestion(view: View) -> str | None:
@@ -255,10 +276,12 @@ def hint_lines(analysis: game_pb2.Analysis, view: View, look: Look) -> list[Styl
     lines: list[StyleAndTextTuples] = [_arrangement(analysis, look, whole)]
     lines += [[("", fact)] for fact in _variant_facts(analysis, view, look)]
     if view.my_turn:
-        plays = plays_now(view)
+        plays = _plays(view)
         suggestion = _suggestion(view)
-        for play in plays:
+        for play, action in plays.items():
             choice = "   (the strong bot's choice)" if play == suggestion else ""
+            if is_rami_sec(view, action):
+                choice = "   (a Rami sec: everyone else pays 200)" + choice
             lines.append([("class:dim", "  you can: "), ("class:me", play), ("class:dim", choice)])
         if suggestion and suggestion not in plays:
             lines.append([("class:dim", "The strong bot would play: "), ("class:me", suggestion)])
