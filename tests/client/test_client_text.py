@@ -164,6 +164,10 @@ def test_the_ascii_look_writes_the_servers_cards_as_it_writes_its_own() -> None:
     out.error(said)
     assert out.recent[-1][0] == [("class:bad", ascii_look.text(said))]
     assert Look(color=False, ascii=False).text(said) == said
+    # Symbols that name no card (the engine's list of the ways to write a suit) stay.
+    suits = "not a card: '9x' (suit must be one of c d h s or ♣ ♦ ♥ ♠)"
+    assert ascii_look.text(suits) == suits
+    assert ascii_look.text("10♥ and A♠, J♣") == "10h and As, Jc"
 
 
 def test_the_toolbar_says_whose_turn_the_clock_the_table_and_the_players() -> None:
@@ -528,9 +532,11 @@ def test_a_hint_says_which_play_is_a_rami_sec() -> None:
     sec = [line for line in said if "you can:" in line and "Rami sec" in line]
     assert len(sec) == 1 and "everyone else pays 200" in sec[0], said
     players[1].opened = True
-    later = view_from_proto(_view(**{**fresh, "players": players}))
+    laid = [game_pb2.TableMeld(number=1, owner=1, meld=_view().melds[0].meld)]
+    later = view_from_proto(_view(**{**fresh, "players": players, "melds": laid}))
     said = lines(hint_lines(analysis, later, LOOK))
-    assert not any("Rami sec" in line for line in said if "you can:" in line), said
+    plays = [line for line in said if "you can:" in line]
+    assert plays and not any("Rami sec" in line for line in plays), said
 
 
 def test_a_hint_says_a_finish_by_another_costs_the_whole_hand_where_it_does() -> None:

@@ -1,6 +1,8 @@
-"""The help as printed: the commands that apply now, or one command in full, broken between
-words to the window's width. The list of commands takes the fullest form that fits the rows the
+"""The help as printed: the commands that apply now, or one command in full. The list of
+commands is made for the window's width, and takes the fullest form that fits the rows the
 window has for it: each command with its summary, else every usage in columns, else the names.
+One command's help is its usage and one paragraph, which the printer breaks between words to
+the window's width (again when it is resized).
 
 >>> [t for _, t in help_lines("", "lobby", None, 60)[0]]
 ['Commands in the lobby']

@@ -84,8 +84,8 @@ def is_rami_sec(view: View, action: Action) -> bool:
     round: a Rami sec, for which everyone else pays 200 (in simple, only at a table with
     ``simple_rami_sec``)."""
     lay = action.lay if isinstance(action, Draw) else action
-    if not isinstance(lay, Lay) or view.hand is None or any(view.opened):
-        return False
+    if not isinstance(lay, Lay) or view.hand is None or view.melds:
+        return False  # (someone has laid this round: the table has melds)
     if view.variant.lays_whole_hand and not view.options.simple_rami_sec:
         return False
     # A joker taken back comes to the hand as the card given for it leaves: it laid none.

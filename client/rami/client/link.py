@@ -41,6 +41,7 @@ __all__ = [
     "TOKEN_METADATA",
     "Link",
     "LinkError",
+    "NotSent",
     "Refused",
     "Unreachable",
     "moved_to",
@@ -186,6 +187,50 @@ def plain_error(error: grpc.aio.AioRpcError, target: str) -> LinkError:
     return Refused(message, code, _reason(error))
 
 
+#: The states of a channel trying to connect, never connected since.
+_CONNECTING = (grpc.ChannelConnectivity.CONNECTING, grpc.ChannelConnectivity.TRANSIENT_FAILURE)
+
+
+class _Down:
+    """Watches a channel that is not connected while a call waits for it (``wait_for_ready``:
+    the call goes out the moment it connects): whether it stayed down all along."""
+
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self.channel = channel
+        #: A state other than trying to connect was seen (connected, or idle after it).
+        self.came_back = False
+        self._task = asyncio.ensure_future(self._run())
+
+    @classmethod
+    def watch(cls, channel: grpc.aio.Channel) -> _Down | None:
+        """A watch of ``channel`` when it is not connected now (None when it is)."""
+        if channel.get_state(try_to_connect=False) == grpc.ChannelConnectivity.READY:
+            return None
+        return cls(channel)
+
+    async def _run(self) -> None:
+        state = self.channel.get_state(try_to_connect=False)
+        while True:
+            await self.channel.wait_for_state_change(state)
+            state = self.channel.get_state(try_to_connect=False)
+            if state not in _CONNECTING:
+                self.came_back = True
+                return
+
+    def throughout(self, error: grpc.aio.AioRpcError) -> bool:
+        """Whether a call that failed with ``error`` ran out of time never sent: its deadline
+        came while the channel had only been trying to connect (a call sent and then cut
+        off ends otherwise, or on a channel that was connected meanwhile)."""
+        return (
+            error.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+            and not self.came_back
+            and self.channel.get_state(try_to_connect=False) in _CONNECTING
+        )
+
+    def stop(self) -> None:
+        self._task.cancel()
+
+
 class Link:
     """One channel to a server, with the three services' stubs."""
 
@@ -273,36 +318,41 @@ class Link:
         end = loop.time() + timeout
         sent = tries = 0
         name = self._name_of(method)
-        while True:
-            left = max(end - loop.time(), 0.0)
-            try:
-                return await self._now(method, name)(
-                    request, metadata=metadata, timeout=left, wait_for_ready=self.at == self.target
-                )
-            except grpc.aio.AioRpcError as e:
-                if end - loop.time() > 0.5 and self.follow(e):
-                    await asyncio.sleep(0.05 if moved_to(e) else 0.2)
-                    continue
-                if resend and e.code() in _RESEND and sent < _RESENDS and end - loop.time() > 0.5:
-                    sent += 1
-                    await asyncio.sleep(0.2)
-                    continue
-                if tries == 0 and self._never_sent(e):
-                    raise NotSent(
-                        f"the connection did not come back within {timeout:g} s"
-                    ) from None
-                raise plain_error(e, self.target) from None
-            finally:
-                tries += 1
-
-    def _never_sent(self, error: grpc.aio.AioRpcError) -> bool:
-        """Whether a call's one try ran out of time still waiting for a connection: a call
-        waits for one (``wait_for_ready``) and goes out the moment it is ready, so a try that
-        ends at its deadline while the channel is still not ready was never sent (one sent and
-        then cut off ends UNAVAILABLE, and is sent again)."""
-        if error.code() != grpc.StatusCode.DEADLINE_EXCEEDED or self.at != self.target:
-            return False
-        return self.channel.get_state(try_to_connect=False) != grpc.ChannelConnectivity.READY
+        # While the connection is down, whether it came back at any moment of the first try.
+        down = _Down.watch(self.channel) if self.at == self.target else None
+        try:
+            while True:
+                left = max(end - loop.time(), 0.0)
+                try:
+                    return await self._now(method, name)(
+                        request,
+                        metadata=metadata,
+                        timeout=left,
+                        wait_for_ready=self.at == self.target,
+                    )
+                except grpc.aio.AioRpcError as e:
+                    if end - loop.time() > 0.5 and self.follow(e):
+                        await asyncio.sleep(0.05 if moved_to(e) else 0.2)
+                        continue
+                    if (
+                        resend
+                        and e.code() in _RESEND
+                        and sent < _RESENDS
+                        and end - loop.time() > 0.5
+                    ):
+                        sent += 1
+                        await asyncio.sleep(0.2)
+                        continue
+                    if tries == 0 and down is not None and down.throughout(e):
+                        raise NotSent(
+                            f"the connection did not come back within {timeout:g} s"
+                        ) from None
+                    raise plain_error(e, self.target) from None
+                finally:
+                    tries += 1
+        finally:
+            if down is not None:
+                down.stop()
 
     def _name_of(self, method: Callable[..., Any]) -> tuple[str, str] | None:
         """Which stub's method ``method`` is (so that it is called on the server the link

@@ -12,6 +12,7 @@ suit symbols are used unless the output's encoding can't write them (then ``10h`
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -54,6 +55,8 @@ _PLAIN_TERMS = {"dumb", "unknown"}
 
 #: The suit symbols as the ASCII look's letters (``Q♦`` is ``Qd``, as a card's code is).
 _SUIT_LETTERS = str.maketrans("♣♦♥♠", "cdhs")
+#: A card written with its suit's symbol: its rank, then the symbol.
+_SUITED = re.compile(r"\b(10|[2-9AJQK])([♣♦♥♠])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +103,10 @@ class Look:
 
     def text(self, text: str) -> str:
         """Text made elsewhere (the server's refusals name cards ``Q♦``) as this look writes
-        it: in ASCII, each card ``Qd`` and any other suit symbol its letter."""
+        it: in ASCII, each card ``Qd`` (a suit symbol that follows no rank stays)."""
         if not self.ascii:
             return text
-        return text.translate(_SUIT_LETTERS)
+        return _SUITED.sub(lambda m: m.group(1) + m.group(2).translate(_SUIT_LETTERS), text)
 
     def suit(self, suit: int) -> str:
         """A suit's symbol (or letter in ASCII)."""

@@ -997,9 +997,10 @@ class ClientSession:
 
     async def _sent(self, what: str, call: Awaitable[T]) -> T:
         """``call``'s answer; when none came within the call's wait, an error that says so of
-        ``what`` (the command typed): it may or may not have been made (the server may have
-        made it and its answer not come back), so the table is to be looked at before it is
-        typed again (it is not kept: the table may have moved on by then)."""
+        ``what`` (the command typed): that it was not sent, when the connection never came
+        back while it waited; else that it may or may not have been made (the server may
+        have made it and its answer not come back), so the table is to be looked at before
+        it is typed again (it is not kept: the table may have moved on by then)."""
         try:
             return await call
         except NotSent as e:

@@ -72,6 +72,26 @@ def client_address(context: Any) -> str:
 
 
 @dataclass
+class KeyedLock:
+    """One holder at a time per key; a key's lock is kept only while it is held or awaited."""
+
+    _locks: dict[str, tuple[asyncio.Lock, list[int]]] = field(default_factory=dict)
+
+    @asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        """Hold ``key``'s lock while the block runs (waiting for it first)."""
+        lock, users = self._locks.get(key) or self._locks.setdefault(key, (asyncio.Lock(), [0]))
+        users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            users[0] -= 1
+            if users[0] == 0:
+                del self._locks[key]
+
+
+@dataclass
 class StreamCounter:
     """Open streams per key, at most ``limit`` each."""
 
@@ -111,22 +131,15 @@ class TimeBudget:
     what: str = "solver and record time"
     _buckets: dict[str, _Bucket] = field(default_factory=dict)
     #: Per key, the turn of work done off the event loop (see :meth:`turn`) and its waiters.
-    _turns: dict[str, tuple[asyncio.Lock, list[int]]] = field(default_factory=dict)
+    _turns: KeyedLock = field(default_factory=KeyedLock)
 
     @asynccontextmanager
     async def turn(self, key: str) -> AsyncIterator[None]:
         """One at a time per ``key``: for work done off the event loop, checked when its turn
         comes and charged when it ends, so that a key's calls sent at once are each checked
         against what the ones before them were charged (as calls done on the loop are)."""
-        lock, users = self._turns.get(key) or self._turns.setdefault(key, (asyncio.Lock(), [0]))
-        users[0] += 1
-        try:
-            async with lock:
-                yield
-        finally:
-            users[0] -= 1
-            if users[0] == 0:
-                del self._turns[key]
+        async with self._turns.hold(key):
+            yield
 
     def _bucket(self, key: str) -> _Bucket:
         """``key``'s bucket, refilled to now."""

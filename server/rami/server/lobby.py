@@ -22,7 +22,7 @@ import random
 import secrets
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rami.engine import Card, Options, RuleError, get_variant
@@ -31,7 +31,7 @@ from rami.engine.cards import full_deck
 from .dealing import ServerKey
 from .entries import Close, Entry, EntryError, Mark, entry_from_dict
 from .errors import log_unexpected
-from .limits import RateLimiter, TimeBudget
+from .limits import KeyedLock, RateLimiter, TimeBudget
 from .refusals import (
     Exhausted,
     Invalid,
@@ -108,14 +108,6 @@ class LobbyConfig:
     work_burst: float = 1.0
     #: Seconds a waiting table may go without a change before the server closes it (0: never).
     waiting_expiry: float = 3600.0
-
-
-@dataclass
-class _Creating:
-    """The CreateTable calls of one client address: one runs at a time."""
-
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    users: int = 0
 
 
 def new_table_id() -> str:
@@ -205,8 +197,8 @@ class Lobby:
         #: The tables this process holds, by id.
         self.tables: dict[str, Table] = {}
         self._loading: dict[str, asyncio.Future[Table | Refusal | None]] = {}
-        #: The CreateTable calls under way, by client address (see :meth:`create`).
-        self._creating: dict[str, _Creating] = {}
+        #: Each client address's table creations, one at a time (see :meth:`create`).
+        self._creating = KeyedLock()
         #: When the leases of this server's tables were last renewed (monotonic).
         self._renewed = time.monotonic()
         #: Set at shutdown: no more claims.
@@ -466,46 +458,6 @@ class Lobby:
         ``rematch_of``: the finished table whose rematch this is, at which ``token`` (the
         call's) must prove a seat. A finished table has one rematch: when it has one already,
         that table is answered with no owner token ('') and nothing is created."""
-        # One at a time for each client address: the count of its unfinished tables and the
-        # new table's row go together (calls at once would each count the others' tables
-        # not yet stored, and pass the limit together).
-        creating = self._creating.setdefault(client, _Creating())
-        creating.users += 1
-        try:
-            async with creating.lock:
-                return await self._create(
-                    name=name,
-                    variant=variant,
-                    options=options,
-                    private=private,
-                    hand_analysis=hand_analysis,
-                    decks=decks,
-                    client=client,
-                    request=request,
-                    owner=owner,
-                    rematch_of=rematch_of,
-                    token=token,
-                )
-        finally:
-            creating.users -= 1
-            if not creating.users:
-                del self._creating[client]
-
-    async def _create(
-        self,
-        *,
-        name: str,
-        variant: str,
-        options: Options,
-        private: bool,
-        hand_analysis: bool,
-        decks: list[list[Card]],
-        client: str,
-        request: Mark | None = None,
-        owner: str | None = None,
-        rematch_of: str = "",
-        token: str | None = None,
-    ) -> tuple[Table | TableSummary, str]:
         if request is not None:
             assert owner is not None, "a request id's owner token is derived from it"
             before = await self.storage.created_by(request.key)
@@ -533,38 +485,49 @@ class Lobby:
                     "BAD_DECK",
                     f"a stacked deck must hold exactly the {v.deck_size} cards of {variant}",
                 )
-        if await self.storage.active_tables(client) >= self.config.max_tables_per_client:
-            raise Exhausted(
-                "TOO_MANY_TABLES",
-                f"a client may have at most {self.config.max_tables_per_client} unfinished tables",
-            )
+        # One at a time for each client address on this server, from the count of its
+        # unfinished tables to the new table's row: calls sent at once would each count the
+        # others' tables not yet stored, and pass the limit together.
         if options.turn_seconds == 0 and self.config.turn_seconds:
             options = options.with_(turn_seconds=self.config.turn_seconds)
         table_name = clean_name(name, MAX_TABLE_NAME, "table name", required=False)
         table_name = table_name or f"{variant} table"
-        if self._creations is not None:
-            self._creations.take(client)  # after the request's checks: a refused one spends none
-        owner = owner or secrets.token_urlsafe(24)
-        table_id = new_table_id()
-        nonce = secrets.token_hex(16)
-        secret = self.key.table_secret(table_id, nonce)
-        spec = TableSpec(
-            table_name,
-            variant,
-            options,
-            private,
-            hand_analysis,
-            hash_token(owner),
-            tuple(tuple(c.code() for c in d) for d in decks),
-            client,
-            nonce,
-        )
-        state = TableState(table_id, spec, secret=secret)
-        # The commitment is made now, before anyone can join and send entropy.
-        spec = state.spec = replace(spec, deal_commitment=state.fair_deal().commitment)
-        found = await self.storage.create_table(
-            table_id, spec.to_dict(), state.directory_seats(), spec.owner_hash, request, rematch_of
-        )
+        async with self._creating.hold(client):
+            most = self.config.max_tables_per_client
+            if await self.storage.active_tables(client) >= most:
+                raise Exhausted(
+                    "TOO_MANY_TABLES", f"a client may have at most {most} unfinished tables"
+                )
+            if self._creations is not None:
+                self._creations.take(
+                    client
+                )  # after the request's checks: a refused one spends none
+            owner = owner or secrets.token_urlsafe(24)
+            table_id = new_table_id()
+            nonce = secrets.token_hex(16)
+            secret = self.key.table_secret(table_id, nonce)
+            spec = TableSpec(
+                table_name,
+                variant,
+                options,
+                private,
+                hand_analysis,
+                hash_token(owner),
+                tuple(tuple(c.code() for c in d) for d in decks),
+                client,
+                nonce,
+            )
+            state = TableState(table_id, spec, secret=secret)
+            # The commitment is made now, before anyone can join and send entropy.
+            spec = state.spec = replace(spec, deal_commitment=state.fair_deal().commitment)
+            found = await self.storage.create_table(
+                table_id,
+                spec.to_dict(),
+                state.directory_seats(),
+                spec.owner_hash,
+                request,
+                rematch_of,
+            )
         if isinstance(found, RematchMade):  # another player's rematch, stored meanwhile
             return await self._held_or_listed(found.table_id), ""
         if found is not None:  # a copy of this request, sent meanwhile, created it first
