@@ -360,7 +360,7 @@ def test_illegal_actions_are_failed_precondition_and_change_nothing(stubs: Stubs
     # Seat 1, still in the first circuit: no discard may be taken; then a draw is one a turn.
     t.refuse(no, "FIRST_CIRCUIT", 1, **draw(game_pb2.DRAW_SOURCE_DISCARD, lay("5s 5c 5d")))
     t.refuse(no, "MUST_DRAW", 1, **discard("Jc"))
-    drew = t.act(1, **draw())
+    drew = t.act(1, **draw(with_lay=game_pb2.Lay()))  # an empty lay is no lay
     assert drew.view.drawn == cards("8c")[0] and len(drew.view.hand) == 15
     t.refuse(no, "ALREADY_DREW", 1, **draw())
     # 73 reaches 71 but does not beat the bar of 90.
@@ -369,6 +369,8 @@ def test_illegal_actions_are_failed_precondition_and_change_nothing(stubs: Stubs
 
     # Seat 0 again, after the first circuit: a tallage discard is taken only with its lay.
     t.refuse(no, "MUST_LAY_DISCARD", 0, **draw(game_pb2.DRAW_SOURCE_DISCARD))
+    # An empty lay (a client that always sets the field) is no lay: refused for the rule.
+    t.refuse(no, "MUST_LAY_DISCARD", 0, **draw(game_pb2.DRAW_SOURCE_DISCARD, game_pb2.Lay()))
     t.refuse(no, "MUST_LAY_DISCARD", 0, **draw(game_pb2.DRAW_SOURCE_DISCARD, lay("2h 3h 4h")))
     taken = t.act(0, **draw(game_pb2.DRAW_SOURCE_DISCARD, lay("5c 5d 5h")))
     assert sorted(taken.view.hand) == sorted(cards("2h 3h 4h"))

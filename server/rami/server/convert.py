@@ -283,7 +283,8 @@ def action_from_proto(request: table_service_pb2.ActRequest) -> Action:
             raise MalformedAction(
                 "draw from DRAW_SOURCE_STOCK or DRAW_SOURCE_DISCARD", "BAD_SOURCE"
             )
-        lay = lay_from_proto(request.draw.lay) if request.draw.HasField("lay") else None
+        # An empty lay is none (a client may set the field whatever it holds).
+        lay = lay_from_proto(request.draw.lay) if request.draw.lay.steps else None
         return Draw(source, lay)  # type: ignore[arg-type]
     if which == "lay":
         return lay_from_proto(request.lay)
