@@ -485,13 +485,13 @@ class Lobby:
                     "BAD_DECK",
                     f"a stacked deck must hold exactly the {v.deck_size} cards of {variant}",
                 )
-        # One at a time for each client address on this server, from the count of its
-        # unfinished tables to the new table's row: calls sent at once would each count the
-        # others' tables not yet stored, and pass the limit together.
         if options.turn_seconds == 0 and self.config.turn_seconds:
             options = options.with_(turn_seconds=self.config.turn_seconds)
         table_name = clean_name(name, MAX_TABLE_NAME, "table name", required=False)
         table_name = table_name or f"{variant} table"
+        # One at a time for each client address on this server, from the count of its
+        # unfinished tables to the new table's row: calls sent at once would each count the
+        # others' tables not yet stored, and pass the limit together.
         async with self._creating.hold(client):
             most = self.config.max_tables_per_client
             if await self.storage.active_tables(client) >= most:
@@ -499,9 +499,8 @@ class Lobby:
                     "TOO_MANY_TABLES", f"a client may have at most {most} unfinished tables"
                 )
             if self._creations is not None:
-                self._creations.take(
-                    client
-                )  # after the request's checks: a refused one spends none
+                # After the request's checks: a refused one spends none.
+                self._creations.take(client)
             owner = owner or secrets.token_urlsafe(24)
             table_id = new_table_id()
             nonce = secrets.token_hex(16)
