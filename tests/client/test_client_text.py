@@ -421,6 +421,7 @@ def test_the_moves_made_for_an_absent_player_are_the_servers_and_the_rest_is_the
     out = lines(narrate(ev.RoundEnded(result), scene))
     assert out[0] == "Round 1: You went out (Rami).", out
     assert out[2].split()[:3] == ["You", "0", "0"]
+    assert lines(narrate(te.Returned(0), scene)) == ["You came back."]
     standings = lines(narrate(ev.GameEnded((0, 47, 6), (0,)), scene))
     assert standings[0].startswith("Game over after"), standings
     assert "You wins" not in standings[0] and "You win" in standings[0], standings

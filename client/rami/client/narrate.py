@@ -168,22 +168,22 @@ def _table_event(e: te.TableEvent, scene: Scene) -> list[Line]:
             # The seat stays theirs: the server plays it until they take it back.
             if e.seat == scene.me:
                 return [_line("You left: the server plays your seat until you take it back.")]
-            who = scene.name(e.seat)
+            who = scene.who(e.seat)
             return [_line(f"{who} left: the server plays the seat until they are back.")]
-        return [_line(f"{scene.name(e.seat)} left the table.")]
+        return [_line(f"{scene.who(e.seat)} left the table.")]
     if isinstance(e, te.Returned):
-        return [_line(f"{scene.name(e.seat)} came back.")]
+        return [_line(f"{scene.who(e.seat)} came back.")]
     if isinstance(e, te.Started):
         names = [safe(n, 24) for n in e.names]
         listed = ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)
         return [[("class:heading", f"The game begins: {listed}.")]]
     if isinstance(e, te.Chatted):
         style = "class:me" if e.seat == scene.me else "class:chat"
-        return [[(style, f"{scene.name(e.seat)}: "), ("", safe(e.text))]]
+        return [[(style, f"{scene.who(e.seat)}: "), ("", safe(e.text))]]
     if isinstance(e, te.TimedOut):
         whom = "you" if e.seat == scene.me else "them"
         return [
-            [("class:warn", f"{scene.name(e.seat)} ran out of time; the server played for {whom}.")]
+            [("class:warn", f"{scene.who(e.seat)} ran out of time; the server played for {whom}.")]
         ]
     return []
 
