@@ -100,15 +100,12 @@ def parse_move(name: str, args: str) -> Action:
         raise MoveError(f"{name} which card? Type it after {name}: {name} 7h, for instance.")
     text = args.replace("|", ",").lower()
     check_ranks(args)
-    if name == "draw":
-        first, _, rest = text.partition(";")
-        try:
-            text = f"{_source(first)}" + (f";{rest}" if rest else "")
-        except MoveError as e:
-            raise MoveError(_as_typed(str(e), args)) from None
     try:
+        if name == "draw":
+            first, _, rest = text.partition(";")
+            text = f"{_source(first)}" + (f";{rest}" if rest else "")
         return parse_action(f"{name} {text}".strip())
-    except MalformedAction as e:
+    except (MoveError, MalformedAction) as e:
         raise MoveError(_as_typed(str(e), args)) from None
 
 
