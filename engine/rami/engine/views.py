@@ -139,12 +139,13 @@ def seat_part(game: Game, seat: int | None) -> SeatPart | None:
     if seat is None or not 0 <= seat < game.players:
         return None
     own = _own(game, seat)
-    if "discard" in own[2] and game.variant.must_lay_discard:
-        from .plays import takes_discard  # plays reads views: imported when needed
-
-        # Only whether some lay takes the discard: the seat's own view lists them all.
-        if not takes_discard(_view(game, seat, own)):
-            own = (own[0], own[1], tuple(s for s in own[2] if s != "discard"), own[3], own[4])
+    # Tallage: only whether some lay takes the discard (the seat's own view lists them all).
+    if (
+        "discard" in own[2]
+        and game.variant.must_lay_discard
+        and not _plays.takes_discard(_view(game, seat, own))
+    ):
+        own = (own[0], own[1], tuple(s for s in own[2] if s != "discard"), own[3], own[4])
     if not own[4]:
         return _seat_part(seat, *own)
     jpm = game.options.jokers_per_meld
@@ -159,9 +160,7 @@ def view(game: Game, seat: int | None) -> View:
         # for the seat's decision (a bot asks for them next); when there are none, the
         # discard is not a place to draw from this turn. The view is still the function's
         # own here, so it is finished in place (dataclasses.replace costs half a view).
-        from .plays import discard_completions  # plays reads views: imported when needed
-
-        lays = tuple(discard_completions(v))
+        lays = tuple(_plays.discard_completions(v))
         object.__setattr__(v, "discard_lays", lays)
         if not lays:
             object.__setattr__(
@@ -216,3 +215,9 @@ def _view(
         can_lay,  # can_lay
         can_declare,  # can_declare
     )
+
+
+# plays reads views (its functions take a View): imported last, as a module, so that either may
+# be imported first. Not inside the functions above: an import statement run at every call
+# costs a microsecond, and seat_part runs for every watcher of every update.
+from . import plays as _plays  # noqa: E402
