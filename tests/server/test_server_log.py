@@ -67,7 +67,7 @@ def test_the_default_log_tells_a_tables_life_without_a_card_or_a_token(tmp_path:
         rf"INFO .*table {tid}: seat 0 dropped",
         rf"INFO .*table {tid}: seat 0 left: the server plays for it",
         rf"INFO .*table {tid}: seat 0 came back",
-        rf"INFO .*table {tid}: seat 0 reconnected",
+        rf"INFO .*table {tid}: seat 0 connected \(a stream opened\)",
         rf"INFO .*table {tid}: game finished",
     ]
     at = 0

@@ -293,7 +293,7 @@ def test_a_dropped_player_who_acts_gets_the_grace_again(tmp_path: Path) -> None:
         if view.phase == game_pb2.PHASE_DRAW:
             view = act(stubs, table_id, tokens[turn], view.number, draw_stock=True)
         act(stubs, table_id, tokens[turn], view.number, discard=view.hand[0])
-        # Gone for longer than the grace: dropped as its turn begins.
+        # Gone for longer than the grace: dropped once its turn has lasted the grace.
         left = mover.expect(event_of("player_left", gone), "saying the seat left")
         # It draws (an Act brings it back), and has the grace again to discard.
         act(stubs, table_id, tokens[gone], left.update.number, draw_stock=True)
@@ -377,8 +377,8 @@ def test_a_seats_new_player_is_not_counted_gone_for_the_player_who_left_it(
     grace_server: ServerThread,
 ) -> None:
     """Ana watched seat 0, closed her stream and left the waiting table; Bo took seat 0 and
-    plays by Act alone, with no stream, as before him a player who never watched: the time
-    Ana was gone is not his, and he is not dropped on his turn."""
+    never opens a stream: the time Ana was gone is not his. He has the whole grace of his
+    turn, as any seat with no stream open, and is dropped only once it has passed."""
     with Stubs(grace_server.target) as stubs:
         table_id, _ = _simple_table(stubs, 2)
         ana = _join_at(stubs, table_id, "Ana", 0)
@@ -391,11 +391,70 @@ def test_a_seats_new_player_is_not_counted_gone_for_the_player_who_left_it(
         )
         time.sleep(GRACE.drop_grace * 2)
         _join_at(stubs, table_id, "Bo", 0)
-        _join_at(
-            stubs, table_id, "Cy", 1
-        )  # the table is full: the game starts, Bo (the dealer) to play
-        time.sleep(GRACE.drop_grace * 4)
+        cy = _join_at(stubs, table_id, "Cy", 1)  # the table is full: the game starts
+        stream = watch(stubs, table_id, cy)
+        view = stream.expect(
+            lambda m: m.WhichOneof("kind") == "update" and m.update.view.round > 0, "(the game)"
+        ).update.view
+        started = time.monotonic()
+        assert view.turn == 0  # Bo deals: his turn first
+        left = stream.expect(event_of("player_left", 0), "saying Bo's seat left")
+        assert time.monotonic() - started >= GRACE.drop_grace * 0.9
+        assert left.update.view.players[0].name == "Bo" and left.update.view.players[0].away
+        stream.cancel()
+
+
+def test_a_seat_that_never_opens_a_stream_is_dropped_on_its_turn(
+    grace_server: ServerThread,
+) -> None:
+    """A player (a bot that crashed right after joining) who never opens a stream does not
+    hold the table up for ever: once its turn has lasted the grace with no stream and no
+    command from it, the seat is away and the server plays for it."""
+    with Stubs(grace_server.target) as stubs:
+        table_id, _ = _simple_table(stubs, 2)
+        eva = _join_at(stubs, table_id, "Eva", 0)
+        stream = watch(stubs, table_id, eva)
+        stream.expect(lambda m: m.WhichOneof("kind") == "update", "(snapshot)")
+        _join_at(stubs, table_id, "Bruno", 1)  # and is never heard of again
+        view = stream.expect(
+            lambda m: m.WhichOneof("kind") == "update" and m.update.view.round > 0, "(the game)"
+        ).update.view
+        while view.turn != 1:
+            view = stubs.table.Act(plain_move(table_id, view), metadata=md(eva), timeout=T).view
+        left = stream.expect(event_of("player_left", 1), "saying Bruno's seat left")
+        assert left.update.view.players[1].away
+        stream.expect(
+            lambda m: m.WhichOneof("kind") == "update" and m.update.view.turn == 0,
+            "with the turn passed on",
+        )
+        stream.cancel()
+
+
+def test_a_seat_that_plays_by_act_alone_has_the_grace_of_each_turn(
+    grace_server: ServerThread,
+) -> None:
+    """A player that never watches and plays by Act alone (it reads its view in each answer)
+    is not dropped for the time the others take: its grace runs on its own turn."""
+    with Stubs(grace_server.target) as stubs:
+        table_id, _ = _simple_table(stubs, 2)
+        eva = _join_at(stubs, table_id, "Eva", 0)
+        stream = watch(stubs, table_id, eva)
+        stream.expect(lambda m: m.WhichOneof("kind") == "update", "(snapshot)")
+        bo = _join_at(stubs, table_id, "Bo", 1)
+        view = stream.expect(
+            lambda m: m.WhichOneof("kind") == "update" and m.update.view.round > 0, "(the game)"
+        ).update.view
+        for _ in range(2):
+            # Eva takes twice the grace over her turn; Bo then plays his at once.
+            while view.turn != 1:
+                time.sleep(GRACE.drop_grace)
+                view = stubs.table.Act(plain_move(table_id, view), metadata=md(eva), timeout=T).view
+            time.sleep(GRACE.drop_grace * 0.3)
+            # (Eva deals: Bo's turns begin with a draw.)
+            bos = stubs.table.Act(plain_move(table_id, view), metadata=md(bo), timeout=T).view
+            view = stubs.table.Act(plain_move(table_id, bos), metadata=md(bo), timeout=T).view
         seats = stubs.lobby.GetTable(
             lobby_service_pb2.GetTableRequest(table_id=table_id), timeout=T
         ).table.seats
-        assert seats[0].name == "Bo" and not seats[0].away, seats
+        assert not seats[1].away, seats
+        stream.cancel()

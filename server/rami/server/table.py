@@ -441,6 +441,7 @@ class Table:
         "_task",
         "_thinking",
         "_thought",
+        "_turn_began",
         "_turn_key",
         "changed_at",
         "checkpoints",
@@ -515,9 +516,12 @@ class Table:
         self._turn_key: tuple[int, int] | None = None
         self._auto: asyncio.TimerHandle | None = None
         #: Player seats with no stream open, since when (monotonic): the last stream ended,
-        #: or this process loaded the table mid-game. Their turn marks them away once
-        #: ``config.drop_grace`` has passed (see :meth:`_arm_grace`).
+        #: the player joined and has opened none yet, or this process loaded the table
+        #: mid-game. Their turn marks them away once ``config.drop_grace`` has passed since
+        #: then and since the turn began (see :meth:`_arm_grace`).
         self._gone: dict[int, float] = {}
+        #: The turn the drop grace is counted on, ``(round, turn index, monotonic start)``.
+        self._turn_began: tuple[int, int, float] | None = None
         self._grace: asyncio.TimerHandle | None = None
         self._presence_due = False
         if state.status == PLAYING:
@@ -1105,6 +1109,11 @@ class Table:
                 isinstance(e, Leave) and self.state.seats[e.seat].kind == "empty"
             ):
                 self._gone.pop(e.seat, None)
+            if isinstance(e, Join):
+                # No stream of the new player can be open yet (the join makes its token):
+                # it is gone until one opens, or a player who never opens one (a bot that
+                # crashed after joining) would hold the game up for ever.
+                self._gone[e.seat] = time.monotonic()
         if renumbered is not None:
             self._gone = {renumbered[s]: t for s, t in self._gone.items() if s in renumbered}
         self._follow_holders()
@@ -1143,7 +1152,7 @@ class Table:
         player = seat < len(self.state.seats) and self.state.seats[seat].kind == "player"
         if live:
             if self._gone.pop(seat, None) is not None and self.state.status == PLAYING:
-                log.info("table %s: seat %d reconnected", self.table_id, seat)
+                log.info("table %s: seat %d connected (a stream opened)", self.table_id, seat)
         elif player:
             self._gone[seat] = time.monotonic()
             if self.state.status == PLAYING:
@@ -1440,8 +1449,11 @@ class Table:
 
     def _arm_grace(self) -> None:
         """(Re)arm the drop of the seat whose turn it is, when its player is gone: once
-        ``config.drop_grace`` has passed since its last stream ended, the seat is marked away
-        (a Leave, as LeaveTable makes), and the server plays for it from then on."""
+        ``config.drop_grace`` has passed since its last stream ended (or since it joined,
+        when it has opened none, or since its last command) and since its turn began, the
+        seat is marked away (a Leave, as LeaveTable makes), and the server plays for it from
+        then on. Counted on the turn: a player who plays by Act alone, with no stream, is not
+        dropped for the time the others took."""
         if self._grace is not None:
             self._grace.cancel()
             self._grace = None
@@ -1452,10 +1464,15 @@ class Table:
         if game.phase not in (Phase.DRAW, Phase.PLAY):
             return
         seat = game.turn
+        now = time.monotonic()
+        began = self._turn_began
+        if began is None or began[:2] != (game.round, game.turn_index):
+            began = self._turn_began = (game.round, game.turn_index, now)
         gone = self._gone.get(seat)
         if gone is None or state.seats[seat].kind != "player" or state.seats[seat].away:
             return
-        delay = max(gone + self.config.drop_grace - time.monotonic(), _LEAST_AUTO_DELAY)
+        since = max(gone, began[2])
+        delay = max(since + self.config.drop_grace - now, _LEAST_AUTO_DELAY)
         loop = asyncio.get_running_loop()
         self._grace = loop.call_later(delay, self._drop, self.number, seat)
 
