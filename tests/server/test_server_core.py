@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import pytest
 from storage_backends import Backend, backend_for
 
-from rami.engine import POLICIES, Card, Discard, Draw, Lay, NewMeld, Options, Phase, RuleError
+from rami.engine import POLICIES, Card, Discard, Draw, Lay, NewMeld, Options, Phase, RuleError, view
 from rami.engine import events as engine_events
 from rami.engine.policies import make_expert
 from rami.server.entries import (
@@ -1586,3 +1586,29 @@ def test_a_stream_whose_caller_goes_while_it_opens_leaves_no_watcher() -> None:
             await storage.close()
 
     run(main)
+
+
+def test_a_seat_asked_of_a_finished_game_is_refused_in_words_of_its_end() -> None:
+    """JoinTable or AddBot at a table whose game is over: TABLE_STARTED, as once it began,
+    but the words say the game is over, not that it has started."""
+    state = TableState("t1", TableSpec("t", "portuguese", Options(players=2, rounds=1)))
+    state.apply(Join(0, "Ana", "h0"))
+    state.apply(Join(1, "Bo", "h1"))
+    state.apply(Start(SEED))
+    with pytest.raises(Precondition, match="has started") as started:
+        state.free_seat(None)
+    rng = random.Random(0)
+    for _ in range(2000):  # a round of strong against itself ends well before
+        if state.status == FINISHED:
+            break
+        game = state.game
+        assert game is not None
+        if game.phase == Phase.ROUND_OVER:
+            state.apply(NextDeal())
+            continue
+        seat = game.turn
+        state.apply(Act(seat, POLICIES["strong"](view(game, seat), rng)))
+    assert state.status == FINISHED
+    with pytest.raises(Precondition, match="the game is over") as over:
+        state.free_seat(None)
+    assert over.value.reason == started.value.reason == "TABLE_STARTED"

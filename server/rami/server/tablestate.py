@@ -343,6 +343,8 @@ class TableState:
     def free_seat(self, wanted: int | None) -> int:
         """The seat to take: ``wanted`` if it is free, else the first free one."""
         self._not_closed()
+        if self.status == FINISHED:
+            raise Precondition("TABLE_STARTED", "the game is over: no seat can be taken")
         if self.status != WAITING:
             raise Precondition(
                 "TABLE_STARTED",
