@@ -25,8 +25,10 @@ of the round: the one-step improvement a search over strong's play aims at. Poli
   ``bench.leaf_values``; ``leaf=A/B/C``: a round still going valued by that fit, in place of
   the expert's for the variant (``bench.leaf_values`` prints them); ``blind``: not told which
   cards the others are known to hold (``View.known`` emptied: its sampled games deal every
-  hidden card at random); ``strongdraws``: strong's draw (the draw not searched: judged against
-  ``expert``, the decisions that differ are the draws alone). For instance
+  hidden card at random); ``infer``: sampled games that agree with the last discard
+  (``Expert.infer``), ``uniform``: sampled games that need not; ``strongdraws``: strong's
+  draw (the draw not searched: judged against ``expert``, the decisions that differ are the
+  draws alone). For instance
   ``expert:circuits=3``, ``expert:margin=0.1,z=1`` or ``expert:costs,whole``.
 
 ::
@@ -92,6 +94,8 @@ def policy_named(name: str) -> Policy:
                 settings["prune"] = False
             elif key == "costs" and not value:
                 settings["fitted"] = False
+            elif key in ("infer", "uniform") and not value:
+                settings["infer"] = key == "infer"  # type: ignore[assignment]
             elif key == "budget":
                 settings["budget"] = float(value)
             elif key == "circuits":
@@ -106,8 +110,8 @@ def policy_named(name: str) -> Policy:
         except ValueError:
             raise SystemExit(
                 f"not an expert option: {item!r} "
-                "(blind, strongdraws, whole, costs, leaf=A/B/C, budget=S, circuits=N, "
-                "margin=C, z=Z)"
+                "(blind, strongdraws, whole, costs, infer, uniform, leaf=A/B/C, budget=S, "
+                "circuits=N, margin=C, z=Z)"
             ) from None
     try:
         policy = make_expert(**settings)  # type: ignore[arg-type]

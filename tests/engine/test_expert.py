@@ -15,7 +15,7 @@ import random
 
 import pytest
 
-from rami.engine import POLICIES, Game, NextRound, Options, Phase, view
+from rami.engine import POLICIES, Draw, Game, NextRound, Options, Phase, view
 from rami.engine.determinize import sample_game
 from rami.engine.plays import legal_plays
 from rami.engine.policies import (
@@ -198,3 +198,95 @@ def test_the_test_to_leave_strongs_choice_is_the_variants_unless_given() -> None
         if game.phase not in (Phase.DRAW, Phase.PLAY):
             break
     assert differ > 0
+
+
+def _strong_round(variant: str, seed: int, players: int = 2):  # type: ignore[no-untyped-def]
+    """Every view of a round of strong against itself, with the game it was made from."""
+    game, _ = Game.new(variant, Options(players=players), seed=seed)
+    rng = random.Random(seed)
+    while game.phase in (Phase.DRAW, Phase.PLAY):
+        seat = game.turn
+        v = view(game, seat)
+        yield game.clone(), v
+        game.apply(seat, POLICIES["strong"](v, rng))
+
+
+@pytest.mark.parametrize("variant", ["portuguese", "simple"])
+def test_the_last_discard_never_rules_out_the_true_game(variant: str) -> None:
+    """Reading the last discard (``infer``): in games of strong against itself, the game as it
+    truly is always agrees with the discard that was made (strong in the thrower's seat would
+    throw that card again), while most games sampled at random do not: the evidence is sound
+    and says something."""
+    from rami.engine.policies import _thrower, _would_throw
+
+    read = agreed = sampled = 0
+    for seed in (1, 2):
+        for game, v in _strong_round(variant, seed):
+            thrower = _thrower(v)
+            if thrower is None:
+                continue
+            assert thrower == (v.seat - 1) % v.players  # type: ignore[operator]
+            assert _would_throw(game, v, thrower, random.Random(0))
+            read += 1
+            for k in range(4):
+                sampled += 1
+                world = sample_game(v, random.Random(k))
+                agreed += _would_throw(world, v, thrower, random.Random(0))
+    assert read > 30
+    assert agreed < sampled / 2
+
+
+def test_the_last_discard_is_read_only_when_it_is_the_throwers() -> None:
+    """The round's first turn shows a dealt card; a seat that took the discard this turn sees
+    the card below it: neither is read. A seat that drew from the stock reads the top."""
+    from rami.engine.policies import _thrower
+
+    game, _ = Game.new("portuguese", Options(players=2), seed=3)  # no dealer's extra card
+    v = view(game, game.turn)
+    assert v.first_circuit and v.phase == Phase.DRAW and _thrower(v) is None
+    game.apply(game.turn, Draw("discard"))
+    assert _thrower(view(game, game.turn)) is None  # took the discard: the top is below it
+    seat = game.turn
+    game.apply(seat, POLICIES["strong"](view(game, seat), random.Random(0)))
+    v = view(game, game.turn)
+    assert v.phase == Phase.DRAW and _thrower(v) == seat
+    game.apply(game.turn, Draw("stock"))
+    assert _thrower(view(game, game.turn)) == seat  # drew from the stock: the top is seat's
+
+
+@pytest.mark.parametrize("variant", ["portuguese", "simple"])
+def test_games_sampled_with_the_last_discard_agree_with_it(variant: str) -> None:
+    """``sample_games(infer=True)``: the same games for the same seed, consistent with the view,
+    those that agree with the last discard first (the rest fill the count when too few do in
+    the draws allowed), and many more of them than among games sampled at random; an expert
+    that reads it still plays only legal moves and depends only on the view and the seed."""
+    from rami.engine.policies import _thrower, _would_throw, sample_games
+
+    checked = inferred = uniform = 0
+    for _, v in _strong_round(variant, 4):
+        thrower = _thrower(v)
+        if thrower is None or checked >= 5:
+            continue
+        games = sample_games(v, random.Random(checked), 6, infer=True)
+        assert len(games) == 6
+        assert [g.hands for g in games] == [
+            g.hands for g in sample_games(v, random.Random(checked), 6, infer=True)
+        ]
+        for g in games:
+            assert view(g, v.seat) == v
+        agreeing = [_would_throw(g, v, thrower, random.Random(0)) for g in games]
+        assert agreeing == sorted(agreeing, reverse=True)
+        inferred += sum(agreeing)
+        uniform += sum(
+            _would_throw(g, v, thrower, random.Random(0))
+            for g in sample_games(v, random.Random(checked), 6)
+        )
+        policy = make_expert(budget=0.02, infer=True)
+        move = policy(v, random.Random(8))
+        assert move in legal_plays(v)
+        assert policy(view(sample_game(v, random.Random(1)), v.seat), random.Random(8)) == move
+        checked += 1
+    assert checked == 5
+    assert inferred >= max(10, 3 * uniform), (inferred, uniform)
+    with pytest.raises(ValueError, match="infer"):
+        make_expert(infer="yes")  # type: ignore[arg-type]

@@ -48,6 +48,7 @@ from .views import View, view
 
 __all__ = [
     "EXPERT_BUDGET",
+    "EXPERT_INFER",
     "EXPERT_TESTS",
     "POLICIES",
     "STRONG_WEIGHTS",
@@ -596,6 +597,8 @@ EXPERT_TESTS: dict[str, tuple[float, float]] = {
     "tallage": (0.1, 1.0),
     "simple": (_EXPERT_MARGIN, _EXPERT_Z),
 }
+#: Whether the expert's sampled games read the last discard (``Expert.infer``), by variant.
+EXPERT_INFER: dict[str, bool] = {"portuguese": False, "tallage": False, "simple": False}
 _EXPERT_PART = 8  # the fewest sampled games played before a candidate may be dropped
 _POINT = 1 / 20  # a point paid, in cards
 _WIN = 8.0  # going out, in cards
@@ -739,6 +742,79 @@ def _playout(
     return _value(game, seat, fitted, leaf)
 
 
+#: The sampled games a search draws, at most, for each one it keeps when it reads the last
+#: discard (``Expert.infer``): past them it keeps what it drew.
+_INFER_TRIES = 10
+#: The share of a search's simulations left for drawing those games (a draw and strong's
+#: discard in it cost about a quarter of a simulation; some ten are drawn for each kept).
+_INFER_SHARE = 0.3
+
+
+def _thrower(v: View) -> int | None:
+    """The seat whose discard is the top of ``v``'s pile, as the seat to move knows it: the
+    seat before, which ended its turn by throwing it; None when the top is not known to be
+    its discard (the round's first turn, whose top was dealt; the seat took the discard
+    this turn, and the top is the card below), or when the seat has laid cards this turn
+    (the moment of the discard is not the view's less the draw)."""
+    if v.seat is None or v.seat != v.turn or v.discard_top is None or v.hand is None:
+        return None
+    if v.phase == Phase.PLAY:
+        if v.drawn is None or v.drawn in v.known[v.seat]:
+            return None  # taken from the pile (or not drawn): the top is not the thrown card
+        if v.variant.has_opening or len(v.hand) != v.variant.hand_size + 1:
+            return None  # cards laid this turn, or may have been
+    elif v.phase != Phase.DRAW:
+        return None
+    n = v.players
+    start = v.dealer if v.variant.dealer_extra else (v.dealer + 1) % n
+    if v.first_circuit and v.seat == start:
+        return None  # the round's first turn: the top was dealt
+    return (v.seat - 1) % n
+
+
+def _would_throw(game: Game, v: View, thrower: int, rng: random.Random) -> bool:
+    """Whether, in the sampled ``game``, strong in ``thrower``'s seat, holding its sampled
+    hand and the top of the pile, would have thrown that card (and not gone out or declared),
+    as it did: the game put back as it was just before that discard."""
+    top = v.discard_top
+    assert top is not None and v.seat is not None
+    before = game.clone()
+    before.discard.pop()
+    before.hands[thrower] = sorted([*before.hands[thrower], top])
+    if v.phase == Phase.PLAY and v.drawn is not None:
+        before.hands[v.seat].remove(v.drawn)  # drawn from the stock, after the discard
+        before.stock.append(v.drawn)
+    before.turn = thrower
+    before.phase = Phase.PLAY
+    before.drawn = None
+    before.turn_index = max(0, before.turn_index - 1)
+    choice = strong(view(before, thrower), rng)
+    return isinstance(choice, Discard) and choice.card == top
+
+
+def sample_games(v: View, rng: random.Random, count: int, infer: bool = False) -> list[Game]:
+    """``count`` games consistent with ``v`` (:func:`~rami.engine.determinize.sample_game`).
+    With ``infer``, games in which the seat before would not have thrown the top of the pile
+    (strong in its seat, :func:`_would_throw`) are drawn again: a card a player throws tells
+    what its hand is not. At most :data:`_INFER_TRIES` draws a game kept, over all the games;
+    when they run out, the games drawn last fill the count (those the evidence rules out
+    least often are as likely as any)."""
+    thrower = _thrower(v) if infer else None
+    if thrower is None:
+        return [sample_game(v, rng) for _ in range(count)]
+    kept: list[Game] = []
+    spare: list[Game] = []
+    for _ in range(count * _INFER_TRIES):
+        game = sample_game(v, rng)
+        if _would_throw(game, v, thrower, random.Random(rng.getrandbits(32))):
+            kept.append(game)
+            if len(kept) == count:
+                return kept
+        elif len(spare) < count:
+            spare.append(game)
+    return kept + spare[: count - len(kept)]
+
+
 def expert_scores(
     v: View,
     rng: random.Random,
@@ -748,6 +824,7 @@ def expert_scores(
     drop: tuple[float, float] | None = None,
     fitted: bool = True,
     leaf: Leaf | None = None,
+    infer: bool = False,
 ) -> list[list[float]]:
     """The value of each candidate in each of the same sampled games (common to all, so that
     the comparison is not blurred by the luck of different deals).
@@ -757,10 +834,14 @@ def expert_scores(
     paired game by game, stays under ``margin`` even at ``z`` standard errors above its mean
     is played no further: its list stops there. When no candidate but the first is left, the
     search stops. A value never depends on the order the games are played in (each game's
-    playout has its own random source), so what is played is what the whole search plays."""
+    playout has its own random source), so what is played is what the whole search plays.
+    With ``infer`` the games are drawn by :func:`sample_games`' reading of the last discard,
+    and fewer of them (:data:`_INFER_SHARE` of the simulations goes to drawing them)."""
     assert v.seat is not None
+    if infer and _thrower(v) is not None:
+        simulations = int(simulations * (1 - _INFER_SHARE))
     worlds = max(2, simulations // len(candidates))
-    games = [sample_game(v, rng) for _ in range(worlds)]
+    games = sample_games(v, rng, worlds, infer)
     seeds = [rng.getrandbits(32) for _ in range(worlds)]
     scores: list[list[float]] = [[] for _ in candidates]
     alive = list(range(len(candidates)))
@@ -843,6 +924,9 @@ class Expert:
     #: The fit ``(a, b, c)`` to value a round still going by, in place of :data:`_LEAF_FIT`'s
     #: for the variant and players (to try another: ``bench.leaf_values`` makes them).
     leaf: Leaf | None = None
+    #: Whether the sampled games must agree with the last discard (:func:`sample_games`):
+    #: ``None``, the variant's (:data:`EXPERT_INFER`).
+    infer: bool | None = None
 
     def __post_init__(self) -> None:
         if not (isinstance(self.budget, int | float) and self.budget > 0):
@@ -859,6 +943,8 @@ class Expert:
                 raise ValueError(f"the expert's {name} is a number, not {value!r}")
             if not (0 <= value < math.inf):
                 raise ValueError(f"the expert's {name} is 0 or more and finite, not {value!r}")
+        if self.infer is not None and not isinstance(self.infer, bool):
+            raise ValueError(f"the expert's infer is True, False or None, not {self.infer!r}")
         for name in ("prune", "fitted"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(
@@ -882,8 +968,9 @@ class Expert:
         sims = expert_simulations(v.variant.id, v.players, self.budget, self.circuits)
         margin, z = self.test(v.variant.id)
         drop = (margin, z) if self.prune else None
+        infer = EXPERT_INFER[v.variant.id] if self.infer is None else self.infer
         scores = expert_scores(
-            v, rng, candidates, sims, self.circuits, drop, self.fitted, self.leaf
+            v, rng, candidates, sims, self.circuits, drop, self.fitted, self.leaf, infer
         )
         return candidates[expert_choice(scores, margin, z)]
 
@@ -905,10 +992,11 @@ def make_expert(
     prune: bool = True,
     fitted: bool = True,
     leaf: Leaf | None = None,
+    infer: bool | None = None,
 ) -> Policy:
     """The expert policy with another budget per move (seconds of the reference machine), and
     other settings (see :class:`Expert`)."""
-    return Expert(budget, circuits, margin, z, prune, fitted, leaf)
+    return Expert(budget, circuits, margin, z, prune, fitted, leaf, infer)
 
 
 #: The expert policy with the default budget.
