@@ -25,7 +25,7 @@ from rami.client.pile import Pile
 from rami.client.printer import Printer, wrapped
 from rami.client.safetext import safe
 from rami.client.scores import game_table, round_table, score_sheet
-from rami.engine import VARIANTS, Card, Meld, Options, TableMeld, View, parse_cards
+from rami.engine import VARIANTS, Card, Meld, Options, Phase, TableMeld, View, parse_cards
 from rami.engine import events as ev
 from rami.v1 import game_pb2
 
@@ -591,6 +591,23 @@ def test_a_hint_short_of_the_opening_says_when_the_discard_would_open() -> None:
     ), said
 
 
+def test_a_hint_says_the_discard_lets_the_hand_go_out_not_open_when_only_a_finish_takes_it() -> (
+    None
+):
+    """Tallage: a whole-hand lay needs no opening's points. Where the card on the pile makes
+    only such a finish (its melds short of the bar), the hint says it lets the hand go out,
+    not open."""
+    hand = "2c 2h 2s 4c 4d 4s Jc Jh Js JK Ah 2h 4h"  # 3♥ on the pile: all but one laid
+    view = dataclasses.replace(_engine_view(hand), discard_top=C("3h"), bar=150)
+    no_run = game_pb2.Analysis(points_left=10, opening_value=0)
+    said = lines(hint_lines(no_run, view, LOOK))
+    assert (
+        "No opening yet: you have a clean set (2♣ 2♥ 2♠) but no clean run; taking 3♥ from "
+        "the discard pile lets you go out, laying your whole hand (below)." in said
+    ), said
+    assert any(line.startswith("  you can: draw discard; lay ") for line in said), said
+
+
 def test_the_pile_follows_throws_takes_a_rebuilt_stock_and_the_view() -> None:
     pile = Pile()
     pile.apply(ev.RoundStarted(1, 0, "", C("3s"), 1))
@@ -925,3 +942,15 @@ def test_a_player_who_leaves_a_game_under_way_leaves_the_seat_to_the_server() ->
     assert told(1, in_game=True) == "Sara left: the server plays the seat until they are back."
     mine = told(0, me=0, in_game=True)
     assert mine == "You left: the server plays your seat until you take it back."
+
+
+def test_a_hint_after_the_round_ended_gives_no_advice_for_a_turn() -> None:
+    """Once the round is over (or the game), a hint's "draw, then declare" or "lay" cannot be
+    followed: it says the round is over, and gives the arrangement alone."""
+    view = _engine_view("7h 8h 9h 2c 5d Kc")
+    analysis = game_pb2.Analysis(points_left=10, multiplier=1, declare_cards=[3])
+    for phase, words in ((Phase.ROUND_OVER, "The round is over"), (Phase.GAME_OVER, "over")):
+        said = lines(hint_lines(analysis, dataclasses.replace(view, phase=phase), LOOK))
+        assert said[0].startswith("Best arrangement"), said
+        assert any(words in line for line in said[1:]), said
+        assert not any("draw" in line or "you can" in line or "turn" in line for line in said), said

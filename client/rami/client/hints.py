@@ -18,6 +18,7 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from rami.engine import (
     POLICIES,
     Action,
+    AddToMeld,
     Card,
     Discard,
     Draw,
@@ -200,14 +201,24 @@ def _why_no_melds(analysis: game_pb2.Analysis, view: View, look: Look) -> str | 
     )
 
 
-def _discard_lays(view: View) -> bool:
-    """Whether the card on the pile, taken now, lets the hand lay (an opening, or a finish)."""
-    if not view.my_turn or view.phase != Phase.DRAW:
-        return False
+def _discard_lays(view: View) -> str:
+    """What the card on the pile, taken now, lets the hand lay: "open" (a lay that opens, or
+    adds once opened), "finish" (only a whole-hand lay: all cards but one, which needs no
+    opening's points), or "" (nothing)."""
+    if not view.my_turn or view.phase != Phase.DRAW or view.hand is None:
+        return ""
     try:
-        return any(isinstance(a, Draw) and a.lay is not None for a in legal_plays(view))
+        lays = [a.lay for a in legal_plays(view) if isinstance(a, Draw) and a.lay is not None]
     except Exception:  # a hint must never break the game
-        return False
+        return ""
+    if not lays:
+        return ""
+    whole = len(view.hand)  # the hand and the card taken, less the one thrown
+    laid = (
+        sum(len(step.cards) for step in lay.steps if isinstance(step, NewMeld | AddToMeld))
+        for lay in lays
+    )
+    return "finish" if all(n >= whole for n in laid) else "open"
 
 
 def _variant_facts(analysis: game_pb2.Analysis, view: View, look: Look) -> list[str]:
@@ -228,7 +239,13 @@ def _variant_facts(analysis: game_pb2.Analysis, view: View, look: Look) -> list[
             facts.append(f"Your best opening is worth {value}: {verdict}.")
         else:
             why = _why_no_opening(view.hand or (), look)
-            if top and _discard_lays(view):
+            lays = _discard_lays(view) if top else ""
+            if lays == "finish":
+                why = (
+                    f"{why[:-1]}; taking {top} from the discard pile lets you go out, laying"
+                    " your whole hand (below)."
+                )
+            elif lays:
                 why = f"{why[:-1]}; taking {top} from the discard pile lets you open (below)."
             facts.append(why)
     if variant.declares and analysis.declare_cards:
@@ -274,6 +291,10 @@ def hint_lines(analysis: game_pb2.Analysis, view: View, look: Look) -> list[Styl
             whole += " (200 if they lay their whole hand while nobody has laid: a Rami sec)"
         whole += "."
     lines: list[StyleAndTextTuples] = [_arrangement(analysis, look, whole)]
+    if view.phase in (Phase.ROUND_OVER, Phase.GAME_OVER):
+        # What a turn could do cannot be done any more: the arrangement alone.
+        over = "The game is over" if view.phase == Phase.GAME_OVER else "The round is over"
+        return [*lines, [("class:dim", f"{over}: no more plays with this hand.")]]
     lines += [[("", fact)] for fact in _variant_facts(analysis, view, look)]
     if view.my_turn:
         plays = _plays(view)
