@@ -396,6 +396,21 @@ def test_a_refused_meld_of_many_cards_says_melds_are_put_apart_with_commas() -> 
     assert comma not in _refusal(mixed("10♣ J♦ Q♥"))  # one meld, wrong
 
 
+def test_a_joker_added_at_the_wrong_end_says_how_to_name_the_other() -> None:
+    from rami.client.link import Refused
+    from rami.client.session import _refusal
+
+    refused = Refused(
+        "3♣ does not go at either end of 6♣ 7♣ 8♣ JK: the joker went to the high end, as none"
+        " was named; name the low end to put it there",
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "INVALID_MELD",
+    )
+    assert _refusal(refused).endswith(
+        "name the low end to put it there: type low after the cards of the add. Nothing was played."
+    ), _refusal(refused)
+
+
 def test_a_discard_or_declaration_with_no_card_asks_which() -> None:
     for name in ("discard", "declare"):
         with pytest.raises(MoveError, match=rf"^{name} which card\? Type it after {name}"):

@@ -383,3 +383,22 @@ def test_accepts_says_whether_with_added_takes_the_card_for_every_meld_and_card(
                 assert m.accepts(c, jokers_per_meld=jpm) == takes, (str(m), c, jpm)
                 asked += 1
     assert asked > 50_000, asked
+
+
+def test_a_refused_addition_says_what_stopped_it() -> None:
+    """A card of the run's own rank and suit is refused as one the run holds already (not as
+    one that goes at neither end), and cards that fit only with the joker at the other end
+    than the one it went to by default say so, and how to ask for that end."""
+    from rami.engine.game import _add_cards
+
+    run = Meld.parse("Jc Qc Kc")
+    with pytest.raises(MeldError, match="already holds Q♣"):
+        run.with_added(C("Qc"))
+    low = Meld.parse("6c 7c 8c")
+    with pytest.raises(MeldError, match=r"the joker went to the high end.*low"):
+        _add_cards(low, cards("3c 4c JK"), None, 1)
+    assert _add_cards(low, cards("3c 4c JK"), "low", 1) == Meld.parse("3c 4c JK 6c 7c 8c")
+    # Said high, it is the player's choice: no advice about the other end.
+    with pytest.raises(MeldError) as high:
+        _add_cards(low, cards("3c 4c JK"), "high", 1)
+    assert "went to the high end" not in str(high.value)

@@ -1539,6 +1539,9 @@ def _refusal(error: Refused, names: Sequence[str] = (), bar: int = 0) -> str:
     if error.reason == "INVALID_MELD" and mixed and len(mixed.group(1).split()) >= 6:
         # Most likely several melds typed as one.
         text += " To lay several melds, put commas between them: lay 7h 8h 9h, Ks Kd Kc."
+    end = re.search(r"name the (low|high) end to put it there\.$", text)
+    if end:  # the engine's words, not the client's: say how to name it here
+        text = f"{text[:-1]}: type {end.group(1)} after the cards of the add."
     if names:  # the server speaks of seats; the person knows the players by name
 
         def name(match: re.Match[str]) -> str:

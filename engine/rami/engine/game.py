@@ -947,6 +947,8 @@ def _add_cards(meld: Meld, cards: Sequence[Card], end: str | None, jpm: int) -> 
     if not pending:
         raise MeldError("name the cards to add")
     side: End | None = "low" if end == "low" else "high" if end == "high" else None
+    #: Where a joker went at the run's end the player did not name (the default).
+    placed: str | None = None
     while pending:
         for c in pending:
             if c == JOKER:
@@ -959,8 +961,20 @@ def _add_cards(meld: Meld, cards: Sequence[Card], end: str | None, jpm: int) -> 
             break
         else:
             if JOKER in pending:
+                before = meld
                 meld = meld.with_added(JOKER, end=side, jokers_per_meld=jpm)
+                if side is None and before.kind == RUN:
+                    placed = "high" if meld.lo == before.lo else "low"
                 pending.remove(JOKER)
             else:
-                meld.with_added(pending[0], jokers_per_meld=jpm)  # raises, saying why
+                try:
+                    meld.with_added(pending[0], jokers_per_meld=jpm)  # raises, saying why
+                except MeldError as e:
+                    if placed is None:
+                        raise
+                    other = "low" if placed == "high" else "high"
+                    raise MeldError(
+                        f"{e}: the joker went to the {placed} end, as none was named; "
+                        f"name the {other} end to put it there"
+                    ) from None
     return meld

@@ -330,6 +330,8 @@ class Meld:
             return Meld(RUN, (card, *self.cards), self.suit, self.lo - 1)
         if r == self.hi + 1 or (r == 1 and self.hi == 13):
             return Meld(RUN, (*self.cards, card), self.suit, self.lo)
+        if self.lo <= r <= self.hi or (r == 1 and self.hi == 14):
+            raise MeldError(f"the run {self} already holds {card}")
         raise MeldError(f"{card} does not go at either end of {self}")
 
     def with_joker_taken(self, card: int) -> Meld:
