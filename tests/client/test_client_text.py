@@ -447,7 +447,7 @@ def test_after_a_declaration_every_hand_is_shown_its_melds_beside_what_it_paid()
     result = ev.RoundResult(1, "declare", 1, (22, 0, 2), (22, 0, 2), 1, hands)
     out = lines(narrate(ev.RoundEnded(result), _scene(me=0, variant=VARIANTS["portuguese"])))
     assert out[2].split() == ["You", "22", "22", "9♣", "K♦"], out
-    assert out[3].split() == ["melds", "kept:", "4♥", "5♥", "6♥"], out
+    assert out[3].split() == ["melds", "kept:", "[4♥", "5♥", "6♥]"], out
     assert out[4].split() == ["Sara", "0", "0", "(declared)"], out
     assert out[5].split() == ["Strong", "bot", "3", "2", "2", "2♣"], out
     assert len(out) == 6, out
@@ -954,3 +954,17 @@ def test_a_hint_after_the_round_ended_gives_no_advice_for_a_turn() -> None:
         assert said[0].startswith("Best arrangement"), said
         assert any(words in line for line in said[1:]), said
         assert not any("draw" in line or "you can" in line or "turn" in line for line in said), said
+
+
+def test_a_portuguese_rounds_kept_melds_are_shown_apart() -> None:
+    """After a declaration every hand is shown: the melds a hand kept are each in brackets,
+    so that two melds side by side never read as one (A♦ 2♦ 3♦ and 4♦ 4♠ JK, not a run
+    running into a set)."""
+    from rami.engine import VARIANTS as ALL
+
+    hand = tuple(parse_cards("Ad 2d 3d 4d 4s JK 6c 6d 6s 7c 7d 7s 9h"))
+    result = ev.RoundResult(1, "declare", 1, (9, 0), (9, 0), hands=(hand, tuple(parse_cards("2c"))))
+    table = text(round_table(result, ["You", "Sara"], LOOK, ALL["portuguese"])).splitlines()
+    kept = next(line for line in table if "melds kept:" in line)
+    assert "[A♦ 2♦ 3♦]" in kept, table
+    assert kept.count("[") == kept.count("]") >= 3, table

@@ -97,8 +97,8 @@ def round_table(
         if melds:
             # Every hand is shown at a round's end: under what it paid, the melds it kept.
             out.append(("class:dim", f"  {' ' * width}  {'':>5}  {'':>5}  melds kept:"))
-            for meld in melds:
-                out += [("", " "), *meld_fragments(meld, look)]
+            for meld in melds:  # each apart: side by side, two melds read as one
+                out += [("", " ["), *meld_fragments(meld, look), ("", "]")]
             out.append(("", "\n"))
     return out
 
