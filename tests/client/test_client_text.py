@@ -23,7 +23,7 @@ from rami.client.panel import (
 )
 from rami.client.pile import Pile
 from rami.client.printer import Printer, wrapped
-from rami.client.safetext import safe
+from rami.client.safetext import cells, safe
 from rami.client.scores import game_table, round_table, score_sheet
 from rami.engine import VARIANTS, Card, Meld, Options, Phase, TableMeld, View, parse_cards
 from rami.engine import events as ev
@@ -194,6 +194,17 @@ def test_the_toolbar_marks_others_away_but_never_the_player_reading_it() -> None
     players = text(toolbar_fragments(view, LOOK, width=200)).split("\n")[-1]
     you, sara, bot = players.split("│")
     assert "away" not in you and "away" in sara and "away" in bot, players
+
+
+def test_the_clock_is_never_broken_from_its_time() -> None:
+    """Where the turn's line is too long for the window, the clock goes to the next line
+    whole: never its sign at the end of one line and its time on the next."""
+    view = _view()
+    view.turn_deadline.FromSeconds(1000)
+    for width in range(50, 90):
+        bar = text(toolbar_fragments(view, LOOK, now=958.0, width=width)).split("\n")
+        assert sum("⏱ 0:42" in line for line in bar) == 1, (width, bar)
+        assert all(cells(line) < width for line in bar), (width, bar)
 
 
 def test_the_clock_is_not_shown_while_the_connection_is_lost() -> None:

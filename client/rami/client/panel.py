@@ -343,9 +343,10 @@ def toolbar_fragments(
     if note:  # a lost connection matters more than anything else on the line
         head.append(("class:bottom-toolbar.turn", f"{note}   "))
     head += turn_fragments(view, look, staged)
-    if clock:
-        head.append(("class:bottom-toolbar.turn", f"   {clock}"))
-    out = _flow(_words(head), "", width - 1, " ", [("", " ")])
+    words = _words(head)
+    if clock:  # one piece: its sign never at the end of a line and its time on the next
+        words.append([("class:bottom-toolbar.turn", f"   {clock}")])
+    out = _flow(words, "", width - 1, " ", [("", " ")], trim=True)
     short = small(width, rows)
     bar = " | " if look.ascii else " │ "
     out += [("", "\n"), *_flow(_facts(view, look, short), look.bullet, width - 1, " ")]
