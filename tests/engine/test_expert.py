@@ -226,12 +226,12 @@ def test_the_last_discard_never_rules_out_the_true_game(variant: str) -> None:
             if thrower is None:
                 continue
             assert thrower == (v.seat - 1) % v.players  # type: ignore[operator]
-            assert _would_throw(game, v, thrower, random.Random(0))
+            assert _would_throw(game, v, thrower)
             read += 1
             for k in range(4):
                 sampled += 1
                 world = sample_game(v, random.Random(k))
-                agreed += _would_throw(world, v, thrower, random.Random(0))
+                agreed += _would_throw(world, v, thrower)
     assert read > 30
     assert agreed < sampled / 2
 
@@ -274,12 +274,11 @@ def test_games_sampled_with_the_last_discard_agree_with_it(variant: str) -> None
         ]
         for g in games:
             assert view(g, v.seat) == v
-        agreeing = [_would_throw(g, v, thrower, random.Random(0)) for g in games]
+        agreeing = [_would_throw(g, v, thrower) for g in games]
         assert agreeing == sorted(agreeing, reverse=True)
         inferred += sum(agreeing)
         uniform += sum(
-            _would_throw(g, v, thrower, random.Random(0))
-            for g in sample_games(v, random.Random(checked), 6)
+            _would_throw(g, v, thrower) for g in sample_games(v, random.Random(checked), 6)
         )
         policy = make_expert(budget=0.02, infer=True)
         move = policy(v, random.Random(8))
@@ -287,6 +286,6 @@ def test_games_sampled_with_the_last_discard_agree_with_it(variant: str) -> None
         assert policy(view(sample_game(v, random.Random(1)), v.seat), random.Random(8)) == move
         checked += 1
     assert checked == 5
-    assert inferred >= max(10, 3 * uniform), (inferred, uniform)
+    assert inferred >= max(10, 2 * uniform), (inferred, uniform)
     with pytest.raises(ValueError, match="infer"):
         make_expert(infer="yes")  # type: ignore[arg-type]

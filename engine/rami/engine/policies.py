@@ -772,7 +772,7 @@ def _thrower(v: View) -> int | None:
     return (v.seat - 1) % n
 
 
-def _would_throw(game: Game, v: View, thrower: int, rng: random.Random) -> bool:
+def _would_throw(game: Game, v: View, thrower: int) -> bool:
     """Whether, in the sampled ``game``, strong in ``thrower``'s seat, holding its sampled
     hand and the top of the pile, would have thrown that card (and not gone out or declared),
     as it did: the game put back as it was just before that discard."""
@@ -788,8 +788,20 @@ def _would_throw(game: Game, v: View, thrower: int, rng: random.Random) -> bool:
     before.phase = Phase.PLAY
     before.drawn = None
     before.turn_index = max(0, before.turn_index - 1)
-    choice = strong(view(before, thrower), rng)
-    return isinstance(choice, Discard) and choice.card == top
+    then = view(before, thrower)
+    assert then.hand is not None
+    # Strong's choice (``_strong``) read in the order that rules a game out soonest: most
+    # are ruled out by a card it would rather throw, found after a few of the discards'
+    # costs, where strong itself would weigh every one.
+    judge = _Judge(then)
+    hand = list(then.hand)
+    thrown = judge.discard_key(hand, top)
+    for card in sorted(set(hand)):
+        if card != top and judge.discard_key(hand, card) < thrown:
+            return False
+    if then.variant.declares:
+        return _best_declare(then) is None
+    return _first_lay(then, hand) is None
 
 
 def sample_games(v: View, rng: random.Random, count: int, infer: bool = False) -> list[Game]:
@@ -806,7 +818,7 @@ def sample_games(v: View, rng: random.Random, count: int, infer: bool = False) -
     spare: list[Game] = []
     for _ in range(count * _INFER_TRIES):
         game = sample_game(v, rng)
-        if _would_throw(game, v, thrower, random.Random(rng.getrandbits(32))):
+        if _would_throw(game, v, thrower):
             kept.append(game)
             if len(kept) == count:
                 return kept
