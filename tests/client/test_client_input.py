@@ -125,7 +125,7 @@ def test_moves_read_as_the_engine_actions() -> None:
     ("name", "args", "says"),
     [
         ("discard", "9x", "not a card: '9x'"),
-        ("discard", "Q", "not a card: 'Q'"),  # as typed, not lowered
+        ("discard", "Q", "'Q' is not a card: its suit goes after its rank"),  # as typed
         ("lay", "7h 8H ZZ", "not a card: 'ZZ'"),
         ("draw", "Sideways", "not 'Sideways'"),
         ("discard", "9c 9d", "name exactly one card"),
@@ -394,6 +394,17 @@ def test_a_refused_meld_of_many_cards_says_melds_are_put_apart_with_commas() -> 
     comma = "put commas between them"
     assert comma in _refusal(mixed("10♣ 10♦ 10♥ J♣ J♦ J♥ 4♦ 5♦ 6♦"))
     assert comma not in _refusal(mixed("10♣ J♦ Q♥"))  # one meld, wrong
+
+
+def test_a_rank_typed_alone_is_answered_with_the_cards_of_that_rank_in_hand() -> None:
+    hand = [C("3c"), C("3d"), C("Kh")]
+    with pytest.raises(MoveError, match=r"'3' is not a card: .* 3c or 3d \(in your hand\)"):
+        parse_move("discard", "3", hand)
+    with pytest.raises(MoveError, match=r"'q' is not a card: .* Qh, for instance"):
+        parse_move("discard", "q", hand)
+    with pytest.raises(MoveError, match=r"'10' is not a card"):
+        parse_move("lay", "8h 9h 10", hand)
+    assert parse_move("discard", "3c", hand) == Discard(C("3c"))
 
 
 def test_a_joker_added_at_the_wrong_end_says_how_to_name_the_other() -> None:

@@ -62,6 +62,27 @@ _LETTER_FOR = {"1": "A", "11": "J", "12": "Q", "13": "K"}
 _SUIT_FIRST = re.compile(r"([cdhs♣♦♥♠♧♢♡♤])(10|[2-9akjq])", re.IGNORECASE)
 
 
+#: A rank written alone, without its suit: ``3``, ``q``, ``10``.
+_RANK_ALONE = re.compile(r"(10|[2-9akjq])", re.IGNORECASE)
+
+
+def _rank_alone(text: str, hand: Sequence[Card]) -> None:
+    """Refuse a card written without its suit (``3``), naming the cards of that rank in
+    ``hand``. For the moves whose words are all cards (an add's or a take's first word is a
+    meld's number)."""
+    for word in re.split(r"[\s,;|]+", text):
+        if not _RANK_ALONE.fullmatch(word):
+            continue
+        rank = word.upper()
+        held = sorted({c.code() for c in hand if c != JOKER and c.code()[:-1].upper() == rank})
+        typed = [f"{code[:-1].upper()}{code[-1]}" for code in held]
+        if len(typed) > 1:
+            named = f"{', '.join(typed[:-1])} or {typed[-1]} (in your hand)"
+        else:
+            named = f"{typed[0] if typed else rank + 'h'}, for instance"
+        raise MoveError(f"{word!r} is not a card: its suit goes after its rank: {named}")
+
+
 def check_ranks(text: str) -> None:
     """Refuse a card whose rank is a number other than 2 to 10 (``11h``, ``1h``, ``01h``), or
     written suit first (``♦10``), saying how it is written."""
@@ -94,12 +115,15 @@ def _source(word: str) -> str:
     raise MoveError(f"draw from the stock or the discard pile, not {word!r}{meant}")
 
 
-def parse_move(name: str, args: str) -> Action:
-    """The action of a move command (``name`` is one of :data:`MOVES`)."""
+def parse_move(name: str, args: str, hand: Sequence[Card] = ()) -> Action:
+    """The action of a move command (``name`` is one of :data:`MOVES`; ``hand``, the cards
+    held, names the cards of a rank typed without its suit)."""
     if name in ("discard", "declare") and not args.strip():
         raise MoveError(f"{name} which card? Type it after {name}: {name} 7h, for instance.")
     text = args.replace("|", ",").lower()
     check_ranks(args)
+    if name in ("discard", "declare", "lay"):
+        _rank_alone(args, hand)
     try:
         if name == "draw":
             first, _, rest = text.partition(";")

@@ -487,7 +487,7 @@ class ClientSession:
     async def _move(self, name: str, args: str, *, confirmed: bool = False) -> None:
         view = self.view
         assert view is not None and self.table_id is not None
-        action = parse_move(name, args)
+        action = parse_move(name, args, cards(view.hand))
         if isinstance(action, Declare) and action.card not in cards(view.hand):
             self.out.error(self._not_held([action.card], list(cards(view.hand))))
             return
