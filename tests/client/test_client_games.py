@@ -591,3 +591,34 @@ def test_a_long_pile_shows_the_newest_throws_that_fit_the_window(
         assert "discarded by Greedy bot 2" in shown[0], shown  # the newest first
     finally:
         d.close()
+
+
+def test_the_player_is_warned_before_the_turn_clock_runs_out(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    """Ten seconds before the server plays for a player whose clock runs out, the player is
+    told in words (a countdown in the toolbar is easy to miss); once, and not after moving."""
+    table_id = _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1, turn_seconds=13)
+
+    async def main() -> None:
+        link = Link(server.target)
+        try:
+            session = ClientSession(link, name="Ana", look=Look(color=True, ascii=False))
+            await session.run([f"Connected to {server.target}."])
+        finally:
+            await link.close()
+
+    d = Driver(main).start()
+    try:
+        d.expect(r"Connected to 127\.0\.0\.1")
+        d.type(f"join {table_id}")
+        d.expect(r"You sit at seat 0")
+        d.type("bot greedy")
+        d.expect(r"It's your turn: take a card")
+        d.expect(r"10 seconds left in your turn: then the server plays for you\.", timeout=8)
+        d.type("draw stock")
+        d.expect(r"You drew 2♠ from the stock\.")
+        time.sleep(1.0)
+        assert len(re.findall(r"10 seconds left in your turn", d.screen.text())) == 1
+    finally:
+        d.close()

@@ -14,6 +14,7 @@ import contextlib
 import json
 import re
 import secrets
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -196,6 +197,9 @@ class ClientSession:
         #: Whether the player had opened when their turn began (one who opens lays again only
         #: from the next turn).
         self._opened_before_turn = False
+        #: The warning that the player's turn clock runs out soon: the deadline it is for
+        #: (seconds since the epoch), and its timer.
+        self._clock_warning: tuple[float, asyncio.TimerHandle] | None = None
         #: The discard pile's recent throws, followed from the stream.
         self.pile = Pile()
         #: The hand sorted by rank (else by suit): the profile's choice, kept between runs.
@@ -837,7 +841,38 @@ class ClientSession:
         # Not the past turns told again (catching up); ``announce``: the turn as it stands.
         if mine and (new_turn or announce) and self._catching_up is None:
             self._announce_turn(view)
+        self._warn_of_the_clock(view)
         self._refresh()
+
+    def _warn_of_the_clock(self, view: game_pb2.View) -> None:
+        """On the player's turn with a clock, say in words, :data:`CLOCK_WARNING` seconds
+        before it runs out, that the server then plays for them (the toolbar's countdown is
+        easy to miss); once a turn, and not once they have moved on."""
+        deadline = (
+            view.turn_deadline.ToNanoseconds() / 1e9
+            if _my_turn(view) and view.HasField("turn_deadline")
+            else None
+        )
+        if self._clock_warning is not None:
+            if self._clock_warning[0] == deadline:
+                return  # the same turn's clock: armed already
+            self._clock_warning[1].cancel()
+            self._clock_warning = None
+        if deadline is None:
+            return
+        delay = deadline - time.time() - CLOCK_WARNING
+        if delay <= 0:
+            return  # taken back with less left: the toolbar says it
+        loop = asyncio.get_running_loop()
+        self._clock_warning = (deadline, loop.call_later(delay, self._clock_runs_out, deadline))
+
+    def _clock_runs_out(self, deadline: float) -> None:
+        view = self.view
+        if view is None or not _my_turn(view) or not view.HasField("turn_deadline"):
+            return
+        if view.turn_deadline.ToNanoseconds() / 1e9 != deadline:
+            return
+        self.out.warn(f"{CLOCK_WARNING} seconds left in your turn: then the server plays for you.")
 
     def _announce_turn(self, view: game_pb2.View) -> None:
         """The turn as it stands: to draw; or drawn already (a seat taken back in the middle of
@@ -1496,6 +1531,8 @@ def _no_discard(view: game_pb2.View, variant: Variant) -> str:
 #: How far back a game under way is read when a client starts following it (resuming within
 #: 256 updates of the latest is never limited by the server): the throws the pile shows.
 QUIET_HISTORY = 160
+#: Seconds before the player's turn clock runs out when they are told so in words.
+CLOCK_WARNING = 10
 #: Taking a seat back after more than twice this many updates, the moves of only the last
 #: this many are told one by one.
 TOLD_IN_FULL = 12
