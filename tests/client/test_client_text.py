@@ -327,12 +327,14 @@ def test_a_hand_note_broken_onto_its_own_line_lines_up_with_the_cards() -> None:
     ], panel
 
 
-def test_the_whole_table_lists_melds_and_players() -> None:
+def test_the_whole_table_lists_players_and_melds_last() -> None:
+    """The melds come last, nearest the prompt: in a small window the lines printed first
+    scroll away, and add and take need the melds' numbers."""
     out = lines(table_lines(_view(), ASCII, "Friday"))
     assert out[0] == 'Table "Friday" (t1)'
-    assert out[2] == "  [1] Sara: Qc Kc Ac"
-    assert out[3].startswith("  > You") and "14 cards - 12 points" in out[3]
-    assert "opened" in out[4] and "strong bot" in out[5]
+    assert out[2].startswith("  > You") and "14 cards - 12 points" in out[2]
+    assert "opened" in out[3] and "strong bot" in out[4]
+    assert out[-1] == "  [1] Sara: Qc Kc Ac"
 
 
 # -- events in sentences -----------------------------------------------------------------------

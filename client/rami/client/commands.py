@@ -146,9 +146,9 @@ COMMANDS: tuple[Command, ...] = (
         "table",
         "table",
         "show the table in full: every meld, player and score",
-        "table prints the melds with what each joker stands for, and every player's hand "
-        "size, score and opening, and the cards each is known to hold (taken from the pile, "
-        "or shown in a declaration).",
+        "table prints every player's hand size, score and opening, and the cards each is "
+        "known to hold (taken from the pile, or shown in a declaration), then the melds with "
+        "their numbers (for add and take) and what each joker stands for.",
         _AT_TABLE,
     ),
     Command(

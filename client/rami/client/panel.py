@@ -478,7 +478,9 @@ def prompt_fragments(view: game_pb2.View | None, look: Look) -> StyleAndTextTupl
 
 
 def table_lines(view: game_pb2.View, look: Look, name: str = "") -> list[StyleAndTextTuples]:
-    """The whole table, to print on demand: every meld, every player, the piles."""
+    """The whole table, to print on demand: its facts, every player, then every meld (last:
+    nearest the prompt, where ``add`` and ``take`` need their numbers, in a small window
+    too)."""
     names = seat_names(view)
     rules = variant_of(view.variant)
     b = look.bullet
@@ -488,15 +490,6 @@ def table_lines(view: game_pb2.View, look: Look, name: str = "") -> list[StyleAn
         [("class:heading", title)],
         _flow(_facts(view, look), look.bullet, 999, "  "),
     ]
-    for m in view.melds:
-        owner = names[m.owner] if m.owner < len(names) else f"Seat {m.owner}"
-        lines.append(
-            [
-                ("class:label", f"  [{m.number}] "),
-                ("class:dim", f"{owner}: "),
-                *meld_fragments(meld_from_proto(m.meld), look),
-            ]
-        )
     # A name may have all 24 characters, twice as many cells when they are double-width.
     width = max([24, *(cells(n) for n in names)])
     for p, who in zip(view.players, names, strict=True):
@@ -525,4 +518,13 @@ def table_lines(view: game_pb2.View, look: Look, name: str = "") -> list[StyleAn
                     *cards_fragments(cards(p.known), look),
                 ]
             )
+    for m in view.melds:
+        owner = names[m.owner] if m.owner < len(names) else f"Seat {m.owner}"
+        lines.append(
+            [
+                ("class:label", f"  [{m.number}] "),
+                ("class:dim", f"{owner}: "),
+                *meld_fragments(meld_from_proto(m.meld), look),
+            ]
+        )
     return lines
