@@ -843,6 +843,26 @@ def test_help_printed_in_a_narrow_window_is_broken_anew_when_it_widens() -> None
     assert all(r.startswith("  ") and not r.startswith("   ") for r in said[1:]), said
 
 
+def test_the_last_rounds_line_keeps_the_largest_payments_when_cut() -> None:
+    """At 80 columns with four long names the payments do not all fit: the largest are
+    shown first, so that the cut drops the smallest, never the one that matters most."""
+    last = game_pb2.RoundResult(
+        round=1,
+        ending=game_pb2.ROUND_ENDING_RAMI,
+        winner=1,
+        points=[54, 0, 117, 9],
+        totals=[54, 0, 117, 9],
+    )
+    view = _view(phase=game_pb2.PHASE_DRAW, first_circuit=True, results=[last])
+    view.players.append(game_pb2.PlayerState(seat=3, name="Strong bot 4", hand_size=14))
+    view.players[1].name = "Strong bot 2"
+    panel = text(panel_fragments(view, LOOK, width=72, rows=24)).split("\n")
+    (line,) = [p for p in panel if p.startswith("Round 1")]
+    assert "Strong bot 3 117" in line and "You 54" in line, line
+    assert line.index("117") < line.index("You 54"), line
+    assert len(line) < 72, line
+
+
 def test_a_line_with_newlines_or_wide_characters_still_fits() -> None:
     rows = [text(r) for r in wrapped([("", "ab\ncd ef gh ij")], 8)]
     assert rows == ["ab", "cd ef gh", "  ij"]
@@ -859,7 +879,8 @@ def test_the_last_rounds_payments_stay_in_the_panel_through_the_first_circuit() 
     view = _view(phase=game_pb2.PHASE_DRAW, first_circuit=True, results=[last])
     panel = text(panel_fragments(view, LOOK, width=80, rows=24)).split("\n")
     (line,) = [p for p in panel if p.startswith("Round 1")]
-    assert line == "Round 1  Sara went out · paid: You 47 · Sara 0 · Strong bot 3 6", line
+    # Who went out paid nothing: said once ("Sara went out"), the room is for who paid.
+    assert line == "Round 1  Sara went out · paid: You 47 · Strong bot 3 6", line
     assert len(line) < 80
     # A declaration is said as one (portuguese).
     declared = game_pb2.RoundResult(

@@ -404,7 +404,15 @@ def _last_round(view: game_pb2.View, look: Look, width: int, size: int) -> Style
         return []
     names = seat_names(view)
     dot, more = (" - ", "...") if look.ascii else (" · ", "…")
-    paid = dot.join(f"{names[s]} {p}" for s, p in enumerate(last.points) if s < len(names))
+    # Who went out (paying nothing) is said by the ending; the others, the largest payment
+    # first, so that a cut to the width drops the smallest.
+    paying = [
+        (p, s)
+        for s, p in enumerate(last.points)
+        if s < len(names) and not (s == last.winner and p == 0 and last.HasField("winner"))
+    ]
+    paying.sort(key=lambda ps: (-ps[0], ps[1]))
+    paid = dot.join(f"{names[s]} {p}" for p, s in paying)
     how = ending_note(result_from_proto(last), names)
     line = how + dot + "paid: " + paid
     room = width - 1 - size
