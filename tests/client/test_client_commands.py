@@ -311,7 +311,7 @@ def test_undo_drops_the_last_staged_step_and_quit_asks_during_a_game(
         d.type("draw stock")
         d.expect(r"You drew 5♣ from the stock\.")
         d.type("undo")
-        d.expect(r"Nothing is staged to undo\.")
+        d.expect(r"Nothing is staged to undo: undo takes back a command staged and not yet sent")
         d.type("take 4 5c")
         d.expect(r"Now say where the joker goes")
         d.type("take 4 5c")  # typed again: it is staged, not a card short

@@ -1057,7 +1057,11 @@ class ClientSession:
     async def _do_undo(self, args: str) -> None:
         if self.stage.empty or not self._staged_before:
             self._staged_before = []
-            self.out.info("Nothing is staged to undo.")
+            self.out.info(
+                "Nothing is staged to undo: undo takes back a command staged and not yet sent"
+                " (a draw discard waiting for its lay, a take waiting for its joker's place);"
+                " what was sent can't be undone."
+            )
             return
         self.stage, typed = self._staged_before.pop()
         rest = (
