@@ -598,22 +598,10 @@ def test_the_player_is_warned_before_the_turn_clock_runs_out(
 ) -> None:
     """Ten seconds before the server plays for a player whose clock runs out, the player is
     told in words (a countdown in the toolbar is easy to miss); once, and not after moving."""
-    table_id = _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1, turn_seconds=13)
-
-    async def main() -> None:
-        link = Link(server.target)
-        try:
-            session = ClientSession(link, name="Ana", look=Look(color=True, ascii=False))
-            await session.run([f"Connected to {server.target}."])
-        finally:
-            await link.close()
-
-    d = Driver(main).start()
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1, turn_seconds=13)
+    d = _client(server)
     try:
-        d.expect(r"Connected to 127\.0\.0\.1")
-        d.type(f"join {table_id}")
-        d.expect(r"You sit at seat 0")
-        d.type("bot greedy")
+        _sit_with_a_bot(d, "portuguese")
         d.expect(r"It's your turn: take a card")
         d.expect(r"10 seconds left in your turn: then the server plays for you\.", timeout=8)
         d.type("draw stock")
