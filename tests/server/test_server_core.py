@@ -228,7 +228,8 @@ def test_a_command_decided_on_an_older_game_update_is_stale() -> None:
     state.apply(Chat(0, "hi"))
     stale(state, 3)  # a chat does not make a decision stale
     stale(state, 4)
-    with pytest.raises(Aborted):
+    # Said of the game's last change, beside the table's latest update (the chat's).
+    with pytest.raises(Aborted, match=r"the game changed at update 3 \(the table is at 4\)"):
         stale(state, 2)
     with pytest.raises(Invalid, match="has not happened"):
         stale(state, 5)  # a number not reached is a mistake, not a stale view

@@ -1681,7 +1681,8 @@ def stale(state: TableState, number: int) -> None:
     if number < state.game_number:
         raise Aborted(
             "STALE",
-            f"this action was decided on update {number}, but the game is at update "
-            f"{state.number}: decide again on the latest view",
+            f"this action was decided on update {number}, but the game changed at update "
+            f"{state.game_number} (the table is at {state.number}): decide again on the "
+            "latest view",
             current=str(state.number),
         )
