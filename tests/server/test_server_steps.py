@@ -273,3 +273,24 @@ def test_a_move_of_steps_is_charged_to_the_clients_server_time(tmp_path: Path) -
         else:  # the dealer's first turn: a discard
             move.discard.card = int(game.hands[game.turn][-1]) + 1
         assert stubs.table.Act(move, metadata=md(mover), timeout=T).number == number + 1
+
+
+def test_every_legal_steps_call_spends_the_clients_server_time(tmp_path: Path) -> None:
+    """A LegalSteps call costs the server more than its step search (gRPC's handling, the
+    read, the answer), and one off the seat's turn searches nothing: a client that floods
+    the call, on its turn or off it, still meets its share of the server's time and is
+    refused RATE_LIMITED, where before only the search was counted and such a flood took
+    two thirds of a core unrefused."""
+    with (
+        ServerThread(str(tmp_path / "rami.db"), work_share=0.002, work_burst=0.01) as server,
+        Stubs(server.target) as stubs,
+    ):
+        tid, table, _, _, waiter = _two_players(server, stubs)
+        codes = []
+        for _ in range(400):  # some 35 fit the burst
+            try:
+                _steps(stubs, tid, waiter, table.number, [])
+            except grpc.RpcError as e:
+                codes.append((e.code(), error_of(e).reason))
+                break
+        assert codes == [(grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED")], codes
