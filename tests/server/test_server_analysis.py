@@ -4,6 +4,7 @@ time, one after another per client, and charged whatever becomes of the call."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +57,48 @@ def test_an_analysis_asked_of_a_stopping_server_is_refused_unavailable() -> None
         assert refused.value.reason == "SHUTTING_DOWN"
 
     asyncio.run(main())
+
+
+def test_a_player_sitting_at_a_table_with_hand_analysis_starts_its_worker(tmp_path: Path) -> None:
+    """A worker process takes seconds to start and load the engine: a player's first hint
+    would wait for it. A player who sits at a table that offers hand analysis starts it; a
+    table without, or a server where nobody sits, starts none (an idle server holds no
+    worker)."""
+    import time
+
+    from rami.server.testing import ServerThread, Stubs
+    from rami.server.thinking import _processes
+    from rami.v1 import game_pb2, lobby_service_pb2
+
+    def create(stubs: Stubs, analysis: bool) -> str:
+        made = stubs.lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                variant=game_pb2.VARIANT_SIMPLE,
+                options=game_pb2.Options(players=2),
+                hand_analysis=analysis,
+            ),
+            timeout=10,
+        )
+        return str(made.table.table_id)
+
+    with ServerThread(str(tmp_path / "rami.db")) as server, Stubs(server.target) as stubs:
+        assert server.server is not None
+        analysts = server.server.lobby.analysts
+        plain = create(stubs, False)
+        stubs.lobby.JoinTable(
+            lobby_service_pb2.JoinTableRequest(table_id=plain, name="Ana"), timeout=10
+        )
+        time.sleep(0.3)
+        assert analysts._pool is None
+        helped = create(stubs, True)
+        stubs.lobby.JoinTable(
+            lobby_service_pb2.JoinTableRequest(table_id=helped, name="Bo"), timeout=10
+        )
+        end = time.monotonic() + 20
+        while time.monotonic() < end:
+            pool = analysts._pool
+            if pool is not None and any(p.is_alive() for p in _processes(pool)):
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("no analysis worker started")

@@ -425,6 +425,9 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
                 return lobby_service_pb2.JoinTableResponse(
                     seat=found[0].seat, token=token, table=convert.table_info(table.summary)
                 )
+            if done.table.state.spec.hand_analysis:
+                # Its player will ask for hints: the analysis worker starts now, not then.
+                self.lobby.analysts.warm()
             return lobby_service_pb2.JoinTableResponse(
                 seat=done.table.state.seat_of(token) or 0,
                 token=token,

@@ -61,6 +61,10 @@ def decide(policy: str, budget: float, v: View, seed: bytes) -> Action:
     return choose(v, random.Random(seed))
 
 
+def ready() -> None:
+    """Nothing: the call that starts a worker before it is needed (:meth:`Workers.warm`)."""
+
+
 def analysed(
     variant: str, options: Options, hand: tuple[Card, ...], bar: int
 ) -> tuple[Analysis, float]:
@@ -105,6 +109,14 @@ class Workers:
                 self.workers, mp_context=multiprocessing.get_context("spawn")
             )
         return self._pool
+
+    def warm(self) -> None:
+        """Start the workers now, with a call nobody waits for: a worker takes seconds to
+        start and load the engine, which the first call would wait for (a player's first
+        hint). Nothing when they run already, or once closed."""
+        if self._closed or self._pool is not None:
+            return
+        self._executor().submit(ready)
 
     def _replace(self, pool: ProcessPoolExecutor, kill: bool) -> None:
         """Drop ``pool`` (the next call starts a new one); ``kill``: end its workers now (the
