@@ -986,6 +986,7 @@ def test_a_hint_after_the_round_ended_gives_no_advice_for_a_turn() -> None:
     for phase, words in ((Phase.ROUND_OVER, "The round is over"), (Phase.GAME_OVER, "over")):
         said = lines(hint_lines(analysis, dataclasses.replace(view, phase=phase), LOOK))
         assert said[0].startswith("Best arrangement"), said
+        assert "going out now" not in said[0], said  # nobody goes out of a round over
         assert any(words in line for line in said[1:]), said
         assert not any("draw" in line or "you can" in line or "turn" in line for line in said), said
 

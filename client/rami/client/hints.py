@@ -280,7 +280,8 @@ def _variant_facts(analysis: game_pb2.Analysis, view: View, look: Look) -> list[
 def hint_lines(analysis: game_pb2.Analysis, view: View, look: Look) -> list[StyleAndTextTuples]:
     """The lines of a hint: arrangement, what the variant allows, plays now, a suggestion."""
     whole = None
-    if not view.variant.declares and view.hand is not None:
+    over = view.phase in (Phase.ROUND_OVER, Phase.GAME_OVER)
+    if not view.variant.declares and view.hand is not None and not over:
         # A finish makes the others pay every card they hold (a declaration, only those out
         # of their best melds: the points left over); a Rami sec, 200.
         values = view.options.hand_values(view.variant)
@@ -291,10 +292,10 @@ def hint_lines(analysis: game_pb2.Analysis, view: View, look: Look) -> list[Styl
             whole += " (200 if they lay their whole hand while nobody has laid: a Rami sec)"
         whole += "."
     lines: list[StyleAndTextTuples] = [_arrangement(analysis, look, whole)]
-    if view.phase in (Phase.ROUND_OVER, Phase.GAME_OVER):
+    if over:
         # What a turn could do cannot be done any more: the arrangement alone.
-        over = "The game is over" if view.phase == Phase.GAME_OVER else "The round is over"
-        return [*lines, [("class:dim", f"{over}: no more plays with this hand.")]]
+        ended = "The game is over" if view.phase == Phase.GAME_OVER else "The round is over"
+        return [*lines, [("class:dim", f"{ended}: no more plays with this hand.")]]
     lines += [[("", fact)] for fact in _variant_facts(analysis, view, look)]
     if view.my_turn:
         plays = _plays(view)
