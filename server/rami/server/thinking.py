@@ -84,8 +84,9 @@ def _processes(pool: ProcessPoolExecutor) -> list[multiprocessing.process.BasePr
 class Workers:
     """Worker processes for CPU-bound calls that must not hold up the event loop: at most
     ``workers`` calls are in their hands at once, the others wait their turn. Spawned with the
-    first call, or before it by :meth:`warm`; a worker that dies is replaced (the calls it held fail with
-    ``BrokenProcessPool``), and so are the workers when a call runs past ``timeout``."""
+    first call, or before it by :meth:`warm`; a worker that dies is replaced (the calls it
+    held fail with ``BrokenProcessPool``), and so are the workers when a call runs past
+    ``timeout``."""
 
     def __init__(self, workers: int, timeout: float, what: str) -> None:
         if workers < 1:
