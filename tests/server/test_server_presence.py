@@ -430,6 +430,30 @@ def test_a_seat_that_never_opens_a_stream_is_dropped_on_its_turn(
         stream.cancel()
 
 
+def test_a_seat_joined_before_a_restart_that_never_streams_is_dropped_on_its_turn(
+    grace_server: ServerThread,
+) -> None:
+    """Bruno joined a waiting table and never opened a stream; the server restarted; Eva
+    joined and the game began. The restored table counts Bruno gone as it counts every seat
+    of a game under way at a restart: his turn does not hold the game up for ever."""
+    with Stubs(grace_server.target) as stubs:
+        table_id, _ = _simple_table(stubs, 2)
+        _join_at(stubs, table_id, "Bruno", 1)
+    grace_server.halt()
+    grace_server.start()
+    with Stubs(grace_server.target) as stubs:
+        eva = _join_at(stubs, table_id, "Eva", 0)
+        stream = watch(stubs, table_id, eva)
+        view = stream.expect(
+            lambda m: m.WhichOneof("kind") == "update" and m.update.view.round > 0, "(the game)"
+        ).update.view
+        while view.turn != 1:
+            view = stubs.table.Act(plain_move(table_id, view), metadata=md(eva), timeout=T).view
+        left = stream.expect(event_of("player_left", 1), "saying Bruno's seat left")
+        assert left.update.view.players[1].away
+        stream.cancel()
+
+
 def test_a_seat_that_plays_by_act_alone_has_the_grace_of_each_turn(
     grace_server: ServerThread,
 ) -> None:

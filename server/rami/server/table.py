@@ -524,7 +524,9 @@ class Table:
         self._turn_began: tuple[int, int, float] | None = None
         self._grace: asyncio.TimerHandle | None = None
         self._presence_due = False
-        if state.status == PLAYING:
+        if state.status in (WAITING, PLAYING):
+            # Loaded (or made) now: no stream of its players is open yet, whether its game
+            # is under way or waits for the seats still free.
             now = time.monotonic()
             self._gone = {i: now for i, seat in enumerate(state.seats) if seat.kind == "player"}
         #: Made at the first view encoded (an idle table, watched by nobody, has none).
