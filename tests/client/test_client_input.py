@@ -405,6 +405,11 @@ def test_a_rank_typed_alone_is_answered_with_the_cards_of_that_rank_in_hand() ->
     with pytest.raises(MoveError, match=r"'10' is not a card"):
         parse_move("lay", "8h 9h 10", hand)
     assert parse_move("discard", "3c", hand) == Discard(C("3c"))
+    # An add or a take chained after a lay starts with a meld's number, not a card.
+    assert parse_move("lay", "4c 5c 6c; add 2 Kh", hand) == parse_move("lay", "4c 5c 6c; add 2 Kh")
+    assert parse_move("lay", "7h 8h 9h; take 2 5s", hand)
+    with pytest.raises(MoveError, match=r"'9' is not a card"):
+        parse_move("lay", "7h 8h 9; add 2 Kh", hand)
 
 
 def test_a_joker_added_at_the_wrong_end_says_how_to_name_the_other() -> None:

@@ -66,11 +66,27 @@ _SUIT_FIRST = re.compile(r"([cdhs♣♦♥♠♧♢♡♤])(10|[2-9akjq])", re.I
 _RANK_ALONE = re.compile(r"(10|[2-9akjq])", re.IGNORECASE)
 
 
-def _rank_alone(text: str, hand: Sequence[Card]) -> None:
+def _card_words(name: str, args: str) -> list[str]:
+    """The words of a move that are cards: a discard's and a declaration's, a lay's melds,
+    and the cards of an add or a take chained after a lay (``lay ...; add 2 Kh``: their first
+    word is a meld's number, and ``low``/``high`` an end)."""
+    words: list[str] = []
+    for i, part in enumerate(args.split(";")):
+        said = [w for w in re.split(r"[\s,|]+", part) if w]
+        if i > 0 and said and said[0].lower() in ("add", "take", "lay"):
+            verb, said = said[0].lower(), said[1:]
+            if verb in ("add", "take"):
+                said = [w for w in said[1:] if w.lower() not in ("low", "high")]
+        elif i > 0 or name not in ("discard", "declare", "lay"):
+            continue  # a part this does not read: the move's parser says what is wrong
+        words += said
+    return words
+
+
+def _rank_alone(name: str, args: str, hand: Sequence[Card]) -> None:
     """Refuse a card written without its suit (``3``), naming the cards of that rank in
-    ``hand``. For the moves whose words are all cards (an add's or a take's first word is a
-    meld's number)."""
-    for word in re.split(r"[\s,;|]+", text):
+    ``hand``."""
+    for word in _card_words(name, args):
         if not _RANK_ALONE.fullmatch(word):
             continue
         rank = word.upper()
@@ -123,7 +139,7 @@ def parse_move(name: str, args: str, hand: Sequence[Card] = ()) -> Action:
     text = args.replace("|", ",").lower()
     check_ranks(args)
     if name in ("discard", "declare", "lay"):
-        _rank_alone(args, hand)
+        _rank_alone(name, args, hand)
     try:
         if name == "draw":
             first, _, rest = text.partition(";")
