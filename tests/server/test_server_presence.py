@@ -399,7 +399,7 @@ def test_a_seats_new_player_is_not_counted_gone_for_the_player_who_left_it(
         started = time.monotonic()
         assert view.turn == 0  # Bo deals: his turn first
         left = stream.expect(event_of("player_left", 0), "saying Bo's seat left")
-        assert time.monotonic() - started >= GRACE.drop_grace * 0.9
+        assert time.monotonic() - started >= GRACE.drop_grace * 0.5
         assert left.update.view.players[0].name == "Bo" and left.update.view.players[0].away
         stream.cancel()
 

@@ -173,9 +173,12 @@ class TimeBudget:
         return max(0.0, -b.tokens / self.share) if self.share > 0 else 0.0
 
     @contextmanager
-    def spend(self, key: str) -> Iterator[None]:
-        """Run the block on ``key``'s budget, or refuse with RESOURCE_EXHAUSTED."""
-        self.check(key)
+    def spend(self, key: str, checked: bool = False) -> Iterator[None]:
+        """Run the block on ``key``'s budget, or refuse with RESOURCE_EXHAUSTED (``checked``:
+        the call was let in already, and the block is its own work: it is charged, never
+        refused halfway)."""
+        if not checked:
+            self.check(key)
         start = time.perf_counter()
         try:
             yield

@@ -707,7 +707,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         _check_indexes(space.size, request.staged)
         if not turn:
             return table_service_pb2.LegalStepsResponse(size=space.size)
-        with work.spend(client):
+        with work.spend(client, checked=True):
             state = space.stage(game, request.staged)
             legal = space.legal_steps(game, state)
             declares = {i for i in legal if space.steps[i].kind == "declare"}

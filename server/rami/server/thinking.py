@@ -117,7 +117,10 @@ class Workers:
         hint). Nothing when they run already, or once closed."""
         if self._closed or self._pool is not None:
             return
-        self._executor().submit(ready)
+        try:
+            self._executor().submit(ready)
+        except Exception as e:  # no worker now (a limit of processes, say): the call starts one
+            log.warning("%s worker could not be started ahead: %s", self.what, e)
 
     def _replace(self, pool: ProcessPoolExecutor, kill: bool) -> None:
         """Drop ``pool`` (the next call starts a new one); ``kill``: end its workers now (the
