@@ -1613,3 +1613,61 @@ def test_a_seat_asked_of_a_finished_game_is_refused_in_words_of_its_end() -> Non
     with pytest.raises(Precondition, match="the game is over") as over:
         state.free_seat(None)
     assert over.value.reason == started.value.reason == "TABLE_STARTED"
+
+
+def test_a_stream_ending_while_a_change_is_stored_leaves_the_drop_armed_for_the_stored_turn(
+    tmp_path: Path,
+) -> None:
+    """Ana plays by Act alone; her discard is being stored when Bo's stream ends, and the store
+    then refuses it. The drop is armed by the state as stored, Ana's turn: once the grace has
+    passed she is away (the server plays for her), and the table is not stuck on her."""
+    grace = TableConfig(
+        bot_delay=60.0, round_pause=60.0, away_delay=60.0, heartbeat=60.0, drop_grace=0.3
+    )
+
+    async def main() -> None:
+        storage = await open_storage(tmp_path)
+        lobby = Lobby(storage, LobbyConfig(), grace)
+        try:
+            table, _ = await lobby.create(
+                name="t",
+                variant="simple",
+                options=Options(players=2),
+                private=False,
+                hand_analysis=False,
+                decks=[],
+                client="test",
+            )
+            await table.change(lambda s: [Join(0, "Ana", "h0")], lambda _: None)
+            await table.change(lambda s: [Join(1, "Bo", "h1"), Start(SEED)], lambda _: None)
+            game = table.state.game
+            assert game is not None
+            ana, bo = game.turn, 1 - game.turn
+            bos = table.watcher(bo)
+            table._add(bos, False)
+            if game.phase == Phase.DRAW:
+                await table.change(lambda s: [Act(ana, Draw("stock"))], lambda _: None)
+            card = table.state.game.hands[ana][0]  # type: ignore[union-attr]
+            answer: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            submit = storage.submit
+            storage.submit = lambda append: answer  # type: ignore[method-assign]
+            discard = asyncio.ensure_future(
+                table.change(lambda s: [Act(ana, Discard(card))], lambda _: None)
+            )
+            for _ in range(5):
+                await asyncio.sleep(0)
+            assert table._dirty
+            table._remove(bos)  # Bo's stream ends while the discard is being stored
+            answer.set_exception(OSError("the store is out of reach"))
+            done = await asyncio.gather(discard, return_exceptions=True)
+            storage.submit = submit  # type: ignore[method-assign]
+            assert isinstance(done[0], Refusal), done
+            assert table.state.game.turn == ana  # type: ignore[union-attr]
+            await asyncio.sleep(grace.drop_grace * 5)
+            assert table.state.seats[ana].away
+        finally:
+            lobby.close()
+            await lobby.closing()
+            await storage.close()
+
+    run(main)

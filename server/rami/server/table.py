@@ -997,6 +997,7 @@ class Table:
         self.state = load_state(s.table_id, s.spec, s.entries[: self.number], s.secret)
         self._dirty = False
         self.deadline, self._turn_key = clock
+        self._arm_grace()  # what came meanwhile (a stream's end) is armed by the stored state
 
     def _encode(
         self, events: list[Event], watched: set[int | None], connected: dict[int, int]
@@ -1456,6 +1457,10 @@ class Table:
         seat is marked away (a Leave, as LeaveTable makes), and the server plays for it from
         then on. Counted on the turn: a player who plays by Act alone, with no stream, is not
         dropped for the time the others took."""
+        if self._dirty:
+            # A change is being stored: the state is not the stored one. Its commit re-arms
+            # the drop (``_schedule``), and so does its undoing (``_rollback``).
+            return
         if self._grace is not None:
             self._grace.cancel()
             self._grace = None
