@@ -398,6 +398,13 @@ def test_a_refused_addition_says_what_stopped_it() -> None:
     with pytest.raises(MeldError, match=r"the joker went to the high end.*low"):
         _add_cards(low, cards("3c 4c JK"), None, 1)
     assert _add_cards(low, cards("3c 4c JK"), "low", 1) == Meld.parse("3c 4c JK 6c 7c 8c")
+    # A card that fits at neither end, wherever the joker goes: no advice about the ends.
+    with pytest.raises(MeldError) as neither:
+        _add_cards(Meld.parse("Ah 2h 3h"), cards("JK 7s"), None, 1)
+    assert "end" not in str(neither.value).split(":", 1)[-1], neither.value
+    # The place a joker holds: the joker can be taken back for the card.
+    with pytest.raises(MeldError, match=r"a joker stands for 6♥ there"):
+        Meld.parse("5h JK 7h").with_added(C("6h"))
     # Said high, it is the player's choice: no advice about the other end.
     with pytest.raises(MeldError) as high:
         _add_cards(low, cards("3c 4c JK"), "high", 1)

@@ -941,14 +941,27 @@ def _take(hand: list[Card], cards: Sequence[int]) -> None:
         hand.remove(card)
 
 
+def _other_end(meld: Meld, placed: str, pending: Sequence[Card], jpm: int) -> bool:
+    """Whether ``pending`` (a joker among them) would all go on ``meld`` with the joker at the
+    other end than ``placed``: what a refusal then advises."""
+    other: End = "low" if placed == "high" else "high"
+    try:
+        _add_cards(meld, list(pending), other, jpm)
+    except MeldError:
+        return False
+    return True
+
+
 def _add_cards(meld: Meld, cards: Sequence[Card], end: str | None, jpm: int) -> Meld:
     """Add cards to a meld: naturals where they fit (in any order), then jokers at ``end``."""
     pending = [CARDS[c] for c in cards]
     if not pending:
         raise MeldError("name the cards to add")
     side: End | None = "low" if end == "low" else "high" if end == "high" else None
-    #: Where a joker went at the run's end the player did not name (the default).
+    #: Where a joker went at the run's end the player did not name (the default), and
+    #: whether every card would have fitted with it at the other end.
     placed: str | None = None
+    elsewhere = False
     while pending:
         for c in pending:
             if c == JOKER:
@@ -965,12 +978,13 @@ def _add_cards(meld: Meld, cards: Sequence[Card], end: str | None, jpm: int) -> 
                 meld = meld.with_added(JOKER, end=side, jokers_per_meld=jpm)
                 if side is None and before.kind == RUN:
                     placed = "high" if meld.lo == before.lo else "low"
+                    elsewhere = _other_end(before, placed, pending, jpm)
                 pending.remove(JOKER)
             else:
                 try:
                     meld.with_added(pending[0], jokers_per_meld=jpm)  # raises, saying why
                 except MeldError as e:
-                    if placed is None:
+                    if placed is None or not elsewhere:
                         raise
                     other = "low" if placed == "high" else "high"
                     raise MeldError(

@@ -331,6 +331,12 @@ class Meld:
         if r == self.hi + 1 or (r == 1 and self.hi == 13):
             return Meld(RUN, (*self.cards, card), self.suit, self.lo)
         if self.lo <= r <= self.hi or (r == 1 and self.hi == 14):
+            at = (14 if r == 1 and self.lo > 1 else r) - self.lo
+            if self.cards[at] == JOKER:
+                raise MeldError(
+                    f"a joker stands for {card} there in the run {self}: take the joker back"
+                    f" with {card} instead"
+                )
             raise MeldError(f"the run {self} already holds {card}")
         raise MeldError(f"{card} does not go at either end of {self}")
 
