@@ -404,6 +404,17 @@ def test_a_seats_new_player_is_not_counted_gone_for_the_player_who_left_it(
         stream.cancel()
 
 
+def _play_until_seat_1_is_dropped(stubs: Stubs, table_id: str, token: str, stream: Any) -> Any:
+    """Seat 0 (``token``, watching on ``stream``) plays from the game's start until it is seat
+    1's turn; returns the update that says seat 1 left (its player gone past the grace)."""
+    view = stream.expect(
+        lambda m: m.WhichOneof("kind") == "update" and m.update.view.round > 0, "(the game)"
+    ).update.view
+    while view.turn != 1:
+        view = stubs.table.Act(plain_move(table_id, view), metadata=md(token), timeout=T).view
+    return stream.expect(event_of("player_left", 1), "saying seat 1 left")
+
+
 def test_a_seat_that_never_opens_a_stream_is_dropped_on_its_turn(
     grace_server: ServerThread,
 ) -> None:
@@ -416,12 +427,7 @@ def test_a_seat_that_never_opens_a_stream_is_dropped_on_its_turn(
         stream = watch(stubs, table_id, eva)
         stream.expect(lambda m: m.WhichOneof("kind") == "update", "(snapshot)")
         _join_at(stubs, table_id, "Bruno", 1)  # and is never heard of again
-        view = stream.expect(
-            lambda m: m.WhichOneof("kind") == "update" and m.update.view.round > 0, "(the game)"
-        ).update.view
-        while view.turn != 1:
-            view = stubs.table.Act(plain_move(table_id, view), metadata=md(eva), timeout=T).view
-        left = stream.expect(event_of("player_left", 1), "saying Bruno's seat left")
+        left = _play_until_seat_1_is_dropped(stubs, table_id, eva, stream)
         assert left.update.view.players[1].away
         stream.expect(
             lambda m: m.WhichOneof("kind") == "update" and m.update.view.turn == 0,
@@ -444,12 +450,7 @@ def test_a_seat_joined_before_a_restart_that_never_streams_is_dropped_on_its_tur
     with Stubs(grace_server.target) as stubs:
         eva = _join_at(stubs, table_id, "Eva", 0)
         stream = watch(stubs, table_id, eva)
-        view = stream.expect(
-            lambda m: m.WhichOneof("kind") == "update" and m.update.view.round > 0, "(the game)"
-        ).update.view
-        while view.turn != 1:
-            view = stubs.table.Act(plain_move(table_id, view), metadata=md(eva), timeout=T).view
-        left = stream.expect(event_of("player_left", 1), "saying Bruno's seat left")
+        left = _play_until_seat_1_is_dropped(stubs, table_id, eva, stream)
         assert left.update.view.players[1].away
         stream.cancel()
 

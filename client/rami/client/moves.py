@@ -90,8 +90,7 @@ def _rank_alone(name: str, args: str, hand: Sequence[Card]) -> None:
         if not _RANK_ALONE.fullmatch(word):
             continue
         rank = word.upper()
-        held = sorted({c.code() for c in hand if c != JOKER and c.code()[:-1].upper() == rank})
-        typed = [f"{code[:-1].upper()}{code[-1]}" for code in held]
+        typed = sorted({c.code() for c in hand if c != JOKER and c.code()[:-1] == rank})
         if len(typed) > 1:
             named = f"{', '.join(typed[:-1])} or {typed[-1]} (in your hand)"
         else:

@@ -941,27 +941,15 @@ def _take(hand: list[Card], cards: Sequence[int]) -> None:
         hand.remove(card)
 
 
-def _other_end(meld: Meld, placed: str, pending: Sequence[Card], jpm: int) -> bool:
-    """Whether ``pending`` (a joker among them) would all go on ``meld`` with the joker at the
-    other end than ``placed``: what a refusal then advises."""
-    other: End = "low" if placed == "high" else "high"
-    try:
-        _add_cards(meld, list(pending), other, jpm)
-    except MeldError:
-        return False
-    return True
-
-
 def _add_cards(meld: Meld, cards: Sequence[Card], end: str | None, jpm: int) -> Meld:
     """Add cards to a meld: naturals where they fit (in any order), then jokers at ``end``."""
     pending = [CARDS[c] for c in cards]
     if not pending:
         raise MeldError("name the cards to add")
     side: End | None = "low" if end == "low" else "high" if end == "high" else None
-    #: Where a joker went at the run's end the player did not name (the default), and
-    #: whether every card would have fitted with it at the other end.
-    placed: str | None = None
-    elsewhere = False
+    #: A joker put at the run's end the player did not name (the default): the end, the
+    #: run before it and the cards then left, for a refusal's advice.
+    defaulted: tuple[End, Meld, list[Card]] | None = None
     while pending:
         for c in pending:
             if c == JOKER:
@@ -977,18 +965,28 @@ def _add_cards(meld: Meld, cards: Sequence[Card], end: str | None, jpm: int) -> 
                 before = meld
                 meld = meld.with_added(JOKER, end=side, jokers_per_meld=jpm)
                 if side is None and before.kind == RUN:
-                    placed = "high" if meld.lo == before.lo else "low"
-                    elsewhere = _other_end(before, placed, pending, jpm)
+                    defaulted = ("high" if meld.lo == before.lo else "low", before, list(pending))
                 pending.remove(JOKER)
             else:
                 try:
                     meld.with_added(pending[0], jokers_per_meld=jpm)  # raises, saying why
                 except MeldError as e:
-                    if placed is None or not elsewhere:
+                    if defaulted is None or (other := _other_end(*defaulted, jpm)) is None:
                         raise
-                    other = "low" if placed == "high" else "high"
                     raise MeldError(
-                        f"{e}: the joker went to the {placed} end, as none was named; "
+                        f"{e}: the joker went to the {defaulted[0]} end, as none was named; "
                         f"name the {other} end to put it there"
                     ) from None
     return meld
+
+
+def _other_end(placed: End, before: Meld, pending: list[Card], jpm: int) -> End | None:
+    """The end to name, when the joker put at the ``placed`` end of ``before`` left cards
+    that go nowhere and every one of ``pending`` would have gone on with it at the other
+    (asked only of a refusal)."""
+    other: End = "low" if placed == "high" else "high"
+    try:
+        _add_cards(before, pending, other, jpm)
+    except MeldError:
+        return None
+    return other

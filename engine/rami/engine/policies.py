@@ -809,8 +809,7 @@ def sample_games(v: View, rng: random.Random, count: int, infer: bool = False) -
     With ``infer``, games in which the seat before would not have thrown the top of the pile
     (strong in its seat, :func:`_would_throw`) are drawn again: a card a player throws tells
     what its hand is not. At most :data:`_INFER_TRIES` draws a game kept, over all the games;
-    when they run out, the games drawn last fill the count (those the evidence rules out
-    least often are as likely as any)."""
+    when they run out, the first games drawn that disagree fill the count."""
     thrower = _thrower(v) if infer else None
     if thrower is None:
         return [sample_game(v, rng) for _ in range(count)]
