@@ -18,6 +18,7 @@ from rami.client.panel import (
     clock_text,
     panel_fragments,
     prompt_fragments,
+    seat_names,
     table_lines,
     toolbar_fragments,
 )
@@ -274,6 +275,29 @@ def test_a_name_of_24_characters_keeps_a_space_before_the_seats_facts() -> None:
     out = lines(table_lines(view, LOOK))
     assert "    Bartholomew-Longname-XYZ seat 1 · 11 cards · 34 points · opened" in out, out
     assert "  ▶ You                      seat 0 · 14 cards · 12 points" in out, out
+
+
+def test_players_of_one_name_are_told_apart_by_their_seats() -> None:
+    # Names are the players' own choice: two may pick the same, or the word the client says
+    # for its own player. Who did what must still be plain, in the narration and the table.
+    view = _view()
+    view.players[1].name = "you"
+    view.players[2].name = "Ana"
+    view.players.add(seat=3, name="ana", kind=game_pb2.SEAT_KIND_PLAYER, hand_size=14)
+    view.players.add(seat=4, name="Bartholomew-Longname-XYZ", kind=game_pb2.SEAT_KIND_PLAYER)
+    view.players.add(seat=5, name="Bartholomew-Longname-XYZ", kind=game_pb2.SEAT_KIND_PLAYER)
+    assert seat_names(view) == [
+        "You",
+        "you (seat 1)",
+        "Ana (seat 2)",
+        "ana (seat 3)",
+        "Bartholomew-Lon (seat 4)",
+        "Bartholomew-Lon (seat 5)",
+    ]
+    # Only a name another seat shares is told apart; a spectator has no "You".
+    view.players[2].name = "Strong bot 3"
+    view.ClearField("seat")
+    assert seat_names(view)[:4] == ["Ana (seat 0)", "you", "Strong bot 3", "ana (seat 3)"]
 
 
 def test_the_table_says_which_cards_a_player_is_known_to_hold() -> None:

@@ -71,8 +71,14 @@ def my_seat(view: game_pb2.View) -> int | None:
     return view.seat if view.HasField("seat") else None
 
 
+#: The most a player's name takes where it is shown (its seat's mark included).
+NAME_CELLS = 24
+
+
 def seat_names(view: game_pb2.View, me: str = "You") -> list[str]:
-    """Every seat's name as shown (cleaned), the watcher's own as ``me``."""
+    """Every seat's name as shown (cleaned), the watcher's own as ``me``; a name that
+    another seat shows too (players choose their names: two may choose one, or the client's
+    word for its own player) is told apart by its seat, "Ana (seat 2)"."""
     mine = my_seat(view)
     out = []
     for p in view.players:
@@ -81,7 +87,12 @@ def seat_names(view: game_pb2.View, me: str = "You") -> list[str]:
         elif p.kind == game_pb2.SEAT_KIND_EMPTY:
             out.append("(empty)")
         else:
-            out.append(safe(p.name, 24) or f"Seat {p.seat}")
+            out.append(safe(p.name, NAME_CELLS) or f"Seat {p.seat}")
+    folded = [name.casefold() for name in out]
+    for i, p in enumerate(view.players):
+        if p.seat != mine and p.kind != game_pb2.SEAT_KIND_EMPTY and folded.count(folded[i]) > 1:
+            mark = f" (seat {p.seat})"
+            out[i] = out[i][: NAME_CELLS - len(mark)].rstrip() + mark
     return out
 
 
