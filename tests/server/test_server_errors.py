@@ -31,7 +31,13 @@ from server_support import (
 
 from rami.server.table import TableConfig
 from rami.server.testing import ServerThread, Stubs
-from rami.v1 import game_pb2, lobby_service_pb2, lobby_service_pb2_grpc, table_service_pb2
+from rami.v1 import (
+    game_pb2,
+    lobby_service_pb2,
+    lobby_service_pb2_grpc,
+    rules_service_pb2,
+    table_service_pb2,
+)
 
 Code = grpc.StatusCode
 T = RPC_TIMEOUT
@@ -829,3 +835,55 @@ def test_tables_created_at_once_never_pass_the_clients_limit(tmp_path: Path) -> 
         with Stubs(srv.target) as stubs:
             listed = stubs.lobby.ListTables(lobby_service_pb2.ListTablesRequest(), timeout=T)
             assert len(listed.tables) == limit
+
+
+@pytest.mark.parametrize("read", ["ListTables", "GetTable"])
+def test_lobby_reads_spend_the_clients_server_time(tmp_path: Path, read: str) -> None:
+    """A listing of a busy lobby costs the server milliseconds (its tables read and encoded),
+    a GetTable a fraction of one: a client sending them back to back meets its share of the
+    server's time and is refused RATE_LIMITED, as an analysis or LegalSteps is. Unbudgeted,
+    one client listing 200 tables back to back kept the server at 94% of a core. Lobby
+    reads have a budget of their own: a client busy with the solver can still look around."""
+    with (
+        ServerThread(str(tmp_path / "rami.db"), read_share=0.002, read_burst=0.02) as server,
+        Stubs(server.target) as stubs,
+    ):
+        tables = [create(stubs, "tallage", 2).table.table_id for _ in range(20)]
+        calls = {
+            "ListTables": lambda: stubs.lobby.ListTables(
+                lobby_service_pb2.ListTablesRequest(), timeout=T
+            ),
+            "GetTable": lambda: stubs.lobby.GetTable(
+                lobby_service_pb2.GetTableRequest(table_id=tables[0]), timeout=T
+            ),
+        }
+        codes = []
+        for _ in range(1000):  # the burst holds some tens of them
+            try:
+                calls[read]()
+            except grpc.RpcError as e:
+                codes.append((e.code(), error_of(e).reason))
+                break
+        assert codes == [(grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED")], codes
+
+
+def test_a_client_whose_solver_time_is_spent_still_reads_the_lobby(tmp_path: Path) -> None:
+    with (
+        ServerThread(str(tmp_path / "rami.db"), work_share=1e-6, work_burst=0.0) as server,
+        Stubs(server.target) as stubs,
+    ):
+        table = create(stubs, "tallage", 2).table.table_id
+        refused(
+            lambda: stubs.rules.AnalyseHand(
+                rules_service_pb2.AnalyseHandRequest(
+                    variant=VARIANTS["tallage"], hand=cards("3c 4c 5c")
+                ),
+                timeout=T,
+            ),
+            Code.RESOURCE_EXHAUSTED,
+            "RATE_LIMITED",
+        )
+        listed = stubs.lobby.ListTables(lobby_service_pb2.ListTablesRequest(), timeout=T)
+        assert [t.table_id for t in listed.tables] == [table]
+        got = stubs.lobby.GetTable(lobby_service_pb2.GetTableRequest(table_id=table), timeout=T)
+        assert got.table.table_id == table

@@ -102,10 +102,14 @@ class LobbyConfig:
     #: address may have this many of them replaying at once, on its time budget (``work``).
     far_resume: int = 256
     far_resumes_per_client: int = 2
-    #: Server time one client address may spend in hand analyses, game records and replays
-    #: from far back: this share of every second, and the seconds it may save up.
+    #: Server time one client address may spend in hand analyses, game records, replays from
+    #: far back and LegalSteps: this share of every second, and the seconds it may save up.
     work_share: float = 0.2
     work_burst: float = 1.0
+    #: The same for its lobby reads (ListTables, GetTable), on a budget of their own: a
+    #: client whose analyses spent its time can still look at the lobby.
+    read_share: float = 0.2
+    read_burst: float = 1.0
     #: Seconds a waiting table may go without a change before the server closes it (0: never).
     waiting_expiry: float = 3600.0
 
@@ -205,10 +209,11 @@ class Lobby:
         self._stopping = False
         self._finished: OrderedDict[str, None] = OrderedDict()
         #: Server time spent on each client's analyses, records and replays from far back
-        #: (shared by every service).
+        #: (shared by every service), and on its lobby reads.
         self.work = TimeBudget(
             config.work_share, config.work_burst, "solver, record and replay time"
         )
+        self.reads = TimeBudget(config.read_share, config.read_burst, "lobby reading time")
         #: Where the moves of the bots that search are decided, off the event loop.
         self.thinker = Thinker(table_config.bot_workers, table_config.expert_budget)
         #: Where hands are analysed, off the event loop (one worker, spawned when first used).

@@ -73,6 +73,8 @@ class ServerThread:
             "table_creations_per_second": 0.0,
             "work_share": 1000.0,
             "work_burst": 1000.0,
+            "read_share": 1000.0,
+            "read_burst": 1000.0,
         }
         settings.update(lobby)
         self.lobby_config = LobbyConfig(**settings)
