@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from rami.client.cli import app
+from rami.client.link import Link
+from rami.server.testing import ServerThread
 
 RUNNER = CliRunner()
 
@@ -48,3 +52,19 @@ def test_mistakes_are_said_in_plain_words(args: list[str], code: int, says: str)
     assert result.exit_code == code, result.output
     assert says in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_server_that_refuses_the_check_for_its_rate_limit_still_answers(tmp_path: Path) -> None:
+    # The client checks that a Rami server answers by listing its tables; one that refuses the
+    # listing because the address's lobby reads are spent (many clients behind one address)
+    # answered all the same: the client connects, and its first listing says why it waits.
+    with ServerThread(str(tmp_path / "rami.db"), read_share=1e-6, read_burst=0.0) as server:
+
+        async def main() -> None:
+            link = Link(server.target)
+            try:
+                await link.check()
+            finally:
+                await link.close()
+
+        asyncio.run(main())

@@ -291,6 +291,8 @@ class Link:
                 raise Unreachable(
                     f"no Rami server answers at {self.target} (is rami-server running there?)"
                 ) from None
+            if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                return  # it answers: this address's lobby reads are spent for now
             raise plain_error(e, self.target) from None
 
     async def call(
