@@ -561,6 +561,9 @@ def test_rami_client_s_link_follows_the_table_to_its_owner(
         (("--lease-seconds", "5000"), "--lease-seconds is from 0.3 to 3600"),
         (("--advertise", "nowhere"), "--advertise 'nowhere' is not HOST:PORT"),
         (("--advertise", "host:70000"), "--advertise 'host:70000' is not HOST:PORT"),
+        # Clients are sent to it as a gRPC target: a URL's scheme would be read as a host.
+        (("--advertise", "http://host:50051"), "--advertise 'http://host:50051' is not HOST:PORT"),
+        (("--advertise", "host/x:50051"), "--advertise 'host/x:50051' is not HOST:PORT"),
     ],
 )
 def test_bad_lease_and_advertise_flags_are_refused_in_words(

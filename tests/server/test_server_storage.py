@@ -351,10 +351,52 @@ def test_a_newer_schema_is_refused_with_its_version(postgres_url: str) -> None:
         await (await _open(postgres_url)).close()
         async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
             await conn.execute("UPDATE rami_schema SET version = 99")
-        with pytest.raises(RuntimeError, match="version 99, newer than this server's"):
+        with pytest.raises(OSError, match="version 99, newer than this server's"):
             await _open(postgres_url)
 
     run(main)
+
+
+@pytest.mark.parametrize("trouble", ["newer schema", "no rights"])
+def test_a_database_the_server_cannot_use_is_said_in_one_line(
+    postgres_url: str, tmp_path: Path, trouble: str
+) -> None:
+    """A schema of newer code, or a user without the rights the server needs: refused at
+    start in one line, no traceback (an operator saw a screen of one)."""
+    import psycopg
+
+    async def made() -> None:
+        await (await _open(postgres_url)).close()
+
+    url = postgres_url
+    run(made)  # the schema, as a server of this code makes it
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        if trouble == "newer schema":
+            conn.execute("UPDATE rami_schema SET version = 99")
+            said = "version 99, newer than this server's"
+        else:
+            conn.execute("CREATE ROLE reader LOGIN")
+            conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+            url = postgres_url.replace("postgresql://rami@", "postgresql://reader@")
+            said = "permission denied"
+    try:
+        done = subprocess.run(
+            [str(SERVER), "--db", url, "--port", "0", "--secret-file", str(tmp_path / "key")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            if trouble == "newer schema":
+                conn.execute("UPDATE rami_schema SET version = 2")
+            else:
+                conn.execute("GRANT CREATE ON SCHEMA public TO PUBLIC")
+                conn.execute("DROP ROLE reader")
+    out = done.stderr + done.stdout
+    assert done.returncode == 1, out
+    assert said in out and "Traceback" not in out, out
+    assert done.stderr.strip().splitlines()[-1].startswith("rami-server: "), out
 
 
 def test_one_request_racing_on_two_storages_creates_one_table(postgres_url: str) -> None:
@@ -647,6 +689,9 @@ def test_a_postgresql_connection_string_of_keywords_is_refused_without_repeating
         "postgresql://rami:k9/Zq?LeakedPart99@127.0.0.1:1/rami",
         "postgresql://rami:k9#LeakedPart99@127.0.0.1:1/rami",
         "postgresql://rami:k9@LeakedPart99@127.0.0.1:1/rami",
+        # The rest of the password percent-encoded, its @ not: libpq names the rest, decoded.
+        "postgresql://rami:k9@Leaked%2FPart99%3Fx@127.0.0.1:1/rami",
+        "postgresql://rami:k9@Leaked%2FPart99@127.0.0.1:1/rami",
     ],
 )
 def test_a_url_whose_password_breaks_it_is_refused_in_words_without_the_password(
@@ -665,6 +710,34 @@ def test_a_url_whose_password_breaks_it_is_refused_in_words_without_the_password
     assert done.returncode == 1, out
     assert "cannot connect to PostgreSQL" in out, out
     assert "LeakedPart99" not in out and "Traceback" not in out, out
+    assert "Leaked/Part99" not in out and "Leaked" not in out, out
+
+
+@pytest.mark.parametrize(
+    "db",
+    [
+        "postgresq://rami:Hunter2Secret@127.0.0.1:5432/rami",
+        "postgresql:/rami:Hunter2Secret@127.0.0.1:5432/rami",
+        "PostgreSQL://rami:Hunter2Secret@127.0.0.1:5432/rami",
+        "mysql://rami:Hunter2Secret@127.0.0.1/rami",
+    ],
+)
+def test_a_mistyped_database_url_is_refused_not_taken_for_a_file(tmp_path: Path, db: str) -> None:
+    """A URL whose scheme is mistyped is no SQLite file's name either: taken for one, the
+    server made folders named with the password and said it in its log. It is refused at
+    start, saying how a PostgreSQL URL begins, and without repeating it."""
+    done = subprocess.run(
+        [str(SERVER), "--db", db, "--port", "0", "--secret-file", str(tmp_path / "key")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=tmp_path,
+    )
+    out = done.stderr + done.stdout
+    assert done.returncode == 1, out
+    assert "postgresql://" in out and "Traceback" not in out, out
+    assert "Hunter2Secret" not in out, out
+    assert list(tmp_path.iterdir()) == []  # no file or folder made from its name
 
 
 def test_a_server_with_another_key_than_its_databases_servers_is_refused_at_start(
@@ -736,6 +809,56 @@ def test_a_call_during_a_postgresql_outage_fails_within_seconds() -> None:
                 took = loop.time() - start
                 assert is_outage(refused.value), refused.value
                 assert took < 5.0, f"call {call}: an outage was told after {took:.1f} s"
+        finally:
+            await asyncio.wait_for(storage.close(), 30)
+
+    try:
+        asyncio.run(main())
+    finally:
+        pg.stop()
+
+
+def test_after_a_long_postgresql_outage_the_storage_is_back_within_seconds() -> None:
+    """The database down for 40 s, then back: the storage answers again within seconds, as a
+    server calls it (a lease renewal every few seconds), not after the pool's doubling waits
+    between its tries (1, 2, 4, ... 32 s: an operator saw a server blind for 51 s after a
+    70 s outage, with psql answering at once)."""
+    from postgres_support import PostgresServer, unavailable
+
+    from rami.server.storage import is_outage
+    from rami.server.storage_postgres import PostgresStorage
+
+    why = unavailable()
+    if why is not None:
+        pytest.skip(f"no PostgreSQL: {why}")
+    pg = PostgresServer().start()  # its own server: this test stops it
+    ctl = str(pg.bindir / "pg_ctl")
+
+    async def main() -> None:
+        storage = await PostgresStorage.open(pg.database())
+        loop = asyncio.get_running_loop()
+        try:
+            assert await storage.list_tables() == []
+            pg._run(ctl, "-D", str(pg.data), "-m", "immediate", "stop")
+            down = loop.time()
+            while loop.time() - down < 40:
+                with pytest.raises(Exception) as refused:
+                    await storage.list_tables()
+                assert is_outage(refused.value), refused.value
+                await asyncio.sleep(2)
+            await asyncio.to_thread(
+                pg._run, ctl, "-D", str(pg.data), "-l", str(pg.log), "-w", "start"
+            )
+            back = loop.time()
+            while True:
+                try:
+                    assert await storage.list_tables() == []
+                    break
+                except Exception as e:
+                    assert is_outage(e), e
+                    blind = loop.time() - back
+                    assert blind < 10, f"still out of reach {blind:.0f} s after the database"
+                    await asyncio.sleep(1)
         finally:
             await asyncio.wait_for(storage.close(), 30)
 

@@ -10,7 +10,7 @@ import typer
 from .app import LOOPS, run, run_loop
 from .connections import ConnectionLimits
 from .lobby import LobbyConfig
-from .storage import is_postgres_url
+from .storage import check_store, is_postgres_url
 from .table import TableConfig
 
 __all__ = ["app", "main"]
@@ -134,6 +134,11 @@ def serve(
     logging.basicConfig(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    try:
+        check_store(db)  # before a SQLite file's folder is made from a mistyped URL
+    except OSError as e:
+        typer.echo(f"rami-server: {e}", err=True)
+        raise typer.Exit(1) from None
     if is_postgres_url(db):
         if not secret_file:
             typer.echo(
@@ -178,7 +183,8 @@ def serve(
         raise typer.Exit(2)
     if advertise:
         where, _, number = advertise.strip().rpartition(":")
-        if not where or not number.isdigit() or not 0 < int(number) < 65536:
+        bad_host = not where or any(c in where for c in "/@?#")
+        if bad_host or not number.isdigit() or not 0 < int(number) < 65536:
             typer.echo(
                 f"rami-server: --advertise {advertise!r} is not HOST:PORT (a port 1 to 65535)",
                 err=True,

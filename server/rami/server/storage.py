@@ -864,15 +864,35 @@ _CONNINFO = re.compile(
 )
 
 
+#: The start of a URL, "scheme:/": no name a person gives a SQLite file.
+_URL_START = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:/")
+
+
 def check_store(db: str) -> None:
-    """Refuse a ``--db`` that names a PostgreSQL database other than by URL: it would be taken
-    for a SQLite file's name (a file made with that name, the password in it and in the
-    log). The message does not repeat it."""
-    if not is_postgres_url(db) and _CONNINFO.search(db):
+    """Refuse a ``--db`` that names a PostgreSQL database other than by a URL libpq reads:
+    a connection string of keywords or a URL with a mistyped scheme would be taken for a
+    SQLite file's name (folders made with that name, the password in them and in the log),
+    and a URL whose user name or password holds an @ is read in part as the host, which
+    libpq's words then quote. The message does not repeat ``db``."""
+    if is_postgres_url(db):
+        userinfo = db.partition("://")[2].rpartition("@")[0]
+        if "@" in userinfo:
+            raise OSError(
+                f"cannot connect to PostgreSQL at {redacted(db)}: its user name or password"
+                " holds an @: percent-encode it as %40 (and / # ? : as %2F %23 %3F %3A)"
+            )
+        return
+    if _CONNINFO.search(db):
         raise OSError(
             "--db looks like a PostgreSQL connection string of keywords (host=... dbname=...):"
             " name the database by a URL, postgresql://user:password@host:port/dbname"
             " (percent-encode / # ? @ : in the password)"
+        )
+    if _URL_START.match(db):
+        raise OSError(
+            "--db looks like a URL, but not a PostgreSQL one: a PostgreSQL database is named"
+            " postgresql://user:password@host:port/dbname (in lower case, with two slashes),"
+            " a SQLite file by its path"
         )
 
 

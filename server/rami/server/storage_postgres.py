@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 from .entries import Mark
 from .storage import (
@@ -289,6 +290,11 @@ def _missing_driver() -> PostgresUnavailable:
 
 #: Seconds a call waits for one of the pool's connections before it fails as an outage.
 POOL_WAIT = 3.0
+#: Seconds the pool tries to replace a lost connection before it gives up (then the next call
+#: that needs one starts trying again at once). Its waits between tries double from 1 s, with
+#: no bound but this: left at psycopg_pool's 300 s, a server tried again 32 s, then 64 s after
+#: the last failure, and stayed blind for most of a minute after the database was back.
+POOL_RECONNECT = 8.0
 
 
 @dataclass(eq=False)
@@ -358,6 +364,11 @@ class PostgresStorage:
             ) from None
         try:
             await _migrate(conn)
+        except psycopg.Error as e:  # the user's rights, say: in the database's words
+            raise PostgresUnavailable(
+                f"cannot use the database at {redacted(url)}: {_without_secret(url, e)} (the"
+                " user needs to read and write rami's tables, and to create those missing)"
+            ) from None
         finally:
             await conn.close()
         pool = AsyncConnectionPool(
@@ -371,6 +382,7 @@ class PostgresStorage:
             # and inside a lease, so that a renewal that cannot be made fails in time to try
             # again before the lease runs out.
             timeout=POOL_WAIT,
+            reconnect_timeout=POOL_RECONNECT,
             open=False,
             name="rami",
         )
@@ -760,7 +772,9 @@ def _without_secret(url: str, error: Exception) -> str:
     which the words then name."""
     words = str(error).strip()
     secret = url.partition("://")[2].rpartition("@")[0].partition(":")[2]
-    for piece in sorted(re.split(r"[/#?@:]", secret), key=len, reverse=True):
+    # As written, and as libpq decodes it (it names a host of "p%2Fq" as "p/q").
+    pieces = {*re.split(r"[/#?@:]", secret), *re.split(r"[/#?@:]", unquote(secret))}
+    for piece in sorted(pieces, key=len, reverse=True):
         if len(piece) >= 3:
             words = words.replace(piece, "***")
     return words
@@ -789,7 +803,7 @@ async def _migrate(conn: Any) -> None:
             found = await cur.fetchone()
             version = int(found[0]) if found else 0
         if version > PG_SCHEMA_VERSION:
-            raise RuntimeError(
+            raise PostgresUnavailable(
                 f"the database's rami schema is version {version}, newer than this server's"
                 f" ({PG_SCHEMA_VERSION})"
             )
