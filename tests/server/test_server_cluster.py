@@ -522,6 +522,35 @@ def test_sigterm_hands_the_tables_over_at_once(tmp_path: Path, postgres_url: str
         run(go)
 
 
+def test_two_live_servers_advertising_one_address_are_told_in_the_log(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """A server at one address replaces the dead one there: it takes its tables at once. A
+    second live server given the first one's address (--advertise copied from its
+    configuration) takes them as well, and the two take the tables from each other; nothing
+    said so, while the games stalled. The server that loses a table to its own address says
+    what is wrong, and the lease going back and forth is no longer logged as a takeover."""
+    key, log_a, log_c = tmp_path / "key", tmp_path / "a.log", tmp_path / "c.log"
+    with rami_server(postgres_url, log_a, args=_args(key, 2.0)) as (_, a):
+
+        async def made() -> None:
+            at_a = Stubs(a)
+            try:
+                await _create(at_a, rounds=3, bots=2)
+            finally:
+                await at_a.close()
+
+        run(made)
+        with rami_server(postgres_url, log_c, args=_args(key, 2.0, "--advertise", a)):
+
+            async def told() -> None:
+                said = "another server that advertises this server's address"
+                await _until(lambda: _said(log_a, said), 20)
+
+            run(told)
+    assert "its lease was taken over" not in log_a.read_text()
+
+
 def test_rami_client_s_link_follows_the_table_to_its_owner(
     tmp_path: Path, postgres_url: str
 ) -> None:

@@ -277,16 +277,28 @@ class Lobby:
             del self.tables[table.table_id]
         self._finished.pop(table.table_id, None)
 
-    def moved(self, table: Table, owner: str) -> None:
+    def moved(self, table: Table, owner: str, *, told: bool = False) -> None:
         """Drop a table whose lease this server lost: its streams and calls end
-        UNAVAILABLE/TABLE_MOVED naming ``owner``, and it never acts here again."""
+        UNAVAILABLE/TABLE_MOVED naming ``owner``, and it never acts here again (``told``:
+        the log has said why already)."""
         self._forget(table)
-        if table.moved_to is None:
-            log.warning(
-                "table %s: its lease was taken over; dropped (owner now: %s)",
-                table.table_id,
-                owner or "none yet",
-            )
+        if table.moved_to is None and not told:
+            if owner and owner == getattr(self.storage, "address", None):
+                # A server replacing a dead one at its address takes its tables at once; a
+                # live one given this server's address takes them too, and the two take
+                # them from each other while their games stall.
+                log.error(
+                    "table %s: taken by another server that advertises this server's address"
+                    " (%s) while this one runs; give each server its own --advertise",
+                    table.table_id,
+                    owner,
+                )
+            else:
+                log.warning(
+                    "table %s: its lease was taken over; dropped (owner now: %s)",
+                    table.table_id,
+                    owner or "none yet",
+                )
         table.close(moved_to=owner)
         asyncio.get_running_loop().create_task(table.closing(), name=f"moved {table.table_id}")
 
@@ -328,7 +340,7 @@ class Lobby:
                     type(e).__name__,
                 )
                 for table in list(self.tables.values()):
-                    self.moved(table, "")
+                    self.moved(table, "", told=True)
             else:
                 log.warning("leases not renewed (%s); trying again", type(e).__name__)
             return 0
