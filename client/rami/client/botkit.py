@@ -245,12 +245,13 @@ async def _play(
 ) -> BotResult:
     result = BotResult()
     metadata = await _join(route, table_id, name, seat, token, result, max_reconnects)
-    last: int | None = None
+    last: int | None = None  # the latest update received
     decided = -1  # the latest update number this bot has acted on
     while True:
         try:
             stream = route.table.Watch(
-                table_service_pb2.WatchRequest(table_id=table_id, after=last), metadata=metadata
+                table_service_pb2.WatchRequest(table_id=table_id, after=_early(last)),
+                metadata=metadata,
             )
             try:
                 async for msg in stream:
@@ -274,10 +275,8 @@ async def _play(
             finally:
                 stream.cancel()  # a stream left behind would count against the seat's streams
         except grpc.aio.AioRpcError as e:
-            if await route.follow(e):
-                last = last - 1 if last else last  # one early, as after a drop
-            else:
-                last = await _dropped(e, result, max_reconnects, last)
+            if not await route.follow(e):
+                await _dropped(e, result, max_reconnects, _early(last))
             decided = -1
 
 
@@ -338,21 +337,26 @@ def _pause(attempt: int) -> float:
     return min(2.0, 0.05 * 2 ** min(attempt - 1, 6))
 
 
+def _early(last: int | None) -> int | None:
+    """Where a stream resumes after a drop, ``last`` the latest update received: one update
+    early, so that if the stream or a command failed on this seat's turn, the view it was
+    decided on comes again. A command still unanswered is sent again with its request id;
+    without one, the view is decided anew (a command that did get through makes that retry
+    stale: ABORTED, never a second move). From the update received, not from the last try's
+    start: tries that fail in a row all resume from the same place."""
+    return last - 1 if last else last
+
+
 async def _dropped(
-    e: grpc.aio.AioRpcError, result: BotResult, max_reconnects: int, last: int | None
-) -> int | None:
-    """After a stream dropped: raise, or wait a little and return where to resume."""
+    e: grpc.aio.AioRpcError, result: BotResult, max_reconnects: int, resume: int | None
+) -> None:
+    """After a stream dropped: raise, or wait a little before resuming after ``resume``."""
     if e.code() not in _RETRY or result.streak >= max_reconnects:
         raise e
     result.reconnects += 1
     result.streak += 1
-    log.info("stream dropped (%s: %s); resuming after %s", e.code().name, e.details(), last)
+    log.info("stream dropped (%s: %s); resuming after %s", e.code().name, e.details(), resume)
     await asyncio.sleep(_pause(result.streak))
-    # Resume one update early: if the stream or a command failed on this seat's turn, the
-    # view it was decided on comes again. A command still unanswered is sent again with its
-    # request id; without one, the view is decided anew (a command that did get through makes
-    # that retry stale: ABORTED, never a second move).
-    return last - 1 if last else last
 
 
 @dataclass
@@ -426,11 +430,11 @@ async def _play_stream(
     answered (``accepted_before`` when the first copy got through)."""
     result = BotResult()
     metadata = await _join(route, table_id, name, seat, token, result, max_reconnects)
-    last: int | None = None
+    last: int | None = None  # the latest update received
     decided = -1  # the latest update number this bot has acted on
     unanswered: list[_Command] = []
     while True:
-        stream = _Stream(table_id, last)
+        stream = _Stream(table_id, _early(last))
         for command in unanswered:
             stream.send(command)
         result.retries += len(unanswered)
@@ -470,10 +474,8 @@ async def _play_stream(
                     engine_view = view_from_proto(view)
                     stream.send(_Command(view.number, engine_view, decide(engine_view)))
         except grpc.aio.AioRpcError as e:
-            if await route.follow(e):
-                last = last - 1 if last else last  # one early, as after a drop
-            else:
-                last = await _dropped(e, result, max_reconnects, last)
+            if not await route.follow(e):
+                await _dropped(e, result, max_reconnects, _early(last))
             unanswered = list(stream.pending.values())
             if not unanswered:
                 decided = -1  # the view it is at comes again: decided anew
