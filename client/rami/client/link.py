@@ -178,6 +178,8 @@ def plain_error(error: grpc.aio.AioRpcError, target: str) -> LinkError:
     code = error.code()
     details = safe(error.details() or "")
     if code == grpc.StatusCode.UNAVAILABLE:
+        if details and _info(error) is not None:  # it answered: its store is down, say
+            return Unreachable(f"the server at {target} answered that {details}")
         return Unreachable(f"the server at {target} can't be reached right now")
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return Unreachable(f"the server at {target} did not answer in time")
