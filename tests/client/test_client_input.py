@@ -279,6 +279,14 @@ def test_completion_offers_only_the_cards_still_in_the_hand() -> None:
     assert _complete(SITUATION, "draw ") == ["stock", "discard"]
 
 
+def test_completion_of_arguments_that_are_only_commas_offers_what_a_blank_would() -> None:
+    # Completion runs while the player types: "lay ," raised, and the traceback took the
+    # Enter that followed (the line then glued to the next command).
+    for command in ("lay", "discard", "take", "add", "say", "help", "sort"):
+        assert _complete(SITUATION, f"{command} ,") == _complete(SITUATION, f"{command} ")
+        assert _complete(SITUATION, f"{command} , ,") == _complete(SITUATION, f"{command} ")
+
+
 def test_completion_offers_meld_numbers_and_the_cards_a_joker_stands_for() -> None:
     assert _complete(SITUATION, "add ") == ["1", "2"]
     assert _complete(SITUATION, "take ") == ["1"]  # only melds with a joker

@@ -109,8 +109,9 @@ class TableCompleter(Completer):
                     yield Completion(text, -len(word), display=c.name, display_meta=c.summary)
             return
         name, args = split_command(segment)
-        word = "" if segment.endswith(" ") else args.replace(",", " ").split()[-1]
         done = args.replace(",", " ").split()
+        # The word being typed (none after a space, or when only commas were typed).
+        word = "" if segment.endswith(" ") or not done else done[-1]
         if word:
             done = done[:-1]
         yield from self._arguments(s, name, done, word, earlier)
