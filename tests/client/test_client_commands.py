@@ -358,6 +358,20 @@ def test_a_command_for_elsewhere_says_where_it_belongs(server: ServerThread, stu
         d.close()
 
 
+def test_a_name_too_long_is_said_to_be_shortened(server: ServerThread, stubs: Stubs) -> None:
+    d = _client(server)
+    try:
+        d.expect(r"Connected to 127\.0\.0\.1")
+        d.type("name Bob the Great Destroyer of Worlds")
+        d.expect(
+            r"Names are at most 24 characters: you will join tables as Bob the Great Destroyer\."
+        )
+        d.type("name Eva")
+        d.expect(r"\n *You will join tables as Eva\.")
+    finally:
+        d.close()
+
+
 def test_ctrl_d_during_a_game_asks_as_quit_does_and_a_second_one_quits(
     server: ServerThread, stubs: Stubs
 ) -> None:

@@ -84,6 +84,7 @@ from .moves import MOVES, MoveError, check_ranks, missing_cards, parse_move
 from .narrate import Scene, narrate
 from .newtable import NewTable, parse_create
 from .panel import (
+    NAME_CELLS,
     discard_lay,
     i_opened,
     menu_rows,
@@ -1240,8 +1241,15 @@ class ClientSession:
         if not args:
             self.out.info(f"You join tables as {self.name}.")
             return
-        self.name = safe(args, 24) or self.name
-        self.out.info(f"You will join tables as {self.name}.")
+        name = safe(args)
+        if not name:
+            self.out.error(f"A name needs a letter or a digit; you join tables as {self.name}.")
+            return
+        self.name = name[:NAME_CELLS].rstrip()
+        shortened = (
+            f"Names are at most {NAME_CELLS} characters: you" if name != self.name else "You"
+        )
+        self.out.info(f"{shortened} will join tables as {self.name}.")
 
     async def _resolve(self, ref: str) -> lobby_service_pb2.TableInfo | None:
         """The table a person means: its number in the list as printed, its short id (any
