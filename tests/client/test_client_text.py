@@ -997,9 +997,12 @@ def test_a_player_who_leaves_a_game_under_way_leaves_the_seat_to_the_server() ->
         return "\n".join(lines(narrate(te.Left(seat), _scene(**fields))))
 
     assert told(1) == "Sara left the table."  # before the game: the seat is free again
-    assert told(1, in_game=True) == "Sara left: the server plays the seat until they are back."
+    # During a game the event is the same whether the player left or their connection died
+    # (a crash, a closed window): "went away" is true of both, where "You left" told a player
+    # coming back after a crash of something they never did.
+    assert told(1, in_game=True) == "Sara went away: the server plays the seat until they are back."
     mine = told(0, me=0, in_game=True)
-    assert mine == "You left: the server plays your seat until you take it back."
+    assert mine == "You went away: the server plays your seat until you take it back."
 
 
 def test_a_hint_after_the_round_ended_gives_no_advice_for_a_turn() -> None:

@@ -165,11 +165,12 @@ def _table_event(e: te.TableEvent, scene: Scene) -> list[Line]:
         return [_line(f"{who}{kind} sat down at seat {e.seat}.")]
     if isinstance(e, te.Left):
         if scene.in_game:
-            # The seat stays theirs: the server plays it until they take it back.
+            # The seat stays theirs: the server plays it until they take it back. (They left,
+            # or their connection died and stayed down: the event does not say which.)
             if e.seat == scene.me:
-                return [_line("You left: the server plays your seat until you take it back.")]
+                return [_line("You went away: the server plays your seat until you take it back.")]
             who = scene.who(e.seat)
-            return [_line(f"{who} left: the server plays the seat until they are back.")]
+            return [_line(f"{who} went away: the server plays the seat until they are back.")]
         return [_line(f"{scene.who(e.seat)} left the table.")]
     if isinstance(e, te.Returned):
         return [_line(f"{scene.who(e.seat)} came back.")]
