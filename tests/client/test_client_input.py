@@ -439,3 +439,10 @@ def test_a_discard_or_declaration_with_no_card_asks_which() -> None:
     for name in ("discard", "declare"):
         with pytest.raises(MoveError, match=rf"^{name} which card\? Type it after {name}"):
             parse_move(name, "  ")
+
+
+def test_a_discard_without_its_card_gives_an_example_from_the_hand() -> None:
+    # "discard 7h, for instance" to a player without a 7♥: typed as shown, and refused.
+    for name in ("discard", "declare"):
+        with pytest.raises(MoveError, match=rf"Type it after {name}: {name} 10c, for instance"):
+            parse_move(name, "", parse_cards("Qh JK 10c"))

@@ -103,6 +103,13 @@ def test_a_full_deck_holds_two_copies_of_each_face_and_the_jokers() -> None:
     assert counts[:52] == [2] * 52 and counts[52] == 4
 
 
+def test_an_add_or_a_take_without_its_cards_says_what_it_takes() -> None:
+    for text, usage in (("take 1", "usage: take MELD CARD"), ("add 2", "usage: add MELD CARDS")):
+        with pytest.raises(MalformedAction) as info:
+            parse_action(text)
+        assert str(info.value).startswith(usage) and "..." not in str(info.value), info.value
+
+
 def test_an_action_naming_an_unknown_card_is_malformed_and_a_value_error() -> None:
     with pytest.raises(MalformedAction) as info:
         parse_action("discard 11x")

@@ -186,6 +186,13 @@ def test_option_jokers_per_meld_2_allows_two_jokers_in_a_meld() -> None:
     rejects("7h JK JK JK 11h", jokers_per_meld=2)
 
 
+def test_a_second_joker_added_is_refused_in_words() -> None:
+    with pytest.raises(MeldError, match=r"^JK 6♦ 7♦ 8♦ already holds a joker$"):
+        meld("JK 6d 7d 8d").with_added(C("JK"))
+    with pytest.raises(MeldError, match=r"already holds 2 jokers$"):
+        meld("7h JK JK 10h", jokers_per_meld=2).with_added(C("JK"), jokers_per_meld=2)
+
+
 def test_a_meld_needs_a_card_that_is_not_a_joker() -> None:
     rejects("JK JK JK", jokers_per_meld=2)
 

@@ -134,7 +134,11 @@ def parse_move(name: str, args: str, hand: Sequence[Card] = ()) -> Action:
     """The action of a move command (``name`` is one of :data:`MOVES`; ``hand``, the cards
     held, names the cards of a rank typed without its suit)."""
     if name in ("discard", "declare") and not args.strip():
-        raise MoveError(f"{name} which card? Type it after {name}: {name} 7h, for instance.")
+        # The example a card of the hand, when there is one: "discard 7h" was given to a
+        # player with no 7♥, who typed it and was refused.
+        held = [c for c in hand if c != JOKER]
+        example = held[-1].code() if held else "7h"
+        raise MoveError(f"{name} which card? Type it after {name}: {name} {example}, for instance.")
     text = args.replace("|", ",").lower()
     check_ranks(args)
     if name in ("discard", "declare", "lay"):

@@ -132,7 +132,8 @@ def _parse_steps(verb: str, rest: str) -> list[LayStep]:
         return [NewMeld(_cards(part)) for part in rest.split(",") if part.strip()]
     words = rest.split()
     if len(words) < 2:
-        raise MalformedAction(f"usage: {verb} MELD CARD...", "BAD_ACTION")
+        cards = "CARDS [low|high]" if verb == "add" else "CARD"  # a joker is taken for one card
+        raise MalformedAction(f"usage: {verb} MELD {cards}", "BAD_ACTION")
     meld = _meld_number(words[0])
     if verb == "add":
         end: Literal["low", "high"] | None = None

@@ -301,7 +301,8 @@ class Meld:
         """The meld with one more card: a natural that fits, or a joker (at ``end`` of a run)."""
         card = CARDS[card]
         if card == JOKER and self.jokers >= jokers_per_meld:
-            raise MeldError(f"{self} already holds {self.jokers} joker(s)")
+            held = "a joker" if self.jokers == 1 else f"{self.jokers} jokers"
+            raise MeldError(f"{self} already holds {held}")
         if self.kind == SET:
             if len(self.cards) >= 4:
                 raise MeldError(f"the set {self} already has 4 cards")
