@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import io
 
+import pytest
 from prompt_toolkit.formatted_text import fragment_list_to_text
 
 from rami.client import tableevents as te
@@ -808,6 +809,16 @@ def test_a_long_line_breaks_between_words_keeping_its_styles() -> None:
     assert rows == ["  Sara laid 9♥,", "    xxxxxxxxxxxx", "    xxxxxxxxxxxx", "    xxxxxx"]
     assert ("class:card.red", "9♥") in wrapped(line, 16)[0]
     assert wrapped(line, 60) == [line]
+
+
+def test_help_of_a_mistyped_command_names_the_one_meant() -> None:
+    from rami.client.helptext import help_lines
+    from rami.engine import get_variant
+
+    with pytest.raises(ValueError, match=r"^there is no command 'lya': did you mean lay\?"):
+        help_lines("lya", "playing", get_variant("tallage"), 80)
+    with pytest.raises(ValueError, match=r"^there is no command 'zzz'; help lists them$"):
+        help_lines("zzz", "playing", get_variant("tallage"), 80)
 
 
 def test_help_and_the_pile_fit_the_rows_they_have() -> None:

@@ -16,7 +16,18 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from rami.engine import Variant
 
-from .commands import LOBBY, OVER, PLAYING, WAITING, WATCHING, Command, available, details, find
+from .commands import (
+    LOBBY,
+    OVER,
+    PLAYING,
+    WAITING,
+    WATCHING,
+    Command,
+    available,
+    details,
+    find,
+    suggest,
+)
 
 __all__ = ["help_lines", "wrap"]
 
@@ -51,6 +62,11 @@ def help_lines(
     if word:
         command = find(word)
         if command is None:
+            guess = suggest(word, available(where, variant)) or suggest(word, cutoff=0.75)
+            if guess:
+                raise ValueError(
+                    f"there is no command {word!r}: did you mean {guess}? help {guess}"
+                )
             raise ValueError(f"there is no command {word!r}; help lists them")
         out: list[StyleAndTextTuples] = [
             [("class:heading", line)] for line in wrap(command.usage, width)
