@@ -327,6 +327,7 @@ def test_create_reads_a_variant_options_and_bots() -> None:
         ("portugese bots=2", r"unknown word 'portugese': did you mean portuguese\?"),
         ("tallage privat", r"unknown word 'privat': did you mean private\?"),
         ("simple player=3", r"unknown option 'player': did you mean players\?"),
+        ("tallage jokers=2", r"unknown option 'jokers': did you mean jokers_per_meld\?"),
         ("bots=4 players=4", "leave you no seat"),
         ("variant=portugese", r"unknown variant 'portugese': did you mean portuguese\?"),
         ("bots=6", r"6 bots leave you no seat: a table has at most 6 seats"),

@@ -22,9 +22,13 @@ _KEYS = ("bots", "policy", "name", "variant", *_SPECS)
 
 
 def _meant(word: str, words: tuple[str, ...] | list[str]) -> str:
-    """ " did you mean X?" for a mistyped ``word`` close to one of ``words`` (else "")."""
-    found = difflib.get_close_matches(word.lower(), words, n=1, cutoff=0.6)
-    return f": did you mean {found[0]}?" if found else ""
+    """ " did you mean X?" for a mistyped ``word`` close to one of ``words``, or the start
+    of only one of them ("jokers": jokers_per_meld), else ""."""
+    word = word.lower()
+    found = difflib.get_close_matches(word, words, n=1, cutoff=0.6)
+    if not found:
+        found = [w for w in words if w.startswith(word)] if len(word) >= 3 else []
+    return f": did you mean {found[0]}?" if len(found) == 1 else ""
 
 
 @dataclass(frozen=True, slots=True)
