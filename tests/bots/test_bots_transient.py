@@ -7,7 +7,7 @@ import asyncio
 import grpc
 import pytest
 
-from rami.client.botkit import BotResult, _dropped, _early
+from rami.client.botkit import BotResult, _dropped, _early, _Route
 
 
 def failure(code: grpc.StatusCode, details: str) -> grpc.aio.AioRpcError:
@@ -48,3 +48,52 @@ def test_a_bots_tries_are_counted_per_outage_not_per_game() -> None:
     result.streak = 20  # twenty in a row, nothing in between: it gives up
     with pytest.raises(grpc.aio.AioRpcError):
         asyncio.run(_dropped(dropped, result, 20, 7))
+
+
+def _moved(owner: str) -> grpc.aio.AioRpcError:
+    """UNAVAILABLE/TABLE_MOVED naming ``owner``, as a server that does not hold the table
+    answers."""
+    from google.protobuf import any_pb2
+    from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
+
+    message = f"table t is played by the server at {owner}: call it there"
+    detail = any_pb2.Any()
+    detail.Pack(
+        error_details_pb2.ErrorInfo(
+            reason="TABLE_MOVED", domain="rami.v1", metadata={"owner": owner}
+        )
+    )
+    status = status_pb2.Status(code=grpc.StatusCode.UNAVAILABLE.value[0], message=message)
+    status.details.append(detail)
+    trailing = grpc.aio.Metadata(("grpc-status-details-bin", status.SerializeToString()))
+    return grpc.aio.AioRpcError(grpc.StatusCode.UNAVAILABLE, grpc.aio.Metadata(), trailing, message)
+
+
+def test_a_bot_sent_back_and_forth_to_a_dead_owner_waits_longer_each_time() -> None:
+    """During a takeover the server a bot was given still names the dead owner (its lease
+    has not run out), and the dead owner can't be reached: the bot went from one to the other
+    every 0.1 s for the whole lease (150 log lines in 8.5 s, from each bot, on the server
+    taking the tables over). It waits longer at each hop, and not at all once it gets
+    through."""
+
+    async def main() -> list[float]:
+        route = _Route("127.0.0.1:1", None, None)
+        loop = asyncio.get_running_loop()
+        hops = []
+        try:
+            for _ in range(3):  # to the dead owner, and back from it
+                start = loop.time()
+                assert await route.follow(_moved("127.0.0.1:2"))
+                assert await route.follow(failure(grpc.StatusCode.UNAVAILABLE, "refused"))
+                hops.append(loop.time() - start)
+            route.settled()  # the next stream brought an update
+            start = loop.time()
+            assert await route.follow(_moved("127.0.0.1:2"))
+            hops.append(loop.time() - start)
+        finally:
+            await route.close()
+        return hops
+
+    hops = asyncio.run(main())
+    assert hops[-2] > 4 * hops[0] and sum(hops[:-1]) > 1.0, hops
+    assert hops[-1] < 0.05, hops  # after getting through, the owner named is gone to at once

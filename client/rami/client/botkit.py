@@ -109,6 +109,8 @@ class _Route:
         self.given = channel
         self.at = target
         self.moves = 0
+        #: Moves since a call last got through (see :meth:`settled`).
+        self.hops = 0
         self.channel = channel if channel is not None else self._open(target)
         self._old: list[grpc.aio.Channel] = []
         self._stubs()
@@ -135,6 +137,7 @@ class _Route:
         if (where == self.at and owner) or self.moves >= _MOVES:
             return False
         self.moves += 1
+        self.hops += 1
         log.info("table moved (%s): going to %s", error.details(), where)
         if self.channel is not self.given:
             self._old.append(self.channel)
@@ -143,9 +146,17 @@ class _Route:
         self._stubs()
         while len(self._old) > 2:
             await self._old.pop(0).close(None)
-        if not owner:
-            await asyncio.sleep(0.1)  # no owner yet: give the takeover a moment
+        # Back and forth with nothing getting through (a takeover under way: the server
+        # given names the dead owner until its lease runs out): a longer wait at each hop,
+        # as after a drop; with no owner yet, at least a moment for the takeover.
+        pause = _pause(self.hops - 1) if self.hops > 1 else 0.0
+        if pause or not owner:
+            await asyncio.sleep(max(pause, 0.0 if owner else 0.1))
         return True
+
+    def settled(self) -> None:
+        """A call got through where the route is: the next move is made at once."""
+        self.hops = 0
 
     async def close(self) -> None:
         for ch in [*self._old, self.channel]:
@@ -260,6 +271,7 @@ async def _play(
                     view = msg.update.view
                     last = msg.update.number
                     result.streak = 0
+                    route.settled()
                     result.seat = view.seat
                     if view.phase == game_pb2.PHASE_GAME_OVER:
                         result.final = view
@@ -318,7 +330,7 @@ async def _sent(
     lost = 0
     while True:
         try:
-            return await call()
+            answer = await call()
         except grpc.aio.AioRpcError as e:
             if route is not None and await route.follow(e):
                 continue  # to the table's owner: the same call, the same id
@@ -328,6 +340,10 @@ async def _sent(
             result.retries += 1
             log.info("answer lost (%s: %s); sending the call again", e.code().name, e.details())
             await asyncio.sleep(_pause(lost))
+        else:
+            if route is not None:
+                route.settled()
+            return answer
 
 
 def _pause(attempt: int) -> float:
@@ -461,6 +477,7 @@ async def _play_stream(
                 view = msg.update.view
                 last = msg.update.number
                 result.streak = 0
+                route.settled()
                 result.seat = view.seat
                 if msg.HasField("accepted"):
                     stream.pending.pop(msg.accepted, None)
@@ -557,6 +574,7 @@ async def _act(
                     continue
                 return None
             raise
+        route.settled()
         result.actions += 1
         result.acknowledged.append(response.number)
         return response.view
