@@ -699,18 +699,23 @@ def test_a_url_whose_password_breaks_it_is_refused_in_words_without_the_password
 ) -> None:
     """A password with / # ? or @ not percent-encoded breaks the URL: the server says it
     cannot connect and how to write it, with no traceback and no part of the password."""
+    out = _refused_at_start(tmp_path, url)
+    assert "cannot connect to PostgreSQL" in out, out
+    assert "Leaked" not in out and "Traceback" not in out, out
+
+
+def _refused_at_start(folder: Path, db: str) -> str:
+    """What ``rami-server --db db`` says, run in ``folder``, as it exits 1 at start."""
     done = subprocess.run(
-        [str(SERVER), "--db", url, "--port", "0", "--secret-file", str(tmp_path / "key")],
+        [str(SERVER), "--db", db, "--port", "0", "--secret-file", str(folder / "key")],
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=tmp_path,
+        cwd=folder,
     )
     out = done.stderr + done.stdout
     assert done.returncode == 1, out
-    assert "cannot connect to PostgreSQL" in out, out
-    assert "LeakedPart99" not in out and "Traceback" not in out, out
-    assert "Leaked/Part99" not in out and "Leaked" not in out, out
+    return out
 
 
 @pytest.mark.parametrize(
@@ -726,15 +731,7 @@ def test_a_mistyped_database_url_is_refused_not_taken_for_a_file(tmp_path: Path,
     """A URL whose scheme is mistyped is no SQLite file's name either: taken for one, the
     server made folders named with the password and said it in its log. It is refused at
     start, saying how a PostgreSQL URL begins, and without repeating it."""
-    done = subprocess.run(
-        [str(SERVER), "--db", db, "--port", "0", "--secret-file", str(tmp_path / "key")],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        cwd=tmp_path,
-    )
-    out = done.stderr + done.stdout
-    assert done.returncode == 1, out
+    out = _refused_at_start(tmp_path, db)
     assert "postgresql://" in out and "Traceback" not in out, out
     assert "Hunter2Secret" not in out, out
     assert list(tmp_path.iterdir()) == []  # no file or folder made from its name
@@ -781,22 +778,29 @@ def test_servers_starting_together_on_a_new_database_agree_on_its_key(postgres_u
     run(main)
 
 
+def _on_own_postgres(main: Callable[[Any], Awaitable[None]]) -> None:
+    """Run ``main`` with a PostgreSQL server of its own, which it may stop (or skip)."""
+    from postgres_support import PostgresServer, unavailable
+
+    why = unavailable()
+    if why is not None:
+        pytest.skip(f"no PostgreSQL: {why}")
+    pg = PostgresServer().start()
+    try:
+        asyncio.run(main(pg))
+    finally:
+        pg.stop()
+
+
 def test_a_call_during_a_postgresql_outage_fails_within_seconds() -> None:
     """The database stopped: a call that needs a connection (a lobby's list, a directory
     read) is refused as an outage within a few seconds, well inside a client's 10 s call, not
     after waiting as long as the client does (it then heard DEADLINE_EXCEEDED, not
     UNAVAILABLE)."""
-    from postgres_support import PostgresServer, unavailable
-
     from rami.server.storage import is_outage
     from rami.server.storage_postgres import PostgresStorage
 
-    why = unavailable()
-    if why is not None:
-        pytest.skip(f"no PostgreSQL: {why}")
-    pg = PostgresServer().start()  # its own server: this test stops it
-
-    async def main() -> None:
+    async def main(pg: Any) -> None:
         storage = await PostgresStorage.open(pg.database())
         try:
             assert await storage.list_tables() == []
@@ -812,10 +816,7 @@ def test_a_call_during_a_postgresql_outage_fails_within_seconds() -> None:
         finally:
             await asyncio.wait_for(storage.close(), 30)
 
-    try:
-        asyncio.run(main())
-    finally:
-        pg.stop()
+    _on_own_postgres(main)
 
 
 def test_after_a_long_postgresql_outage_the_storage_is_back_within_seconds() -> None:
@@ -823,18 +824,11 @@ def test_after_a_long_postgresql_outage_the_storage_is_back_within_seconds() -> 
     server calls it (a lease renewal every few seconds), not after the pool's doubling waits
     between its tries (1, 2, 4, ... 32 s: an operator saw a server blind for 51 s after a
     70 s outage, with psql answering at once)."""
-    from postgres_support import PostgresServer, unavailable
-
     from rami.server.storage import is_outage
     from rami.server.storage_postgres import PostgresStorage
 
-    why = unavailable()
-    if why is not None:
-        pytest.skip(f"no PostgreSQL: {why}")
-    pg = PostgresServer().start()  # its own server: this test stops it
-    ctl = str(pg.bindir / "pg_ctl")
-
-    async def main() -> None:
+    async def main(pg: Any) -> None:
+        ctl = str(pg.bindir / "pg_ctl")
         storage = await PostgresStorage.open(pg.database())
         loop = asyncio.get_running_loop()
         try:
@@ -862,7 +856,4 @@ def test_after_a_long_postgresql_outage_the_storage_is_back_within_seconds() -> 
         finally:
             await asyncio.wait_for(storage.close(), 30)
 
-    try:
-        asyncio.run(main())
-    finally:
-        pg.stop()
+    _on_own_postgres(main)
