@@ -521,6 +521,10 @@ def test_a_hint_without_an_opening_says_what_the_hand_lacks() -> None:
     analysis = game_pb2.Analysis(points_left=10)
     said = lines(hint_lines(analysis, view, LOOK))
     assert "No opening yet: you have a clean run (7♥ 8♥ 9♥) but no clean set." in said
+    # The run as the hand holds it, not its first three cards (the arrangement above it
+    # shows all four).
+    said = lines(hint_lines(analysis, _engine_view("5h 6h 7h 8h 2c 5d Kc"), LOOK))
+    assert "No opening yet: you have a clean run (5♥ 6♥ 7♥ 8♥) but no clean set." in said
     view = _engine_view("2c 5d Kc")
     said = lines(hint_lines(analysis, view, LOOK))
     assert "No opening yet: you have neither a clean set nor a clean run." in said

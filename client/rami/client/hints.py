@@ -157,6 +157,23 @@ def clean_runs(hand: Sequence[Card]) -> list[tuple[Card, ...]]:
     return found
 
 
+def _longest(run: tuple[Card, ...], hand: Sequence[Card]) -> tuple[Card, ...]:
+    """``run`` grown by the cards of ``hand`` that extend it, at either end (no joker)."""
+    naturals = {c for c in hand if not c.is_joker}
+    cards = list(run)
+    grown = True
+    while grown:
+        grown = False
+        for c in sorted(naturals - set(cards)):
+            try:
+                Meld.from_cards([*cards, c])
+            except MeldError:
+                continue
+            cards.append(c)
+            grown = True
+    return tuple(Meld.from_cards(cards).cards)
+
+
 def _why_no_opening(hand: Sequence[Card], look: Look) -> str:
     """What a hand lacks for an opening (a clean set and a clean run)."""
     sets, runs = clean_sets(hand), clean_runs(hand)
@@ -167,7 +184,8 @@ def _why_no_opening(hand: Sequence[Card], look: Look) -> str:
     if sets and not runs:
         return f"No opening yet: you have a clean set ({shown(sets[0])}) but no clean run."
     if runs and not sets:
-        return f"No opening yet: you have a clean run ({shown(runs[0])}) but no clean set."
+        whole = _longest(runs[0], hand)
+        return f"No opening yet: you have a clean run ({shown(whole)}) but no clean set."
     if sets and runs:
         held = Counter(hand)
         for a_set, a_run in product(sets, runs):
