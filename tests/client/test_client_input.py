@@ -285,6 +285,10 @@ def test_completion_of_arguments_that_are_only_commas_offers_what_a_blank_would(
     for command in ("lay", "discard", "take", "add", "say", "help", "sort"):
         assert _complete(SITUATION, f"{command} ,") == _complete(SITUATION, f"{command} ")
         assert _complete(SITUATION, f"{command} , ,") == _complete(SITUATION, f"{command} ")
+    # After a comma, the next word is a new one: what was before it is not completed again
+    # ("lay 7h," then Tab made "lay 77h").
+    assert _complete(SITUATION, "lay 7h,") == _complete(SITUATION, "lay 7h ")
+    assert _complete(SITUATION, "add 1 ,") == _complete(SITUATION, "add 1 ")
 
 
 def test_completion_offers_meld_numbers_and_the_cards_a_joker_stands_for() -> None:

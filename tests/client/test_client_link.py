@@ -6,7 +6,7 @@ import grpc
 from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 
-from rami.client.link import Unreachable, plain_error
+from rami.client.link import Answered, Unreachable, plain_error
 
 
 def _answered(code: grpc.StatusCode, message: str, reason: str) -> grpc.aio.AioRpcError:
@@ -23,6 +23,7 @@ def test_a_server_whose_store_is_out_of_reach_is_not_said_to_be_out_of_reach() -
     # the server can't be reached (an operator looked for a dead server that was up).
     said = "the table store is out of reach for now: call again shortly"
     error = plain_error(_answered(grpc.StatusCode.UNAVAILABLE, said, "STORAGE_FAILED"), "h:1")
+    assert isinstance(error, Answered)  # its words say whether the call was made
     assert isinstance(error, Unreachable)  # still a moment's trouble: tried again the same way
     assert str(error) == f"the server at h:1 answered that {said}"
     # No answer at all: the server can't be reached.

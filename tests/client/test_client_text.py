@@ -295,6 +295,21 @@ def test_players_of_one_name_are_told_apart_by_their_seats() -> None:
         "Bartholomew-Lon (seat 4)",
         "Bartholomew-Lon (seat 5)",
     ]
+    # A name chosen as another's mark is told apart too; so are names alike once normalised
+    # (full-width letters).
+    view.players[4].name = "Ana (seat 2)"
+    view.players[5].name = "Ｂｏｂ"
+    view.players.add(seat=6, name="bob", kind=game_pb2.SEAT_KIND_PLAYER)
+    assert seat_names(view) == [
+        "You",
+        "you (seat 1)",
+        "Ana (seat 2)",
+        "ana (seat 3)",
+        "Ana (seat 2) (seat 4)",
+        "Ｂｏｂ (seat 5)",
+        "bob (seat 6)",
+    ]
+    del view.players[4:]
     # Only a name another seat shares is told apart; a spectator has no "You".
     view.players[2].name = "Strong bot 3"
     view.ClearField("seat")
@@ -819,7 +834,9 @@ def test_help_of_a_mistyped_command_names_the_one_meant() -> None:
     from rami.client.helptext import help_lines
     from rami.engine import get_variant
 
-    with pytest.raises(ValueError, match=r"^there is no command 'lya': did you mean lay\?"):
+    with pytest.raises(
+        ValueError, match=r"^there is no command 'lya': did you mean lay \(help lay\)\?$"
+    ):
         help_lines("lya", "playing", get_variant("tallage"), 80)
     with pytest.raises(ValueError, match=r"^there is no command 'zzz'; help lists them$"):
         help_lines("zzz", "playing", get_variant("tallage"), 80)
@@ -843,6 +860,10 @@ def test_help_and_the_pile_fit_the_rows_they_have() -> None:
     assert any(u.lstrip().startswith("rematch") for u in over), over
     assert not any(u.lstrip().startswith(("draw", "discard", "lay")) for u in over), over
     assert "Tab completes commands; F1 help, F2 sorts the hand, F3 shows" in " ".join(over)
+    # The footer is one line, which the printer breaks to the window's width, and again when
+    # the window is resized (broken here to 80 columns, it stayed so in a wider window).
+    footer = "Tab completes commands; F1 help, F2 sorts the hand, F3 shows the table."
+    assert lines(help_lines("", "over", tallage, 40))[-1] == f"{footer} help COMMAND explains one."
     names = lines(help_lines("", "playing", tallage, 60, 6))
     assert len(names) <= 6 and names[1].split()[:3] == ["draw", "take", "undo"], names
     assert names[-1].endswith("help COMMAND explains one.")

@@ -365,6 +365,8 @@ def test_a_database_the_server_cannot_use_is_said_in_one_line(
     start in one line, no traceback (an operator saw a screen of one)."""
     import psycopg
 
+    from rami.server.storage_postgres import PG_SCHEMA_VERSION
+
     async def made() -> None:
         await (await _open(postgres_url)).close()
 
@@ -372,14 +374,17 @@ def test_a_database_the_server_cannot_use_is_said_in_one_line(
     run(made)  # the schema, as a server of this code makes it
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         if trouble == "newer schema":
-            conn.execute("UPDATE rami_schema SET version = 99")
             said = "version 99, newer than this server's"
         else:
-            conn.execute("CREATE ROLE reader LOGIN")
-            conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
             url = postgres_url.replace("postgresql://rami@", "postgresql://reader@")
             said = "permission denied"
     try:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            if trouble == "newer schema":
+                conn.execute("UPDATE rami_schema SET version = 99")
+            else:
+                conn.execute("CREATE ROLE reader LOGIN")
+                conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
         done = subprocess.run(
             [str(SERVER), "--db", url, "--port", "0", "--secret-file", str(tmp_path / "key")],
             capture_output=True,
@@ -389,10 +394,10 @@ def test_a_database_the_server_cannot_use_is_said_in_one_line(
     finally:
         with psycopg.connect(postgres_url, autocommit=True) as conn:
             if trouble == "newer schema":
-                conn.execute("UPDATE rami_schema SET version = 2")
+                conn.execute("UPDATE rami_schema SET version = %s", (PG_SCHEMA_VERSION,))
             else:
                 conn.execute("GRANT CREATE ON SCHEMA public TO PUBLIC")
-                conn.execute("DROP ROLE reader")
+                conn.execute("DROP ROLE IF EXISTS reader")
     out = done.stderr + done.stdout
     assert done.returncode == 1, out
     assert said in out and "Traceback" not in out, out
@@ -716,6 +721,21 @@ def _refused_at_start(folder: Path, db: str) -> str:
     out = done.stderr + done.stdout
     assert done.returncode == 1, out
     return out
+
+
+def test_only_the_url_s_user_and_password_are_checked_for_an_at() -> None:
+    from rami.server.storage import check_store
+
+    # An @ in a setting of the query is the setting's: libpq reads the user and password up
+    # to the first /.
+    check_store("postgresql://rami@db/rami?application_name=ops@game1")
+    check_store("postgresql://rami:pw@db:5432/rami?sslrootcert=/etc/me@corp/ca.pem")
+    check_store("data/rami.db")
+    check_store("/var/lib/rami//rami.db")
+    for refused in ("postgresql://rami:p@ss@db/rami", "postgresql//rami:pw@db/rami"):
+        with pytest.raises(OSError) as info:
+            check_store(refused)
+        assert "pw" not in str(info.value) and "ss@" not in str(info.value), info.value
 
 
 @pytest.mark.parametrize(

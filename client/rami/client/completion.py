@@ -110,8 +110,8 @@ class TableCompleter(Completer):
             return
         name, args = split_command(segment)
         done = args.replace(",", " ").split()
-        # The word being typed (none after a space, or when only commas were typed).
-        word = "" if segment.endswith(" ") or not done else done[-1]
+        # The word being typed (none after a space or a comma, or when none was typed).
+        word = "" if segment.endswith((" ", ",")) or not done else done[-1]
         if word:
             done = done[:-1]
         yield from self._arguments(s, name, done, word, earlier)

@@ -65,7 +65,7 @@ def help_lines(
             guess = suggest(word, available(where, variant)) or suggest(word, cutoff=0.75)
             if guess:
                 raise ValueError(
-                    f"there is no command {word!r}: did you mean {guess}? help {guess}"
+                    f"there is no command {word!r}: did you mean {guess} (help {guess})?"
                 )
             raise ValueError(f"there is no command {word!r}; help lists them")
         out: list[StyleAndTextTuples] = [
@@ -81,15 +81,18 @@ def help_lines(
     }.get(where, "F1 help, F2 sorts the hand, F3 shows the table")
     completes = "commands and cards" if where == PLAYING else "commands"
     footer = f"Tab completes {completes}; {keys}. help COMMAND explains one."
-    tail: list[StyleAndTextTuples] = [[("class:dim", line)] for line in wrap(footer, width)]
+    # One line, broken by the printer to the window (and again when it is resized); it takes
+    # ``tail`` rows of this one.
+    tail = len(wrap(footer, width))
     head: StyleAndTextTuples = [("class:heading", _HEADINGS[where])]
-    full = [head, *_summaries(commands, width), *tail]
-    if not rows or len(full) <= rows:
-        return full
-    usages = [head, *_grid([c.usage for c in commands], width), *tail]
-    if len(usages) <= rows:
-        return usages
-    return [head, *_grid([c.name for c in commands], width), *tail]
+    for listing in (
+        _summaries(commands, width),
+        _grid([c.usage for c in commands], width),
+        _grid([c.name for c in commands], width),
+    ):
+        if not rows or 1 + len(listing) + tail <= rows:
+            break
+    return [head, *listing, [("class:dim", footer)]]
 
 
 def _summaries(commands: list[Command], width: int) -> list[StyleAndTextTuples]:

@@ -39,6 +39,7 @@ __all__ = [
     "CALL_WAIT",
     "DEFAULT_PORT",
     "TOKEN_METADATA",
+    "Answered",
     "Link",
     "LinkError",
     "NotSent",
@@ -101,6 +102,11 @@ class Unreachable(LinkError):
 
 class NotSent(Unreachable):
     """A call never sent: the connection was down for the whole of its wait."""
+
+
+class Answered(Unreachable):
+    """The server answered that it cannot do it this moment (UNAVAILABLE with its reason:
+    its table store out of reach, say); its words say whether the call was made."""
 
 
 #: The schemes of gRPC's own target names (``dns:///host:port``, ``ipv4:a:p,b:p``, ...), which
@@ -179,7 +185,7 @@ def plain_error(error: grpc.aio.AioRpcError, target: str) -> LinkError:
     details = safe(error.details() or "")
     if code == grpc.StatusCode.UNAVAILABLE:
         if details and _info(error) is not None:  # it answered: its store is down, say
-            return Unreachable(f"the server at {target} answered that {details}")
+            return Answered(f"the server at {target} answered that {details}")
         return Unreachable(f"the server at {target} can't be reached right now")
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return Unreachable(f"the server at {target} did not answer in time")
@@ -289,7 +295,11 @@ class Link:
         try:
             await self.lobby.ListTables(request, timeout=timeout)
         except grpc.aio.AioRpcError as e:
-            if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            silent = _info(e) is None  # an UNAVAILABLE with a reason is the server's answer
+            if silent and e.code() in (
+                grpc.StatusCode.UNAVAILABLE,
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+            ):
                 raise Unreachable(
                     f"no Rami server answers at {self.target} (is rami-server running there?)"
                 ) from None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+import unicodedata
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
@@ -88,12 +89,23 @@ def seat_names(view: game_pb2.View, me: str = "You") -> list[str]:
             out.append("(empty)")
         else:
             out.append(safe(p.name, NAME_CELLS) or f"Seat {p.seat}")
-    folded = [name.casefold() for name in out]
-    for i, p in enumerate(view.players):
-        if p.seat != mine and p.kind != game_pb2.SEAT_KIND_EMPTY and folded.count(folded[i]) > 1:
-            mark = f" (seat {p.seat})"
+    marked: set[int] = set()
+    while True:  # a mark may make a name another seat has ("Ana (seat 1)"): again, then
+        folded = [unicodedata.normalize("NFKC", name).casefold() for name in out]
+        clash = [
+            i
+            for i, p in enumerate(view.players)
+            if i not in marked
+            and p.seat != mine
+            and p.kind != game_pb2.SEAT_KIND_EMPTY
+            and folded.count(folded[i]) > 1
+        ]
+        if not clash:
+            return out
+        for i in clash:
+            mark = f" (seat {view.players[i].seat})"
             out[i] = out[i][: NAME_CELLS - len(mark)].rstrip() + mark
-    return out
+            marked.add(i)
 
 
 def _possessive(name: str) -> str:

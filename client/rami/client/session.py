@@ -78,7 +78,7 @@ from .convert import (
 from .helptext import help_lines
 from .hints import hint_lines
 from .keys import key_bindings
-from .link import CALL_WAIT, Link, LinkError, NotSent, Refused, Unreachable
+from .link import CALL_WAIT, Answered, Link, LinkError, NotSent, Refused, Unreachable
 from .look import STYLE, Look
 from .moves import MOVES, MoveError, check_ranks, missing_cards, parse_move
 from .narrate import Scene, narrate
@@ -1041,6 +1041,8 @@ class ClientSession:
             return await call
         except NotSent as e:
             raise NotSent(f"{what} was not sent: {e}. Type it again once it is back") from None
+        except Answered as e:  # its words say whether it was made
+            raise Answered(f"{what}: {e}") from None
         except Unreachable as e:
             when = " once the connection is back" if self.note else ""
             raise Unreachable(
@@ -1242,7 +1244,7 @@ class ClientSession:
             self.out.info(f"You join tables as {self.name}.")
             return
         name = safe(args)
-        if not name:
+        if not any(ch.isalnum() for ch in name):
             self.out.error(f"A name needs a letter or a digit; you join tables as {self.name}.")
             return
         self.name = name[:NAME_CELLS].rstrip()

@@ -186,7 +186,8 @@ def serve(
         bad_host = not where or any(c in where for c in "/@?#")
         if bad_host or not number.isdigit() or not 0 < int(number) < 65536:
             typer.echo(
-                f"rami-server: --advertise {advertise!r} is not HOST:PORT (a port 1 to 65535)",
+                f"rami-server: --advertise {advertise!r} is not HOST:PORT (a host name or"
+                " address, no scheme or path, and a port 1 to 65535)",
                 err=True,
             )
             raise typer.Exit(2)

@@ -389,8 +389,9 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
         client = _client(context)
         reads = self.lobby.reads
         reads.check(client)
+        reads.charge(client, LOBBY_READ_CALL)  # before the read: calls sent at once add up
         tables = await self.lobby.listing(variant=variant, status=status)
-        reads.charge(client, LOBBY_READ_CALL + LISTED_TABLE * len(tables))
+        reads.charge(client, LISTED_TABLE * len(tables))
         with reads.spend(client, checked=True):
             listed = [convert.table_info(t) for t in tables]
         return lobby_service_pb2.ListTablesResponse(tables=listed)

@@ -864,8 +864,9 @@ _CONNINFO = re.compile(
 )
 
 
-#: The start of a URL, "scheme:/": no name a person gives a SQLite file.
-_URL_START = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:/")
+#: The start of a URL, "scheme:/" (or "scheme//", its colon missed): no name a person gives
+#: a SQLite file.
+_URL_START = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+(?::/|//)")
 
 
 def check_store(db: str) -> None:
@@ -875,8 +876,10 @@ def check_store(db: str) -> None:
     and a URL whose user name or password holds an @ is read in part as the host, which
     libpq's words then quote. The message does not repeat ``db``."""
     if is_postgres_url(db):
-        userinfo = db.partition("://")[2].rpartition("@")[0]
-        if "@" in userinfo:
+        # libpq reads the user and password up to the first / (an @ after it, in the
+        # query, is a setting's).
+        authority = db.partition("://")[2].partition("/")[0]
+        if authority.count("@") > 1:
             raise OSError(
                 f"cannot connect to PostgreSQL at {redacted(db)}: its user name or password"
                 " holds an @: percent-encode it as %40 (and / # ? : as %2F %23 %3F %3A)"

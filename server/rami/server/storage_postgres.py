@@ -365,9 +365,13 @@ class PostgresStorage:
         try:
             await _migrate(conn)
         except psycopg.Error as e:  # the user's rights, say: in the database's words
+            rights = (
+                " (the user needs to read and write rami's tables, and to create those missing)"
+                if isinstance(e, psycopg.errors.InsufficientPrivilege)
+                else ""
+            )
             raise PostgresUnavailable(
-                f"cannot use the database at {redacted(url)}: {_without_secret(url, e)} (the"
-                " user needs to read and write rami's tables, and to create those missing)"
+                f"cannot use the database at {redacted(url)}: {_without_secret(url, e)}{rights}"
             ) from None
         finally:
             await conn.close()
