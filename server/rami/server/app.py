@@ -213,7 +213,7 @@ async def serve(
     leasing = None
     if storage.lease_seconds > 0:
         log.info(
-            "leases of %g s, renewed every %g s; clients are sent to %s",
+            "leases of %g s, renewed every %.3g s; clients are sent to %s",
             storage.lease_seconds,
             storage.lease_seconds / 3,
             getattr(storage, "address", ""),

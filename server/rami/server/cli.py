@@ -97,7 +97,8 @@ def serve(
     lease_seconds: float = typer.Option(
         10.0,
         help="With PostgreSQL: seconds this server's lease on a table lasts unless renewed (it"
-        " renews every third of it); a dead server's tables are taken over after about this.",
+        " renews every third of it); a dead server's tables are taken over after about this."
+        " From 0.3 to 3600.",
     ),
     watcher_queue: int = typer.Option(
         TableConfig().watcher_queue,
