@@ -775,6 +775,10 @@ def test_a_server_with_another_key_than_its_databases_servers_is_refused_at_star
     )
     assert second.returncode == 1, second.stderr
     assert "not the key of this database's servers" in second.stderr, second.stderr
+    # The file it named did not exist: made at this start, then refused, it is taken away
+    # again (a stray key was left behind), and the refusal asks about the path.
+    assert not other.exists()
+    assert f"{other} did not exist" in second.stderr, second.stderr
     with rami_server(postgres_url, log, args=("--secret-file", str(first))):
         pass  # the right key still starts
 

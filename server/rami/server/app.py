@@ -4,7 +4,9 @@ shutdown."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 import signal
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
@@ -139,6 +141,17 @@ async def serve(
     storage = await open_storage(db, summarize, lease_seconds=lease_seconds)
     try:
         await storage.check_key(key.fingerprint())
+    except OSError as e:
+        await storage.close()
+        if not key.made:
+            raise
+        # A path mistyped, most likely: the key made at it is of no use, and taken away.
+        with contextlib.suppress(OSError):
+            os.unlink(key.source)
+        raise OSError(
+            f"{e}. The key file {key.source} did not exist (it was made at this start, and is"
+            " removed again): is it the path the other servers are given?"
+        ) from None
     except BaseException:
         await storage.close()
         raise

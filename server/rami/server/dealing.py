@@ -38,14 +38,16 @@ class ServerKeyError(OSError):
 class ServerKey:
     """The server's secret key: table secrets are made from it and a table's nonce."""
 
-    __slots__ = ("_key", "source")
+    __slots__ = ("_key", "made", "source")
 
-    def __init__(self, key: bytes, source: str = "memory") -> None:
+    def __init__(self, key: bytes, source: str = "memory", made: bool = False) -> None:
         if len(key) < KEY_BYTES:
             raise ServerKeyError(f"a server key has at least {KEY_BYTES} bytes, not {len(key)}")
         self._key = key
         #: Where the key comes from (a path, or "memory"), for the log.
         self.source = source
+        #: True when its file was made by this load (it did not exist).
+        self.made = made
 
     def __repr__(self) -> str:
         return f"ServerKey(source={self.source!r})"
@@ -60,6 +62,7 @@ class ServerKey:
         """The key in ``path``, made there first when the file does not exist (readable and
         writable by its owner only)."""
         p = os.path.expanduser(os.fspath(path))
+        made = False
         try:
             fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
@@ -72,6 +75,7 @@ class ServerKey:
                 f.flush()
                 os.fsync(f.fileno())
             log.info("made a new server key in %s", p)
+            made = True
         try:
             with open(p, "rb") as f:
                 text = f.read().strip()
@@ -84,7 +88,7 @@ class ServerKey:
             key = bytes.fromhex(text.decode("ascii"))
         except (UnicodeDecodeError, ValueError):
             raise ServerKeyError(f"the server key {p} is not hexadecimal") from None
-        return cls(key, p)
+        return cls(key, p, made)
 
     @classmethod
     def for_store(cls, db: str, secret_file: str | None = None) -> ServerKey:
