@@ -624,6 +624,13 @@ def test_a_hint_says_a_finish_by_another_costs_the_whole_hand_where_it_does() ->
     ), first
 
 
+def _hint_with_no_opening(hand: str, top: str, **view: object) -> list[str]:
+    """The hint's lines for ``hand`` with ``top`` on the pile, its analysis finding no
+    opening."""
+    seen = dataclasses.replace(_engine_view(hand), discard_top=C(top), **view)  # type: ignore[arg-type]
+    return lines(hint_lines(game_pb2.Analysis(points_left=10, opening_value=0), seen, LOOK))
+
+
 def test_a_hint_short_of_the_opening_says_when_the_discard_would_open() -> None:
     view = _engine_view("Kc Kd Kh Qd Qh Qs 10c Jc 2d 5s")  # 9♣ on the pile; 80 to open
     analysis = game_pb2.Analysis(points_left=10, opening_value=60)
@@ -638,10 +645,7 @@ def test_a_hint_short_of_the_opening_says_when_the_discard_would_open() -> None:
     assert "Your best opening is worth 60: short of 80 by 20 points." in said, said
     # No clean run without the discard (so no opening at all), one with it: the hint says
     # both, not only what the hand lacks.
-    view = _engine_view("8d 8h 8s 10c 10d 10h Qd Kd 2c 5s 7h")  # J♦ on the pile
-    view = dataclasses.replace(view, discard_top=C("Jd"))
-    no_run = game_pb2.Analysis(points_left=10, opening_value=0)
-    said = lines(hint_lines(no_run, view, LOOK))
+    said = _hint_with_no_opening("8d 8h 8s 10c 10d 10h Qd Kd 2c 5s 7h", "Jd")
     assert (
         "No opening yet: you have a clean set (8♦ 8♥ 8♠) but no clean run; taking J♦ from "
         "the discard pile lets you open (below)." in said
@@ -655,9 +659,7 @@ def test_a_hint_says_the_discard_lets_the_hand_go_out_not_open_when_only_a_finis
     only such a finish (its melds short of the bar), the hint says it lets the hand go out,
     not open."""
     hand = "2c 2h 2s 4c 4d 4s Jc Jh Js JK Ah 2h 4h"  # 3♥ on the pile: all but one laid
-    view = dataclasses.replace(_engine_view(hand), discard_top=C("3h"), bar=150)
-    no_run = game_pb2.Analysis(points_left=10, opening_value=0)
-    said = lines(hint_lines(no_run, view, LOOK))
+    said = _hint_with_no_opening(hand, "3h", bar=150)
     assert (
         "No opening yet: you have a clean set (2♣ 2♥ 2♠) but no clean run; taking 3♥ from "
         "the discard pile lets you go out, laying your whole hand (below)." in said

@@ -295,17 +295,14 @@ class Link:
         try:
             await self.lobby.ListTables(request, timeout=timeout)
         except grpc.aio.AioRpcError as e:
-            silent = _info(e) is None  # an UNAVAILABLE with a reason is the server's answer
-            if silent and e.code() in (
-                grpc.StatusCode.UNAVAILABLE,
-                grpc.StatusCode.DEADLINE_EXCEEDED,
-            ):
+            if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                return  # it answers: this address's lobby reads are spent for now
+            error = plain_error(e, self.target)
+            if isinstance(error, Unreachable) and not isinstance(error, Answered):
                 raise Unreachable(
                     f"no Rami server answers at {self.target} (is rami-server running there?)"
                 ) from None
-            if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
-                return  # it answers: this address's lobby reads are spent for now
-            raise plain_error(e, self.target) from None
+            raise error from None
 
     async def call(
         self,

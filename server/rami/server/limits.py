@@ -165,6 +165,13 @@ class TimeBudget:
                 retry_after_ms=_millis(-tokens / self.share if self.share > 0 else 1.0),
             )
 
+    def let_in(self, key: str, cost: float) -> None:
+        """Let a call of ``key`` in, or refuse it (:meth:`check`), and charge it ``cost``
+        seconds for its own handling at once, before any of its work is measured: calls sent
+        at once each meet what the ones before them were charged."""
+        self.check(key)
+        self.charge(key, cost)
+
     def charge(self, key: str, seconds: float) -> float:
         """Charge ``seconds`` of work to ``key``; returns the seconds until its budget is no
         longer spent (0 when it is not)."""

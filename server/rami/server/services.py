@@ -388,8 +388,7 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
             return lobby_service_pb2.ListTablesResponse()
         client = _client(context)
         reads = self.lobby.reads
-        reads.check(client)
-        reads.charge(client, LOBBY_READ_CALL)  # before the read: calls sent at once add up
+        reads.let_in(client, LOBBY_READ_CALL)
         tables = await self.lobby.listing(variant=variant, status=status)
         reads.charge(client, LISTED_TABLE * len(tables))
         with reads.spend(client, checked=True):
@@ -402,8 +401,7 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
     ) -> lobby_service_pb2.GetTableResponse:
         client = _client(context)
         reads = self.lobby.reads
-        reads.check(client)
-        reads.charge(client, LOBBY_READ_CALL)
+        reads.let_in(client, LOBBY_READ_CALL)
         info = await self.lobby.info(request.table_id)
         with reads.spend(client, checked=True):
             return lobby_service_pb2.GetTableResponse(table=convert.table_info(info))
@@ -716,11 +714,10 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
 
         client = _client(context)
         work = self.lobby.work
-        work.check(client)
         # The call's own work, besides the steps' search (gRPC's handling, the read, the
         # answer): counted too, on the turn or off it, or a flood of calls would spend the
         # server's time unbounded (one client took two thirds of a core so).
-        work.charge(client, LEGAL_STEPS_CALL)
+        work.let_in(client, LEGAL_STEPS_CALL)
         game, seat, turn = await self.read(table, look)
         space = step_space(game.variant.id, game.options)
         _check_indexes(space.size, request.staged)
