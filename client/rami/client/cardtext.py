@@ -4,6 +4,7 @@ Every function is pure: it takes cards and a :class:`~rami.client.look.Look` and
 ``(style, text)`` fragments, so the same code draws the live table, the events and replays.
 
 >>> from prompt_toolkit.formatted_text import fragment_list_to_text
+>>> from rami.engine import parse_cards
 >>> fragment_list_to_text(hand_fragments(parse_cards("Qs 2c JK 3c"), Look()))
 '2♣ 3♣  Q♠  JK'
 """

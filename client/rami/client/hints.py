@@ -48,6 +48,7 @@ MAX_PLAYS = 6
 def command_text(action: Action) -> str:
     """An action as the person would type it: new melds after one ``lay``, commas between.
 
+    >>> from rami.engine import parse_action
     >>> command_text(parse_action("lay Qc Qh Qs; lay 6h 7h 8h"))
     'lay Qc Qh Qs, 6h 7h 8h'
     """
