@@ -656,12 +656,12 @@ def test_a_rematch_whose_table_has_started_without_you_says_so(
 def test_refusals_end_with_a_full_stop_even_after_a_parenthesis(
     server: ServerThread, stubs: Stubs
 ) -> None:
-    from rami.client.session import _sentence
+    from rami.client.checks import sentence
 
-    assert _sentence("watch which table? watch 2, or its id (tables lists them)") == (
+    assert sentence("watch which table? watch 2, or its id (tables lists them)") == (
         "Watch which table? watch 2, or its id (tables lists them)."
     )
-    assert _sentence("no server answers (is it running?)") == "No server answers (is it running?)"
+    assert sentence("no server answers (is it running?)") == "No server answers (is it running?)"
     _table(stubs, "tallage", TALLAGE_HAND, "10c 5c", round_cap=1)
     d = _client(server)
     try:

@@ -371,30 +371,30 @@ def test_stream_events_become_engine_events() -> None:
 def test_a_refused_opening_under_the_bar_says_what_it_must_beat() -> None:
     # The rules check the least opening first: under a bar of 90, "at least 71" would be
     # true and of no use; the player is told the bar and what beats it.
+    from rami.client.checks import refusal
     from rami.client.link import Refused
-    from rami.client.session import _refusal
 
     low = Refused(
         "an opening needs clean melds worth at least 71; yours are worth 60",
         grpc.StatusCode.FAILED_PRECONDITION,
         "OPENING_TOO_LOW",
     )
-    assert _refusal(low, bar=90) == (
+    assert refusal(low, bar=90) == (
         "Refused: An opening must beat the bar of 90: it needs clean melds worth 91 or more; "
         "yours are worth 60. Nothing was played."
     )
-    assert _refusal(low, bar=0) == (
+    assert refusal(low, bar=0) == (
         "Refused: An opening needs clean melds worth at least 71; yours are worth 60. "
         "Nothing was played."
     )
-    assert _refusal(low, bar=50).startswith(
+    assert refusal(low, bar=50).startswith(
         "Refused: An opening needs clean melds worth at least 71"
     )
 
 
 def test_a_refused_meld_of_many_cards_says_melds_are_put_apart_with_commas() -> None:
+    from rami.client.checks import refusal
     from rami.client.link import Refused
-    from rami.client.session import _refusal
 
     def mixed(cards: str) -> Refused:
         return Refused(
@@ -405,8 +405,8 @@ def test_a_refused_meld_of_many_cards_says_melds_are_put_apart_with_commas() -> 
         )
 
     comma = "put commas between them"
-    assert comma in _refusal(mixed("10♣ 10♦ 10♥ J♣ J♦ J♥ 4♦ 5♦ 6♦"))
-    assert comma not in _refusal(mixed("10♣ J♦ Q♥"))  # one meld, wrong
+    assert comma in refusal(mixed("10♣ 10♦ 10♥ J♣ J♦ J♥ 4♦ 5♦ 6♦"))
+    assert comma not in refusal(mixed("10♣ J♦ Q♥"))  # one meld, wrong
 
 
 def test_a_rank_typed_alone_is_answered_with_the_cards_of_that_rank_in_hand() -> None:
@@ -426,8 +426,8 @@ def test_a_rank_typed_alone_is_answered_with_the_cards_of_that_rank_in_hand() ->
 
 
 def test_a_joker_added_at_the_wrong_end_says_how_to_name_the_other() -> None:
+    from rami.client.checks import refusal
     from rami.client.link import Refused
-    from rami.client.session import _refusal
 
     refused = Refused(
         "3♣ does not go at either end of 6♣ 7♣ 8♣ JK: the joker went to the high end, as none"
@@ -435,9 +435,9 @@ def test_a_joker_added_at_the_wrong_end_says_how_to_name_the_other() -> None:
         grpc.StatusCode.FAILED_PRECONDITION,
         "INVALID_MELD",
     )
-    assert _refusal(refused).endswith(
+    assert refusal(refused).endswith(
         "name the low end to put it there: type low after the cards of the add. Nothing was played."
-    ), _refusal(refused)
+    ), refusal(refused)
 
 
 def test_a_discard_or_declaration_with_no_card_asks_which() -> None:

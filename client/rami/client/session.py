@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -29,15 +28,11 @@ from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.shortcuts import CompleteStyle
 
 from rami.engine import (
-    Action,
-    AddToMeld,
     Card,
     Declare,
     Draw,
     Lay,
     Meld,
-    MeldError,
-    NewMeld,
     TakeJoker,
     Variant,
     format_action,
@@ -49,6 +44,7 @@ from rami.v1 import (
 )
 
 from .cardtext import cards_fragments
+from .checks import cannot, incomplete, is_card, my_turn, not_held, refusal, sentence
 from .commands import (
     LOBBY,
     OVER,
@@ -80,12 +76,11 @@ from .hints import hint_lines
 from .keys import key_bindings
 from .link import CALL_WAIT, Answered, Link, LinkError, NotSent, Refused, Unreachable
 from .look import STYLE, Look
-from .moves import MOVES, MoveError, check_ranks, missing_cards, parse_move
+from .moves import MOVES, MoveError, missing_cards, parse_move
 from .narrate import Scene, narrate
 from .newtable import NewTable, parse_create
 from .panel import (
     NAME_CELLS,
-    discard_lay,
     i_opened,
     menu_rows,
     my_seat,
@@ -368,7 +363,7 @@ class ClientSession:
                 try:
                     await setup(self)
                 except (LinkError, ValueError) as e:
-                    self.out.error(_sentence(str(e)))
+                    self.out.error(sentence(str(e)))
             while not self.done:
                 try:
                     line = await self._session.prompt_async()
@@ -414,7 +409,7 @@ class ClientSession:
                 try:
                     await question.yes()
                 except (LinkError, MoveError, ValueError) as e:
-                    self.out.error(_sentence(str(e)))
+                    self.out.error(sentence(str(e)))
                 self._refresh()
                 return
             self.out.info(question.no)
@@ -422,7 +417,7 @@ class ClientSession:
                 return
         name, args = split_command(line)
         command = find(name)
-        if command is None and self.where == PLAYING and _is_card(name):
+        if command is None and self.where == PLAYING and is_card(name):
             self.out.error(
                 f"To discard it, type discard {name}; to lay it, type lay {name} with the cards "
                 "it melds with."
@@ -456,7 +451,7 @@ class ClientSession:
             else:
                 await getattr(self, f"_do_{command.name}")(args)
         except (LinkError, MoveError, ValueError) as e:
-            self.out.error(_sentence(str(e)))
+            self.out.error(sentence(str(e)))
         self._refresh()
 
     # -- keys --------------------------------------------------------------------------------
@@ -494,10 +489,10 @@ class ClientSession:
         assert view is not None and self.table_id is not None
         action = parse_move(name, args, cards(view.hand))
         if isinstance(action, Declare) and action.card not in cards(view.hand):
-            self.out.error(self._not_held([action.card], list(cards(view.hand))))
+            self.out.error(not_held([action.card], list(cards(view.hand)), self.look.card_text))
             return
         if isinstance(action, Declare) and not confirmed:
-            question = self._incomplete(action.card, view)
+            question = incomplete(action.card, view, self.look.card_text)
             if question:
                 self.ask(
                     question,
@@ -515,9 +510,16 @@ class ClientSession:
                 self.out.error(f"{format_action(Lay(again))} is staged already: {WHERE_JOKER}.")
                 return
         top = card(view.discard_top)
-        cannot = self._cannot(action, view, variant)
-        if cannot:
-            self.out.error(cannot)
+        cannot_go = cannot(
+            action,
+            view,
+            variant,
+            stage=self.stage,
+            opened_before_turn=self._opened_before_turn,
+            card_text=self.look.card_text,
+        )
+        if cannot_go:
+            self.out.error(cannot_go)
             return
         decided = plan(
             action, self.stage, variant=variant, discard_top=top, card_text=self.look.card_text
@@ -527,10 +529,10 @@ class ClientSession:
             held = list(cards(view.hand)) + ([decided.stage.draw] if decided.stage.draw else [])
             short = missing_cards(Lay(decided.stage.steps), held)
             if short:
-                self.out.error(self._not_held(short, held, "Nothing was staged."))
+                self.out.error(not_held(short, held, self.look.card_text, "Nothing was staged."))
                 return
         if decided.note:
-            self.out.warn(_sentence(decided.note))
+            self.out.warn(sentence(decided.note))
         if decided.send is None:
             if decided.stage == self.stage:
                 return  # refused (the note says why), or staged already: nothing to undo
@@ -544,7 +546,7 @@ class ClientSession:
             hand.append(top)
         missing = missing_cards(decided.send, hand)
         if missing:
-            self.out.error(self._not_held(missing, hand))
+            self.out.error(not_held(missing, hand, self.look.card_text))
             return
         request = action_to_request(self.table_id, view.number, decided.send)
         what = f"{name} {args}".strip()
@@ -554,133 +556,13 @@ class ClientSession:
                 what, self.link.call(self.link.table.Act, request, token=self.token)
             )
         except Refused as e:
-            self.out.error(_refusal(e, seat_names(view), view.bar))
+            self.out.error(refusal(e, seat_names(view), view.bar))
             if not self.stage.empty:
                 staged = self.stage.describe(self.look.card_text)
                 self.out.info(f"Still staged: {staged} (type its lay again, or cancel drops it).")
             return
         self.stage = decided.stage
         self._set_view(response.view)
-
-    def _not_held(
-        self, missing: list[Card], hand: list[Card], done: str = "Nothing was played."
-    ) -> str:
-        held = self.look.card_text
-        said: list[str] = []
-        absent = [c for c in missing if c not in hand]
-        if absent:
-            names = ", ".join(held(c) for c in absent)
-            similar = sorted({c for c in hand for m in absent if c.rank == m.rank and c != m})
-            also = f" (you hold {', '.join(held(c) for c in similar)})" if similar else ""
-            said.append(f"You don't hold {names}{also}")
-        # A card named more often than it is held: say how often it is.
-        for c in sorted({c for c in missing if c in hand}):
-            n = hand.count(c)
-            said.append(f"You hold {held(c)} only {'once' if n == 1 else f'{n} times'}")
-        return f"{'. '.join(said)}. {done}"
-
-    def _incomplete(self, face_down: Card, view: game_pb2.View) -> str:
-        """The question to put before an incomplete declaration ("" when it is complete, or
-        when the server would refuse it anyway and nothing would be shown)."""
-        if not view.can_declare or not _my_turn(view):
-            return ""
-        if view.options.false_declaration == game_pb2.FALSE_DECLARATION_REJECT:
-            return ""
-        complete = [card(d.card) for d in view.declarations]
-        if face_down in complete:
-            return ""
-        text = self.look.card_text
-        would = " or ".join(f"declare {text(c)}" for c in complete if c is not None)
-        hint = f" {would} would be complete." if would else " No card makes it complete now."
-        return (
-            f"With {text(face_down)} face down your hand is not complete: declaring shows your "
-            f"13 cards to everyone, {text(face_down)} becomes an ordinary discard and play goes "
-            f"on.{hint} Type y (or yes) to declare anyway; anything else does not."
-        )
-
-    def _cannot(self, action: Action, view: game_pb2.View, variant: Variant) -> str:
-        """Why ``action`` can never go through, from what the view shows ("" when it may):
-        said at once, before anything is staged or sent."""
-        if variant.declares and (
-            isinstance(action, Lay) or (isinstance(action, Draw) and action.lay is not None)
-        ):
-            # The rule first: which cards are held does not matter when nothing is laid.
-            return f"{why_not_in_variant('lay', variant)} Nothing was sent."
-        offered = game_pb2.DRAW_SOURCE_DISCARD in view.draw_sources
-        drawing = _my_turn(view) and view.phase == game_pb2.PHASE_DRAW
-        if (
-            isinstance(action, Draw)
-            and action.source == "discard"
-            and not _my_turn(view)
-            and view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
-            and my_seat(view) is not None
-        ):
-            # (Staged, it would wait for a lay, and be dropped when the pile changes.)
-            turn = view.players[view.turn].name if view.turn < len(view.players) else "another"
-            return f"It is {turn}'s turn, not yours. Nothing was staged or sent."
-        if (
-            isinstance(action, Draw)
-            and action.source == "discard"
-            and _my_turn(view)
-            and not drawing
-        ):
-            # (A draw of the discard waits for its lay: said now, not once the lay is typed.)
-            why = (
-                "you have already drawn this turn"
-                if card(view.drawn) is not None
-                else "the dealer plays the first turn without drawing: lay or discard"
-            )
-            return f"You can't draw now: {why}. Nothing was staged or sent."
-        if isinstance(action, Draw) and action.source == "discard" and drawing and not offered:
-            why = _no_discard(view, variant)
-            if why:
-                return f"You can't take the discard now: {why}."
-        lay = action.lay if isinstance(action, Draw) else action
-        if not isinstance(lay, Lay) or not _my_turn(view):
-            return ""
-        opened = i_opened(view)
-        if opened and not self._opened_before_turn:
-            if variant.lays_whole_hand:
-                return "You laid your hand this turn: discard your last card. Nothing was sent."
-            return (
-                "You opened this turn: you lay again from your next turn. "
-                "Nothing was staged or sent."
-            )
-        table = {m.number: meld_from_proto(m.meld) for m in view.melds}
-        steps = (*self.stage.steps, *lay.steps)
-        held = list(cards(view.hand)) + ([self.stage.draw] if self.stage.draw else [])
-        short = missing_cards(Lay(steps), held)
-        laid = 0
-        for i, step in enumerate(steps):
-            if isinstance(step, NewMeld):
-                laid += 1
-            if not isinstance(step, TakeJoker):
-                continue
-            if variant.has_opening and not opened:
-                return (
-                    "You have not opened yet: you take a joker back only once you have opened "
-                    "(from the turn after your opening). Nothing was staged or sent."
-                )
-            touched = any(
-                isinstance(s, AddToMeld | TakeJoker) and s.meld == step.meld for s in steps[:i]
-            )
-            # The card first, but after the meld when it holds no joker at all (the table
-            # misread), then whether there is such a meld.
-            bare = step.meld in table and not touched and table[step.meld].jokers == 0
-            if step.card in short and not bare:
-                return self._not_held([step.card], held, "Nothing was staged or sent.")
-            if step.meld not in table and not (1 <= step.meld <= len(table) + laid):
-                return f"There is no meld {step.meld} on the table. Nothing was staged or sent."
-            if step.meld in table and not touched:
-                try:
-                    table[step.meld].with_joker_taken(step.card)
-                except MeldError:
-                    name = self.look.card_text(step.card)
-                    return (
-                        f"Meld {step.meld} has no joker that {name} can replace. "
-                        "Nothing was staged or sent."
-                    )
-        return ""
 
     # -- the watch stream --------------------------------------------------------------------
 
@@ -717,10 +599,10 @@ class ClientSession:
                     "keeping its tables). You are back in the lobby."
                 )
             else:
-                self.out.error(f"The table can't be followed any more: {_sentence(str(e))}")
+                self.out.error(f"The table can't be followed any more: {sentence(str(e))}")
             self._left_table()
         except Exception as e:  # the stream must never take the prompt down with it
-            self.out.error(f"Lost the table's stream: {_sentence(str(e))}")
+            self.out.error(f"Lost the table's stream: {sentence(str(e))}")
             self._left_table()
         self._refresh()
 
@@ -833,10 +715,10 @@ class ClientSession:
     def _set_view(self, view: game_pb2.View, announce: bool = False) -> None:
         before = self.view
         self.view = view
-        mine = _my_turn(view)
+        mine = my_turn(view)
         if not mine:
             self.stage = Stage()
-        new_turn = before is None or not _my_turn(before) or before.round != view.round
+        new_turn = before is None or not my_turn(before) or before.round != view.round
         if mine and new_turn:
             self._opened_before_turn = i_opened(view)
         # Not the past turns told again (catching up); ``announce``: the turn as it stands.
@@ -851,7 +733,7 @@ class ClientSession:
         easy to miss); once a turn, and not once they have moved on."""
         deadline = (
             view.turn_deadline.ToNanoseconds() / 1e9
-            if _my_turn(view) and view.HasField("turn_deadline")
+            if my_turn(view) and view.HasField("turn_deadline")
             else None
         )
         if self._clock_warning is not None:
@@ -869,7 +751,7 @@ class ClientSession:
 
     def _clock_runs_out(self, deadline: float) -> None:
         view = self.view
-        if view is None or not _my_turn(view) or not view.HasField("turn_deadline"):
+        if view is None or not my_turn(view) or not view.HasField("turn_deadline"):
             return
         if view.turn_deadline.ToNanoseconds() / 1e9 != deadline:
             return
@@ -1181,7 +1063,7 @@ class ClientSession:
                 told = "they were told its id in this table's chat"
             except Refused as e:
                 told = (
-                    f"they could not be told in the chat ({_sentence(str(e))}): give them {new_id}"
+                    f"they could not be told in the chat ({sentence(str(e))}): give them {new_id}"
                 )
         await self._leave()
         await self.join(created.table)
@@ -1522,26 +1404,6 @@ def _height(fragments: StyleAndTextTuples) -> int:
     return 1 + sum(text.count("\n") for _, text, *_ in fragments)
 
 
-def _my_turn(view: game_pb2.View) -> bool:
-    return my_seat(view) == view.turn and view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
-
-
-def _no_discard(view: game_pb2.View, variant: Variant) -> str:
-    """Why the rules keep the discard from the player now, as the view tells it (tallage: the
-    view offers the discard only when a lay this turn can take it)."""
-    if card(view.discard_top) is None:
-        return "the discard pile is empty"
-    if variant.moroccan_draw_rules:
-        if view.first_circuit:
-            return "nobody takes the discard during the first circuit of the table"
-        if len(view.hand) == 1:
-            return "holding one card, you draw from the stock"
-    if variant.must_lay_discard:
-        lay = discard_lay(view)
-        return f"it is taken only to be laid at once, and no {lay} this turn uses it; draw stock"
-    return "the rules do not offer it this turn; draw stock"
-
-
 #: How far back a game under way is read when a client starts following it (resuming within
 #: 256 updates of the latest is never limited by the server): the throws the pile shows.
 QUIET_HISTORY = 160
@@ -1554,51 +1416,3 @@ TOLD_IN_FULL = 12
 _MOVE_EVENTS = frozenset(
     ("card_drawn", "cards_laid", "card_discarded", "stock_rebuilt", "turn_timed_out")
 )
-
-
-def _is_card(word: str) -> bool:
-    try:
-        check_ranks(word)
-        Card.parse(word)
-    except ValueError:
-        return False
-    return True
-
-
-def _sentence(text: str) -> str:
-    """``text`` as a sentence: a capital first, a full stop last (after a closing bracket
-    too, unless what it closes ended the sentence)."""
-    text = text.strip()
-    if not text:
-        return text
-    text = text[0].upper() + text[1:]
-    return text if text.rstrip(")")[-1:] in (".", "!", "?") else text + "."
-
-
-def _refusal(error: Refused, names: Sequence[str] = (), bar: int = 0) -> str:
-    if error.reason == "STALE":
-        return "The table moved on before your move arrived; nothing was played. Look again."
-    text = _sentence(str(error))
-    low = re.fullmatch(r"An opening needs .* at least (\d+); yours are worth (\d+)\.", text)
-    if error.reason == "OPENING_TOO_LOW" and low and bar >= int(low.group(1)):
-        # The rules check the least opening before the bar: above it, say what beats the bar.
-        text = (
-            f"An opening must beat the bar of {bar}: it needs clean melds worth {bar + 1} or "
-            f"more; yours are worth {low.group(2)}."
-        )
-    mixed = re.match(r"(.*) is neither a run \(", text)
-    if error.reason == "INVALID_MELD" and mixed and len(mixed.group(1).split()) >= 6:
-        # Most likely several melds typed as one.
-        text += " To lay several melds, put commas between them: lay 7h 8h 9h, Ks Kd Kc."
-    end = re.search(r"name the (low|high) end to put it there\.$", text)
-    if end:  # the engine's words, not the client's: say how to name it here
-        text = f"{text[:-1]}: type {end.group(1)} after the cards of the add."
-    if names:  # the server speaks of seats; the person knows the players by name
-
-        def name(match: re.Match[str]) -> str:
-            seat = int(match.group(1))
-            return names[seat] if seat < len(names) else match.group(0)
-
-        text = re.sub(r"\b[Ss]eat (\d+)\b", name, text)
-        text = text[:1].upper() + text[1:]
-    return f"Refused: {text} Nothing was played."
