@@ -71,6 +71,7 @@ from .convert import (
     variant_of,
     view_from_proto,
 )
+from .finder import TableFinder
 from .helptext import help_lines
 from .hints import hint_lines
 from .keys import key_bindings
@@ -98,7 +99,7 @@ from .safetext import safe
 from .scores import score_sheet
 from .seats import Preferences, SavedSeat, SeatBook
 from .staging import WHERE_JOKER, Stage, plan
-from .tablelist import SHORT_ID, joinable, short_ids, table_list_lines, table_summary
+from .tablelist import joinable, short_ids, table_summary
 
 __all__ = ["DEFAULT_TURN_SECONDS", "ClientSession"]
 
@@ -175,7 +176,8 @@ class ClientSession:
         self.view: game_pb2.View | None = None
         #: The latest view from the stream (the melds before each event are read from it).
         self._streamed: game_pb2.View | None = None
-        self.tables: list[lobby_service_pb2.TableInfo] = []
+        #: The tables as last listed, and what a table typed means.
+        self.finder = TableFinder(link, self.out)
         self.stage = Stage()
         #: The stages before each staged command, with what was typed (undo goes back one).
         self._staged_before: list[tuple[Stage, str]] = []
@@ -243,10 +245,10 @@ class ClientSession:
                 (m.number, meld_from_proto(m.meld), names[m.owner] if m.owner < len(names) else "")
                 for m in view.melds
             )
-        shorts = short_ids([t.table_id for t in self.tables])
+        shorts = short_ids([t.table_id for t in self.finder.seen])
         listed = tuple(
             (short, f"{i}: {table_summary(t)}")
-            for i, (t, short) in enumerate(zip(self.tables, shorts, strict=True), 1)
+            for i, (t, short) in enumerate(zip(self.finder.seen, shorts, strict=True), 1)
         )
         return Situation(self.where, self.look, tuple(self._hand()), melds, listed, self._variant())
 
@@ -1106,10 +1108,9 @@ class ClientSession:
     # -- the lobby ---------------------------------------------------------------------------
 
     async def _do_tables(self, args: str) -> None:
-        self.tables = await self._list_tables()
-        self.out.lines(table_list_lines(self.tables))
+        listed = await self.finder.show()
         held = {s.table_id for s in self.seats.at(self.link.target)} if self.seats else set()
-        for i, t in enumerate(self.tables, 1):
+        for i, t in enumerate(listed, 1):
             saved = self._saved(t) if t.table_id in held else None
             if saved is None:
                 continue
@@ -1135,74 +1136,9 @@ class ClientSession:
         )
         self.out.info(f"{shortened} will join tables as {self.name}.")
 
-    async def _resolve(self, ref: str) -> lobby_service_pb2.TableInfo | None:
-        """The table a person means: its number in the list as printed, its short id (any
-        start of its id that no other listed table shares), or its whole id. None when the
-        list has changed under the number (said, and the list printed again)."""
-        if ref.isdigit() and len(ref) < SHORT_ID:
-            return await self._numbered(int(ref))
-        request = lobby_service_pb2.GetTableRequest(table_id=ref)
-        try:
-            response = await self.link.call(self.link.lobby.GetTable, request)
-        except Refused as e:
-            if e.code != grpc.StatusCode.NOT_FOUND:
-                raise
-            listed = await self._list_tables()
-            fits = [t for t in listed if t.table_id.startswith(ref.lower())]
-            if len(fits) > 1:
-                ids = ", ".join(safe(t.table_id, 32) for t in fits)
-                raise ValueError(
-                    f"{ref!r} starts more than one table id ({ids}): type more of it"
-                ) from None
-            if not fits:
-                raise
-            return fits[0]
-        table: lobby_service_pb2.TableInfo = response.table
-        return table
-
-    async def _list_tables(self) -> list[lobby_service_pb2.TableInfo]:
-        response = await self.link.call(
-            self.link.lobby.ListTables, lobby_service_pb2.ListTablesRequest()
-        )
-        return list(response.tables)
-
-    async def _numbered(self, number: int) -> lobby_service_pb2.TableInfo | None:
-        """Table ``number`` of the list as printed, if the server's list still has it there."""
-        if not self.tables:
-            raise ValueError(
-                f"there is no list to count {number} in yet: tables lists the tables, then "
-                "join N or join ID"
-            )
-        if not 1 <= number <= len(self.tables):
-            raise ValueError(
-                f"the list you saw has tables 1 to {len(self.tables)}: tables lists them anew"
-            )
-        seen = self.tables[number - 1]
-        fresh = await self._list_tables()
-        if number <= len(fresh) and fresh[number - 1].table_id == seen.table_id:
-            return fresh[number - 1]
-        now = (
-            f"number {number} is now {safe(fresh[number - 1].name, 40)}"
-            if number <= len(fresh)
-            else f"there is no number {number} now"
-        )
-        where = [i for i, t in enumerate(fresh, 1) if t.table_id == seen.table_id]
-        then = (
-            f"{safe(seen.name, 40)}, which you saw there, is number {where[0]}"
-            if where
-            else f"{safe(seen.name, 40)}, which you saw there, is no longer listed"
-        )
-        self.out.error(
-            f"The tables have changed since the list you saw: {now}, and {then}. Nothing was "
-            "done; here is the list again (a short id, join ID, stays the same)."
-        )
-        self.tables = fresh
-        self.out.lines(table_list_lines(fresh))
-        return None
-
     async def _do_join(self, args: str) -> None:
         if args:
-            found = await self._resolve(args.split()[0])
+            found = await self.finder.resolve(args.split()[0])
             if found is None:
                 return
             table = found
@@ -1215,7 +1151,7 @@ class ClientSession:
         else:
             # A seat of one's own comes first, then the newest table with a free seat: taken
             # at once (the list is shown only when there is none to take).
-            listed = await self._list_tables()
+            listed = await self.finder.listed()
             mine = [
                 t
                 for t in listed
@@ -1307,7 +1243,7 @@ class ClientSession:
     async def _do_watch(self, args: str) -> None:
         if not args:
             raise ValueError("watch which table? watch 2, or its id (tables lists them)")
-        table = await self._resolve(args.split()[0])
+        table = await self.finder.resolve(args.split()[0])
         if table is None:
             return
         self.out.line([("class:good", "Watching "), ("", table_summary(table))])

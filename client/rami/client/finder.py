@@ -1,0 +1,102 @@
+"""The table a person means: a number of the list they last saw, a short id, or a whole id.
+
+Numbers count in the list as printed, which the server's may have changed since: a number
+whose table moved is not taken for another table (said, with the list printed again). A short
+id is any start of a table's id that no other listed table shares (``tablelist.short_ids``).
+"""
+
+from __future__ import annotations
+
+import grpc
+
+from rami.v1 import lobby_service_pb2
+
+from .link import Link, Refused
+from .printer import Printer
+from .safetext import safe
+from .tablelist import SHORT_ID, table_list_lines
+
+__all__ = ["TableFinder"]
+
+TableInfo = lobby_service_pb2.TableInfo
+
+
+class TableFinder:
+    """The tables as the person last saw them listed, and the table a reference typed means."""
+
+    def __init__(self, link: Link, out: Printer) -> None:
+        self.link = link
+        self.out = out
+        #: The list as last printed: ``join 2`` means its second table.
+        self.seen: list[TableInfo] = []
+
+    async def listed(self) -> list[TableInfo]:
+        """The server's list now (not printed, and not taken as the list seen)."""
+        response = await self.link.call(
+            self.link.lobby.ListTables, lobby_service_pb2.ListTablesRequest()
+        )
+        return list(response.tables)
+
+    async def show(self) -> list[TableInfo]:
+        """The server's list, printed: the numbers typed from now on count in it."""
+        self.seen = await self.listed()
+        self.out.lines(table_list_lines(self.seen))
+        return self.seen
+
+    async def resolve(self, ref: str) -> TableInfo | None:
+        """The table ``ref`` means: its number in the list as printed, its short id, or its
+        whole id. None when the list has changed under the number (said, and the list printed
+        again)."""
+        if ref.isdigit() and len(ref) < SHORT_ID:
+            return await self._numbered(int(ref))
+        request = lobby_service_pb2.GetTableRequest(table_id=ref)
+        try:
+            response = await self.link.call(self.link.lobby.GetTable, request)
+        except Refused as e:
+            if e.code != grpc.StatusCode.NOT_FOUND:
+                raise
+            fits = [t for t in await self.listed() if t.table_id.startswith(ref.lower())]
+            if len(fits) > 1:
+                ids = ", ".join(safe(t.table_id, 32) for t in fits)
+                raise ValueError(
+                    f"{ref!r} starts more than one table id ({ids}): type more of it"
+                ) from None
+            if not fits:
+                raise
+            return fits[0]
+        table: TableInfo = response.table
+        return table
+
+    async def _numbered(self, number: int) -> TableInfo | None:
+        """Table ``number`` of the list as printed, if the server's list still has it there."""
+        if not self.seen:
+            raise ValueError(
+                f"there is no list to count {number} in yet: tables lists the tables, then "
+                "join N or join ID"
+            )
+        if not 1 <= number <= len(self.seen):
+            raise ValueError(
+                f"the list you saw has tables 1 to {len(self.seen)}: tables lists them anew"
+            )
+        seen = self.seen[number - 1]
+        fresh = await self.listed()
+        if number <= len(fresh) and fresh[number - 1].table_id == seen.table_id:
+            return fresh[number - 1]
+        now = (
+            f"number {number} is now {safe(fresh[number - 1].name, 40)}"
+            if number <= len(fresh)
+            else f"there is no number {number} now"
+        )
+        where = [i for i, t in enumerate(fresh, 1) if t.table_id == seen.table_id]
+        then = (
+            f"{safe(seen.name, 40)}, which you saw there, is number {where[0]}"
+            if where
+            else f"{safe(seen.name, 40)}, which you saw there, is no longer listed"
+        )
+        self.out.error(
+            f"The tables have changed since the list you saw: {now}, and {then}. Nothing was "
+            "done; here is the list again (a short id, join ID, stays the same)."
+        )
+        self.seen = fresh
+        self.out.lines(table_list_lines(fresh))
+        return None
