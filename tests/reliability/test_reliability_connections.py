@@ -13,6 +13,8 @@ and then nothing, from other loopback addresses (127.0.0.2, 127.0.0.3: Linux rou
   calls after ``--idle-connection-seconds``;
 - but Watch and Play streams of a seat that sits thinking are not cut, however long it
   thinks, and an idle client's next call goes through;
+- calls that never send their request are held to a bound per connection (HTTP/2's
+  SETTINGS_MAX_CONCURRENT_STREAMS), the rest refused;
 - and the terminal client, its connection closed while it sat in the lobby, shows nothing of
   it (gRPC logs the server's GOAWAY on standard error by default).
 """
@@ -240,6 +242,87 @@ def test_the_bound_per_address_closes_the_newest(tmp_path: Path) -> None:
         assert conns.open_ones(old) == old
         assert conns.open_ones(new) == []
         assert conns.open_ones(other) == other
+
+
+def _frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
+    return (
+        len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
+    )
+
+
+def _literal(name: str, value: str) -> bytes:
+    """An HPACK header field without indexing (names and values under 127 bytes)."""
+    n, v = name.encode(), value.encode()
+    return b"\x00" + bytes([len(n)]) + n + bytes([len(v)]) + v
+
+
+#: A unary call's HEADERS (POST, http, its path): sent without END_STREAM, and its request
+#: (a DATA frame) never follows.
+_CALL = b"\x83\x86" + b"".join(
+    _literal(k, v)
+    for k, v in (
+        (":path", "/rami.v1.LobbyService/GetTable"),
+        (":authority", "x"),
+        ("content-type", "application/grpc"),
+        ("te", "trailers"),
+    )
+)
+
+
+def half_open_calls(port: int, count: int, seconds: float = 5.0) -> tuple[dict[int, int], int]:
+    """One raw HTTP/2 connection that opens ``count`` unary calls, each its headers and never
+    its request, acknowledging the server's SETTINGS and answering its PINGs: the server's
+    SETTINGS and how many of the calls it reset (RST_STREAM) within ``seconds``."""
+    settings: dict[int, int] = {}
+    resets = 0
+    buffer = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(PREFACE + b"".join(_frame(1, 0x4, 1 + 2 * i, _CALL) for i in range(count)))
+        s.settimeout(0.2)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and resets < count:
+            try:
+                data = s.recv(65536)
+            except TimeoutError:
+                continue
+            if not data:
+                break
+            buffer += data
+            while len(buffer) >= 9 and len(buffer) >= 9 + int.from_bytes(buffer[:3], "big"):
+                size, kind, flags = int.from_bytes(buffer[:3], "big"), buffer[3], buffer[4]
+                payload, buffer = buffer[9 : 9 + size], buffer[9 + size :]
+                if kind == 4 and not flags & 1:  # SETTINGS: noted and acknowledged
+                    for i in range(0, len(payload), 6):
+                        settings[int.from_bytes(payload[i : i + 2], "big")] = int.from_bytes(
+                            payload[i + 2 : i + 6], "big"
+                        )
+                    s.sendall(_frame(4, 1, 0))
+                elif kind == 6 and not flags & 1:  # PING: answered
+                    s.sendall(_frame(6, 1, 0, payload))
+                elif kind == 3:  # RST_STREAM
+                    resets += 1
+    return settings, resets
+
+
+#: HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS.
+_MAX_CONCURRENT_STREAMS = 3
+
+
+@pytest.mark.parametrize(
+    ("flags", "bound"), [([], 256), (["--max-streams-per-connection", "20"], 20)]
+)
+def test_calls_that_never_send_their_request_are_bounded_per_connection(
+    tmp_path: Path, flags: list[str], bound: int
+) -> None:
+    """Found by an outside attack: one connection opened 100,000 unary calls that sent their
+    headers and never their request; gRPC kept some 16,000 of them open, for good, and the
+    server's memory went from 58 to 362 MiB in 4 seconds. The server now says how many calls
+    a connection may have open at once, and refuses those beyond it."""
+    with rami_server(tmp_path / "r.db", tmp_path / "server.log", args=flags) as (_proc, address):
+        settings, resets = half_open_calls(port_of(address), 3 * bound)
+        assert settings.get(_MAX_CONCURRENT_STREAMS) == bound, settings
+        assert resets == 2 * bound
+        list_tables(address, wait=False)
 
 
 #: Short settings: a second for the handshake, two without calls.

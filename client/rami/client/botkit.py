@@ -67,6 +67,12 @@ CHANNEL_OPTIONS = [
     ("grpc.min_reconnect_backoff_ms", 250),
     ("grpc.max_reconnect_backoff_ms", 2000),
 ]
+#: The most bots of one process that share a connection to a server. gRPC's channels of one
+#: process share one connection when their target and settings are the same, and a server
+#: bounds the calls open at once on a connection (``rami-server --max-streams-per-connection``,
+#: 256 by default): beyond it, a bot's stream would wait for a place as long as the other
+#: bots' streams last. A bot holds one stream on the Play stream, two with unary Act.
+BOTS_PER_CONNECTION = 64
 #: Failures a bot resumes after, with a growing pause (at most ``max_reconnects`` times): the
 #: server restarting, or being killed mid-call, shows as any of these (gRPC's own
 #: "Internal error from Core" and UNKNOWN included).
@@ -94,6 +100,10 @@ _ENDING = ("TABLE_MOVED", "SHUTTING_DOWN")
 _MOVES = 1000
 
 
+#: The channels this process opened, by target (see ``_Route._open``).
+_OPENED: dict[str, int] = {}
+
+
 class _Route:
     """The server a bot talks to: the ``target`` it was given, or the owner of its table that
     a server named; and its stubs there."""
@@ -116,9 +126,13 @@ class _Route:
         self._stubs()
 
     def _open(self, target: str) -> grpc.aio.Channel:
+        # Each BOTS_PER_CONNECTION channels opened to a target get a connection of their own:
+        # channels whose settings differ (here, by a setting of the kit's own) never share one.
+        opened = _OPENED[target] = _OPENED.get(target, 0) + 1
+        options = [*CHANNEL_OPTIONS, ("rami.connection", (opened - 1) // BOTS_PER_CONNECTION)]
         if self.credentials is not None:
-            return grpc.aio.secure_channel(target, self.credentials, options=CHANNEL_OPTIONS)
-        return grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+            return grpc.aio.secure_channel(target, self.credentials, options=options)
+        return grpc.aio.insecure_channel(target, options=options)
 
     def _stubs(self) -> None:
         self.table = table_service_pb2_grpc.TableServiceStub(self.channel)  # type: ignore[no-untyped-call]

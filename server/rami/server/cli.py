@@ -79,6 +79,12 @@ def serve(
         help="Connections one client address may hold at once, its newest closed within a"
         " second (0: no bound; Linux only).",
     ),
+    max_streams_per_connection: int = typer.Option(
+        ConnectionLimits.streams_per_connection,
+        help="Calls open at once on one connection (a Watch or Play stream is one as long as"
+        " it lasts); one beyond is refused, and a client's own calls beyond it wait (0: no"
+        " bound).",
+    ),
     handshake_seconds: float = typer.Option(
         ConnectionLimits.handshake_seconds,
         help="Seconds a new connection has to finish its handshake (TLS, HTTP/2) or be closed.",
@@ -170,9 +176,8 @@ def serve(
     if loop not in LOOPS:
         typer.echo(f"rami-server: --loop is one of {', '.join(LOOPS)}", err=True)
         raise typer.Exit(2)
-    if min(max_connections, max_connections_per_address, idle_connection_seconds) < 0 or not (
-        handshake_seconds > 0
-    ):
+    bounds = (max_connections, max_connections_per_address, max_streams_per_connection)
+    if min(*bounds, idle_connection_seconds) < 0 or not (handshake_seconds > 0):
         typer.echo(
             "rami-server: connection bounds and idle seconds are 0 or more, handshake seconds"
             " more than 0",
@@ -196,6 +201,7 @@ def serve(
     connections = ConnectionLimits(
         max_connections=max_connections,
         per_address=max_connections_per_address,
+        streams_per_connection=max_streams_per_connection,
         handshake_seconds=handshake_seconds,
         idle_seconds=idle_connection_seconds,
     )

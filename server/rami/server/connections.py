@@ -9,7 +9,11 @@ gRPC core enforces three of them, as channel arguments (:func:`grpc_options`):
   then HTTP/2's preface and SETTINGS) in this time, or it is closed;
 - ``grpc.max_connection_idle_ms``: a connection without a call for this time is sent GOAWAY
   and closed (a client's next call opens a new one); an open stream is a call, so a Watch or
-  Play stream is never idle, whatever passes on it. Pings do not count as calls.
+  Play stream is never idle, whatever passes on it. Pings do not count as calls;
+- ``grpc.max_concurrent_streams``: the calls open at once on one connection (HTTP/2's
+  SETTINGS_MAX_CONCURRENT_STREAMS); one beyond is refused (RST_STREAM). Without it, a unary
+  call whose request never comes holds its place, and its memory, for as long as the
+  connection lasts: one connection held 16,000 of them, some 300 MB of the server's memory.
 
 gRPC has no bound per client address. :class:`AddressBound` is one: every ``sweep_seconds``
 it counts the server's connections by remote address (Linux: sock_diag, as ``ss`` does, then
@@ -57,6 +61,11 @@ class ConnectionLimits:
     #: Connections one client address may hold at once (0: no bound). Every client behind
     #: one address (a NAT, a proxy) shares it.
     per_address: int = 64
+    #: Calls open at once on one connection (0: gRPC's own, no bound). Each seat's Watch or
+    #: Play stream is a call as long as it lasts: a client that plays many seats over one
+    #: connection (each with its stream, and a unary Act in flight) needs two a seat; a
+    #: client's calls beyond the bound wait (gRPC's clients queue them) until one ends.
+    streams_per_connection: int = 256
     #: Seconds a new connection has to finish its handshake (TLS, then HTTP/2's preface).
     handshake_seconds: float = 10.0
     #: Seconds a connection may go without any call before the server closes it (0: never).
@@ -117,6 +126,8 @@ def connection_bound(limits: ConnectionLimits, files: int | None) -> int:
 def grpc_options(limits: ConnectionLimits, files: int | None) -> list[tuple[str, int]]:
     """gRPC core's channel arguments for ``limits`` with ``files`` open files."""
     options = [("grpc.server_handshake_timeout_ms", round(limits.handshake_seconds * 1000))]
+    if limits.streams_per_connection > 0:
+        options.append(("grpc.max_concurrent_streams", limits.streams_per_connection))
     bound = connection_bound(limits, files)
     if bound > 0:
         options.append(("grpc.max_allowed_incoming_connections", bound))
