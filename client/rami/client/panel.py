@@ -36,6 +36,7 @@ __all__ = [
     "seat_names",
     "toolbar_fragments",
     "turn_fragments",
+    "your_turn_fragments",
 ]
 
 VARIANT_TITLES = {"portuguese": "Portuguese Rami", "tallage": "Tallage", "simple": "Simple"}
@@ -193,6 +194,27 @@ def play_hint(view: game_pb2.View) -> str:
     if i_opened(view):
         return "lay, add or take back jokers if you like, then discard"
     return f"open with melds worth {opening_need(view)} or more if you can, then discard"
+
+
+def your_turn_fragments(view: game_pb2.View, look: Look) -> StyleAndTextTuples:
+    """The seat's turn as it stands, told when it comes: to draw; or drawn already (a seat
+    taken back in the middle of its turn), what is left to do; or the dealer's first turn,
+    played without a draw."""
+    turn = ("class:turn", "It's your turn: ")
+    if view.phase == game_pb2.PHASE_DRAW:
+        text: StyleAndTextTuples = [turn, ("", "take a card with draw stock")]
+        top = card(view.discard_top)
+        if game_pb2.DRAW_SOURCE_DISCARD in view.draw_sources and top is not None:
+            text += [("", ", or draw discard to take "), *cards_fragments([top], look)]
+        return [*text, ("", ".")]
+    if (drawn := card(view.drawn)) is not None:
+        return [
+            turn,
+            ("", "you drew "),
+            *cards_fragments([drawn], look),
+            ("", f" this turn: {play_hint(view)}."),
+        ]
+    return [turn, ("", f"you play first with {len(view.hand)} cards, without drawing.")]
 
 
 def turn_fragments(view: game_pb2.View, look: Look, staged: bool = False) -> StyleAndTextTuples:

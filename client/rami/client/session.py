@@ -43,7 +43,6 @@ from rami.v1 import (
     table_service_pb2,
 )
 
-from .cardtext import cards_fragments
 from .checks import cannot, incomplete, is_card, my_turn, not_held, refusal, sentence
 from .commands import (
     LOBBY,
@@ -86,12 +85,12 @@ from .panel import (
     menu_rows,
     my_seat,
     panel_fragments,
-    play_hint,
     plural,
     prompt_fragments,
     seat_names,
     table_lines,
     toolbar_fragments,
+    your_turn_fragments,
 )
 from .pile import Pile
 from .printer import Printer
@@ -725,7 +724,7 @@ class ClientSession:
             self._opened_before_turn = i_opened(view)
         # Not the past turns told again (catching up); ``announce``: the turn as it stands.
         if mine and (new_turn or announce) and self._catching_up is None:
-            self._announce_turn(view)
+            self.out.line(your_turn_fragments(view, self.look))
         self._warn_of_the_clock(view)
         self._refresh()
 
@@ -758,36 +757,6 @@ class ClientSession:
         if view.turn_deadline.ToNanoseconds() / 1e9 != deadline:
             return
         self.out.warn(f"{CLOCK_WARNING} seconds left in your turn: then the server plays for you.")
-
-    def _announce_turn(self, view: game_pb2.View) -> None:
-        """The turn as it stands: to draw; or drawn already (a seat taken back in the middle of
-        its turn), what is left to do; or the dealer's first turn, played without a draw."""
-        if view.phase == game_pb2.PHASE_DRAW:
-            text: StyleAndTextTuples = [
-                ("class:turn", "It's your turn: "),
-                ("", "take a card with draw stock"),
-            ]
-            top = card(view.discard_top)
-            if game_pb2.DRAW_SOURCE_DISCARD in view.draw_sources and top is not None:
-                text += [("", ", or draw discard to take "), *cards_fragments([top], self.look)]
-            self.out.line([*text, ("", ".")])
-        elif (drawn := card(view.drawn)) is not None:
-            self.out.line(
-                [
-                    ("class:turn", "It's your turn: "),
-                    ("", "you drew "),
-                    *cards_fragments([drawn], self.look),
-                    ("", f" this turn: {play_hint(view)}."),
-                ]
-            )
-        else:
-            hand = len(view.hand)
-            self.out.line(
-                [
-                    ("class:turn", "It's your turn: "),
-                    ("", f"you play first with {hand} cards, without drawing."),
-                ]
-            )
 
     # -- at the table ------------------------------------------------------------------------
 
