@@ -233,7 +233,7 @@ def test_a_draw_or_a_lay_that_the_turn_allows_no_more_is_refused_at_once(
         d.close()
 
 
-def test_a_draw_of_the_discard_out_of_turn_is_refused_at_once(
+def test_a_draw_of_the_discard_a_take_or_a_lay_out_of_turn_is_refused_at_once(
     server: ServerThread, stubs: Stubs
 ) -> None:
     """On another player's turn, ``draw discard`` (tallage: staged until its lay is typed)
@@ -251,6 +251,14 @@ def test_a_draw_of_the_discard_out_of_turn_is_refused_at_once(
         d.type("discard 2d")
         d.expect(r"You discarded 2♦\.")
         d.type("draw discard")  # Bo's turn, and Bo is thinking
+        d.expect(r"It is Bo's turn, not yours\. Nothing was staged or sent\.")
+        d.type("cancel")
+        d.expect(r"Nothing is staged\.")
+        # A take (staged until its joker's place is typed) and a lay, the same: found by a
+        # new player's try, the take was staged, and its lay refused by the server later.
+        d.type("take 1 4c")
+        d.expect(r"It is Bo's turn, not yours\. Nothing was staged or sent\.")
+        d.type("lay 3c 4c 5c")
         d.expect(r"It is Bo's turn, not yours\. Nothing was staged or sent\.")
         d.type("cancel")
         d.expect(r"Nothing is staged\.")
@@ -392,7 +400,9 @@ def test_ctrl_d_during_a_game_asks_as_quit_does_and_a_second_one_quits(
         d.type("table")
         d.expect(r"Tallage")
         d.keys("\x04")
-        d.expect(r"The game is still on")
+        # Said, as a new player's try found it was not: "anything else keeps you" was read
+        # as Ctrl-D too.
+        d.expect(r"The game is still on.*Type y \(or yes\) to quit \(Ctrl-D quits too\)")
         d.keys("\x04")  # again: quits
         d.expect(r"You left the game: the server plays your seat")
         d.thread.join(10)

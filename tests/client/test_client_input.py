@@ -335,11 +335,24 @@ def test_create_reads_a_variant_options_and_bots() -> None:
         ("bots=4 players=4", "leave you no seat"),
         ("variant=portugese", r"unknown variant 'portugese': did you mean portuguese\?"),
         ("bots=6", r"6 bots leave you no seat: a table has at most 6 seats"),
+        # Without a likely word, the words there are (found by a new player's try).
+        ("rummy", r"unknown word 'rummy': the game is portuguese, tallage or simple"),
+        ("tallage foo=bar", r"unknown option 'foo': the options are .*players.*jokers_per_meld"),
+        ('name="Ana', r"a quotation mark \(\"\) is not closed"),
     ],
 )
 def test_create_says_what_is_wrong(args: str, says: str) -> None:
     with pytest.raises(ValueError, match=says):
         parse_create(args)
+
+
+def test_a_name_with_an_apostrophe_needs_no_quotes() -> None:
+    """Found by a new player's try: "create simple name=Bruno's" said only "No closing
+    quotation" (the client's own names are "Ana's tallage")."""
+    assert parse_create("simple players=2 name=Bruno's").name == "Bruno's"
+    assert parse_create("name=Bruno's bots=1").bots == 1
+    assert parse_create('name="Bruno\'s table" bots=1').name == "Bruno's table"
+    assert parse_create("name='Friday game'").name == "Friday game"
 
 
 def test_an_address_takes_the_default_port() -> None:

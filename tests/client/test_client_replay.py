@@ -85,6 +85,14 @@ def test_every_action_of_the_record_is_a_frame(record: Path) -> None:
     assert "Game over after 2 rounds" in last
     # Every hand is face up: both seats' cards are listed in the last frame.
     assert last.count(" pts ") == 2
+    # A declaration's card lies face down: the frame says no discard shows (it said "discard
+    # none", read as a move by a new player).
+    texts = [
+        fragment_list_to_text(frame_fragments(replay, i, Look())) for i in range(len(replay.frames))
+    ]
+    assert not any("discard none" in t for t in texts)
+    if any(r.get("result", {}).get("ending") == "declare" for r in doc["rounds"]):
+        assert any("no discard showing" in t for t in texts)
     # A name in double-width characters keeps the points in line (by terminal cells).
     wide = dataclasses.replace(replay, names=("山田太郎", replay.names[1]))
     rows = [

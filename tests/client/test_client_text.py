@@ -416,6 +416,17 @@ def test_additions_and_jokers_taken_back_are_told_per_meld() -> None:
     ]
 
 
+def test_a_joker_taken_back_and_laid_again_on_its_meld_is_told() -> None:
+    """Found by a new player's try: take 4 3d then add 4 JK was told as "You added 3♦ to
+    [4]", the take never mentioned."""
+    before = {4: Meld.parse("3h 3s JK")}
+    after = ((4, TableMeld(0, Meld.parse("3d 3h 3s JK"))),)
+    laid = ev.Laid(0, (), (4,), after, (C("3d"),), jokers_taken=1)
+    assert lines(narrate(laid, _scene(me=0, melds_before=before))) == [
+        "You added 3♦ to [4] (now 3♦ 3♥ 3♠ JK(3♣)), taking its joker back and laying it again."
+    ]
+
+
 def test_draws_say_the_card_only_to_the_one_who_drew_it() -> None:
     assert lines(narrate(ev.Drew(0, "stock"), _scene(me=0, drawn=C("7h")))) == [
         "You drew 7♥ from the stock."
@@ -923,6 +934,16 @@ def test_the_last_rounds_line_keeps_the_largest_payments_when_cut() -> None:
     assert "Strong bot 3 117" in line and "You 54" in line, line
     assert line.index("117") < line.index("You 54"), line
     assert len(line) < 72, line
+
+
+def test_a_meld_in_brackets_is_not_broken_between_rows() -> None:
+    """Found by a new player's try at 80 columns: "melds kept: [...] [10♠" then "J♠ JK(Q♠)]"
+    on the next row."""
+    line = [("", "  melds kept: [4♣ 5♣ 6♣] [10♠ J♠ JK(Q♠)]")]
+    rows = [text(r) for r in wrapped(line, 34)]
+    assert rows == ["  melds kept: [4♣ 5♣ 6♣]", "    [10♠ J♠ JK(Q♠)]"]
+    # A meld wider than a row is broken all the same, between its cards.
+    assert [text(r) for r in wrapped([("", "[10♠ J♠ Q♠ K♠]")], 8)] == ["[10♠ J♠", "  Q♠ K♠]"]
 
 
 def test_a_line_with_newlines_or_wide_characters_still_fits() -> None:

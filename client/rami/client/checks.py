@@ -117,13 +117,13 @@ def cannot(
     offered = game_pb2.DRAW_SOURCE_DISCARD in view.draw_sources
     drawing = my_turn(view) and view.phase == game_pb2.PHASE_DRAW
     if (
-        isinstance(action, Draw)
-        and action.source == "discard"
+        (isinstance(action, Lay) or (isinstance(action, Draw) and action.source == "discard"))
         and not my_turn(view)
         and view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
         and my_seat(view) is not None
     ):
-        # (Staged, it would wait for a lay, and be dropped when the pile changes.)
+        # (Staged, a draw of the discard or a take would wait for a lay, and be dropped when
+        # the pile changes, or refused once the lay is typed.)
         turn = view.players[view.turn].name if view.turn < len(view.players) else "another"
         return f"It is {turn}'s turn, not yours. Nothing was staged or sent."
     if isinstance(action, Draw) and action.source == "discard" and my_turn(view) and not drawing:

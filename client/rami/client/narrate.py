@@ -124,6 +124,20 @@ def _laid(e: ev.Laid, scene: Scene) -> Line:
         if i:
             out.append(("", " and " if i == len(parts) - 1 else ", "))
         out += part
+    # A joker taken back and laid again on the meld it came from leaves that meld's jokers as
+    # they were: the changes above can't show it, the count of jokers taken does.
+    shown = sum(
+        (Counter(before.cards) - Counter(melds[n].meld.cards))[JOKER]
+        for n in e.changed_melds
+        if (before := scene.melds_before.get(n)) is not None
+    )
+    known = all(n in scene.melds_before for n in e.changed_melds)
+    again = e.jokers_taken - shown if known else 0
+    if again == 1:
+        which = "its joker" if len(parts) == 1 and e.changed_melds else "a joker"
+        out.append(("", f", taking {which} back and laying it again"))
+    elif again > 1:
+        out.append(("", f", taking {again} jokers back and laying them again"))
     if e.opened:
         out.append(("class:good", f" and opened with {e.opening_value}; the bar is now {e.bar}"))
     if e.finish:

@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import difflib
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,12 +57,42 @@ def _value(name: str, text: str) -> Any:
     return int(text)
 
 
+def _words(args: str) -> list[str]:
+    """``args`` split at spaces, as a shell would, but for apostrophes: a quotation mark,
+    double or single, quotes only where a word or its value begins (``name="Friday game"``,
+    ``name='Friday game'``); elsewhere an apostrophe is a letter (``name=Bruno's``)."""
+    words: list[str] = []
+    word: list[str] = []
+    quote = ""
+    started = False  # a word is under way (an empty quoted value still makes one)
+    for ch in args:
+        if quote:
+            if ch == quote:
+                quote = ""
+            else:
+                word.append(ch)
+        elif ch.isspace():
+            if started:
+                words.append("".join(word))
+            word, started = [], False
+        elif ch in "\"'" and (not word or word[-1] == "="):
+            quote, started = ch, True
+        else:
+            word.append(ch)
+            started = True
+    if quote:
+        raise ValueError(
+            f"a quotation mark ({quote}) is not closed: put a name with spaces in quotes,"
+            ' name="Friday game"'
+        )
+    if started:
+        words.append("".join(word))
+    return words
+
+
 def parse_create(args: str) -> NewTable:
     """Read ``create``'s arguments; raises ValueError saying what is wrong."""
-    try:
-        words = shlex.split(args)
-    except ValueError as e:
-        raise ValueError(f"can't read that: {e}") from None
+    words = _words(args)
     variant, options = "tallage", {}
     bots, policy, name, private = 0, "strong", "", False
     for i, word in enumerate(words):
@@ -76,9 +105,9 @@ def parse_create(args: str) -> NewTable:
                 private = True
             else:
                 meant = _meant(key, [*VARIANTS, "private"]) if i == 0 else _meant(key, ["private"])
-                raise ValueError(
-                    f"unknown word {word!r}{meant or ': try create tallage players=4 bots=3'}"
-                )
+                games = f"{', '.join(list(VARIANTS)[:-1])} or {list(VARIANTS)[-1]}"
+                known = f": the game is {games}, then key=value words (create tallage bots=3)"
+                raise ValueError(f"unknown word {word!r}{meant or known}")
         elif key == "bots":
             if not text.isdigit():
                 raise ValueError(f"bots takes a number, not {text!r}")
@@ -96,7 +125,8 @@ def parse_create(args: str) -> NewTable:
         elif key in _SPECS:
             options[key] = _value(key, text)
         else:
-            raise ValueError(f"unknown option {key!r}{_meant(key, _KEYS)}")
+            known = f": the options are {', '.join(_KEYS)} (help create says each)"
+            raise ValueError(f"unknown option {key!r}{_meant(key, _KEYS) or known}")
     if bots and "players" not in options:
         # Bots and no number of players: a seat for the person and one for each bot, so the
         # game begins at once (with the default four, a table of two bots would wait).

@@ -57,15 +57,21 @@ def _wrap(
     start = 0
     while start < len(text) or not rows:
         room = width - (len(indent) if rows else 0)
-        end, used, cut, word = start, 0, 0, False
+        end, used, cut, inner, word, depth = start, 0, 0, 0, False, 0
         while end < len(text) and used + get_cwidth(text[end]) <= room:
             if text[end] == " " and word:
-                cut = end  # the last space after a word: the row may end here
+                # The last space after a word: the row may end here; inside brackets (a meld
+                # shown as [10♠ J♠ Q♠]) only when nothing outside them would do.
+                if depth:
+                    inner = end
+                else:
+                    cut = end
             word = word or text[end] != " "
+            depth += (text[end] == "[") - (text[end] == "]" and depth > 0)
             used += get_cwidth(text[end])
             end += 1
-        if end < len(text) and text[end] != " " and cut:
-            end = cut
+        if end < len(text) and (cut or inner) and (text[end] != " " or depth):
+            end = cut or inner
         end = max(end, start + 1)  # a character wider than the row still goes in one
         row = chars[start:end]
         while row and row[-1][1] == " ":

@@ -156,8 +156,10 @@ def frame_fragments(replay: Replay, index: int, look: Look) -> StyleAndTextTuple
             *meld_fragments(tm.meld, look),
             ("", "\n"),
         ]
-    top = look.card_text(v.discard_top) if v.discard_top is not None else "none"
-    out.append(("class:dim", f"  discard {top}{b}stock {v.stock_size}"))
+    # None: the pile is empty, or its top lies face down (a declaration's card).
+    top = v.discard_top
+    pile = f"discard {look.card_text(top)}" if top is not None else "no discard showing"
+    out.append(("class:dim", f"  {pile}{b}stock {v.stock_size}"))
     if v.variant.has_opening:
         out.append(("class:dim", f"{b}bar {v.bar}"))
     out.append(("", "\n\n"))

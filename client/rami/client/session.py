@@ -1272,8 +1272,8 @@ class ClientSession:
             else:
                 then = "the server plays your seat from now on"
             self.ask(
-                f"The game is still on: if you quit, {then}. Type y (or yes) to quit; "
-                "anything else keeps you at the table.",
+                f"The game is still on: if you quit, {then}. Type y (or yes) to quit (Ctrl-D"
+                " quits too); anything else keeps you at the table.",
                 "quit?",
                 "You stay at the table.",
                 self._quit,
