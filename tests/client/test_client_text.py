@@ -765,7 +765,6 @@ def test_a_tallage_discard_the_view_does_not_offer_is_refused_with_why() -> None
     """The view offers tallage's discard only when a lay this turn can take it: a `draw
     discard` it does not offer is refused at once, saying so, not staged."""
     from rami.client.checks import no_discard
-    from rami.engine import get_variant
 
     view = _view(
         variant=game_pb2.VARIANT_TALLAGE,
@@ -774,7 +773,7 @@ def test_a_tallage_discard_the_view_does_not_offer_is_refused_with_why() -> None
         draw_sources=[game_pb2.DRAW_SOURCE_STOCK],
         first_circuit=False,
     )
-    why = no_discard(view, get_variant("tallage"))
+    why = no_discard(view)
     # Why, in the numbers the toolbar gives: the bar is at 79, and Ana has not opened.
     assert why == (
         "it is taken only to be laid at once, and no opening of 80+ this turn uses it; draw stock"
@@ -782,7 +781,7 @@ def test_a_tallage_discard_the_view_does_not_offer_is_refused_with_why() -> None
     opened = game_pb2.View()
     opened.CopyFrom(view)
     opened.players[0].opened = True
-    assert "no lay of yours this turn uses it" in no_discard(opened, get_variant("tallage"))
+    assert "no lay of yours this turn uses it" in no_discard(opened)
 
 
 def test_the_toolbar_says_the_game_also_ends_at_the_round_cap() -> None:

@@ -32,7 +32,7 @@ from .commands import why_not_in_variant
 from .convert import card, cards, meld_from_proto
 from .link import Refused
 from .moves import check_ranks, missing_cards
-from .panel import discard_lay, i_opened, my_seat
+from .panel import discard_lay, discard_withheld, i_opened, my_seat
 from .staging import Stage
 
 __all__ = [
@@ -135,7 +135,7 @@ def cannot(
         )
         return f"You can't draw now: {why}. Nothing was staged or sent."
     if isinstance(action, Draw) and action.source == "discard" and drawing and not offered:
-        why = no_discard(view, variant)
+        why = no_discard(view)
         if why:
             return f"You can't take the discard now: {why}."
     lay = action.lay if isinstance(action, Draw) else action
@@ -184,20 +184,18 @@ def cannot(
     return ""
 
 
-def no_discard(view: game_pb2.View, variant: Variant) -> str:
-    """Why the rules keep the discard from the player now, as the view tells it (tallage: the
-    view offers the discard only when a lay this turn can take it)."""
-    if card(view.discard_top) is None:
-        return "the discard pile is empty"
-    if variant.moroccan_draw_rules:
-        if view.first_circuit:
-            return "nobody takes the discard during the first circuit of the table"
-        if len(view.hand) == 1:
-            return "holding one card, you draw from the stock"
-    if variant.must_lay_discard:
-        lay = discard_lay(view)
-        return f"it is taken only to be laid at once, and no {lay} this turn uses it; draw stock"
-    return "the rules do not offer it this turn; draw stock"
+def no_discard(view: game_pb2.View) -> str:
+    """Why the rules keep the discard from the player now, as the view tells it
+    (``panel.discard_withheld``), in words."""
+    return {
+        "empty": "the discard pile is empty",
+        "first_circuit": "nobody takes the discard during the first circuit of the table",
+        "one_card": "holding one card, you draw from the stock",
+        "lay_at_once": (
+            f"it is taken only to be laid at once, and no {discard_lay(view)} this turn uses it;"
+            " draw stock"
+        ),
+    }.get(discard_withheld(view), "the rules do not offer it this turn; draw stock")
 
 
 def is_card(word: str) -> bool:

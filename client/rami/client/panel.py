@@ -27,6 +27,7 @@ __all__ = [
     "VARIANT_TITLES",
     "clock_text",
     "discard_lay",
+    "discard_withheld",
     "i_opened",
     "menu_rows",
     "my_seat",
@@ -146,21 +147,37 @@ def _my_draw(view: game_pb2.View, look: Look) -> StyleAndTextTuples:
     return out
 
 
-def _stock_only(view: game_pb2.View, look: Look) -> str:
-    """Why the discard is not offered to the player drawing now, in a few words ("" when
-    there is no discard to take, or nothing to say)."""
+def discard_withheld(view: game_pb2.View) -> str:
+    """Why the rules keep the discard from the seat drawing now, as the view tells it:
+    ``empty``, ``first_circuit``, ``one_card`` (moroccan draws), ``lay_at_once`` (tallage: the
+    view offers the discard only when a lay this turn can take it), or "" (no rule the view
+    tells)."""
     rules = variant_of(view.variant)
-    top = card(view.discard_top)
-    if rules is None or top is None:
+    if card(view.discard_top) is None:
+        return "empty"
+    if rules is None:
         return ""
     if rules.moroccan_draw_rules:
         if view.first_circuit:
-            return "nobody takes the discard in the first circuit"
+            return "first_circuit"
         if len(view.hand) == 1:
-            return "holding one card, you draw from the stock"
-    if rules.must_lay_discard:
-        return f"{look.card_text(top)} only if laid at once: no {discard_lay(view)} uses it"
-    return ""
+            return "one_card"
+    return "lay_at_once" if rules.must_lay_discard else ""
+
+
+def _stock_only(view: game_pb2.View, look: Look) -> str:
+    """Why the discard is not offered to the player drawing now, in a few words ("" when
+    there is no discard to take, or nothing to say)."""
+    top = card(view.discard_top)
+    return {
+        "first_circuit": "nobody takes the discard in the first circuit",
+        "one_card": "holding one card, you draw from the stock",
+        "lay_at_once": (
+            f"{look.card_text(top)} only if laid at once: no {discard_lay(view)} uses it"
+            if top is not None
+            else ""
+        ),
+    }.get(discard_withheld(view), "")
 
 
 def opening_need(view: game_pb2.View) -> int:
