@@ -337,6 +337,7 @@ def test_create_reads_a_variant_options_and_bots() -> None:
         ("bots=6", r"6 bots leave you no seat: a table has at most 6 seats"),
         # Without a likely word, the words there are (found by a new player's try).
         ("rummy", r"unknown word 'rummy': the game is portuguese, tallage or simple"),
+        ("tallage bots=1 fast", r"unknown word 'fast': after the game come key=value words"),
         ("tallage foo=bar", r"unknown option 'foo': the options are .*players.*jokers_per_meld"),
         ('name="Ana', r"a quotation mark \(\"\) is not closed"),
     ],
@@ -353,6 +354,10 @@ def test_a_name_with_an_apostrophe_needs_no_quotes() -> None:
     assert parse_create("name=Bruno's bots=1").bots == 1
     assert parse_create('name="Bruno\'s table" bots=1').name == "Bruno's table"
     assert parse_create("name='Friday game'").name == "Friday game"
+    assert parse_create("name='Bruno's table' bots=1").name == "Bruno's table"
+    assert parse_create("name='90s bots=1").name == "'90s"
+    assert parse_create("name=Friday\\ game").name == "Friday game"
+    assert parse_create('name="say \\"hi\\""').name == 'say "hi"'
 
 
 def test_an_address_takes_the_default_port() -> None:

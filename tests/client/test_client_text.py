@@ -943,6 +943,9 @@ def test_a_meld_in_brackets_is_not_broken_between_rows() -> None:
     assert rows == ["  melds kept: [4♣ 5♣ 6♣]", "    [10♠ J♠ JK(Q♠)]"]
     # A meld wider than a row is broken all the same, between its cards.
     assert [text(r) for r in wrapped([("", "[10♠ J♠ Q♠ K♠]")], 8)] == ["[10♠ J♠", "  Q♠ K♠]"]
+    # ...each row as full as it may be: this one ends on a space inside the brackets.
+    run = "[2♠ 3♠ 4♠ 5♠ 6♠ 7♠ 8♠]"
+    assert [text(r) for r in wrapped([("", run)], 12)] == ["[2♠ 3♠ 4♠ 5♠", "  6♠ 7♠ 8♠]"]
 
 
 def test_a_line_with_newlines_or_wide_characters_still_fits() -> None:

@@ -58,15 +58,31 @@ def _value(name: str, text: str) -> Any:
 
 
 def _words(args: str) -> list[str]:
-    """``args`` split at spaces, as a shell would, but for apostrophes: a quotation mark,
-    double or single, quotes only where a word or its value begins (``name="Friday game"``,
-    ``name='Friday game'``); elsewhere an apostrophe is a letter (``name=Bruno's``)."""
+    """``args`` split at spaces, as a shell would (a backslash keeps the next character as it
+    is), but for apostrophes: a quotation mark, double or single, quotes only where a word or
+    its value begins (``name="Friday game"``, ``name='Friday game'``), and a single one only
+    when another ends a word further on; elsewhere an apostrophe is a letter
+    (``name=Bruno's``, ``name='Bruno's table'``, ``name='90s``)."""
     words: list[str] = []
     word: list[str] = []
     quote = ""
     started = False  # a word is under way (an empty quoted value still makes one)
-    for ch in args:
-        if quote:
+    i = 0
+    while i < len(args):
+        ch = args[i]
+        i += 1
+        if ch == "\\" and quote != "'" and i < len(args):
+            if not quote or args[i] in '"\\':
+                ch = args[i]
+                i += 1
+            word.append(ch)
+            started = True
+        elif quote == "'":
+            if ch == "'" and (i == len(args) or args[i].isspace()):
+                quote = ""
+            else:
+                word.append(ch)
+        elif quote:
             if ch == quote:
                 quote = ""
             else:
@@ -75,19 +91,28 @@ def _words(args: str) -> list[str]:
             if started:
                 words.append("".join(word))
             word, started = [], False
-        elif ch in "\"'" and (not word or word[-1] == "="):
+        elif ch in "\"'" and (not word or word[-1] == "=") and (ch == '"' or _closes(args, i)):
             quote, started = ch, True
         else:
             word.append(ch)
             started = True
     if quote:
         raise ValueError(
-            f"a quotation mark ({quote}) is not closed: put a name with spaces in quotes,"
+            'a quotation mark (") is not closed: put a name with spaces in quotes,'
             ' name="Friday game"'
         )
     if started:
         words.append("".join(word))
     return words
+
+
+def _closes(args: str, at: int) -> bool:
+    """Whether an apostrophe at or after ``at`` ends a word (a single quotation mark opened
+    just before ``at`` is closed there)."""
+    return any(
+        args[k] == "'" and (k + 1 == len(args) or args[k + 1].isspace())
+        for k in range(at, len(args))
+    )
 
 
 def parse_create(args: str) -> NewTable:
@@ -106,7 +131,11 @@ def parse_create(args: str) -> NewTable:
             else:
                 meant = _meant(key, [*VARIANTS, "private"]) if i == 0 else _meant(key, ["private"])
                 games = f"{', '.join(list(VARIANTS)[:-1])} or {list(VARIANTS)[-1]}"
-                known = f": the game is {games}, then key=value words (create tallage bots=3)"
+                known = (
+                    f": the game is {games}, then key=value words (create tallage bots=3)"
+                    if i == 0
+                    else ": after the game come key=value words (create tallage bots=3)"
+                )
                 raise ValueError(f"unknown word {word!r}{meant or known}")
         elif key == "bots":
             if not text.isdigit():

@@ -70,8 +70,11 @@ def _wrap(
             depth += (text[end] == "[") - (text[end] == "]" and depth > 0)
             used += get_cwidth(text[end])
             end += 1
-        if end < len(text) and (cut or inner) and (text[end] != " " or depth):
-            end = cut or inner
+        if end < len(text):
+            if text[end] != " ":
+                end = cut or inner or end  # (no space at all: the word is cut)
+            elif depth and cut:
+                end = cut  # the row would end inside brackets: before them instead
         end = max(end, start + 1)  # a character wider than the row still goes in one
         row = chars[start:end]
         while row and row[-1][1] == " ":

@@ -14,6 +14,7 @@ gRPC core enforces three of them, as channel arguments (:func:`grpc_options`):
   SETTINGS_MAX_CONCURRENT_STREAMS); one beyond is refused (RST_STREAM). Without it, a unary
   call whose request never comes holds its place, and its memory, for as long as the
   connection lasts: one connection held 16,000 of them, some 300 MB of the server's memory.
+  With it, an address holds at most this many times its connections (``per_address``).
 
 gRPC has no bound per client address. :class:`AddressBound` is one: every ``sweep_seconds``
 it counts the server's connections by remote address (Linux: sock_diag, as ``ss`` does, then
