@@ -529,8 +529,15 @@ def test_two_live_servers_advertising_one_address_are_told_in_the_log(
     second live server given the first one's address (--advertise copied from its
     configuration) takes them as well, and the two take the tables from each other; nothing
     said so, while the games stalled. The server that loses a table to its own address says
-    what is wrong, and the lease going back and forth is no longer logged as a takeover."""
+    what is wrong, and the lease going back and forth is no longer logged as a takeover.
+    And it takes no table by its address from then on: before, the two went on taking the
+    tables from each other, every third of a lease, for as long as both ran."""
     key, log_a, log_c = tmp_path / "key", tmp_path / "a.log", tmp_path / "c.log"
+    said = "another server that advertises this server's address"
+
+    def told() -> int:
+        return sum(log.read_text().count(said) for log in (log_a, log_c))
+
     with rami_server(postgres_url, log_a, args=_args(key, 2.0)) as (_, a):
 
         async def made() -> None:
@@ -543,11 +550,14 @@ def test_two_live_servers_advertising_one_address_are_told_in_the_log(
         run(made)
         with rami_server(postgres_url, log_c, args=_args(key, 2.0, "--advertise", a)):
 
-            async def told() -> None:
-                said = "another server that advertises this server's address"
+            async def settled() -> None:
                 await _until(lambda: _said(log_a, said), 20)
+                await asyncio.sleep(2.0)  # a lease: each server has renewed and swept thrice
+                first = told()
+                await asyncio.sleep(6.0)
+                assert told() == first, f"the table went on changing hands: {told()} times"
 
-            run(told)
+            run(settled)
     assert "its lease was taken over" not in log_a.read_text()
 
 

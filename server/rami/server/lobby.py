@@ -285,14 +285,17 @@ class Lobby:
         if table.moved_to is None and not told:
             if owner and owner == getattr(self.storage, "address", None):
                 # A server replacing a dead one at its address takes its tables at once; a
-                # live one given this server's address takes them too, and the two take
-                # them from each other while their games stall.
+                # live one given this server's address takes them too. This one then stops
+                # taking tables by address, so that the two do not take them from each
+                # other while their games stall.
                 log.error(
                     "table %s: taken by another server that advertises this server's address"
-                    " (%s) while this one runs; give each server its own --advertise",
+                    " (%s) while this one runs; give each server its own --advertise (this"
+                    " one takes no table by its address from now on)",
                     table.table_id,
                     owner,
                 )
+                self.storage.twin_seen()
             else:
                 log.warning(
                     "table %s: its lease was taken over; dropped (owner now: %s)",

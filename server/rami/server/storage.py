@@ -260,6 +260,11 @@ class Storage(Protocol):
         """Extend the leases this server holds (table id -> epoch), all in one statement; the
         ids of those it no longer holds (taken over: the server must drop them)."""
 
+    def twin_seen(self) -> None:
+        """Another live server took a table under this server's address: from now on, claim
+        no lease by address (a server at this address replaces a dead one there, and takes its
+        tables at once; two live ones at one address would take them from each other)."""
+
     async def release(self, held: Mapping[str, int]) -> None:
         """End these leases now (table id -> epoch), so that another server may claim the
         tables at once; leases taken over meanwhile are left alone."""
@@ -607,6 +612,9 @@ class SqliteStorage:
 
     async def renew(self, held: Mapping[str, int]) -> list[str]:
         return []
+
+    def twin_seen(self) -> None:
+        return None
 
     async def release(self, held: Mapping[str, int]) -> None:
         return None

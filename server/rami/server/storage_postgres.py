@@ -210,14 +210,14 @@ END
 $$;
 
 -- A claim of a table's lease: {won, epoch, address}. It wins when the lease is free (never
--- held, expired, released) or this server's already, or held under this server's address
--- (by the process it replaces there: two servers can't listen at one address), and moves
--- the epoch on, in the lease
--- and in the directory row (whose lock orders it with the appends). Of racing claims, one
--- wins: the others wait for its commit on the lease's key, then find the lease taken.
--- No row: no such table.
-CREATE OR REPLACE FUNCTION rami_claim(
-    p_table TEXT, p_owner TEXT, p_address TEXT, p_seconds DOUBLE PRECISION
+-- held, expired, released) or this server's already, or, with p_by_address, held under this
+-- server's address (by the process it replaces there: two servers can't listen at one
+-- address), and moves the epoch on, in the lease and in the directory row (whose lock orders
+-- it with the appends). Of racing claims, one wins: the others wait for its commit on the
+-- lease's key, then find the lease taken. No row: no such table.
+CREATE OR REPLACE FUNCTION rami_claim_as(
+    p_table TEXT, p_owner TEXT, p_address TEXT, p_seconds DOUBLE PRECISION,
+    p_by_address BOOLEAN
 ) RETURNS TABLE (o_won BOOLEAN, o_epoch BIGINT, o_address TEXT) LANGUAGE plpgsql AS $$
 DECLARE
     before BIGINT;
@@ -235,7 +235,7 @@ BEGIN
         address = EXCLUDED.address,
         epoch = greatest(l.epoch, before) + 1,
         expiry = EXCLUDED.expiry
-    WHERE l.expiry < now() OR l.owner = p_owner OR l.address = p_address
+    WHERE l.expiry < now() OR l.owner = p_owner OR (p_by_address AND l.address = p_address)
     RETURNING l.epoch INTO got;
     IF got IS NULL THEN
         RETURN QUERY SELECT FALSE, l.epoch, l.address FROM rami_leases l
@@ -245,6 +245,13 @@ BEGIN
     UPDATE rami_tables t SET epoch = got WHERE t.table_id = p_table;
     RETURN QUERY SELECT TRUE, got, p_address;
 END
+$$;
+
+-- The claim of servers before rami_claim_as: by address too.
+CREATE OR REPLACE FUNCTION rami_claim(
+    p_table TEXT, p_owner TEXT, p_address TEXT, p_seconds DOUBLE PRECISION
+) RETURNS TABLE (o_won BOOLEAN, o_epoch BIGINT, o_address TEXT) LANGUAGE sql AS $$
+    SELECT * FROM rami_claim_as(p_table, p_owner, p_address, p_seconds, TRUE)
 $$;
 """
 
@@ -312,6 +319,9 @@ class PostgresStorage:
     server_id: str = ""
     address: str = ""
     lease_seconds: float = 10.0
+    #: A live server has taken a table under this server's address (:meth:`twin_seen`): this
+    #: one takes no lease by address any more, only free ones.
+    twin: bool = False
     _pending: list[tuple[Append, asyncio.Future[None]]] = field(default_factory=list)
     _scheduled: bool = False
     _writing: asyncio.Task[None] | None = None
@@ -531,8 +541,8 @@ class PostgresStorage:
     async def claim(self, table_id: str) -> Lease | None:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
-                "SELECT o_won, o_epoch, o_address FROM rami_claim(%s, %s, %s, %s)",
-                (table_id, self.server_id, self.address, self.lease_seconds),
+                "SELECT o_won, o_epoch, o_address FROM rami_claim_as(%s, %s, %s, %s, %s)",
+                (table_id, self.server_id, self.address, self.lease_seconds, not self.twin),
             )
             r = await cur.fetchone()
         if r is None:
@@ -554,6 +564,9 @@ class PostgresStorage:
             kept = {r[0] for r in await cur.fetchall()}
         return [t for t in ids if t not in kept]
 
+    def twin_seen(self) -> None:
+        self.twin = True
+
     async def release(self, held: Mapping[str, int]) -> None:
         if not held:
             return
@@ -573,9 +586,9 @@ class PostgresStorage:
                 " LEFT JOIN rami_leases l ON l.table_id = t.table_id"
                 " WHERE t.status NOT IN ('finished', 'closed')"
                 " AND (l.table_id IS NULL OR l.expiry < now() OR l.owner = %s"
-                " OR l.address = %s)"
+                " OR (%s AND l.address = %s))"
                 " ORDER BY t.created, t.seq",
-                (self.server_id, self.address),
+                (self.server_id, not self.twin, self.address),
             )
             return [r[0] for r in await cur.fetchall()]
 
