@@ -946,6 +946,12 @@ def test_a_meld_in_brackets_is_not_broken_between_rows() -> None:
     # ...each row as full as it may be: this one ends on a space inside the brackets.
     run = "[2♠ 3♠ 4♠ 5♠ 6♠ 7♠ 8♠]"
     assert [text(r) for r in wrapped([("", run)], 12)] == ["[2♠ 3♠ 4♠ 5♠", "  6♠ 7♠ 8♠]"]
+    # A bracket that never closes (a chat line) groups nothing.
+    chat = "Ana: hello [this is a long chat line"
+    assert [text(r) for r in wrapped([("", chat)], 20)] == [
+        "Ana: hello [this is",
+        "  a long chat line",
+    ]
 
 
 def test_a_line_with_newlines_or_wide_characters_still_fits() -> None:

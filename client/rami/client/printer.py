@@ -52,6 +52,16 @@ def _wrap(
 ) -> list[StyleAndTextTuples]:
     """One line's styled characters (``text`` is theirs) in rows of ``width`` columns."""
     lead = len(text) - len(text.lstrip(" "))
+    # The brackets that close further on (a meld shown as [10♠ J♠ Q♠]; a "[" in a chat line
+    # that never closes groups nothing).
+    opened: list[int] = []
+    grouping: set[int] = set()
+    for i, ch in enumerate(text):
+        if ch == "[":
+            opened.append(i)
+        elif ch == "]" and opened:
+            grouping.add(opened.pop())
+            grouping.add(i)
     indent = " " * min(lead + hang, width // 2)
     rows: list[StyleAndTextTuples] = []
     start = 0
@@ -67,7 +77,8 @@ def _wrap(
                 else:
                     cut = end
             word = word or text[end] != " "
-            depth += (text[end] == "[") - (text[end] == "]" and depth > 0)
+            if end in grouping:
+                depth += 1 if text[end] == "[" else -1 if depth else 0
             used += get_cwidth(text[end])
             end += 1
         if end < len(text):
