@@ -731,6 +731,23 @@ def test_a_pile_longer_than_the_throws_kept_says_how_many_more_lie_under() -> No
     assert said[-1] == "  … and 30 older throws (no room in this window)", said
 
 
+def test_a_pile_followed_from_mid_round_says_how_many_older_cards_lie_under() -> None:
+    """Taking a seat back reads the table's recent past (QUIET_HISTORY updates): when that
+    starts after the round's deal or the stock's last rebuild, the pile's oldest cards were
+    never followed. The listing said nothing of them (24 cards, 23 rows)."""
+    pile = Pile()
+    for i in range(5):  # no deal, no rebuild: the first events read are discards
+        pile.apply(ev.Discarded(i % 2, C("9c" if i % 2 else "Kh")))
+    said = lines(pile.lines(["You", "Sara"], LOOK, 7))
+    assert said[-1] == "  … and 2 older cards under them", said
+    # Followed from the deal, the same counts say nothing more (the pile is known whole).
+    whole = Pile()
+    whole.apply(ev.RoundStarted(1, 0, "", C("3s"), 1))
+    for i in range(5):
+        whole.apply(ev.Discarded(i % 2, C("9c" if i % 2 else "Kh")))
+    assert lines(whole.lines(["You", "Sara"], LOOK, 6))[-1] == "  3♠  turned up"
+
+
 def test_an_empty_hand_after_going_out_says_so() -> None:
     view = _view(phase=game_pb2.PHASE_ROUND_OVER, hand=[], melds=[])
     panel = lines([panel_fragments(view, LOOK)])

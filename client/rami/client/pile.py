@@ -49,11 +49,15 @@ class Pile:
 
     def __init__(self) -> None:
         self.throws: deque[Throw] = deque(maxlen=KEEP)
+        #: Followed from the pile's bottom: the round's deal, or the stock's last rebuild
+        #: (a table's past read from the middle of a round was not).
+        self.whole = False
 
     def apply(self, event: object) -> None:
         """Follow one event of the game."""
         if isinstance(event, ev.RoundStarted):
             self.throws.clear()
+            self.whole = True
             if event.discard_top is not None:
                 self.throws.append(Throw(event.discard_top, None))
         elif isinstance(event, ev.Discarded | ev.Declared):
@@ -67,6 +71,7 @@ class Pile:
         elif isinstance(event, ev.StockRebuilt):
             kept = self._top()
             self.throws.clear()
+            self.whole = True
             if kept is not None:
                 self.throws.append(kept)
 
@@ -80,6 +85,7 @@ class Pile:
         elif mine is None or mine.card != top:
             self.throws.clear()
             self.throws.append(Throw(top, None, seen=False))
+            self.whole = False
 
     def _top(self) -> Throw | None:
         for t in reversed(self.throws):
@@ -147,10 +153,10 @@ class Pile:
                 row.append(("", f", taken by {_name(names, t.taken_by)}"))
             out.append(row)
         # Cards under the oldest followed: on the pile before this client followed it (a
-        # join), or older than the throws kept.
+        # join, or a past read from the middle of a round), or older than the throws kept.
         unseen = max(0, size - len(self.on_pile()))
         joined = not self.throws[0].seen
-        if not (joined or len(self.throws) == KEEP):
+        if not (joined or len(self.throws) == KEEP or not self.whole):
             unseen = 0
         if unseen:
             noun = "card" if unseen == 1 else "cards"
