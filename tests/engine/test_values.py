@@ -6,12 +6,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
+import random
 from dataclasses import FrozenInstanceError, InitVar, dataclass, field
 from typing import Generic, TypeVar
 
 import pytest
 
-from rami.engine import Game, Options
+from rami.engine import POLICIES, Game, Options, Phase
 from rami.engine.solver import declaration_cards
 from rami.engine.values import builder
 from rami.engine.views import SeatPart, View, seat_part, view
@@ -157,3 +158,33 @@ def test_views_and_seat_parts_are_those_their_constructors_make() -> None:
                     seat, v.hand, v.drawn, v.draw_sources, v.can_lay, v.can_declare, declared
                 )
                 assert part == expected
+
+
+@pytest.mark.parametrize("variant", ["tallage", "simple", "portuguese"])
+def test_a_seat_part_unchanged_since_the_one_given_is_that_one(variant: str) -> None:
+    """``seat_part(game, seat, before)`` is ``before`` itself when the seat's part is the same
+    as it (a server keeps its encoding by identity), else the part made anew: at every update
+    of a random game, for every seat."""
+    rng = random.Random(f"before/{variant}")
+    game, _ = Game.new(variant, Options(players=3), seed=5)
+    kept: dict[int, SeatPart | None] = {s: None for s in range(3)}
+    reused = changed = 0
+    for _ in range(400):
+        for seat in range(3):
+            fresh = seat_part(game, seat)
+            got = seat_part(game, seat, kept[seat])
+            assert got == fresh
+            if kept[seat] is not None and kept[seat] == fresh:
+                assert got is kept[seat]
+                reused += 1
+            else:
+                assert got is not kept[seat]
+                changed += 1
+            # Another seat's part is never taken for this one's.
+            other = seat_part(game, (seat + 1) % 3)
+            assert seat_part(game, seat, other) == fresh
+            kept[seat] = got
+        if game.phase in (Phase.GAME_OVER, Phase.ROUND_OVER):
+            break
+        game.apply(game.turn, POLICIES["random"](view(game, game.turn), rng))
+    assert reused > 50 and changed > 50

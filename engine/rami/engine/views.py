@@ -133,9 +133,14 @@ def _own(
     )
 
 
-def seat_part(game: Game, seat: int | None) -> SeatPart | None:
+def seat_part(game: Game, seat: int | None, before: SeatPart | None = None) -> SeatPart | None:
     """The part of ``view(game, seat)`` that only ``seat`` sees (None for no seat). A server
-    that shows every seat builds the spectator's view once and adds each seat's part."""
+    that shows every seat builds the spectator's view once and adds each seat's part.
+
+    ``before``: the seat's part as the caller last had it, of this game; when the seat's part
+    is the same now, ``before`` itself is returned (at most updates, every seat but the one
+    that moved: a caller that keeps its encoding knows it by identity, without building and
+    comparing a new part)."""
     if seat is None or not 0 <= seat < game.players:
         return None
     own = _own(game, seat)
@@ -146,6 +151,10 @@ def seat_part(game: Game, seat: int | None) -> SeatPart | None:
         and not _plays.takes_discard(_view(game, seat, own))
     ):
         own = (own[0], own[1], tuple(s for s in own[2] if s != "discard"), own[3], own[4])
+    if before is not None and before.seat == seat:
+        b = before
+        if own == (b.hand, b.drawn, b.draw_sources, b.can_lay, b.can_declare):
+            return before  # its declarations follow from its hand (and the game's options)
     if not own[4]:
         return _seat_part(seat, *own)
     jpm = game.options.jokers_per_meld

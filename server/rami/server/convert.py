@@ -682,11 +682,11 @@ class ViewEncoder:
 
     def _own_bytes(self, state: TableState, seat: int) -> bytes:
         """What ``seat`` alone sees, encoded (kept while it does not change)."""
-        part = state.seat_part(seat)
+        kept = self._own.get(seat)
+        part = state.seat_part(seat, None if kept is None else kept[0])
         if part is None:  # before the game, a seat's view says only whose it is
             return game_pb2.View(seat=seat).SerializeToString() if state.game is None else b""
-        kept = self._own.get(seat)
-        if kept is not None and kept[0] == part:
+        if kept is not None and part is kept[0]:
             return kept[1]
         msg = game_pb2.View()
         add_own_view(msg, part)

@@ -374,9 +374,10 @@ class TableState:
         """What a spectator sees of the game now (None before it starts)."""
         return None if self.game is None else view(self.game, None)
 
-    def seat_part(self, seat: int | None) -> SeatPart | None:
-        """What only ``seat`` sees of the game now (None for no seat, or before the game)."""
-        return None if self.game is None else seat_part(self.game, seat)
+    def seat_part(self, seat: int | None, before: SeatPart | None = None) -> SeatPart | None:
+        """What only ``seat`` sees of the game now (None for no seat, or before the game);
+        ``before`` itself when it is that (see :func:`rami.engine.views.seat_part`)."""
+        return None if self.game is None else seat_part(self.game, seat, before)
 
     def seat_view(self, seat: int) -> View | None:
         """The whole view of one seat (None before the game)."""
