@@ -31,7 +31,7 @@ import random
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import grpc
 
@@ -46,7 +46,7 @@ from rami.v1 import (
 )
 
 from .convert import action_to_request, new_request_id, view_from_proto
-from .link import moved_to
+from .link import Route, moved_to
 
 __all__ = [
     "CHANNEL_OPTIONS",
@@ -104,9 +104,18 @@ _MOVES = 1000
 _OPENED: dict[str, int] = {}
 
 
+def _channel_options(target: str) -> list[tuple[str, Any]]:
+    """A bot's channel's options: each BOTS_PER_CONNECTION channels opened to a target get a
+    connection of their own (channels whose settings differ, here by a setting of the kit's
+    own, never share one)."""
+    opened = _OPENED[target] = _OPENED.get(target, 0) + 1
+    return [*CHANNEL_OPTIONS, ("rami.connection", (opened - 1) // BOTS_PER_CONNECTION)]
+
+
 class _Route:
-    """The server a bot talks to: the ``target`` it was given, or the owner of its table that
-    a server named; and its stubs there."""
+    """The server a bot talks to and its stubs there: a :class:`~rami.client.link.Route`
+    (the client's one rule of moving to a table's owner and back), with a growing pause when
+    the moves go back and forth with nothing getting through."""
 
     def __init__(
         self,
@@ -114,52 +123,29 @@ class _Route:
         channel: grpc.aio.Channel | None,
         credentials: grpc.ChannelCredentials | None,
     ) -> None:
-        self.home = target
-        self.credentials = credentials
-        self.given = channel
-        self.at = target
-        self.moves = 0
+        self.route = Route(
+            target, credentials, options=_channel_options, given=channel, max_moves=_MOVES
+        )
         #: Moves since a call last got through (see :meth:`settled`).
         self.hops = 0
-        self.channel = channel if channel is not None else self._open(target)
-        self._old: list[grpc.aio.Channel] = []
-        self._stubs()
 
-    def _open(self, target: str) -> grpc.aio.Channel:
-        # Each BOTS_PER_CONNECTION channels opened to a target get a connection of their own:
-        # channels whose settings differ (here, by a setting of the kit's own) never share one.
-        opened = _OPENED[target] = _OPENED.get(target, 0) + 1
-        options = [*CHANNEL_OPTIONS, ("rami.connection", (opened - 1) // BOTS_PER_CONNECTION)]
-        if self.credentials is not None:
-            return grpc.aio.secure_channel(target, self.credentials, options=options)
-        return grpc.aio.insecure_channel(target, options=options)
+    @property
+    def table(self) -> table_service_pb2_grpc.TableServiceStub:
+        return self.route.table
 
-    def _stubs(self) -> None:
-        self.table = table_service_pb2_grpc.TableServiceStub(self.channel)  # type: ignore[no-untyped-call]
-        self.lobby = lobby_service_pb2_grpc.LobbyServiceStub(self.channel)  # type: ignore[no-untyped-call]
+    @property
+    def lobby(self) -> lobby_service_pb2_grpc.LobbyServiceStub:
+        return self.route.lobby
 
     async def follow(self, error: grpc.aio.AioRpcError) -> bool:
         """After a failed call: move to the table's owner when the server named another
         (TABLE_MOVED), or back to the target given when none holds it this moment or the
         owner followed can't be reached. True when it moved: call again at once."""
         owner = moved_to(error)
-        if owner is None:
-            if self.at == self.home or error.code() != grpc.StatusCode.UNAVAILABLE:
-                return False
-            owner = ""
-        where = owner or self.home
-        if (where == self.at and owner) or self.moves >= _MOVES:
+        if not self.route.follow(error):
             return False
-        self.moves += 1
         self.hops += 1
-        log.info("table moved (%s): going to %s", error.details(), where)
-        if self.channel is not self.given:
-            self._old.append(self.channel)
-        self.channel = self.given if where == self.home and self.given else self._open(where)
-        self.at = where
-        self._stubs()
-        while len(self._old) > 2:
-            await self._old.pop(0).close(None)
+        log.info("table moved (%s): going to %s", error.details(), self.route.at)
         # Back and forth with nothing getting through (a takeover under way: the server
         # given names the dead owner until its lease runs out): a longer wait at each hop,
         # as after a drop; with no owner yet, at least a moment for the takeover.
@@ -173,9 +159,7 @@ class _Route:
         self.hops = 0
 
     async def close(self) -> None:
-        for ch in [*self._old, self.channel]:
-            if ch is not self.given:
-                await ch.close(None)
+        await self.route.close()
 
 
 class CommandRefusedError(Exception):

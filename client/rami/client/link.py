@@ -19,7 +19,7 @@ table's new owner.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import grpc
@@ -44,6 +44,7 @@ __all__ = [
     "LinkError",
     "NotSent",
     "Refused",
+    "Route",
     "Unreachable",
     "moved_to",
     "parse_address",
@@ -239,54 +240,137 @@ class _Down:
         self._task.cancel()
 
 
+ChannelOptions = Sequence[tuple[str, Any]]
+
+
+class Route:
+    """Where a client's calls go, and the channel there: the address it was given (``home``),
+    or the server that plays its table, named by a server that refused a call TABLE_MOVED.
+
+    The one rule of moving between servers for every client of this package (the terminal
+    client's :class:`Link` and the bot kit): after a refusal that names the table's owner, go
+    there; after a failure to reach the server moved to (or its saying that no server holds
+    the table this moment), go back ``home``, which finds the next owner. At most
+    ``max_moves`` moves in the route's life. The two channels before the current one are kept
+    open a while (calls still on them have their time), older ones closed.
+
+    ``options``: the channels' options, or a function of the target that gives them (called
+    for each channel opened). ``given``: a channel of the caller's to ``home``, used for it
+    and never closed here."""
+
+    def __init__(
+        self,
+        home: str,
+        credentials: grpc.ChannelCredentials | None = None,
+        *,
+        options: ChannelOptions | Callable[[str], ChannelOptions] = (),
+        given: grpc.aio.Channel | None = None,
+        max_moves: int = _MOVES,
+    ) -> None:
+        #: The address given: the way back.
+        self.home = home
+        #: The server the calls go to now: ``home``, or a table's owner it was sent to.
+        self.at = home
+        #: Times it moved to another server.
+        self.moves = 0
+        self.max_moves = max_moves
+        self.given = given
+        self._credentials = credentials
+        self._options = options
+        self._old: list[grpc.aio.Channel] = []
+        self._closing: set[asyncio.Task[None]] = set()
+        self._use(given if given is not None else self._open(home))
+
+    def _open(self, target: str) -> grpc.aio.Channel:
+        options = self._options(target) if callable(self._options) else self._options
+        if self._credentials is None:
+            return grpc.aio.insecure_channel(target, options=list(options))
+        return grpc.aio.secure_channel(target, self._credentials, options=list(options))
+
+    def _use(self, channel: grpc.aio.Channel) -> None:
+        self.channel = channel
+        self.lobby = lobby_service_pb2_grpc.LobbyServiceStub(channel)  # type: ignore[no-untyped-call]
+        self.table = table_service_pb2_grpc.TableServiceStub(channel)  # type: ignore[no-untyped-call]
+
+    def destination(self, error: grpc.aio.AioRpcError) -> str | None:
+        """Where to call again after ``error``: the owner a refusal named, or ``home``; None
+        to stay (the error is the caller's to handle)."""
+        owner = moved_to(error)
+        if owner is None:
+            if self.at == self.home or error.code() != grpc.StatusCode.UNAVAILABLE:
+                return None
+            owner = ""  # the owner it was sent to is gone: the address given finds the next
+        where = owner or self.home
+        if (where == self.at and owner) or self.moves >= self.max_moves:
+            return None
+        return where
+
+    def follow(self, error: grpc.aio.AioRpcError) -> bool:
+        """Move where :meth:`destination` says; True when it moved (call again)."""
+        where = self.destination(error)
+        if where is None:
+            return False
+        self.moves += 1
+        if self.channel is not self.given:
+            self._old.append(self.channel)
+        while len(self._old) > 2:  # calls still on an older one have had their time
+            closing = asyncio.get_running_loop().create_task(self._old.pop(0).close(None))
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
+        if where == self.home and self.given is not None:
+            self._use(self.given)
+        else:
+            self._use(self._open(where))
+        self.at = where
+        return True
+
+    async def close(self) -> None:
+        """Close every channel it opened (every call on them ends)."""
+        for old in self._old:
+            await old.close(None)
+        self._old.clear()
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
+        if self.channel is not self.given:
+            await self.channel.close(None)
+
+
 class Link:
-    """One channel to a server, with the three services' stubs."""
+    """One route to a server (:class:`Route`), with the services' stubs and calls in plain
+    words."""
 
     def __init__(self, target: str, credentials: grpc.ChannelCredentials | None = None) -> None:
         #: The address given: the one saved seats are kept under, and the way back.
         self.target = target
-        #: The server the link talks to now: ``target``, or a table's owner it was sent to.
-        self.at = target
-        #: Times it moved to another server.
-        self.moves = 0
-        self._credentials = credentials
-        self._old: list[grpc.aio.Channel] = []
-        self._closing: set[asyncio.Task[None]] = set()
-        self._connect(target)
+        self.route = Route(target, credentials, options=_CHANNEL_OPTIONS)
 
-    def _connect(self, target: str) -> None:
-        if self._credentials is None:
-            self.channel = grpc.aio.insecure_channel(target, options=_CHANNEL_OPTIONS)
-        else:
-            self.channel = grpc.aio.secure_channel(
-                target, self._credentials, options=_CHANNEL_OPTIONS
-            )
-        self.at = target
-        self.lobby = lobby_service_pb2_grpc.LobbyServiceStub(self.channel)  # type: ignore[no-untyped-call]
-        self.table = table_service_pb2_grpc.TableServiceStub(self.channel)  # type: ignore[no-untyped-call]
+    @property
+    def at(self) -> str:
+        """The server the link talks to now: ``target``, or a table's owner it was sent to."""
+        return self.route.at
+
+    @property
+    def moves(self) -> int:
+        """Times it moved to another server."""
+        return self.route.moves
+
+    @property
+    def channel(self) -> grpc.aio.Channel:
+        return self.route.channel
+
+    @property
+    def lobby(self) -> lobby_service_pb2_grpc.LobbyServiceStub:
+        return self.route.lobby
+
+    @property
+    def table(self) -> table_service_pb2_grpc.TableServiceStub:
+        return self.route.table
 
     def follow(self, error: grpc.aio.AioRpcError) -> bool:
         """After a failed call: move to the table's owner when the server named another one
         (TABLE_MOVED), or back to ``target`` when that server said none holds the table
         right now or can't be reached; True when the link moved (call again)."""
-        owner = moved_to(error)
-        if owner is None:
-            if self.at == self.target or error.code() != grpc.StatusCode.UNAVAILABLE:
-                return False
-            owner = ""  # the owner it was sent to is gone: the address given finds the next
-        where = owner or self.target
-        if where == self.at and owner:
-            return False
-        if self.moves >= _MOVES:
-            return False
-        self.moves += 1
-        self._old.append(self.channel)
-        while len(self._old) > 2:  # calls still on an older one have had their time
-            closing = asyncio.get_running_loop().create_task(self._old.pop(0).close(None))
-            self._closing.add(closing)
-            closing.add_done_callback(self._closing.discard)
-        self._connect(where)
-        return True
+        return self.route.follow(error)
 
     async def check(self, timeout: float = 5.0) -> None:
         """Make sure a Rami server answers, or raise :class:`Unreachable` (at once when the
@@ -454,7 +538,4 @@ class Link:
 
     async def close(self) -> None:
         """Close the channel (every open call ends)."""
-        for old in self._old:
-            await old.close(None)
-        self._old.clear()
-        await self.channel.close(None)
+        await self.route.close()
