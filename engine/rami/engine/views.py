@@ -10,6 +10,8 @@ reads the game's hidden state, so a hidden card can't leave by another door.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import is_not
 from typing import TYPE_CHECKING
 
 from .cards import Card
@@ -113,6 +115,8 @@ class SeatPart:
 #: before every decision of every bot, a seat's part for every watcher of every update).
 _view_of = builder(View)
 _seat_part = builder(SeatPart)
+#: None, for ever: with ``is_not``, whether each of a list's entries is set (in C, not in a loop).
+_NONE = repeat(None)
 
 
 def _own(
@@ -212,7 +216,7 @@ def _view(
         game.discard_top(),  # discard_top
         len(game.discard),  # discard_size
         tuple(game.melds),  # melds
-        tuple([t is not None for t in game.opened_turn]),  # opened
+        tuple(map(is_not, game.opened_turn, _NONE)),  # opened
         tuple(game.known),  # known
         game.bar,  # bar
         game.first_circuit(),  # first_circuit

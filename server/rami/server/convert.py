@@ -668,7 +668,9 @@ class ViewEncoder:
         chunks = [msg.SerializeToString(), self._options_of(state.options)[2]]
         players = self._players
         for i, p in enumerate(state.players(connected, public)):
-            if not (i < len(players) and (players[i][0] is p or players[i][0] == p)):
+            # By identity: TableState.players gives the same value while a seat's facts are
+            # the same, and a new value only when they changed.
+            if not (i < len(players) and players[i][0] is p):
                 _keep(players, i, p, game_pb2.View(players=[player_to_proto(p)]))
             chunks.append(players[i][1])
         melds = self._melds
@@ -740,7 +742,26 @@ def snapshot_head(number: int) -> bytes:
 def encode_update(head: bytes, view: bytes) -> bytes:
     """The encoded WatchResponse (or PlayResponse) of an update: ``head`` is the update's
     encoding without its view, ``view`` the encoded view."""
+    inner = len(view)
+    size = len(head) + inner + (2 if inner < 0x80 else 3)
+    if 0x80 <= inner < 0x4000 and 0x80 <= size < 0x4000:
+        # Every update of a game: both lengths of two bytes (one encoding for every watcher
+        # of every update, so written out here rather than nested).
+        return b"".join(
+            (
+                bytes((_UPDATE_TAG, size & 0x7F | 0x80, size >> 7)),
+                head,
+                bytes((_VIEW_TAG, inner & 0x7F | 0x80, inner >> 7)),
+                view,
+            )
+        )
     return message_field(UPDATE, head + message_field(UPDATE_VIEW, view))
+
+
+#: The tags of the update's field of a response and of the view's field of an update (both
+#: messages, under field 16: one byte each).
+_UPDATE_TAG = UPDATE << 3 | 2
+_VIEW_TAG = UPDATE_VIEW << 3 | 2
 
 
 def encode_heartbeat(

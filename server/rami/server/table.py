@@ -311,6 +311,23 @@ class Settle(Generic[T]):
 
 Job = Change[Any] | Read[Any] | Settle[Any]
 
+#: The entries that change no seat, token or option: the moves, the next deal, chat (nearly
+#: every change is one of them alone).
+_PLAIN = frozenset({Act, NextDeal, Chat})
+
+
+#: The events the table's log tells (see ``Table._log_events``).
+_LOGGED = frozenset(
+    {PlayerJoined, PlayerLeft, PlayerReturned, GameStarted, TableClosed, engine_events.GameEnded}
+)
+
+
+def _plain(entries: Sequence[Entry]) -> bool:
+    """True when every one of ``entries`` is a move, a next deal or chat."""
+    if len(entries) == 1:
+        return type(entries[0]) in _PLAIN
+    return all(type(e) in _PLAIN for e in entries)
+
 
 class _Answered(BaseException):
     """The table's task was stopped once the storage had answered its change: the change's
@@ -427,6 +444,7 @@ class Table:
     __slots__ = (
         "_auto",
         "_busy",
+        "_connected",
         "_dirty",
         "_encoder_",
         "_gone",
@@ -509,6 +527,9 @@ class Table:
         #: The open streams, in the order they opened (a dict: an empty set holds 216 bytes,
         #: an empty dict 64, and most tables are watched by nobody at any moment).
         self.watchers: dict[Watcher, None] = {}
+        #: ``connected()`` as last counted (None: to count again; every change of the
+        #: watchers or of a watcher's seat sets it so).
+        self._connected: dict[int, int] | None = None
         self.deadline: float | None = None
         #: When this process last committed a change of the table (or loaded it), monotonic.
         self.changed_at = time.monotonic()
@@ -580,11 +601,14 @@ class Table:
         return replace(self._summary, players=players)
 
     def connected(self) -> dict[int, int]:
-        """Open streams per seat."""
-        out: dict[int, int] = {}
-        for w in self.watchers:
-            if w.seat is not None:
-                out[w.seat] = out.get(w.seat, 0) + 1
+        """Open streams per seat (the caller's to read, not to change)."""
+        out = self._connected
+        if out is None:
+            out = {}
+            for w in self.watchers:
+                if w.seat is not None:
+                    out[w.seat] = out.get(w.seat, 0) + 1
+            self._connected = out
         return out
 
     # -- the queue --------------------------------------------------------------------------
@@ -871,7 +895,7 @@ class Table:
         self.checkpoints.offer(state)
         if job.ack is not None:
             job.ack[0].acks[first] = job.ack[1]
-        if any(isinstance(e, Join | Leave | Start) for e in entries):
+        if not _plain(entries) and any(isinstance(e, Join | Leave | Start) for e in entries):
             self._seats_changed(entries, renumbered)
         self._fan_out(staged.updates, connected)
         self._present(entries)
@@ -959,6 +983,8 @@ class Table:
         game's start and end (seats and names, never a card or a token)."""
         tid = self.table_id
         for event in events:
+            if type(event) not in _LOGGED:
+                continue  # the moves of the game: told to the watchers, not to the log
             match event:
                 case PlayerJoined(seat, name, kind):
                     log.info("table %s: %s %r took seat %d", tid, kind, name, seat)
@@ -979,7 +1005,7 @@ class Table:
     def _append(self, first: int, entries: Sequence[Entry]) -> Append:
         state = self.state
         # The directory's seats change with the lobby's entries only: most entries are moves.
-        seated = any(not isinstance(e, Act | NextDeal | Chat) for e in entries)
+        seated = not _plain(entries)
         return append_of(
             self.table_id,
             first,
@@ -987,7 +1013,11 @@ class Table:
             state.status,
             state.directory_seats() if seated else None,
             state.options.to_dict() if seated else None,
-            state.tokens() if any(isinstance(e, Join | Leave) for e in entries) else None,
+            (
+                state.tokens()
+                if seated and any(isinstance(e, Join | Leave) for e in entries)
+                else None
+            ),
             self.epoch,
         )
 
@@ -1094,10 +1124,13 @@ class Table:
             for old in [w for w in self.watchers if w.seat == seat]:
                 old.taken = True
                 self.watchers.pop(old, None)
+                self._connected = None
                 with contextlib.suppress(asyncio.QueueFull):
                     old.queue.put_nowait(None)  # wakes its stream, which ends TAKEN_OVER
+        self._connected = None  # its seat may have been changed since it was counted
         before = self.connected().get(seat, 0) if seat is not None else 1
         self.watchers[watcher] = None
+        self._connected = None
         if seat is not None and before == 0:
             self._presence(seat, True)
 
@@ -1131,6 +1164,7 @@ class Table:
             if w.seat is not None and w.seat < len(seats) and seats[w.seat].token_hash == w.holder:
                 continue
             held = self.state.seat_held(w.holder)
+            self._connected = None
             if held is not None:
                 w.seat = held
                 continue
@@ -1144,6 +1178,7 @@ class Table:
         if watcher not in self.watchers:
             return
         self.watchers.pop(watcher, None)
+        self._connected = None
         seat = watcher.seat
         if seat is not None and not self.closed and self.connected().get(seat, 0) == 0:
             self._presence(seat, False)
@@ -1464,6 +1499,10 @@ class Table:
         if self._grace is not None:
             self._grace.cancel()
             self._grace = None
+        if not self._gone:
+            # Nobody to drop. (The turn's start is taken when somebody is gone: the grace
+            # counts from the later of that and their going, which is their going then.)
+            return
         state = self.state
         game = state.game
         if self.closed or game is None or state.status != PLAYING:

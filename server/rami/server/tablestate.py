@@ -19,6 +19,7 @@ import hashlib
 import hmac
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Any, Literal
 
 from rami.engine import POLICIES, Game, NextRound, Options, Phase, View, get_variant, view
@@ -125,6 +126,12 @@ class PlayerInfo:
 #: PlayerInfo(...) at a mutable dataclass's cost (rami.engine.values): every seat's facts are
 #: made again at every update, to be compared with the ones sent before.
 _player_info = builder(PlayerInfo)
+#: What of a seat its PlayerInfo shows, and a PlayerInfo's facts in the same order followed by
+#: the game's (compared at every update for every seat: one call each, not nine comparisons).
+_seat_facts = attrgetter("name", "kind", "policy", "away")
+_info_facts = attrgetter(
+    "name", "kind", "policy", "away", "connected", "hand_size", "opened", "total", "known"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,32 +397,29 @@ class TableState:
         ``public``, the spectator's view, when the caller has it already)."""
         if public is None:
             public = self.public_view()
+        seats = self.seats
+        if public is None:
+            facts: Iterable[tuple[int, bool, int, tuple[Card, ...]]] = [(0, False, 0, ())] * len(
+                seats
+            )
+        else:
+            facts = zip(public.hand_sizes, public.opened, public.totals, public.known, strict=True)
         out = []
         kept = self._infos
-        for i, s in enumerate(self.seats):
+        for i, (s, (size, opened, total, known)) in enumerate(zip(seats, facts, strict=True)):
             live = s.kind == "bot" or connected.get(i, 0) > 0
-            if public is None:
-                size, opened, total, known = 0, False, 0, ()
-            else:
-                size, opened, total = public.hand_sizes[i], public.opened[i], public.totals[i]
-                known = public.known[i]
             # The same facts as last time give the same value (most seats, at most updates):
             # an encoder that kept its encoding knows it by identity.
-            if i < len(kept):
-                k = kept[i]
-                if (
-                    k.name == s.name
-                    and k.kind == s.kind
-                    and k.policy == s.policy
-                    and k.connected == live
-                    and k.hand_size == size
-                    and k.opened == opened
-                    and k.total == total
-                    and k.away == s.away
-                    and k.known == known
-                ):
-                    out.append(k)
-                    continue
+            if i < len(kept) and _info_facts(kept[i]) == (
+                *_seat_facts(s),
+                live,
+                size,
+                opened,
+                total,
+                known,
+            ):
+                out.append(kept[i])
+                continue
             info = _player_info(
                 i, s.name, s.kind, s.policy, live, size, opened, total, s.away, known
             )
@@ -526,7 +530,17 @@ class TableState:
         mark: Mark | None = getattr(entry, "request", None)
         if mark is not None and mark.key in self.requests:
             raise Invalid("REQUEST_ID_REUSED", "this request id was applied already")
-        match entry:
+        match entry:  # the moves first: nearly every entry is one
+            case Act(seat, action, auto):
+                game = self._playing()
+                # One timeout a turn: the discard that follows a timed-out draw is its rest.
+                last = self.entries[-1] if self.entries else None
+                rest = isinstance(last, Act) and last.auto == "timeout" and last.seat == seat
+                done = game.apply(self._seat_arg(seat), action)
+                events = [TurnTimedOut(seat)] if auto == "timeout" and not rest else []
+                events.extend(done)
+                if game.phase == Phase.GAME_OVER:
+                    self.status = FINISHED
             case Join(seat, name, token, entropy):
                 seat_ = Seat(name, "player", "", token, entropy=entropy)
                 events: list[Event] = [self._sit(seat, seat_)]
@@ -542,16 +556,6 @@ class TableState:
                 events = [self._return(self._seat_arg(seat))]
             case Start(seed):
                 events = self._start(seed)
-            case Act(seat, action, auto):
-                game = self._playing()
-                # One timeout a turn: the discard that follows a timed-out draw is its rest.
-                last = self.entries[-1] if self.entries else None
-                rest = isinstance(last, Act) and last.auto == "timeout" and last.seat == seat
-                done = game.apply(self._seat_arg(seat), action)
-                events = [TurnTimedOut(seat)] if auto == "timeout" and not rest else []
-                events.extend(done)
-                if game.phase == Phase.GAME_OVER:
-                    self.status = FINISHED
             case NextDeal():
                 events = list(self._playing().apply(None, NextRound()))
             case Close(reason):
