@@ -50,10 +50,11 @@ def test_the_serializer_sends_bytes_as_they_are_and_encodes_messages() -> None:
 @pytest.mark.parametrize("cards", [0, 1, 40, 60, 200, 8_000, 20_000])
 @pytest.mark.parametrize("events", [0, 1, 30])
 def test_an_encoded_update_is_the_response_built_whole(cards: int, events: int) -> None:
-    # convert.encode_update writes the two length prefixes itself when both take two bytes
-    # (every update of a game) and nests message_field otherwise: the bytes are the library's
-    # encoding of the whole response, whatever the view's and the events' sizes.
-    from rami.server.convert import encode_update
+    # convert.encode_updates writes the two length prefixes itself when both take two bytes
+    # (every update of a game) and nests message_field otherwise (encode_update): the bytes
+    # are the library's encoding of the whole response, whatever the view's and the events'
+    # sizes.
+    from rami.server.convert import encode_update, encode_updates
 
     view = _view(cards)
     chat = [events_pb2.Event(chat_posted=events_pb2.ChatPosted(seat=1, text="hi"))] * events
@@ -62,3 +63,7 @@ def test_an_encoded_update_is_the_response_built_whole(cards: int, events: int) 
         update=table_service_pb2.Update(number=3, events=chat, view=view)
     ).SerializeToString()
     assert encode_update(head, view.SerializeToString()) == whole
+    assert encode_updates(4, head, {0: view.SerializeToString(), None: b""}) == {
+        0: (4, whole),
+        None: (4, encode_update(head, b"")),
+    }

@@ -3,7 +3,7 @@ requests become the engine's actions and options."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from rami.engine import (
@@ -72,6 +72,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+K = TypeVar("K")
 
 _VARIANT_TO_PROTO = {
     "portuguese": game_pb2.VARIANT_PORTUGUESE,
@@ -526,6 +527,8 @@ def table_info(s: TableSummary) -> lobby_service_pb2.TableInfo:
 
 def table_event_to_proto(e: Event) -> events_pb2.Event:
     """A table's event (its own, or the engine's) as a proto Event."""
+    if type(e) not in _TABLE_EVENTS:
+        return event_to_proto(e)  # the game's (nearly every event)
     E = events_pb2
     match e:
         case PlayerJoined(seat, name, kind):
@@ -545,6 +548,12 @@ def table_event_to_proto(e: Event) -> events_pb2.Event:
         case ChatPosted(seat, text):
             return E.Event(chat_posted=E.ChatPosted(seat=seat, text=text))
     return event_to_proto(e)
+
+
+#: The table's own events (the others are the engine's).
+_TABLE_EVENTS = frozenset(
+    {PlayerJoined, PlayerLeft, PlayerReturned, TableClosed, GameStarted, TurnTimedOut, ChatPosted}
+)
 
 
 class ViewEncoder:
@@ -742,20 +751,36 @@ def snapshot_head(number: int) -> bytes:
 def encode_update(head: bytes, view: bytes) -> bytes:
     """The encoded WatchResponse (or PlayResponse) of an update: ``head`` is the update's
     encoding without its view, ``view`` the encoded view."""
-    inner = len(view)
-    size = len(head) + inner + (2 if inner < 0x80 else 3)
-    if 0x80 <= inner < 0x4000 and 0x80 <= size < 0x4000:
-        # Every update of a game: both lengths of two bytes (one encoding for every watcher
-        # of every update, so written out here rather than nested).
-        return b"".join(
-            (
-                bytes((_UPDATE_TAG, size & 0x7F | 0x80, size >> 7)),
-                head,
-                bytes((_VIEW_TAG, inner & 0x7F | 0x80, inner >> 7)),
-                view,
-            )
-        )
     return message_field(UPDATE, head + message_field(UPDATE_VIEW, view))
+
+
+def encode_updates(
+    number: int, head: bytes, views: Mapping[K, bytes]
+) -> dict[K, tuple[int, bytes]]:
+    """:func:`encode_update` of ``head`` with each of ``views``, as the items of update
+    ``number`` (by the same keys): every watcher's message of an update, made together."""
+    out: dict[K, tuple[int, bytes]] = {}
+    rest = len(head) + 3  # with a view of two length bytes: its tag and length
+    for key, view in views.items():
+        inner = len(view)
+        size = rest + inner
+        if inner >= 0x80 and size < 0x4000:
+            # Every update of a game: both lengths of two bytes, written here rather than
+            # nested (a test checks every size against the library's encoding).
+            out[key] = (
+                number,
+                b"".join(
+                    (
+                        bytes((_UPDATE_TAG, size & 0x7F | 0x80, size >> 7)),
+                        head,
+                        bytes((_VIEW_TAG, inner & 0x7F | 0x80, inner >> 7)),
+                        view,
+                    )
+                ),
+            )
+        else:
+            out[key] = (number, encode_update(head, view))
+    return out
 
 
 #: The tags of the update's field of a response and of the view's field of an update (both

@@ -60,6 +60,7 @@ from .convert import (
     encode_heartbeat,
     encode_stream_note,
     encode_update,
+    encode_updates,
     snapshot_head,
     update_head,
 )
@@ -1051,7 +1052,7 @@ class Table:
         if not self.watchers:
             return
         for number, head, views in updates:
-            by_seat = {seat: (number, encode_update(head, v)) for seat, v in views.items()}
+            by_seat = encode_updates(number, head, views)
             for w in list(self.watchers):
                 item = by_seat.get(w.seat)
                 if item is not None:

@@ -398,26 +398,22 @@ class TableState:
         if public is None:
             public = self.public_view()
         seats = self.seats
-        if public is None:
-            facts: Iterable[tuple[int, bool, int, tuple[Card, ...]]] = [(0, False, 0, ())] * len(
-                seats
-            )
-        else:
-            facts = zip(public.hand_sizes, public.opened, public.totals, public.known, strict=True)
+        n = len(seats)
+        facts: tuple[Iterable[Any], ...] = (
+            ([0] * n, [False] * n, [0] * n, [()] * n)
+            if public is None
+            else (public.hand_sizes, public.opened, public.totals, public.known)
+        )
         out = []
         kept = self._infos
-        for i, (s, (size, opened, total, known)) in enumerate(zip(seats, facts, strict=True)):
-            live = s.kind == "bot" or connected.get(i, 0) > 0
+        count = connected.get
+        for i, s, size, opened, total, known in zip(range(n), seats, *facts, strict=True):
+            live = s.kind == "bot" or count(i, 0) > 0
             # The same facts as last time give the same value (most seats, at most updates):
             # an encoder that kept its encoding knows it by identity.
-            if i < len(kept) and _info_facts(kept[i]) == (
-                *_seat_facts(s),
-                live,
-                size,
-                opened,
-                total,
-                known,
-            ):
+            # (Concatenated: a starred tuple is built through a list, which costs more here.)
+            facts_now = _seat_facts(s) + (live, size, opened, total, known)  # noqa: RUF005
+            if i < len(kept) and _info_facts(kept[i]) == facts_now:
                 out.append(kept[i])
                 continue
             info = _player_info(
