@@ -145,7 +145,7 @@ def seat_part(game: Game, seat: int | None, before: SeatPart | None = None) -> S
     is the same now, ``before`` itself is returned (at most updates, every seat but the one
     that moved: a caller that keeps its encoding knows it by identity, without building and
     comparing a new part)."""
-    if seat is None or not 0 <= seat < game.players:
+    if seat is None or not 0 <= seat < game.options.players:  # (game.players, without a call)
         return None
     own = _own(game, seat)
     # Tallage: only whether some lay takes the discard (the seat's own view lists them all).

@@ -529,12 +529,9 @@ class TableState:
         match entry:  # the moves first: nearly every entry is one
             case Act(seat, action, auto):
                 game = self._playing()
-                # One timeout a turn: the discard that follows a timed-out draw is its rest.
-                last = self.entries[-1] if self.entries else None
-                rest = isinstance(last, Act) and last.auto == "timeout" and last.seat == seat
+                timed_out = auto == "timeout" and not self._rest_of_timeout(seat)
                 done = game.apply(self._seat_arg(seat), action)
-                events = [TurnTimedOut(seat)] if auto == "timeout" and not rest else []
-                events.extend(done)
+                events = [TurnTimedOut(seat), *done] if timed_out else list(done)
                 if game.phase == Phase.GAME_OVER:
                     self.status = FINISHED
             case Join(seat, name, token, entropy):
@@ -572,6 +569,12 @@ class TableState:
         if mark is not None:
             self.requests[mark.key] = self.number
         return events
+
+    def _rest_of_timeout(self, seat: int) -> bool:
+        """True when the last entry is a timed-out move of ``seat``: one timeout a turn, and
+        the discard that follows a timed-out draw is its rest."""
+        last = self.entries[-1] if self.entries else None
+        return isinstance(last, Act) and last.auto == "timeout" and last.seat == seat
 
     def _seat_arg(self, seat: int) -> int:
         if not 0 <= seat < len(self.seats):
