@@ -1671,3 +1671,64 @@ def test_a_stream_ending_while_a_change_is_stored_leaves_the_drop_armed_for_the_
             await storage.close()
 
     run(main)
+
+
+def test_a_player_gone_while_a_change_is_stored_is_dropped_a_grace_after_going(
+    tmp_path: Path,
+) -> None:
+    """Both players' streams are open when Ana's turn begins. Bo's chat is being stored (the
+    store takes its time) when Ana's stream ends: her grace counts from her going, not from
+    when the chat was stored, so a store slower than the grace drops her as soon as it
+    answers, not a whole grace later."""
+    grace = TableConfig(
+        bot_delay=60.0, round_pause=60.0, away_delay=60.0, heartbeat=60.0, drop_grace=0.5
+    )
+
+    async def main() -> None:
+        storage = await open_storage(tmp_path)
+        lobby = Lobby(storage, LobbyConfig(), grace)
+        try:
+            table, _ = await lobby.create(
+                name="t",
+                variant="simple",
+                options=Options(players=2),
+                private=False,
+                hand_analysis=False,
+                decks=[],
+                client="test",
+            )
+            await table.change(lambda s: [Join(0, "Ana", "h0")], lambda _: None)
+            await table.change(lambda s: [Join(1, "Bo", "h1"), Start(SEED)], lambda _: None)
+            streams = {seat: table.watcher(seat) for seat in (0, 1)}
+            for w in streams.values():
+                table._add(w, False)
+            game = table.state.game
+            assert game is not None
+            ana = game.turn
+            for _ in range(2):  # a turn of each: Ana's next one begins with nobody gone
+                mover = game.turn
+                if game.phase == Phase.DRAW:
+                    await table.change(lambda s, m=mover: [Act(m, Draw("stock"))], lambda _: None)
+                card = game.hands[mover][0]
+                await table.change(lambda s, m=mover, c=card: [Act(m, Discard(c))], lambda _: None)
+            assert game.turn == ana and not table._gone
+            submit = storage.submit
+            # The store is slower than the grace.
+            storage.submit = delayed(submit, grace.drop_grace * 1.6)  # type: ignore[method-assign]
+            chat = asyncio.ensure_future(
+                table.change(lambda s: [Chat(1 - ana, "hello")], lambda _: None)
+            )
+            for _ in range(5):
+                await asyncio.sleep(0)
+            assert table._dirty
+            table._remove(streams[ana])  # Ana's stream ends while the chat is being stored
+            storage.submit = submit  # type: ignore[method-assign]  # (the drop's own: at once)
+            await chat
+            await asyncio.sleep(grace.drop_grace * 0.5)
+            assert table.state.seats[ana].away
+        finally:
+            lobby.close()
+            await lobby.closing()
+            await storage.close()
+
+    run(main)

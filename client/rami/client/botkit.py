@@ -100,7 +100,7 @@ _ENDING = ("TABLE_MOVED", "SHUTTING_DOWN")
 _MOVES = 1000
 
 
-#: The channels this process opened, by target (see ``_Route._open``).
+#: The channels this process opened, by target (see ``_channel_options``).
 _OPENED: dict[str, int] = {}
 
 

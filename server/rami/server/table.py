@@ -1500,21 +1500,21 @@ class Table:
         if self._grace is not None:
             self._grace.cancel()
             self._grace = None
-        if not self._gone:
-            # Nobody to drop. (The turn's start is taken when somebody is gone: the grace
-            # counts from the later of that and their going, which is their going then.)
-            return
         state = self.state
         game = state.game
         if self.closed or game is None or state.status != PLAYING:
             return
         if game.phase not in (Phase.DRAW, Phase.PLAY):
             return
-        seat = game.turn
         now = time.monotonic()
         began = self._turn_began
         if began is None or began[:2] != (game.round, game.turn_index):
+            # Taken at the commit that began the turn, whether or not anybody is gone then:
+            # one who goes while a later change is stored counts from their going.
             began = self._turn_began = (game.round, game.turn_index, now)
+        if not self._gone:
+            return  # nobody to drop
+        seat = game.turn
         gone = self._gone.get(seat)
         if gone is None or state.seats[seat].kind != "player" or state.seats[seat].away:
             return

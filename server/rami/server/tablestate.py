@@ -526,6 +526,7 @@ class TableState:
         mark: Mark | None = getattr(entry, "request", None)
         if mark is not None and mark.key in self.requests:
             raise Invalid("REQUEST_ID_REUSED", "this request id was applied already")
+        events: list[Event]
         match entry:  # the moves first: nearly every entry is one
             case Act(seat, action, auto):
                 game = self._playing()
@@ -536,7 +537,7 @@ class TableState:
                     self.status = FINISHED
             case Join(seat, name, token, entropy):
                 seat_ = Seat(name, "player", "", token, entropy=entropy)
-                events: list[Event] = [self._sit(seat, seat_)]
+                events = [self._sit(seat, seat_)]
             case AddBot(seat, name, policy):
                 if policy not in SEATED_POLICIES:
                     raise Invalid(
