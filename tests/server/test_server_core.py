@@ -1615,31 +1615,42 @@ def test_a_seat_asked_of_a_finished_game_is_refused_in_words_of_its_end() -> Non
     assert over.value.reason == started.value.reason == "TABLE_STARTED"
 
 
+def drop_after(seconds: float) -> TableConfig:
+    """Tables that drop a gone player after ``seconds`` and make no other move of their own."""
+    return TableConfig(
+        bot_delay=60.0, round_pause=60.0, away_delay=60.0, heartbeat=60.0, drop_grace=seconds
+    )
+
+
+async def ana_and_bo(lobby: Lobby) -> Table:
+    """A game of simple rami between Ana (seat 0) and Bo (seat 1), started."""
+    table, _ = await lobby.create(
+        name="t",
+        variant="simple",
+        options=Options(players=2),
+        private=False,
+        hand_analysis=False,
+        decks=[],
+        client="test",
+    )
+    await table.change(lambda s: [Join(0, "Ana", "h0")], lambda _: None)
+    await table.change(lambda s: [Join(1, "Bo", "h1"), Start(SEED)], lambda _: None)
+    return table
+
+
 def test_a_stream_ending_while_a_change_is_stored_leaves_the_drop_armed_for_the_stored_turn(
     tmp_path: Path,
 ) -> None:
     """Ana plays by Act alone; her discard is being stored when Bo's stream ends, and the store
     then refuses it. The drop is armed by the state as stored, Ana's turn: once the grace has
     passed she is away (the server plays for her), and the table is not stuck on her."""
-    grace = TableConfig(
-        bot_delay=60.0, round_pause=60.0, away_delay=60.0, heartbeat=60.0, drop_grace=0.3
-    )
+    grace = drop_after(0.3)
 
     async def main() -> None:
         storage = await open_storage(tmp_path)
         lobby = Lobby(storage, LobbyConfig(), grace)
         try:
-            table, _ = await lobby.create(
-                name="t",
-                variant="simple",
-                options=Options(players=2),
-                private=False,
-                hand_analysis=False,
-                decks=[],
-                client="test",
-            )
-            await table.change(lambda s: [Join(0, "Ana", "h0")], lambda _: None)
-            await table.change(lambda s: [Join(1, "Bo", "h1"), Start(SEED)], lambda _: None)
+            table = await ana_and_bo(lobby)
             game = table.state.game
             assert game is not None
             ana, bo = game.turn, 1 - game.turn
@@ -1680,25 +1691,13 @@ def test_a_player_gone_while_a_change_is_stored_is_dropped_a_grace_after_going(
     store takes its time) when Ana's stream ends: her grace counts from her going, not from
     when the chat was stored, so a store slower than the grace drops her as soon as it
     answers, not a whole grace later."""
-    grace = TableConfig(
-        bot_delay=60.0, round_pause=60.0, away_delay=60.0, heartbeat=60.0, drop_grace=0.5
-    )
+    grace = drop_after(0.5)
 
     async def main() -> None:
         storage = await open_storage(tmp_path)
         lobby = Lobby(storage, LobbyConfig(), grace)
         try:
-            table, _ = await lobby.create(
-                name="t",
-                variant="simple",
-                options=Options(players=2),
-                private=False,
-                hand_analysis=False,
-                decks=[],
-                client="test",
-            )
-            await table.change(lambda s: [Join(0, "Ana", "h0")], lambda _: None)
-            await table.change(lambda s: [Join(1, "Bo", "h1"), Start(SEED)], lambda _: None)
+            table = await ana_and_bo(lobby)
             streams = {seat: table.watcher(seat) for seat in (0, 1)}
             for w in streams.values():
                 table._add(w, False)
