@@ -102,3 +102,51 @@ def test_a_player_sitting_at_a_table_with_hand_analysis_starts_its_worker(tmp_pa
             time.sleep(0.05)
         else:
             raise AssertionError("no analysis worker started")
+
+
+def test_the_workers_of_a_server_killed_outright_end_with_it(tmp_path: Path) -> None:
+    # A server killed with SIGKILL never shuts its pools down: its worker processes end by
+    # themselves once it is gone, instead of waiting for calls for ever.
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import asyncio, sys\n"
+        "from rami.server.thinking import Workers\n"
+        "async def main():\n"
+        "    w = Workers(1, 30.0, 'hand analysis')\n"
+        "    w.warm()\n"
+        "    for _ in range(600):\n"
+        "        if w.pids():\n"
+        "            break\n"
+        "        await asyncio.sleep(0.05)\n"
+        "    print(*w.pids(), flush=True)\n"
+        "    await asyncio.sleep(60)\n"
+        "asyncio.run(main())\n"
+    )
+    server = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        pids = [int(p) for p in server.stdout.readline().split()]
+        assert len(pids) == 1
+    finally:
+        server.send_signal(signal.SIGKILL)
+        server.wait()
+
+    def alive(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                return not any(line.split()[1:2] == ["Z"] for line in f if line.startswith("State"))
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 15
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [p for p in pids if alive(p)]
+    for p in left:  # (not to leave them behind when this fails)
+        os.kill(p, signal.SIGKILL)
+    assert not left, f"workers {left} outlived their server"

@@ -27,7 +27,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import random
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -63,6 +65,24 @@ def decide(policy: str, budget: float, v: View, seed: bytes) -> Action:
 
 def ready() -> None:
     """Nothing: the call that starts a worker before it is needed (:meth:`Workers.warm`)."""
+
+
+#: How often a worker looks whether the server that started it is still there (seconds).
+PARENT_CHECK = 1.0
+
+
+def _follow_parent(parent: int) -> None:
+    """In a worker, as it starts: end it once the server that started it is gone. A server
+    killed outright (SIGKILL, the OOM killer) never shuts its pools down, and its workers,
+    which hold their call queue's both ends, would wait for calls for ever (some 40 MB
+    each, and more at every restart)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="rami-follow-parent", daemon=True).start()
 
 
 def analysed(
@@ -107,7 +127,10 @@ class Workers:
             from concurrent.futures import ProcessPoolExecutor
 
             self._pool = ProcessPoolExecutor(
-                self.workers, mp_context=multiprocessing.get_context("spawn")
+                self.workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_follow_parent,
+                initargs=(os.getpid(),),
             )
         return self._pool
 
