@@ -50,10 +50,9 @@ def test_the_serializer_sends_bytes_as_they_are_and_encodes_messages() -> None:
 @pytest.mark.parametrize("cards", [0, 1, 40, 60, 200, 8_000, 20_000])
 @pytest.mark.parametrize("events", [0, 1, 30])
 def test_an_encoded_update_is_the_response_built_whole(cards: int, events: int) -> None:
-    # convert.encode_updates writes the two length prefixes itself when both take two bytes
-    # (every update of a game) and nests message_field otherwise (encode_update): the bytes
-    # are the library's encoding of the whole response, whatever the view's and the events'
-    # sizes.
+    # convert.encode_update nests message_field (and encode_updates makes every watcher's
+    # item with it): the bytes are the library's encoding of the whole response, whatever
+    # the view's and the events' sizes (lengths of one, two and three bytes).
     from rami.server.convert import encode_update, encode_updates
 
     view = _view(cards)

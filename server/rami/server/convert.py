@@ -758,35 +758,8 @@ def encode_updates(
     number: int, head: bytes, views: Mapping[K, bytes]
 ) -> dict[K, tuple[int, bytes]]:
     """:func:`encode_update` of ``head`` with each of ``views``, as the items of update
-    ``number`` (by the same keys): every watcher's message of an update, made together."""
-    out: dict[K, tuple[int, bytes]] = {}
-    rest = len(head) + 3  # with a view of two length bytes: its tag and length
-    for key, view in views.items():
-        inner = len(view)
-        size = rest + inner
-        if inner >= 0x80 and size < 0x4000:
-            # Every update of a game: both lengths of two bytes, written here rather than
-            # nested (a test checks every size against the library's encoding).
-            out[key] = (
-                number,
-                b"".join(
-                    (
-                        bytes((_UPDATE_TAG, size & 0x7F | 0x80, size >> 7)),
-                        head,
-                        bytes((_VIEW_TAG, inner & 0x7F | 0x80, inner >> 7)),
-                        view,
-                    )
-                ),
-            )
-        else:
-            out[key] = (number, encode_update(head, view))
-    return out
-
-
-#: The tags of the update's field of a response and of the view's field of an update (both
-#: messages, under field 16: one byte each).
-_UPDATE_TAG = UPDATE << 3 | 2
-_VIEW_TAG = UPDATE_VIEW << 3 | 2
+    ``number`` (by the same keys): every watcher's message of an update."""
+    return {key: (number, encode_update(head, view)) for key, view in views.items()}
 
 
 def encode_heartbeat(

@@ -384,17 +384,12 @@ class _Encoded:
     def of(cls, a: Append) -> _Encoded:
         """The append, encoded."""
         changed = a.seats is not None and a.options is not None
-        entries = a.entries
         return _encoded(
             a.table_id,
             a.first,
-            a.first + len(entries) - 1,
+            a.first + len(a.entries) - 1,
             a.status,
-            (
-                [(a.table_id, a.first, _json(entries[0]), a.status)]
-                if len(entries) == 1  # nearly every append: a move
-                else [(a.table_id, a.first + i, _json(e), a.status) for i, e in enumerate(entries)]
-            ),
+            [(a.table_id, a.first + i, _json(e), a.status) for i, e in enumerate(a.entries)],
             _json(a.seats) if changed else None,
             _json(a.options) if changed else None,
             a.tokens,
@@ -678,7 +673,7 @@ class SqliteStorage:
         if self._writing is not None or not self._pending:
             return  # the write under way flushes again when it ends
         batch, self._pending = self._pending, []
-        encoded = [batch[0][0]] if len(batch) == 1 else [a for a, _ in batch]
+        encoded = [a for a, _ in batch]
         loop = asyncio.get_running_loop()
         if self._fast is not None:
             # On the loop's own connection, which never waits: it takes the write lock at
@@ -753,14 +748,9 @@ class SqliteStorage:
     def _write(self, batch: list[_Encoded], db: sqlite3.Connection) -> list[Exception | None]:
         """One transaction for the whole batch: every append at once when none conflicts,
         else each in a savepoint of its own, so that one conflict fails alone."""
-        if len(batch) == 1:  # one table's append in the tick (a server with few players)
-            one = batch[0]
-            moves = len(one.rows) <= _ONE_STATEMENT and one.seats is None and one.tokens is None
-        else:
-            moves = sum(len(a.rows) for a in batch) <= _ONE_STATEMENT and all(
-                a.seats is None and a.tokens is None for a in batch
-            )
-        if moves:
+        if sum(len(a.rows) for a in batch) <= _ONE_STATEMENT and all(
+            a.seats is None and a.tokens is None for a in batch
+        ):
             # Moves only (nearly every batch): one INSERT, its own transaction.
             if self.before_commit is not None:
                 self.before_commit()
@@ -796,7 +786,7 @@ class SqliteStorage:
         """Every append of a batch in a statement (and the seats and tokens that change;
         ``moves``: none does); IntegrityError if any entry is out of place (the trigger
         ``entry_in_place``)."""
-        rows = batch[0].rows if len(batch) == 1 else [row for a in batch for row in a.rows]
+        rows = [row for a in batch for row in a.rows]
         if len(rows) == 1:
             db.execute("INSERT INTO entries VALUES (?, ?, ?, ?)", rows[0])
         else:

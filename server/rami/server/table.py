@@ -1128,7 +1128,6 @@ class Table:
                 self._connected = None
                 with contextlib.suppress(asyncio.QueueFull):
                     old.queue.put_nowait(None)  # wakes its stream, which ends TAKEN_OVER
-        self._connected = None  # its seat may have been changed since it was counted
         before = self.connected().get(seat, 0) if seat is not None else 1
         self.watchers[watcher] = None
         self._connected = None
