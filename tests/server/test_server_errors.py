@@ -579,7 +579,8 @@ def _refused_while_away(stubs: Stubs) -> None:
     # A command that is accepted brings the player back.
     t.act(0, **discard("2h"))
     back = t.act(1, **draw())
-    assert back.number == before[0].number + 2
+    # The discard, the seat's return, then its draw: Act answers the draw's number.
+    assert back.number == before[0].number + 3
     assert not back.view.players[1].away and len(back.view.hand) == 15
 
 

@@ -296,8 +296,21 @@ def test_a_dropped_player_who_acts_gets_the_grace_again(tmp_path: Path) -> None:
         # Gone for longer than the grace: dropped once its turn has lasted the grace.
         left = mover.expect(event_of("player_left", gone), "saying the seat left")
         # It draws (an Act brings it back), and has the grace again to discard.
-        act(stubs, table_id, tokens[gone], left.update.number, draw_stock=True)
-        mover.expect(event_of("player_returned", gone), "saying the seat came back")
+        request = table_service_pb2.ActRequest(table_id=table_id, number=left.update.number)
+        request.draw.source = game_pb2.DRAW_SOURCE_STOCK
+        done = stubs.table.Act(request, metadata=md(tokens[gone]), timeout=T)
+        seen: list[tuple[int, str]] = []
+
+        def drawn(msg: Any) -> bool:
+            if msg.WhichOneof("kind") == "update":
+                seen.extend((msg.update.number, e.WhichOneof("kind")) for e in msg.update.events)
+            return any(kind == "card_drawn" for _, kind in seen)
+
+        mover.expect(drawn, "its draw")
+        # Back first, then its move: the seat is a player's again when it draws; the number
+        # Act answers is its move's.
+        assert [kind for _, kind in seen[:2]] == ["player_returned", "card_drawn"], seen
+        assert done.number == seen[1][0] == done.view.number, (done.number, seen)
         with pytest.raises(pytest.fail.Exception):
             mover.expect(event_of("player_left", gone), "(none)", timeout=0.3)
         mover.cancel()

@@ -638,7 +638,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
             request,
             token,
             _client(context),
-            lambda done: convert.encode_act_response(done.first, done.table.view_bytes(seats[0])),
+            lambda done: convert.encode_act_response(done.last, done.table.view_bytes(seats[0])),
             lambda number, seat: convert.encode_act_response(number, table.view_bytes(seat)),
         )
         return await self.change(table, plan, answer)
@@ -683,9 +683,9 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
                 # The LegalSteps work again: on the client's server time, as LegalSteps is.
                 with self.lobby.work.spend(client):
                     action = _steps_action(state.game, seat, request.steps.steps)
-            # The seat comes back only once its command is accepted: a refused command
-            # changes nothing.
-            return [Act(seat, action, request=marked), *_returning(state, seat)]
+            # The seat comes back, then moves, in one change: a refused command changes
+            # nothing, its return included.
+            return [*_returning(state, seat), Act(seat, action, request=marked)]
 
         def answer(done: Committed | None) -> T:
             if done is None:

@@ -895,7 +895,8 @@ class Table:
         self._dirty, self._summary_stale = False, True
         self.checkpoints.offer(state)
         if job.ack is not None:
-            job.ack[0].acks[first] = job.ack[1]
+            # On the change's last update: a command's move, after the return it may bring.
+            job.ack[0].acks[state.number] = job.ack[1]
         if not _plain(entries) and any(isinstance(e, Join | Leave | Start) for e in entries):
             self._seats_changed(entries, renumbered)
         self._fan_out(staged.updates, connected)
