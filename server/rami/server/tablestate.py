@@ -19,7 +19,8 @@ import hashlib
 import hmac
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import add, attrgetter, eq, ne, or_
 from typing import Any, Literal
 
 from rami.engine import POLICIES, Game, NextRound, Options, Phase, View, get_variant, view
@@ -127,11 +128,12 @@ class PlayerInfo:
 #: made again at every update, to be compared with the ones sent before.
 _player_info = builder(PlayerInfo)
 #: What of a seat its PlayerInfo shows, and a PlayerInfo's facts in the same order followed by
-#: the game's (compared at every update for every seat: one call each, not nine comparisons).
+#: the game's (``players``).
 _seat_facts = attrgetter("name", "kind", "policy", "away")
 _info_facts = attrgetter(
     "name", "kind", "policy", "away", "connected", "hand_size", "opened", "total", "known"
 )
+_kind = attrgetter("kind")
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,27 +406,24 @@ class TableState:
             if public is None
             else (public.hand_sizes, public.opened, public.totals, public.known)
         )
-        out = []
+        # Each seat's facts in a row, in _info_facts' order, made and compared in C (the
+        # operator module's functions mapped): at every update, for every seat. A seat whose
+        # row is its value's keeps that value: an encoder that kept its encoding knows it by
+        # identity.
+        bots = map(eq, map(_kind, seats), repeat("bot"))
+        streams = map(connected.get, range(n), repeat(0))
+        lives = map(or_, bots, map(bool, streams))  # a bot is always there
+        rows = list(map(add, map(_seat_facts, seats), zip(lives, *facts, strict=True)))
         kept = self._infos
-        count = connected.get
-        for i, s, size, opened, total, known in zip(range(n), seats, *facts, strict=True):
-            live = s.kind == "bot" or count(i, 0) > 0
-            # The same facts as last time give the same value (most seats, at most updates):
-            # an encoder that kept its encoding knows it by identity.
-            # (Concatenated: a starred tuple is built through a list, which costs more here.)
-            facts_now = _seat_facts(s) + (live, size, opened, total, known)  # noqa: RUF005
-            if i < len(kept) and _info_facts(kept[i]) == facts_now:
-                out.append(kept[i])
-                continue
-            info = _player_info(
-                i, s.name, s.kind, s.policy, live, size, opened, total, s.away, known
-            )
-            if i < len(kept):
-                kept[i] = info
-            else:
-                kept.append(info)
-            out.append(info)
-        return tuple(out)
+        if len(kept) != n:
+            kept[:] = [None] * n  # type: ignore[list-item]
+            changed: Iterable[int] = range(n)
+        else:
+            changed = compress(range(n), map(ne, rows, map(_info_facts, kept)))
+        for i in changed:
+            name, kind, policy, away, live, size, opened, total, known = rows[i]
+            kept[i] = _player_info(i, name, kind, policy, live, size, opened, total, away, known)
+        return tuple(kept)
 
     def summary(self, connected: Mapping[int, int]) -> TableSummary:
         """The table as the lobby lists it."""
