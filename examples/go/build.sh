@@ -36,6 +36,8 @@ if [ -d "$gocode/src/github.com/golang/protobuf/ptypes" ] &&
 fi
 read -r -a protoc <<<"${PROTOC:-protoc}"
 command -v "${protoc[0]}" >/dev/null 2>&1 || missing+=("protoc (protobuf-compiler, or set PROTOC)")
+[ -f "$proto_root/rami/v1/table_service.proto" ] ||
+  missing+=("the contract's .proto files under $proto_root (set RAMI_PROTO_DIR to the proto folder of a Rami checkout)")
 if [ ${#missing[@]} -gt 0 ]; then
   joined="$(printf '%s; ' "${missing[@]}")"
   echo "rami-go-bot build: missing ${joined%; }" >&2

@@ -33,6 +33,14 @@ const PROTO_FILES = [
 ];
 const TOKEN_METADATA = 'rami-token';
 
+if (!require('fs').existsSync(path.join(PROTO_ROOT, PROTO_FILES[1]))) {
+  console.error(
+    `rami-js-bot: no contract under ${PROTO_ROOT} (set RAMI_PROTO_DIR to the proto folder ` +
+      'of a Rami checkout)'
+  );
+  process.exit(2);
+}
+
 // ---- the contract, loaded at run time --------------------------------------------------------
 
 const definition = protoLoader.loadSync(PROTO_FILES, {
