@@ -44,6 +44,8 @@ def _free_port() -> int:
         (["connect", "host:port"], 2, "'port' is not a port number"),
         (["play", "-o", "target=300"], 2, "target must be one of 201, 500, 1000"),
         (["play", "--variant", "poker"], 2, "poker"),
+        (["play", "-o", "rounds=3"], 2, "tallage has no option rounds"),
+        (["connect", "localhost:48177:9"], 2, "'localhost:48177:9' is not an address"),
         (["replay", "/no/such/record.json"], 1, "can't read /no/such/record.json"),
     ],
 )
@@ -68,3 +70,15 @@ def test_a_server_that_refuses_the_check_for_its_rate_limit_still_answers(tmp_pa
                 await link.close()
 
         asyncio.run(main())
+
+
+def test_play_takes_the_players_from_an_option_as_from_its_flag() -> None:
+    """``-o players=2`` is ``--players 2``: a seat for the person, one bot (it was refused for
+    the three bots of the default four seats)."""
+    from rami.client.cli import play_spec
+
+    spec = play_spec("simple", 4, "strong", ["players=2"])
+    assert (spec.options["players"], spec.bots) == (2, 1)
+    assert play_spec("simple", 3, "greedy", []).bots == 2
+    given = play_spec("simple", 4, "strong", ["players=3", "bots=1"])
+    assert (given.options["players"], given.bots) == (3, 1)

@@ -232,6 +232,25 @@ def test_the_discard_and_a_joker_swap_can_wait_together() -> None:
     )
 
 
+def test_a_draw_typed_over_a_staged_draw_of_the_discard_says_it_dropped_it() -> None:
+    """``draw discard`` staged (it waits for its lay), then ``draw stock``: the stock's draw
+    goes, and the staged draw is said to be dropped, not lost without a word."""
+    staged = plan(Draw("discard"), Stage(), variant=TALLAGE, discard_top=C("Jd")).stage
+    stock = plan(Draw("stock"), staged, variant=TALLAGE, discard_top=C("Jd"))
+    assert stock.send == Draw("stock") and stock.stage.empty
+    assert stock.note == "dropped draw discard (Jd)"
+    # The same draw typed again changes nothing, and drops nothing.
+    again = plan(Draw("discard"), staged, variant=TALLAGE, discard_top=C("Jd"))
+    assert again.stage == staged and "dropped" not in again.note
+    # Typed again with its lay, it is made, not dropped.
+    laid = plan(
+        parse_move("draw", "discard; lay 10d Jd Qd"), staged, variant=TALLAGE, discard_top=C("Jd")
+    )
+    assert laid.send is not None and laid.note == ""
+    # Nothing staged: nothing said.
+    assert plan(Draw("stock"), Stage(), variant=TALLAGE, discard_top=C("Jd")).note == ""
+
+
 # -- completion --------------------------------------------------------------------------------
 
 
@@ -316,8 +335,11 @@ def test_create_reads_a_variant_options_and_bots() -> None:
     assert parse_create("portuguese bots=2").options == {"players": 3}
     assert parse_create("bots=1").options == {"players": 2}
     assert parse_create("bots=0").options == {}
+    # An option the variant does not have is said at once, before any table is asked for.
+    with pytest.raises(ValueError, match=r"tallage has no option rounds"):
+        parse_create("tallage rounds=3")
     assert parse_create("players=4 bots=2").options == {"players": 4}
-    assert parse_create("simple_rami_sec=on").options == {"simple_rami_sec": True}
+    assert parse_create("simple simple_rami_sec=on").options == {"simple_rami_sec": True}
 
 
 @pytest.mark.parametrize(
@@ -372,6 +394,11 @@ def test_an_address_takes_the_default_port() -> None:
     for bad in ("", "host:0", "host:http", ":50051"):
         with pytest.raises(ValueError):
             parse_address(bad)
+    # An IPv6 address alone takes its brackets and the port; two ports are no address.
+    assert parse_address("::1") == "[::1]:50051"
+    assert parse_address("fe80::2") == "[fe80::2]:50051"
+    with pytest.raises(ValueError, match=r"'localhost:48177:9' is not an address"):
+        parse_address("localhost:48177:9")
 
 
 def test_stream_events_become_engine_events() -> None:

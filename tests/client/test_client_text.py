@@ -522,6 +522,12 @@ def test_the_end_of_the_game_ranks_the_totals() -> None:
     assert out[0] == "Game over after 3 rounds: Sara wins with 0."
     assert [ln.split()[:2] for ln in out[1:]] == [["1.", "Sara"], ["2.", "Strong"], ["3.", "You"]]
     assert round_table(ev.RoundResult(2, "void", None, (0, 0), (5, 6)), ["You", "Sara"], LOOK)
+    # Several winners: a list, not a chain of "and".
+    names = ["You", "Sara", "Bo", "Strong bot 4"]
+    tied = text(game_table((0, 0, 0, 5), (0, 1, 2), names, 1)).splitlines()
+    assert tied[0] == "Game over after 1 round: You, Sara and Bo win with 0.", tied
+    two = text(game_table((0, 0, 4, 5), (0, 1), names, 1)).splitlines()
+    assert two[0] == "Game over after 1 round: You and Sara win with 0.", two
 
 
 def test_safe_text_keeps_words_and_drops_every_control() -> None:
@@ -1114,3 +1120,36 @@ def test_a_portuguese_rounds_kept_melds_are_shown_apart() -> None:
     kept = next(line for line in table if "melds kept:" in line)
     assert "[A♦ 2♦ 3♦]" in kept, table
     assert kept.count("[") == kept.count("]") >= 3, table
+
+
+def test_a_chained_draw_of_the_discard_counts_its_card_as_held() -> None:
+    """``draw discard; take 1 3c; add 1 JK high``, the line hint prints when the discard takes
+    a joker back: the card taken from the pile is in the hand the rest of the line plays from
+    (typed one command at a time, it was staged first, and went)."""
+    from rami.client.checks import cannot
+    from rami.client.moves import parse_move
+    from rami.client.staging import Stage
+
+    players = list(_view().players)
+    players[0].opened = True
+    run = game_pb2.Meld(
+        kind=game_pb2.MELD_KIND_RUN,
+        cards=[c + 1 for c in parse_cards("2c JK 4c 5c")],
+        stands_for=[C("3c") + 1],
+        jokers_as=[C("3c") + 1],
+    )
+    view = _view(
+        players=players,
+        discard_top=C("3c") + 1,
+        melds=[game_pb2.TableMeld(number=1, owner=1, meld=run)],
+    )
+    hand = [c for c in parse_cards("9c 2h Ks JK 10d 10h 4c 5c Qd Qh Qs 7s 8s")]
+    view.ClearField("hand")
+    view.hand.extend(c + 1 for c in hand)
+    tallage = VARIANTS["tallage"]
+    check = dict(stage=Stage(), opened_before_turn=True, card_text=LOOK.card_text)
+    chained = parse_move("draw", "discard; take 1 3c; add 1 JK high", hand)
+    assert cannot(chained, view, tallage, **check) == ""  # type: ignore[arg-type]
+    # Without the discard, 3c is not held: said at once, as before.
+    alone = parse_move("take", "1 3c", hand)
+    assert "You don't hold 3♣" in cannot(alone, view, tallage, **check)  # type: ignore[arg-type]

@@ -150,7 +150,12 @@ def cannot(
         )
     table = {m.number: meld_from_proto(m.meld) for m in view.melds}
     steps = (*stage.steps, *lay.steps)
-    held = list(cards(view.hand)) + ([stage.draw] if stage.draw else [])
+    # What the lay plays from: the hand, and the discard's card when it is drawn with it
+    # (staged before, or first in the same line: "draw discard; take 1 3c; ...").
+    drawn = stage.draw
+    if drawn is None and isinstance(action, Draw) and action.source == "discard":
+        drawn = card(view.discard_top)
+    held = list(cards(view.hand)) + ([drawn] if drawn is not None else [])
     short = missing_cards(Lay(steps), held)
     laid = 0
     for i, step in enumerate(steps):

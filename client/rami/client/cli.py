@@ -217,18 +217,25 @@ def play(
     no_color: NoColorOption = False,
 ) -> None:
     """Play at once against bots, on a server started in this process."""
-    words = [
-        variant.value,
-        f"players={players}",
-        f"bots={players - 1}",
-        f"policy={policy.value}",
-        *(option or []),
-    ]
     try:
-        spec = parse_create(" ".join(words))
+        spec = play_spec(variant.value, players, policy.value, option or [])
     except ValueError as e:
         raise _fail(str(e), 2) from None
     _run(_play(spec, name or default_name(), _look(ascii_only, no_color)))
+
+
+def play_spec(variant: str, players: int, policy: str, options: list[str]) -> NewTable:
+    """``play``'s table: its flags, then its ``-o`` words, which may say the same (``-o
+    players=2`` is ``--players 2``: the bots fill the seats it makes, unless ``-o bots=N``
+    says otherwise). ValueError says what is wrong."""
+    given = {w.partition("=")[0].strip().lower().replace("-", "_"): w for w in options}
+    if "players" in given:
+        number = given["players"].partition("=")[2].strip()
+        players = int(number) if number.isdigit() else players  # (else parse_create says)
+    words = [variant, f"players={players}", f"policy={policy}"]
+    if "bots" not in given:
+        words.append(f"bots={max(0, players - 1)}")
+    return parse_create(" ".join([*words, *options]))
 
 
 @app.command()

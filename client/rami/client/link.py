@@ -19,6 +19,7 @@ table's new owner.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -135,6 +136,15 @@ def parse_address(text: str) -> str:
         host += "]"
     elif text.count(":") == 1:
         host, port = text.split(":")
+    elif ":" in text:
+        # An IPv6 address alone (its port, when one is given, comes after its brackets).
+        try:
+            host, port = f"[{ipaddress.IPv6Address(text)}]", str(DEFAULT_PORT)
+        except ValueError:
+            raise ValueError(
+                f"{text!r} is not an address: write HOST or HOST:PORT (an IPv6 address with "
+                "a port in brackets: [::1]:50051)"
+            ) from None
     else:
         host, port = text, str(DEFAULT_PORT)
     if not port.isdigit() or not 0 < int(port) < 65536:

@@ -165,6 +165,7 @@ def parse_create(args: str) -> NewTable:
         options["players"] = bots + 1
     try:
         checked = Options.from_dict(options)
+        checked.check_variant(variant)  # as the server would, said before it is asked
     except MalformedAction as e:
         raise ValueError(str(e)) from None
     if bots >= checked.players:

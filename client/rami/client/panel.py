@@ -21,7 +21,7 @@ from .convert import card, cards, meld_from_proto, result_from_proto, variant_id
 from .look import Look
 from .pile import Pile
 from .safetext import cells, clip, ljust, safe
-from .scores import ending_note
+from .scores import ending_note, listed
 
 __all__ = [
     "VARIANT_TITLES",
@@ -248,7 +248,7 @@ def turn_fragments(view: game_pb2.View, look: Look, staged: bool = False) -> Sty
     if phase == game_pb2.PHASE_ROUND_OVER:
         return [("class:bottom-toolbar.turn", f"Round {view.round} is over: the next deal follows")]
     if phase == game_pb2.PHASE_GAME_OVER:
-        winners = " and ".join(names[w] for w in view.winners) or "nobody"
+        winners = listed([names[w] for w in view.winners]) if view.winners else "nobody"
         alone_me = list(view.winners) == [my_seat(view)]
         verb = "win" if alone_me or len(view.winners) > 1 else "wins"
         return [("class:bottom-toolbar.turn", f"Game over: {winners} {verb}")]

@@ -142,11 +142,16 @@ def score_sheet(results: Sequence[RoundResult], names: Sequence[str]) -> list[St
     return out
 
 
+def listed(names: Sequence[str]) -> str:
+    """``A``, ``A and B``, ``A, B and C``."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 def game_table(
     totals: Sequence[int], winners: Sequence[int], names: Sequence[str], rounds: int
 ) -> StyleAndTextTuples:
     """The end of the game: who won, and every total from the lowest."""
-    who = " and ".join(_name(names, w) for w in winners) or "nobody"
+    who = listed([_name(names, w) for w in winners]) if winners else "nobody"
     verb = "win" if len(winners) > 1 or who == "You" else "wins"
     best = min(totals) if totals else 0
     plural = "s" if rounds != 1 else ""

@@ -9,7 +9,7 @@ they type, as one command. :func:`plan` decides, purely, what to send now and wh
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rami.engine import (
     JOKER,
@@ -67,6 +67,24 @@ class Plan:
     note: str = ""
 
 
+def _draw(
+    action: Draw, *, variant: Variant, discard_top: Card | None, card_text: Callable[[Card], str]
+) -> Plan:
+    """:func:`plan` of a draw, whatever is staged."""
+    if action.source == "discard" and variant.must_lay_discard:
+        if action.lay is None:
+            if discard_top is None:
+                return Plan(action, Stage())
+            note = (
+                f"you take {card_text(discard_top)} when you lay it: now type the lay that "
+                "uses it (lay, add or take; cancel drops it)"
+            )
+            return Plan(None, Stage(draw=discard_top), note)
+        if _unplaced_jokers(action.lay.steps):
+            return Plan(None, Stage(discard_top, action.lay.steps), WHERE_JOKER)
+    return Plan(action, Stage())
+
+
 def _unplaced_jokers(steps: tuple[LayStep, ...]) -> int:
     taken = sum(1 for s in steps if isinstance(s, TakeJoker))
     laid = sum(s.cards.count(JOKER) for s in steps if isinstance(s, NewMeld | AddToMeld))
@@ -88,18 +106,13 @@ def plan(
     """Combine ``action`` with what is staged: send it, stage it, or refuse it with a note
     (cards in notes written by ``card_text``)."""
     if isinstance(action, Draw):
-        if action.source == "discard" and variant.must_lay_discard:
-            if action.lay is None:
-                if discard_top is None:
-                    return Plan(action, Stage())
-                note = (
-                    f"you take {card_text(discard_top)} when you lay it: now type the lay that "
-                    "uses it (lay, add or take; cancel drops it)"
-                )
-                return Plan(None, Stage(draw=discard_top), note)
-            if _unplaced_jokers(action.lay.steps):
-                return Plan(None, Stage(discard_top, action.lay.steps), WHERE_JOKER)
-        return Plan(action, Stage())
+        drawn = _draw(action, variant=variant, discard_top=discard_top, card_text=card_text)
+        if stage.empty or drawn.stage == stage or (action.source == "discard" and not stage.steps):
+            return drawn  # (the staged draw of the discard, made now with its lay: not dropped)
+        # A new draw in place of what was staged (a draw of the discard waiting for its lay):
+        # said, as cancel says it.
+        dropped = f"dropped {stage.describe(card_text)}"
+        return replace(drawn, note=f"{dropped}; {drawn.note}" if drawn.note else dropped)
     if isinstance(action, Lay):
         steps = stage.steps + action.steps
         if _unplaced_jokers(steps):
