@@ -816,3 +816,62 @@ def test_a_spectator_at_the_end_of_a_game_is_not_offered_a_rematch(
     finally:
         ana.close()
         bea.close()
+
+
+def test_start_with_empty_seats_asks_first(server: ServerThread, stubs: Stubs) -> None:
+    """``start`` begins the game with the seats taken so far, for good: with a seat still
+    empty it asks first (a player who joined typed it, and the table's owner saw a game of two
+    where three were meant)."""
+    stubs.lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            name="three", variant=VARIANT_IDS["simple"], options=game_pb2.Options(players=3)
+        )
+    )
+    d = _client(server)
+    try:
+        d.expect(r"Connected to 127\.0\.0\.1")
+        d.type("join 1")
+        d.expect(r"You sit at seat 0")
+        d.type("bot greedy")
+        d.expect(r"Greedy bot 2 \(a bot\) sat down at seat 1\.")
+        d.type("start")
+        d.expect(r"1 of 3 seats is empty: start now, with 2 players\?")
+        d.expect(r"start now\? \[y/N\]> ")
+        d.type("n")
+        d.expect(r"Not started: the table waits for players\.")
+        d.type("start")
+        d.expect(r"start now\? \[y/N\]> ")
+        d.type("y")
+        d.expect(r"The game begins: Ana and Greedy bot 2\.")
+    finally:
+        d.close()
+
+
+def test_tables_lists_the_games_that_are_over_only_when_asked(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    """A server keeps its finished and closed tables: listed with the open ones, they grew
+    the list for good (14 rows after half an hour of one person's games). ``tables`` lists
+    the open tables and counts the others; ``tables all`` lists every one."""
+    for name in ("gone", "open one"):
+        made = stubs.lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(name=name, variant=VARIANT_IDS["simple"])
+        )
+        if name == "gone":
+            stubs.lobby.CloseTable(
+                lobby_service_pb2.CloseTableRequest(table_id=made.table.table_id),
+                metadata=(("rami-token", made.owner_token),),
+            )
+    d = _client(server)
+    try:
+        d.expect(r"Connected to 127\.0\.0\.1")
+        d.expect(r"1  [a-z2-7]{6,16}  waiting\s+open one")
+        d.expect(r"1 table whose game is over is not listed: tables all lists it\.")
+        d.type("tables all")
+        d.expect(r"2  [a-z2-7]{6,16}  closed\s+gone")
+        d.type("tables")
+        d.expect(r"1 table whose game is over is not listed")
+        d.type("join 1")
+        d.expect(r"You sit at seat 0")
+    finally:
+        d.close()

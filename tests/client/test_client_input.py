@@ -270,7 +270,7 @@ SITUATION = Situation(
 def test_completion_offers_the_commands_of_the_place() -> None:
     assert _complete(SITUATION, "d") == ["draw ", "discard ", "declare "]
     assert _complete(Situation(LOBBY), "") == [
-        "tables",
+        "tables ",
         "create ",
         "join ",
         "watch ",

@@ -147,8 +147,8 @@ def test_a_seat_taken_back_after_its_draw_is_told_it_drew_not_that_it_plays_firs
             second.type("join")
             second.expect(r"You take seat 0 back: kept")
             second.expect(
-                r"It's your turn: you drew 2♠ this turn: discard a card, or declare the card "
-                r"you put face down\."
+                r"It's your turn: you drew 2♠ this turn: discard CARD, or declare CARD \(the "
+                r"card you put face down\)\."
             )
             assert "without drawing" not in second.screen.text()
             second.type("declare 2s")

@@ -209,7 +209,8 @@ COMMANDS: tuple[Command, ...] = (
         "start",
         "start",
         "start the game with the players seated now",
-        "start begins the game with whoever is seated (at least two).",
+        "start begins the game with whoever is seated (at least two); with a seat still "
+        "empty it asks first, since the empty seats close for the game.",
         frozenset({WAITING}),
     ),
     Command(
@@ -223,10 +224,12 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "tables",
-        "tables",
+        "tables [all]",
         "list the tables on the server",
-        "tables lists every public table: its number in the list, its short id (the start of "
-        "its id, enough to tell it apart), game, status and seats.",
+        "tables lists the public tables whose game is not over, and those where you hold a "
+        "seat: its number in the list, its short id (the start of its id, enough to tell it "
+        "apart), game, status and seats. The others (finished, closed) are counted; tables "
+        "all lists them too.",
         frozenset({LOBBY}),
         ("list", "ls"),
     ),

@@ -7,6 +7,8 @@ id is any start of a table's id that no other listed table shares (``tablelist.s
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
+
 import grpc
 
 from rami.v1 import lobby_service_pb2
@@ -20,27 +22,56 @@ __all__ = ["TableFinder"]
 
 TableInfo = lobby_service_pb2.TableInfo
 
+#: The states of a table whose game is not over: always listed.
+_OPEN = (lobby_service_pb2.TABLE_STATUS_WAITING, lobby_service_pb2.TABLE_STATUS_PLAYING)
+
 
 class TableFinder:
     """The tables as the person last saw them listed, and the table a reference typed means."""
 
-    def __init__(self, link: Link, out: Printer) -> None:
+    def __init__(
+        self, link: Link, out: Printer, held: Callable[[], Collection[str]] = frozenset
+    ) -> None:
         self.link = link
         self.out = out
+        #: The ids of the tables where the person holds a seat (listed, whatever their state).
+        self.held = held
         #: The list as last printed: ``join 2`` means its second table.
         self.seen: list[TableInfo] = []
+        #: Whether it listed the tables whose game is over too (``tables all``).
+        self.everything = False
 
     async def listed(self) -> list[TableInfo]:
-        """The server's list now (not printed, and not taken as the list seen)."""
+        """The server's list now, every table (not printed, and not taken as the list
+        seen)."""
         response = await self.link.call(
             self.link.lobby.ListTables, lobby_service_pb2.ListTablesRequest()
         )
         return list(response.tables)
 
-    async def show(self) -> list[TableInfo]:
-        """The server's list, printed: the numbers typed from now on count in it."""
-        self.seen = await self.listed()
+    def _shown(self, every: list[TableInfo], also: Collection[str] = ()) -> list[TableInfo]:
+        """What of ``every`` the list shows: all of it after ``tables all``; else the open
+        tables, those where the person holds a seat, and those of ``also``."""
+        if self.everything:
+            return every
+        held = self.held()
+        return [t for t in every if t.status in _OPEN or t.table_id in held or t.table_id in also]
+
+    async def show(self, everything: bool = False) -> list[TableInfo]:
+        """The server's list, printed: the numbers typed from now on count in it. Without
+        ``everything``, the tables whose game is over (finished, closed) are counted, not
+        listed, but for those where the person holds a seat."""
+        every = await self.listed()
+        self.everything = everything
+        self.seen = self._shown(every)
         self.out.lines(table_list_lines(self.seen))
+        left = len(every) - len(self.seen)
+        if left:
+            self.out.info(
+                f"{left} table{' whose game is' if left == 1 else 's whose games are'} over "
+                f"{'is' if left == 1 else 'are'} not listed: tables all lists "
+                f"{'it' if left == 1 else 'them'}."
+            )
         return self.seen
 
     async def resolve(self, ref: str) -> TableInfo | None:
@@ -79,7 +110,8 @@ class TableFinder:
                 f"the list you saw has tables 1 to {len(self.seen)}: tables lists them anew"
             )
         seen = self.seen[number - 1]
-        fresh = await self.listed()
+        # A table listed stays in the list as seen when its game ends since: counted alike.
+        fresh = self._shown(await self.listed(), {t.table_id for t in self.seen})
         if number <= len(fresh) and fresh[number - 1].table_id == seen.table_id:
             return fresh[number - 1]
         now = (

@@ -201,7 +201,7 @@ def play_hint(view: game_pb2.View) -> str:
     """What the seat to play may do now, after its draw (or the dealer's first turn)."""
     rules = variant_of(view.variant)
     if rules is not None and rules.declares:
-        return "discard a card, or declare the card you put face down"
+        return "discard CARD, or declare CARD (the card you put face down)"
     if rules is not None and rules.lays_whole_hand:
         if len(view.hand) == 1:
             return "discard your last card to go out"

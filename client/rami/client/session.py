@@ -176,7 +176,7 @@ class ClientSession:
         #: The latest view from the stream (the melds before each event are read from it).
         self._streamed: game_pb2.View | None = None
         #: The tables as last listed, and what a table typed means.
-        self.finder = TableFinder(link, self.out)
+        self.finder = TableFinder(link, self.out, self._held_here)
         self.stage = Stage()
         #: The stages before each staged command, with what was typed (undo goes back one).
         self._staged_before: list[tuple[Stage, str]] = []
@@ -860,8 +860,26 @@ class ClientSession:
         request = lobby_service_pb2.AddBotRequest(table_id=self.table_id, policy=policy)
         await self.link.call(self.link.lobby.AddBot, request, token=self.token)
 
-    async def _do_start(self, args: str) -> None:
+    async def _do_start(self, args: str, *, confirmed: bool = False) -> None:
         assert self.table_id is not None
+        view = self.view
+        empty = (
+            sum(1 for p in view.players if p.kind == game_pb2.SEAT_KIND_EMPTY)
+            if view is not None
+            else 0
+        )
+        if empty and not confirmed:
+            # For good: the game is played by the seats taken now, the others closed.
+            seats = len(view.players) if view is not None else 0
+            self.ask(
+                f"{empty} of {seats} seats {'is' if empty == 1 else 'are'} empty: "
+                f"start now, with {seats - empty} players? The empty seats close for the "
+                "game. Type y (or yes) to start; anything else waits for players.",
+                "start now?",
+                "Not started: the table waits for players.",
+                lambda: self._do_start(args, confirmed=True),
+            )
+            return
         request = lobby_service_pb2.StartTableRequest(table_id=self.table_id)
         await self.link.call(self.link.lobby.StartTable, request, token=self.token)
 
@@ -1076,9 +1094,16 @@ class ClientSession:
 
     # -- the lobby ---------------------------------------------------------------------------
 
+    def _held_here(self) -> set[str]:
+        """The ids of the tables of this server where this client holds a seat."""
+        return {s.table_id for s in self.seats.at(self.link.target)} if self.seats else set()
+
     async def _do_tables(self, args: str) -> None:
-        listed = await self.finder.show()
-        held = {s.table_id for s in self.seats.at(self.link.target)} if self.seats else set()
+        word = args.strip().lower()
+        if word not in ("", "all"):
+            raise ValueError(f"tables takes nothing or all, not {args.strip()!r}")
+        listed = await self.finder.show(everything=word == "all")
+        held = self._held_here()
         for i, t in enumerate(listed, 1):
             saved = self._saved(t) if t.table_id in held else None
             if saved is None:
