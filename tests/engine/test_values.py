@@ -65,6 +65,19 @@ def test_a_built_value_is_frozen_like_any_other() -> None:
     assert dataclasses.replace(built, y=7) == _Point(1, 7)
 
 
+def test_a_field_may_have_any_name_the_builder_does_not_keep_for_itself() -> None:
+    @dataclass(frozen=True, slots=True)
+    class Named:
+        made: int
+        cls: str = "a"
+        twin: list[int] = field(default_factory=list)
+        _default_twin: int = 5
+
+    built = builder(Named)(1, twin=[2])
+    assert built == Named(1, twin=[2]) and built.made == 1 and built.twin == [2]
+    assert builder(Named)(1).twin == [] and builder(Named)(1)._default_twin == 5
+
+
 def test_a_missing_or_unknown_argument_is_refused_as_the_constructor_refuses_it() -> None:
     make = builder(_Point)
     with pytest.raises(TypeError, match=r"_Point\(\) missing 1 required positional argument: 'x'"):
@@ -120,7 +133,12 @@ def test_classes_it_cannot_make_the_same_values_of_are_refused() -> None:
         x: int
         scale: InitVar[int] = 1
 
+    @dataclass(frozen=True, slots=True)
+    class Reserved:  # a field named as the builder's own names
+        _build_made: int
+
     for cls, said in [
+        (Reserved, "_build_made is named as the builder's own names"),
         (NoSlots, "not a frozen dataclass with slots"),
         (Mutable, "not a frozen dataclass with slots"),
         (Checked, "__post_init__"),

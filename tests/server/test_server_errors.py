@@ -29,6 +29,7 @@ from server_support import (
     without_presence,
 )
 
+import rami.server.table as table_module
 from rami.server.table import TableConfig
 from rami.server.testing import ServerThread, Stubs
 from rami.v1 import (
@@ -541,10 +542,22 @@ def test_a_stale_number_is_aborted_and_a_retry_is_never_applied_twice(stubs: Stu
     t.refuse(stale, "STALE", 1, number=start + 2, **discard("2d"))
 
 
-def test_a_refused_command_of_a_seat_that_left_changes_nothing(tmp_path: Path) -> None:
+def test_a_refused_command_of_a_seat_that_left_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The server waits long before playing for a seat that left, so that the seat's own
     # command comes first.
     config = TableConfig(bot_delay=0.0, round_pause=0.0, away_delay=30.0, heartbeat=0.5)
+    # A refused command is refused before anything is applied: nothing to undo, so the
+    # table's state is never rebuilt from its log for it (the seat's return comes first in
+    # the change, and the move is checked before it).
+    rebuilt: list[int] = []
+    load_state = table_module.load_state
+    monkeypatch.setattr(
+        table_module,
+        "load_state",
+        lambda *args, **kwargs: rebuilt.append(1) or load_state(*args, **kwargs),
+    )
     srv = ServerThread(str(tmp_path / "away.db"), config).start()
     stubs = Stubs(srv.target)
     try:
@@ -552,6 +565,7 @@ def test_a_refused_command_of_a_seat_that_left_changes_nothing(tmp_path: Path) -
     finally:
         stubs.channel.close()
         srv.stop()
+    assert rebuilt == []
 
 
 def _refused_while_away(stubs: Stubs) -> None:

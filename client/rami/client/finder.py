@@ -61,18 +61,23 @@ class TableFinder:
         """The server's list, printed: the numbers typed from now on count in it. Without
         ``everything``, the tables whose game is over (finished, closed) are counted, not
         listed, but for those where the person holds a seat."""
-        every = await self.listed()
         self.everything = everything
-        self.seen = self._shown(every)
-        self.out.lines(table_list_lines(self.seen))
-        left = len(every) - len(self.seen)
+        every = await self.listed()
+        self._print(every, self._shown(every))
+        return self.seen
+
+    def _print(self, every: list[TableInfo], shown: list[TableInfo]) -> None:
+        """Print ``shown`` (of the server's ``every``) as the list seen from now on, and how
+        many it leaves out."""
+        self.seen = shown
+        self.out.lines(table_list_lines(shown))
+        left = len(every) - len(shown)
         if left:
             self.out.info(
                 f"{left} table{' whose game is' if left == 1 else 's whose games are'} over "
                 f"{'is' if left == 1 else 'are'} not listed: tables all lists "
                 f"{'it' if left == 1 else 'them'}."
             )
-        return self.seen
 
     async def resolve(self, ref: str) -> TableInfo | None:
         """The table ``ref`` means: its number in the list as printed, its short id, or its
@@ -110,8 +115,10 @@ class TableFinder:
                 f"the list you saw has tables 1 to {len(self.seen)}: tables lists them anew"
             )
         seen = self.seen[number - 1]
-        # A table listed stays in the list as seen when its game ends since: counted alike.
-        fresh = self._shown(await self.listed(), {t.table_id for t in self.seen})
+        # A table listed is counted as before when its game has ended since (its place may
+        # still change: the server lists the tables whose game is over last).
+        every = await self.listed()
+        fresh = self._shown(every, {t.table_id for t in self.seen})
         if number <= len(fresh) and fresh[number - 1].table_id == seen.table_id:
             return fresh[number - 1]
         now = (
@@ -129,6 +136,5 @@ class TableFinder:
             f"The tables have changed since the list you saw: {now}, and {then}. Nothing was "
             "done; here is the list again (a short id, join ID, stays the same)."
         )
-        self.seen = fresh
-        self.out.lines(table_list_lines(fresh))
+        self._print(every, fresh)
         return None

@@ -532,7 +532,7 @@ class ClientSession:
             if short:
                 self.out.error(not_held(short, held, self.look.card_text, "Nothing was staged."))
                 return
-        if decided.note:
+        if decided.note and decided.send is None:
             self.out.warn(sentence(decided.note))
         if decided.send is None:
             if decided.stage == self.stage:
@@ -563,6 +563,8 @@ class ClientSession:
                 self.out.info(f"Still staged: {staged} (type its lay again, or cancel drops it).")
             return
         self.stage = decided.stage
+        if decided.note:  # what the move replaced (a staged draw of the discard): once made
+            self.out.info(sentence(decided.note))
         self._set_view(response.view)
 
     # -- the watch stream --------------------------------------------------------------------
@@ -868,7 +870,7 @@ class ClientSession:
             if view is not None
             else 0
         )
-        if empty and not confirmed:
+        if empty and not confirmed and view is not None and len(view.players) - empty >= 2:
             # For good: the game is played by the seats taken now, the others closed.
             seats = len(view.players) if view is not None else 0
             self.ask(

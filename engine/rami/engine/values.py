@@ -36,7 +36,8 @@ def builder(cls: Callable[P, T]) -> Callable[P, T]:
     Classes whose constructor does more than store each argument in its field are refused: a
     ``__post_init__``, an ``__init__`` or ``__new__`` of their own, fields left out of
     ``__init__`` or passed to it only (``InitVar``); so are classes that are not frozen and
-    slotted. For them the shortcut would not make the same value. TypeError says which."""
+    slotted, and fields named as the function's own names (``_build_...``). For them the
+    shortcut would not make the same value. TypeError says which."""
     if not dataclasses.is_dataclass(cls) or not isinstance(cls, type):
         raise TypeError(f"{cls!r} is not a dataclass")
     name = cls.__name__
@@ -53,6 +54,8 @@ def builder(cls: Callable[P, T]) -> Callable[P, T]:
         raise TypeError(f"{name} has a __new__ of its own")
     spec: list[tuple[str, Any, Any]] = []
     for f in dataclasses.fields(cls):
+        if f.name.startswith(_OWN):
+            raise TypeError(f"{name}.{f.name} is named as the builder's own names ({_OWN}...)")
         if not f.init:
             raise TypeError(f"{name}.{f.name} is not set by the constructor")
         if f.default is not dataclasses.MISSING:
@@ -89,40 +92,46 @@ def builder(cls: Callable[P, T]) -> Callable[P, T]:
     return build
 
 
+#: The start of every name the written function has of its own: no field may take it.
+_OWN = "_build_"
+
+
 def _build_function(cls: Any, twin: Any) -> Any:
     """The function that fills a twin as the twin's ``__init__`` does, then makes it a
     ``cls``: written for ``cls``'s arguments (as dataclasses writes an ``__init__``), so that
     a value costs one call, without packing the arguments for a second."""
     params = list(inspect.signature(cls.__init__).parameters.values())[1:]  # without self
     factories = {f.name: f.default_factory for f in dataclasses.fields(cls)}
-    space: dict[str, Any] = {"_new": object.__new__, "_twin": twin, "_cls": cls}
+    space: dict[str, Any] = {f"{_OWN}new": object.__new__, f"{_OWN}twin": twin, f"{_OWN}cls": cls}
+    made = f"{_OWN}made"
     args, body, keyword_only = [], [], False
     for p in params:
         if p.kind is inspect.Parameter.KEYWORD_ONLY and not keyword_only:
             args.append("*")
             keyword_only = True
+        default = f"{_OWN}default_{p.name}"
         if p.default is inspect.Parameter.empty:
             args.append(p.name)
         else:
-            space[f"_default_{p.name}"] = p.default
-            args.append(f"{p.name}=_default_{p.name}")
+            space[default] = p.default
+            args.append(f"{p.name}={default}")
         value = p.name
         if factories[p.name] is not dataclasses.MISSING:
             # The constructor's default is a marker that asks for the factory's value.
-            space[f"_factory_{p.name}"] = factories[p.name]
-            value = f"_factory_{p.name}() if {p.name} is _default_{p.name} else {p.name}"
-        body.append(f"    made.{p.name} = {value}")
+            space[f"{_OWN}factory_{p.name}"] = factories[p.name]
+            value = f"{_OWN}factory_{p.name}() if {p.name} is {default} else {p.name}"
+        body.append(f"    {made}.{p.name} = {value}")
     source = "\n".join(
         [
-            f"def build({', '.join(args)}):",
-            "    made = _new(_twin)",
+            f"def {_OWN}function({', '.join(args)}):",
+            f"    {made} = {_OWN}new({_OWN}twin)",
             *body,
-            "    made.__class__ = _cls",
-            "    return made",
+            f"    {made}.__class__ = {_OWN}cls",
+            f"    return {made}",
         ]
     )
     exec(compile(source, f"<build {cls.__qualname__}>", "exec"), space)
-    build = space["build"]
+    build = space[f"{_OWN}function"]
     build.__name__, build.__qualname__ = cls.__name__, cls.__qualname__  # in its errors
     return build
 

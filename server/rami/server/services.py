@@ -684,8 +684,13 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
                 with self.lobby.work.spend(client):
                     action = _steps_action(state.game, seat, request.steps.steps)
             # The seat comes back, then moves, in one change: a refused command changes
-            # nothing, its return included.
-            return [*_returning(state, seat), Act(seat, action, request=marked)]
+            # nothing, its return included. The move is checked first, so that its refusal
+            # finds nothing applied to undo (an applied return is undone by rebuilding the
+            # table's state from its log).
+            back = _returning(state, seat)
+            if back:
+                state.check_move(seat, action)
+            return [*back, Act(seat, action, request=marked)]
 
         def answer(done: Committed | None) -> T:
             if done is None:

@@ -23,7 +23,17 @@ from itertools import compress, repeat
 from operator import add, attrgetter, eq, ne, or_
 from typing import Any, Literal
 
-from rami.engine import POLICIES, Game, NextRound, Options, Phase, View, get_variant, view
+from rami.engine import (
+    POLICIES,
+    Action,
+    Game,
+    NextRound,
+    Options,
+    Phase,
+    View,
+    get_variant,
+    view,
+)
 from rami.engine import events as engine_events
 from rami.engine.cards import Card
 from rami.engine.fair import FairDeal
@@ -503,6 +513,11 @@ class TableState:
         mark = getattr(entry, "request", None)
         assert mark is not None
         return self.requests[mark.key]
+
+    def check_move(self, seat: int, action: Action) -> None:
+        """Raise what :meth:`apply` would raise for a seat's move (``Act(seat, action)``),
+        changing nothing: the move is tried on a copy of the game."""
+        self._playing().clone().apply(self._seat_arg(seat), action)
 
     def auto_seat(self) -> tuple[int, str] | None:
         """The seat the server plays for now and why (``bot`` or ``away``), or None."""
