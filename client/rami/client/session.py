@@ -865,14 +865,11 @@ class ClientSession:
     async def _do_start(self, args: str, *, confirmed: bool = False) -> None:
         assert self.table_id is not None
         view = self.view
-        empty = (
-            sum(1 for p in view.players if p.kind == game_pb2.SEAT_KIND_EMPTY)
-            if view is not None
-            else 0
-        )
-        if empty and not confirmed and view is not None and len(view.players) - empty >= 2:
+        players = list(view.players) if view is not None else []
+        seats = len(players)
+        empty = sum(1 for p in players if p.kind == game_pb2.SEAT_KIND_EMPTY)
+        if empty and not confirmed and seats - empty >= 2:
             # For good: the game is played by the seats taken now, the others closed.
-            seats = len(view.players) if view is not None else 0
             self.ask(
                 f"{empty} of {seats} seats {'is' if empty == 1 else 'are'} empty: "
                 f"start now, with {seats - empty} players? The empty seats close for the "

@@ -755,7 +755,7 @@ class SqliteStorage:
             if self.before_commit is not None:
                 self.before_commit()
             try:
-                self._append_all(batch, db, moves=True)
+                self._append_all(batch, db)
             except sqlite3.IntegrityError:
                 pass  # one is out of place: find which, below
             else:
@@ -780,12 +780,9 @@ class SqliteStorage:
         self.commits += 1
         return results
 
-    def _append_all(
-        self, batch: list[_Encoded], db: sqlite3.Connection, moves: bool = False
-    ) -> None:
-        """Every append of a batch in a statement (and the seats and tokens that change;
-        ``moves``: none does); IntegrityError if any entry is out of place (the trigger
-        ``entry_in_place``)."""
+    def _append_all(self, batch: list[_Encoded], db: sqlite3.Connection) -> None:
+        """Every append of a batch in a statement (and the seats and tokens that change);
+        IntegrityError if any entry is out of place (the trigger ``entry_in_place``)."""
         rows = [row for a in batch for row in a.rows]
         if len(rows) == 1:
             db.execute("INSERT INTO entries VALUES (?, ?, ?, ?)", rows[0])
@@ -796,8 +793,6 @@ class SqliteStorage:
                 part = rows[start : start + _ONE_STATEMENT]
                 values = ", ".join(["(?, ?, ?, ?)"] * len(part))
                 db.execute(f"INSERT INTO entries VALUES {values}", [x for r in part for x in r])
-        if moves:
-            return
         seated = [a for a in batch if a.seats is not None]
         if seated:
             db.executemany(
