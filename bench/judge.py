@@ -17,18 +17,18 @@ The judge plays on with strong, so it says which choice is better when strong pl
 of the round: the one-step improvement a search over strong's play aims at. Policies:
 
 - ``expert``, ``strong``, ``greedy``, ``random``: the built-in policies;
-- ``expert:OPTIONS``, the expert otherwise: ``budget=S``, ``circuits=N``, ``margin=C`` and
-  ``z=Z`` (``make_expert``'s: the least gain in cards, and in standard errors, to leave
-  strong's choice); ``whole``: every candidate played in every sampled game (by default one
-  that cannot clear that test is played no further); ``costs``: a simulation that stops
-  mid-round valued by the difference of strong's costs, as before the fitted value of
-  ``bench.leaf_values``; ``leaf=A/B/C``: a round still going valued by that fit, in place of
-  the expert's for the variant (``bench.leaf_values`` prints them); ``blind``: not told which
-  cards the others are known to hold (``View.known`` emptied: its sampled games deal every
-  hidden card at random); ``infer``: sampled games that agree with the last discard
-  (``Expert.infer``), ``uniform``: sampled games that need not; ``strongdraws``: strong's
-  draw (the draw not searched: judged against ``expert``, the decisions that differ are the
-  draws alone). For instance
+- ``expert:OPTIONS``, the expert otherwise: ``budget=S``, ``circuits=N``, ``margin=C`` and ``z=Z``
+  (``make_expert``'s: the least gain in cards, and in standard errors, to leave strong's
+  choice); ``whole``: every candidate played in every sampled game (by default one that cannot
+  clear that test is played no further); ``costs``: a simulation that stops mid-round valued by
+  the difference of strong's costs, as before the fitted value of ``bench.leaf_values``;
+  ``leaf=A/B/C`` (or ``A/B/C/D/E``): a round still going valued by that fit, in place of the
+  expert's for the variant (``bench.leaf_values`` prints them); ``blind``: not told which cards
+  the others are known to hold (``View.known`` emptied: its sampled games deal every hidden card
+  at random); ``infer``: sampled games that agree with the last discard (``Expert.infer``),
+  ``uniform``: sampled games that need not; ``strongdraws``: strong's draw (the draw not
+  searched: judged against ``expert``, the decisions that differ are the draws alone). For
+  instance
   ``expert:circuits=3``, ``expert:margin=0.1,z=1`` or ``expert:costs,whole``.
 
 ::
@@ -51,7 +51,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from rami.engine import POLICIES, VARIANTS, Action, Game, Phase, View, view
-from rami.engine.policies import _value, make_expert, strong
+from rami.engine.policies import _WIN, _value, make_expert, strong
 
 from .seeded import seat_zero_turns
 
@@ -100,18 +100,20 @@ def policy_named(name: str) -> Policy:
                 settings["budget"] = float(value)
             elif key == "circuits":
                 settings["circuits"] = int(value)
-            elif key in ("margin", "z"):
+            elif key in ("margin", "z", "win"):
                 settings[key] = float(value)
             elif key == "leaf":
-                a, b, c = (float(x) for x in value.split("/"))
-                settings["leaf"] = (a, b, c)  # type: ignore[assignment]
+                fit = tuple(float(x) for x in value.split("/"))
+                if len(fit) not in (3, 5):
+                    raise ValueError(item)
+                settings["leaf"] = fit  # type: ignore[assignment]
             else:
                 raise ValueError(item)
         except ValueError:
             raise SystemExit(
                 f"not an expert option: {item!r} "
-                "(blind, strongdraws, whole, costs, infer, uniform, leaf=A/B/C, budget=S, "
-                "circuits=N, margin=C, z=Z)"
+                "(blind, strongdraws, whole, costs, infer, uniform, leaf=A/B/C[/D/E], budget=S, "
+                "circuits=N, margin=C, z=Z, win=W)"
             ) from None
     try:
         policy = make_expert(**settings)  # type: ignore[arg-type]
@@ -122,9 +124,12 @@ def policy_named(name: str) -> Policy:
     return _blind(policy) if blind else policy
 
 
-def rollout(game: Game, seat: int, action: Action | None, rng: random.Random) -> float:
+def rollout(
+    game: Game, seat: int, action: Action | None, rng: random.Random, win: float = _WIN
+) -> float:
     """``action`` (if any) played at the true ``game``, strong for every seat to the round's
-    end (the stock shuffled by ``rng`` first): its value to ``seat``, in cards."""
+    end (the stock shuffled by ``rng`` first): its value to ``seat``, in cards (``win`` of
+    them for going out)."""
     g = game.clone()
     rng.shuffle(g.stock)
     g.shuffle_seed = rng.getrandbits(64).to_bytes(8, "big")  # the stock's rebuilds
@@ -137,15 +142,17 @@ def rollout(game: Game, seat: int, action: Action | None, rng: random.Random) ->
         moves += 1
         if moves > 10_000:  # the rules end every round (the stock's rebuilds are bounded)
             raise RuntimeError("a rollout that does not end")
-    return _value(g, seat)
+    return _value(g, seat, win=win)
 
 
-def judge(game: Game, seat: int, a: Action, b: Action, rollouts: int, seed: str) -> list[float]:
+def judge(
+    game: Game, seat: int, a: Action, b: Action, rollouts: int, seed: str, win: float = _WIN
+) -> list[float]:
     """A's value less B's in each of ``rollouts`` common rollouts."""
     out = []
     for k in range(rollouts):
-        va = rollout(game, seat, a, random.Random(f"{seed}/{k}"))
-        vb = rollout(game, seat, b, random.Random(f"{seed}/{k}"))
+        va = rollout(game, seat, a, random.Random(f"{seed}/{k}"), win)
+        vb = rollout(game, seat, b, random.Random(f"{seed}/{k}"), win)
         out.append(va - vb)
     return out
 
@@ -180,6 +187,7 @@ def run(
     players: int,
     games: int,
     out: Callable[[str], None] = print,
+    win: float = _WIN,
 ) -> tuple[float, float, int]:
     """Play until ``decisions`` differing decisions are judged (or ``games`` games); print
     each and the summary. Returns the summary (mean, half-interval, decisions)."""
@@ -196,7 +204,7 @@ def run(
         b = pb(v, random.Random(source))
         asked += 1
         if a != b:
-            diffs = judge(game, 0, a, b, rollouts, f"{seed}:{number}:{game.number}")
+            diffs = judge(game, 0, a, b, rollouts, f"{seed}:{number}:{game.number}", win)
             mean = math.fsum(diffs) / len(diffs)
             per_game[number].append(mean)
             judged += 1
@@ -243,9 +251,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--players", type=int, default=2, choices=range(2, 7))
     parser.add_argument("--games", type=int, default=200, help="at most this many games")
     parser.add_argument("--seed", default="judge")
+    parser.add_argument(
+        "--win",
+        type=float,
+        default=_WIN,
+        help="what going out is worth in a rollout, in cards, besides the points paid "
+        "(0: the points alone, the game's own measure)",
+    )
     args = parser.parse_args(argv)
     if args.decisions < 1 or args.rollouts < 2 or args.games < 1:
         parser.error("--decisions and --games are at least 1, --rollouts at least 2")
+    if not 0 <= args.win < math.inf:
+        parser.error("--win is 0 or more")
     run(
         args.variant,
         args.a,
@@ -255,6 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.seed,
         args.players,
         args.games,
+        win=args.win,
     )
     return 0
 

@@ -28,7 +28,7 @@ import time
 from collections.abc import Sequence
 
 from rami.engine import Game, NextRound, Options, Phase, view
-from rami.engine.policies import _leaf_facts, _value, strong
+from rami.engine.policies import _NEAR, _WIN, EXPERT_WINS, _leaf_facts, _value, strong
 
 from .judge import rollout
 
@@ -41,6 +41,8 @@ FIELDS = (
     "others_cost",
     "own_exposure",
     "others_exposure",
+    "risk",
+    "chance",
     "leaf",
     "value",
 )
@@ -60,12 +62,22 @@ def facts(game: Game, seat: int) -> dict[str, float]:
         "others_cost": sum(costs[s] for s in others) / len(others),
         "own_exposure": exposures[seat],
         "others_exposure": sum(exposures[s] for s in others) / len(others),
+        # What the seat's hand would pay times how near the others are to going out, and
+        # what the others' would pay times how near the seat is (points; ``_value``).
+        "risk": exposures[seat] * sum(math.exp(-costs[s] / _NEAR) for s in others) / len(others),
+        "chance": sum(exposures[s] for s in others) / len(others) * math.exp(-costs[seat] / _NEAR),
         "leaf": _value(game, seat, fitted=False),
     }
 
 
 def collect(
-    variant: str, players: int, count: int, rollouts: int, seed: str, share: float
+    variant: str,
+    players: int,
+    count: int,
+    rollouts: int,
+    seed: str,
+    share: float,
+    win: float = _WIN,
 ) -> list[dict[str, float]]:
     """``count`` positions of seeded strong games, about ``share`` of the seats' draws."""
     rows: list[dict[str, float]] = []
@@ -82,7 +94,9 @@ def collect(
             if game.phase == Phase.DRAW and pick.random() < share:
                 row = {"game": number, "seat": seat, **facts(game, seat)}
                 outcomes = [
-                    rollout(game, seat, None, random.Random(f"{seed}:{number}:{len(rows)}:{k}"))
+                    rollout(
+                        game, seat, None, random.Random(f"{seed}:{number}:{len(rows)}:{k}"), win
+                    )
                     for k in range(rollouts)
                 ]
                 row["value"] = sum(outcomes) / rollouts
@@ -92,12 +106,15 @@ def collect(
     return rows
 
 
-def features(row: dict[str, float], pays: bool = True) -> list[float]:
+def features(row: dict[str, float], pays: bool = True, near: bool = False) -> list[float]:
     """The fit's inputs: a constant, the difference of costs, and (``pays``) of what the hands
-    would pay (in cards, a point being 1/20 of one)."""
+    would pay (in cards, a point being 1/20 of one); with ``near``, the risk and the chance
+    (``_value``'s fit of five: a difference of pays of 0 when not ``pays``)."""
     out = [1.0, float(row["others_cost"]) - float(row["own_cost"])]
     if pays:
         out.append((float(row["others_exposure"]) - float(row["own_exposure"])) / 20)
+    if near:
+        out += [float(row["risk"]) / 20, float(row["chance"]) / 20]
     return out
 
 
@@ -130,15 +147,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", default="leaf1")
     parser.add_argument("--out", help="CSV of the positions")
     parser.add_argument(
-        "--without-pays", action="store_true", help="fit on the difference of costs alone"
+        "--without-pays", action="store_true", help="fit without the difference of pays"
+    )
+    parser.add_argument(
+        "--near",
+        action="store_true",
+        help="fit the risk and the chance too (pays times how near another is to going out)",
+    )
+    parser.add_argument(
+        "--win",
+        type=float,
+        help="what going out is worth at a round's end, in cards, besides the points paid "
+        "(by default the expert's for the variant, EXPERT_WINS)",
     )
     args = parser.parse_args(argv)
+    if args.win is None:
+        args.win = EXPERT_WINS[args.variant]
+    if not 0 <= args.win < math.inf:
+        parser.error("--win is 0 or more")
     if not (args.positions >= 10 and args.rollouts >= 1 and 0 < args.share <= 1):
         parser.error("--positions is at least 10, --rollouts at least 1, --share in (0, 1]")
     if not 2 <= args.players <= 6:
         parser.error("--players is 2 to 6")
     t0 = time.monotonic()
-    rows = collect(args.variant, args.players, args.positions, args.rollouts, args.seed, args.share)
+    rows = collect(
+        args.variant, args.players, args.positions, args.rollouts, args.seed, args.share, args.win
+    )
     if args.out:
         with open(args.out, "w", newline="") as f:
             writer = csv.DictWriter(f, FIELDS)
@@ -148,15 +182,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     # not independent).
     fit = [r for r in rows if int(r["game"]) % 2 == 0]
     held = [r for r in rows if int(r["game"]) % 2 == 1]
-    pays = not args.without_pays
-    coef = least_squares([features(r, pays) for r in fit], [float(r["value"]) for r in fit])
+    pays, near = not args.without_pays, args.near
+    coef = least_squares([features(r, pays, near) for r in fit], [float(r["value"]) for r in fit])
 
     def rmse(predict: object, part: list[dict[str, float]]) -> float:
         assert callable(predict)
         return math.sqrt(math.fsum((predict(r) - float(r["value"])) ** 2 for r in part) / len(part))
 
     def fitted(r: dict[str, float]) -> float:
-        return math.fsum(c * x for c, x in zip(coef, features(r, pays), strict=True))
+        return math.fsum(c * x for c, x in zip(coef, features(r, pays, near), strict=True))
 
     def leaf(r: dict[str, float]) -> float:
         return float(r["leaf"])
@@ -166,8 +200,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"({len(fit)} fitted, {len(held)} held out), {args.rollouts} rollouts each, "
         f"{time.monotonic() - t0:.0f} s"
     )
-    names = ("1", "Δcost", "Δpays/20")[: len(coef)]
+    names = ["1", "Δcost", *(["Δpays/20"] if pays else []), *(["risk/20", "chance/20"] * near)]
     print("value ≈ " + " + ".join(f"{c:+.4f}·{n}" for c, n in zip(coef, names, strict=True)))
+    expert_leaf = [*coef[:2], coef[2] if pays else 0.0, *coef[-2:]] if near else coef
+    print("as the expert's leaf (expert:leaf=...): " + "/".join(f"{c:.4f}" for c in expert_leaf))
     if held:
         print(
             f"held-out error (rms, cards): fitted {rmse(fitted, held):.3f}, "

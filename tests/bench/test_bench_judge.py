@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 import re
 import sys
 from pathlib import Path
@@ -33,6 +34,18 @@ def test_going_out_is_judged_better_than_breaking_the_hand() -> None:
     assert judge.judge(game, 1, Discard(C("Qd")), Discard(C("Qd")), 4, "t") == [0.0] * 4
 
 
+def test_a_round_end_is_worth_the_points_alone_without_the_bonus() -> None:
+    """``--win 0``: going out is worth what the others pay, nothing more (here 21 points,
+    the first hand's cards left over, paid to the seat that declares)."""
+    game = deal("portuguese", [PAYS_21, COMPLETE], "Ac", "Qd")
+    play(game, 1, "draw stock")
+    play(game, 1, "declare Qd")
+    assert judge.rollout(game, 1, None, random.Random(0), win=0) == 21 / 20
+    assert judge.rollout(game, 0, None, random.Random(0), win=0) == -21 / 20
+    assert judge.rollout(game, 1, None, random.Random(0)) == 8 + 21 / 20
+    assert judge.rollout(game, 1, None, random.Random(0), win=2.5) == 2.5 + 21 / 20
+
+
 def test_the_interval_is_counted_over_games() -> None:
     mean, half, n = judge.clustered({0: [1.0, 3.0], 1: [2.0], 2: [-1.0, 1.0, 0.0]})
     assert n == 6 and math.isclose(mean, 1.0)
@@ -58,13 +71,19 @@ def test_expert_options_are_read_or_refused() -> None:
     assert named == Expert(circuits=3, margin=0.1, z=1.0, prune=False)
     assert judge.policy_named("expert:costs") == Expert(fitted=False, prune=True)
     assert judge.policy_named("expert:leaf=0.5/1/-0.25") == Expert(leaf=(0.5, 1.0, -0.25))
+    assert judge.policy_named("expert:win=0") == Expert(win=0.0)
+    assert judge.policy_named("expert:leaf=0/1/0/-0.5/0.5") == Expert(
+        leaf=(0.0, 1.0, 0.0, -0.5, 0.5)
+    )
     for bad in (
         "expert:strongdraws=1",
         "expert:leaf=1/2",
+        "expert:leaf=1/2/3/4",
         "expert:leaf=1/x/2",
         "expert:leaf=1/2/inf",
         "expert:margin=x",
         "expert:margin=-1",
+        "expert:win=-2",
         "expert:fast",
         "expert:prune",
         "strong:whole",

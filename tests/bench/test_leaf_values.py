@@ -72,5 +72,29 @@ def test_the_expert_values_a_round_still_going_by_the_fit() -> None:
         assert _value(game, seat, fitted=False, leaf=(1.5, 0.0, 0.0)) == pytest.approx(
             facts["leaf"]
         )
+    # A fit of five: the seat's pays weighed by how near the others are to going out, and
+    # the others' by how near the seat is.
+    for players in (2, 3):
+        game, _ = Game.new("portuguese", Options(players=players), seed=5)
+        for seat in range(players):
+            facts = leaf_values.facts(game, seat)
+            assert facts["risk"] > 0 and facts["chance"] > 0
+            near = (0.5, 0.1, 0.2, -0.4, 0.6)
+            expected = (
+                0.5
+                + 0.1 * (facts["others_cost"] - facts["own_cost"])
+                + (
+                    0.2 * (facts["others_exposure"] - facts["own_exposure"])
+                    - 0.4 * facts["risk"]
+                    + 0.6 * facts["chance"]
+                )
+                / 20
+            )
+            assert _value(game, seat, leaf=near) == pytest.approx(expected)
+            row = {k: float(v) for k, v in facts.items()}
+            assert leaf_values.features(row, near=True)[3:] == [
+                facts["risk"] / 20,
+                facts["chance"] / 20,
+            ]
     assert all(math.isfinite(x) for fit in _LEAF_FIT.values() for x in fit)
     assert {v for v, _ in _LEAF_FIT} == {"portuguese", "tallage", "simple"}

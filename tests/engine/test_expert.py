@@ -164,12 +164,16 @@ def test_expert_leaves_strong_only_for_a_clear_gain() -> None:
         {"prune": 1},
         {"fitted": "yes"},
         {"leaf": (1.0, 2.0)},
+        {"leaf": (1.0, 2.0, 3.0, 4.0)},
         {"leaf": [0.4, 0.9, -1.6]},
         {"leaf": (0.4, float("nan"), 0.0)},
         {"leaf": (0.4, True, 0.0)},
+        {"win": -1.0},
+        {"win": float("inf")},
+        {"win": False},
     )
     for bad in bad_settings:
-        with pytest.raises(ValueError, match=r"margin|z|prune|fitted|leaf"):
+        with pytest.raises(ValueError, match=r"margin|z|prune|fitted|leaf|win"):
             make_expert(**bad)  # type: ignore[arg-type]
 
 

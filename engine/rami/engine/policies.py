@@ -556,7 +556,8 @@ def _strong(v: View, judge: _Judge) -> Action:
 # other hands, the pile and the stock), played on by strong for every seat through the
 # expert's next turn, to the draw after it (or the round's end), and valued there. A round
 # that ended is worth what the others paid less what the expert paid (in cards, a point being
-# 1/20 of a card), plus a bonus for going out (or minus it for another's finish); a round
+# 1/20 of a card), plus a bonus for going out (or minus it for another's finish) in tallage
+# and simple (``EXPERT_WINS``: in portuguese the points alone, the game's own measure); a round
 # still going is worth what such positions were measured to be worth in those units
 # (``_LEAF_FIT``: a least-squares fit on the difference of strong's costs of the hands, the
 # solver's cards left out of melds less the expected gain of the next draw, and on what the
@@ -602,6 +603,13 @@ EXPERT_INFER: dict[str, bool] = {"portuguese": False, "tallage": False, "simple"
 _EXPERT_PART = 8  # the fewest sampled games played before a candidate may be dropped
 _POINT = 1 / 20  # a point paid, in cards
 _WIN = 8.0  # going out, in cards
+#: What going out is worth, in cards, besides the points paid (``Expert.win``), by variant.
+#: A game is won by the points alone; the bonus steers the search toward going out. In
+#: portuguese, where the loser pays only the cards left out of its best split, the moves it
+#: steered to lost points: judged by the points alone (``bench.judge --win 0``), the expert's
+#: moves that differed from strong's were worse with the bonus and even without it
+#: (docs/bots.md, "What going out is worth").
+EXPERT_WINS: dict[str, float] = {"portuguese": 0.0, "tallage": _WIN, "simple": _WIN}
 
 
 def expert_simulations(
@@ -671,33 +679,43 @@ def _leaf_facts(game: Game, seat: int) -> tuple[float, int]:
     return judge.cost(hand)[0], _hand_part(tuple(sorted(hand)), judge.part_key).exposure
 
 
-#: What a round still going is worth to a seat about to draw, in cards: ``a + b·Δcost +
-#: c·Δpays/20``, where Δcost is the others' mean strong cost less the seat's own and Δpays the
-#: others' mean of what their hands would pay if another went out now less the seat's own (in
-#: points, 20 to a card). Fitted by least squares, by variant, on positions of strong's own
-#: games played on to the round's end with strong for every seat and valued as a round's end
-#: is (``python -m bench.leaf_values``; docs/bots.md, "A round still going, valued"): for two
-#: players, and for four (used for three or more). Simple's is fitted on Δcost alone
-#: (``--without-pays``): with Δpays its fit valued keeping high cards, and the expert's moves
-#: that differed from strong's were judged worse than strong's (``bench.judge``).
-_LEAF_FIT: dict[tuple[str, bool], tuple[float, float, float]] = {
-    ("portuguese", False): (0.4511, 0.8960, -1.6321),
+#: A fit of a round still going, as :data:`_LEAF_FIT` holds them: ``(a, b, c)``, or ``(a, b,
+#: c, d, e)`` with the terms of a hand near going out (:func:`_value`).
+Leaf = tuple[float, ...]
+
+#: How near a hand is to going out, read from strong's cost of it: ``e^(−cost/_NEAR)``.
+_NEAR = 3.0
+
+#: What a round still going is worth to a seat about to draw, in cards: ``a + b·Δcost + c·Δpays/20``
+#: (and ``+ d·risk/20 + e·chance/20`` in a fit of five: what the seat's hand would pay times how
+#: near the others are to going out, the mean of ``e^(−cost/3)`` over them; what the others' would
+#: pay times how near the seat is), where Δcost is the others' mean strong cost less the seat's own
+#: and Δpays the others' mean of what their hands would pay if another went out now less the seat's
+#: own (in points, 20 to a card). Fitted by least squares, by variant, on positions of strong's own
+#: games played on to the round's end with strong for every seat and valued as a round's end is
+#: (``python -m bench.leaf_values``; docs/bots.md, "A round still going, valued"): for two players,
+#: and for four (used for three or more). Simple's is fitted on Δcost alone (``--without-pays``):
+#: with Δpays its fit valued keeping high cards, and the expert's moves that differed from strong's
+#: were judged worse than strong's (``bench.judge``). Portuguese's are fitted with its round's end
+#: valued by the points alone (``EXPERT_WINS``), on Δcost alone (Δcost and Δpays correlate at 0.93
+#: there, and Δpays lowered no error).
+_LEAF_FIT: dict[tuple[str, bool], Leaf] = {
+    ("portuguese", False): (0.0773, 0.0991, 0.0),
     ("tallage", False): (0.4722, 1.1499, -0.1001),
     ("simple", False): (0.8775, 0.8242, 0.0),
-    ("portuguese", True): (0.3051, 0.6787, -1.1348),
+    ("portuguese", True): (0.0884, 0.1206, 0.0),
     ("tallage", True): (0.5897, 0.7488, 0.1817),
     ("simple", True): (0.4028, 0.4867, 0.0),
 }
 
 
-#: A fit ``(a, b, c)`` of a round still going, as :data:`_LEAF_FIT` holds them.
-Leaf = tuple[float, float, float]
-
-
-def _value(game: Game, seat: int, fitted: bool = True, leaf: Leaf | None = None) -> float:
+def _value(
+    game: Game, seat: int, fitted: bool = True, leaf: Leaf | None = None, win: float = _WIN
+) -> float:
     """What the position is worth to ``seat`` (see above), in cards: a round's end by what was
-    paid and who went out; a round still going by :data:`_LEAF_FIT` (``fitted``; ``leaf``, when
-    given, in its place) or by the others' mean strong cost less the seat's own."""
+    paid and who went out (``win`` cards for going out); a round still going by
+    :data:`_LEAF_FIT` (``fitted``; ``leaf``, when given, in its place) or by the others' mean
+    strong cost less the seat's own."""
     n = game.players
     if game.phase in (Phase.ROUND_OVER, Phase.GAME_OVER):
         result = game.results[-1]
@@ -705,7 +723,7 @@ def _value(game: Game, seat: int, fitted: bool = True, leaf: Leaf | None = None)
             return 0.0
         paid = result.points
         others = sum(paid[s] for s in range(n) if s != seat) / (n - 1)
-        bonus = _WIN if result.winner == seat else -_WIN / (n - 1)
+        bonus = win if result.winner == seat else -win / (n - 1)
         return bonus + _POINT * (others - paid[seat])
     facts = [_leaf_facts(game, s) for s in range(n)]
     own_cost, own_pays = facts[seat]
@@ -713,8 +731,15 @@ def _value(game: Game, seat: int, fitted: bool = True, leaf: Leaf | None = None)
     if not fitted:
         return others_cost - own_cost
     others_pays = sum(facts[s][1] for s in range(n) if s != seat) / (n - 1)
-    a, b, c = leaf if leaf is not None else _LEAF_FIT[(game.variant.id, n > 2)]
-    return a + b * (others_cost - own_cost) + c * _POINT * (others_pays - own_pays)
+    a, b, c, *near = leaf if leaf is not None else _LEAF_FIT[(game.variant.id, n > 2)]
+    value = a + b * (others_cost - own_cost) + c * _POINT * (others_pays - own_pays)
+    if near:
+        d, e = near
+        others_near = sum(math.exp(-facts[s][0] / _NEAR) for s in range(n) if s != seat)
+        risk = own_pays * others_near / (n - 1)
+        chance = others_pays * math.exp(-own_cost / _NEAR)
+        value += _POINT * (d * risk + e * chance)
+    return value
 
 
 def _playout(
@@ -724,6 +749,7 @@ def _playout(
     circuits: int,
     fitted: bool = True,
     leaf: Leaf | None = None,
+    win: float = _WIN,
 ) -> float:
     """Play ``game`` on with strong for every seat until ``seat`` is to draw for the
     ``circuits``-th time or the round is over; its value to ``seat``."""
@@ -739,7 +765,7 @@ def _playout(
         moves += 1
         if moves > 40 * game.players * circuits:  # the rules end every turn: a bug's guard
             raise RuntimeError("a playout that does not come back to the seat")
-    return _value(game, seat, fitted, leaf)
+    return _value(game, seat, fitted, leaf, win)
 
 
 #: The sampled games a search draws, at most, for each one it keeps when it reads the last
@@ -836,6 +862,7 @@ def expert_scores(
     fitted: bool = True,
     leaf: Leaf | None = None,
     infer: bool = False,
+    win: float = _WIN,
 ) -> list[list[float]]:
     """The value of each candidate in each of the same sampled games (common to all, so that
     the comparison is not blurred by the luck of different deals).
@@ -864,7 +891,7 @@ def expert_scores(
             for game, seed in zip(games[start:stop], seeds[start:stop], strict=True):
                 g = game.clone()
                 g.apply(v.seat, candidates[i])
-                value = _playout(g, v.seat, random.Random(seed), circuits, fitted, leaf)
+                value = _playout(g, v.seat, random.Random(seed), circuits, fitted, leaf, win)
                 scores[i].append(value)
         start = stop
         if drop is not None and start < worlds:
@@ -938,6 +965,10 @@ class Expert:
     #: Whether the sampled games must agree with the last discard (:func:`sample_games`):
     #: ``None``, the variant's (:data:`EXPERT_INFER`).
     infer: bool | None = None
+    #: What going out is worth, in cards, at a round's end in a simulation (besides the
+    #: points paid): ``None``, the variant's (:data:`EXPERT_WINS`). The variant's leaf fit
+    #: is measured with the variant's worth; with another, give the fit for it (``leaf``).
+    win: float | None = None
 
     def __post_init__(self) -> None:
         if not (isinstance(self.budget, int | float) and self.budget > 0):
@@ -954,6 +985,12 @@ class Expert:
                 raise ValueError(f"the expert's {name} is a number, not {value!r}")
             if not (0 <= value < math.inf):
                 raise ValueError(f"the expert's {name} is 0 or more and finite, not {value!r}")
+        if self.win is not None and not (
+            isinstance(self.win, int | float)
+            and not isinstance(self.win, bool)
+            and 0 <= self.win < math.inf
+        ):
+            raise ValueError(f"the expert's win is 0 or more and finite, not {self.win!r}")
         if self.infer is not None and not isinstance(self.infer, bool):
             raise ValueError(f"the expert's infer is True, False or None, not {self.infer!r}")
         for name in ("prune", "fitted"):
@@ -963,13 +1000,15 @@ class Expert:
                 )
         if self.leaf is not None and not (
             isinstance(self.leaf, tuple)
-            and len(self.leaf) == 3
+            and len(self.leaf) in (3, 5)
             and all(
                 isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
                 for x in self.leaf
             )
         ):
-            raise ValueError(f"the expert's leaf is three finite numbers, not {self.leaf!r}")
+            raise ValueError(
+                f"the expert's leaf is three or five finite numbers, not {self.leaf!r}"
+            )
 
     def __call__(self, v: View, rng: random.Random) -> Action:
         """Search over determinized deals (see above)."""
@@ -980,8 +1019,9 @@ class Expert:
         margin, z = self.test(v.variant.id)
         drop = (margin, z) if self.prune else None
         infer = EXPERT_INFER[v.variant.id] if self.infer is None else self.infer
+        win = EXPERT_WINS[v.variant.id] if self.win is None else self.win
         scores = expert_scores(
-            v, rng, candidates, sims, self.circuits, drop, self.fitted, self.leaf, infer
+            v, rng, candidates, sims, self.circuits, drop, self.fitted, self.leaf, infer, win
         )
         return candidates[expert_choice(scores, margin, z)]
 
@@ -1004,10 +1044,11 @@ def make_expert(
     fitted: bool = True,
     leaf: Leaf | None = None,
     infer: bool | None = None,
+    win: float | None = None,
 ) -> Policy:
     """The expert policy with another budget per move (seconds of the reference machine), and
     other settings (see :class:`Expert`)."""
-    return Expert(budget, circuits, margin, z, prune, fitted, leaf, infer)
+    return Expert(budget, circuits, margin, z, prune, fitted, leaf, infer, win)
 
 
 #: The expert policy with the default budget.
