@@ -277,6 +277,9 @@ def test_an_incomplete_declaration_asks_before_showing_the_hand(
     try:
         _sit_with_a_bot(d, "portuguese")
         d.expect(r"It's your turn: take a card")
+        # Before the draw, the card about to be drawn: draw first, not "you don't hold".
+        d.type("declare 2s")
+        d.expect(r"Draw first: you declare after taking a card \(draw stock, or draw discard\)")
         d.type("draw stock")
         d.expect(r"You drew 2♠ from the stock\.")
         # A card not held is said so at once, before any question.

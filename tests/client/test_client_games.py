@@ -96,7 +96,7 @@ def test_a_round_of_tallage_opening_adding_and_taking_a_joker_back(
         # No lay could take the bot's discard (A♦): only the stock is offered.
         d.expect(r"It's your turn: take a card with draw stock\.")
         d.type("discard 5s")
-        d.expect(r"Refused: Draw first: you discard after taking a card\. Nothing was played\.")
+        d.expect(r"Draw first: you discard after taking a card \(draw stock\)\. Nothing was sent\.")
         d.type("draw stock")
         d.expect(r"You drew 5♣ from the stock\.")
         d.type("take 4 5c")

@@ -1153,3 +1153,39 @@ def test_a_chained_draw_of_the_discard_counts_its_card_as_held() -> None:
     # Without the discard, 3c is not held: said at once, as before.
     alone = parse_move("take", "1 3c", hand)
     assert "You don't hold 3♣" in cannot(alone, view, tallage, **check)  # type: ignore[arg-type]
+
+
+def test_a_discard_or_declaration_before_the_draw_says_draw_first() -> None:
+    """``declare 2s`` (or ``discard 2s``) typed before drawing, the card not held yet (the one
+    about to be drawn): the player is told to draw first, not that the card is not held."""
+    from rami.client.checks import cannot
+    from rami.client.moves import parse_move
+    from rami.client.staging import Stage
+
+    hand = parse_cards("3d 4d 5d 7c 8c 9c 10c Ks Kd Kh 9h JK Jh")
+    view = _view(
+        variant=game_pb2.VARIANT_PORTUGUESE,
+        phase=game_pb2.PHASE_DRAW,
+        turn=0,
+        draw_sources=[game_pb2.DRAW_SOURCE_STOCK, game_pb2.DRAW_SOURCE_DISCARD],
+    )
+    view.ClearField("hand")
+    view.hand.extend(c + 1 for c in hand)
+    portuguese = VARIANTS["portuguese"]
+    check = dict(stage=Stage(), opened_before_turn=False, card_text=LOOK.card_text)
+    for typed, verb in (("declare", "declare"), ("discard", "discard")):
+        for word in ("2s", "3d"):  # not held, and held
+            said = cannot(parse_move(typed, word, hand), view, portuguese, **check)  # type: ignore[arg-type]
+            assert said == (
+                f"Draw first: you {verb} after taking a card (draw stock, or draw discard). "
+                "Nothing was sent."
+            ), said
+    # Only the draws the rules offer are named.
+    del view.draw_sources[1:]
+    said = cannot(parse_move("discard", "3d", hand), view, portuguese, **check)  # type: ignore[arg-type]
+    assert said.startswith("Draw first: you discard after taking a card (draw stock). "), said
+    # Once drawn, or when it is another's turn, nothing is said here.
+    view.phase = game_pb2.PHASE_PLAY
+    assert cannot(parse_move("declare", "3d", hand), view, portuguese, **check) == ""  # type: ignore[arg-type]
+    view.phase, view.turn = game_pb2.PHASE_DRAW, 1
+    assert cannot(parse_move("discard", "3d", hand), view, portuguese, **check) == ""  # type: ignore[arg-type]

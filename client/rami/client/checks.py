@@ -19,6 +19,8 @@ from rami.engine import (
     Action,
     AddToMeld,
     Card,
+    Declare,
+    Discard,
     Draw,
     Lay,
     MeldError,
@@ -116,6 +118,12 @@ def cannot(
         return f"{why_not_in_variant('lay', variant)} Nothing was sent."
     offered = game_pb2.DRAW_SOURCE_DISCARD in view.draw_sources
     drawing = my_turn(view) and view.phase == game_pb2.PHASE_DRAW
+    if isinstance(action, Declare | Discard) and drawing and stage.draw is None:
+        # Before whether the card is held: it may be the one about to be drawn. (A draw of
+        # the discard staged waits for its lay: the staging says so.)
+        verb = "declare" if isinstance(action, Declare) else "discard"
+        how = "draw stock, or draw discard" if offered else "draw stock"
+        return f"Draw first: you {verb} after taking a card ({how}). Nothing was sent."
     if (
         (isinstance(action, Lay) or (isinstance(action, Draw) and action.source == "discard"))
         and not my_turn(view)

@@ -489,6 +489,25 @@ class ClientSession:
         view = self.view
         assert view is not None and self.table_id is not None
         action = parse_move(name, args, cards(view.hand))
+        if isinstance(action, Lay) and self.stage.steps:
+            # A take typed again is not a card short: it is waiting for its joker's place.
+            again = tuple(s for s in action.steps if s in self.stage.steps)
+            if again and all(isinstance(s, TakeJoker) for s in again):
+                self.out.error(f"{format_action(Lay(again))} is staged already: {WHERE_JOKER}.")
+                return
+        variant = variant_of(view.variant)
+        assert variant is not None  # a move is only parsed at a table's game
+        cannot_go = cannot(
+            action,
+            view,
+            variant,
+            stage=self.stage,
+            opened_before_turn=self._opened_before_turn,
+            card_text=self.look.card_text,
+        )
+        if cannot_go:
+            self.out.error(cannot_go)
+            return
         if isinstance(action, Declare) and action.card not in cards(view.hand):
             self.out.error(not_held([action.card], list(cards(view.hand)), self.look.card_text))
             return
@@ -502,26 +521,7 @@ class ClientSession:
                     lambda: self._move(name, args, confirmed=True),
                 )
                 return
-        variant = variant_of(view.variant)
-        assert variant is not None  # a move is only parsed at a table's game
-        if isinstance(action, Lay) and self.stage.steps:
-            # A take typed again is not a card short: it is waiting for its joker's place.
-            again = tuple(s for s in action.steps if s in self.stage.steps)
-            if again and all(isinstance(s, TakeJoker) for s in again):
-                self.out.error(f"{format_action(Lay(again))} is staged already: {WHERE_JOKER}.")
-                return
         top = card(view.discard_top)
-        cannot_go = cannot(
-            action,
-            view,
-            variant,
-            stage=self.stage,
-            opened_before_turn=self._opened_before_turn,
-            card_text=self.look.card_text,
-        )
-        if cannot_go:
-            self.out.error(cannot_go)
-            return
         decided = plan(
             action, self.stage, variant=variant, discard_top=top, card_text=self.look.card_text
         )
