@@ -9,8 +9,9 @@ random source. Where they choose differently, it judges both choices from the **
 of the round, ``--rollouts`` times, the stock shuffled afresh for each rollout (the same
 shuffles for both choices, so that the luck of the draw cancels); a rollout is worth what the
 expert values a round's end at (``rami.engine.policies._value``: 8 cards for going out, less
-8 for another's finish, plus a twentieth of a card per point the others paid more). It prints
-each such decision with A's choice less B's, and the mean over all of them with its 95%
+8 for another's finish, plus a twentieth of a card per point the others paid more; with
+``--win 0`` the points alone, the game's own measure, ``--win W`` W cards for going out). It
+prints each such decision with A's choice less B's, and the mean over all of them with its 95%
 interval, counted over games (the decisions of one game are not independent).
 
 The judge plays on with strong, so it says which choice is better when strong plays the rest
@@ -27,8 +28,8 @@ of the round: the one-step improvement a search over strong's play aims at. Poli
   the others are known to hold (``View.known`` emptied: its sampled games deal every hidden card
   at random); ``infer``: sampled games that agree with the last discard (``Expert.infer``),
   ``uniform``: sampled games that need not; ``strongdraws``: strong's draw (the draw not
-  searched: judged against ``expert``, the decisions that differ are the draws alone). For
-  instance
+  searched: judged against ``expert``, the decisions that differ are the draws alone);
+  ``win=W``: going out worth W cards in its search (``Expert.win``). For instance
   ``expert:circuits=3``, ``expert:margin=0.1,z=1`` or ``expert:costs,whole``.
 
 ::
