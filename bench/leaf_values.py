@@ -28,7 +28,7 @@ import time
 from collections.abc import Sequence
 
 from rami.engine import Game, NextRound, Options, Phase, view
-from rami.engine.policies import _NEAR, _WIN, EXPERT_WINS, _leaf_facts, _value, strong
+from rami.engine.policies import _WIN, EXPERT_WINS, _leaf_facts, _near_terms, _value, strong
 
 from .judge import rollout
 
@@ -53,7 +53,9 @@ def facts(game: Game, seat: int) -> dict[str, float]:
     pay (``_leaf_facts``, as the expert's leaf reads them), the seat's own and the others'
     mean."""
     n = game.players
-    costs, exposures = zip(*(_leaf_facts(game, s) for s in range(n)), strict=True)
+    each = [_leaf_facts(game, s) for s in range(n)]
+    costs, exposures = zip(*each, strict=True)
+    risk, chance = _near_terms(each, seat)
     others = [s for s in range(n) if s != seat]
     return {
         "players": n,
@@ -62,10 +64,8 @@ def facts(game: Game, seat: int) -> dict[str, float]:
         "others_cost": sum(costs[s] for s in others) / len(others),
         "own_exposure": exposures[seat],
         "others_exposure": sum(exposures[s] for s in others) / len(others),
-        # What the seat's hand would pay times how near the others are to going out, and
-        # what the others' would pay times how near the seat is (points; ``_value``).
-        "risk": exposures[seat] * sum(math.exp(-costs[s] / _NEAR) for s in others) / len(others),
-        "chance": sum(exposures[s] for s in others) / len(others) * math.exp(-costs[seat] / _NEAR),
+        "risk": risk,
+        "chance": chance,
         "leaf": _value(game, seat, fitted=False),
     }
 

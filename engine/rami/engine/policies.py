@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
@@ -735,11 +735,20 @@ def _value(
     value = a + b * (others_cost - own_cost) + c * _POINT * (others_pays - own_pays)
     if near:
         d, e = near
-        others_near = sum(math.exp(-facts[s][0] / _NEAR) for s in range(n) if s != seat)
-        risk = own_pays * others_near / (n - 1)
-        chance = others_pays * math.exp(-own_cost / _NEAR)
+        risk, chance = _near_terms(facts, seat)
         value += _POINT * (d * risk + e * chance)
     return value
+
+
+def _near_terms(facts: Sequence[tuple[float, int]], seat: int) -> tuple[float, float]:
+    """The risk and the chance of a fit of five (points), from each seat's ``_leaf_facts``:
+    what ``seat``'s hand would pay times the others' mean nearness to going out, and what
+    the others' would pay (their mean) times the seat's own nearness."""
+    others = [s for s in range(len(facts)) if s != seat]
+    own_cost, own_pays = facts[seat]
+    near = sum(math.exp(-facts[s][0] / _NEAR) for s in others) / len(others)
+    pays = sum(facts[s][1] for s in others) / len(others)
+    return own_pays * near, pays * math.exp(-own_cost / _NEAR)
 
 
 def _playout(
