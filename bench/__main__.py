@@ -98,7 +98,7 @@ def run_pipeline(args: argparse.Namespace) -> dict[str, Any]:
     _say("pipeline: the table's own CPU per command, in process, 4 seats watched")
     out: dict[str, Any] = {}
     for variant in pipeline.VARIANTS:
-        fig = pipeline.bench_pipeline(variant, args.pipeline_commands)
+        fig = pipeline.bench_pipeline(variant, args.pipeline_commands, args.pipeline_store)
         out[variant] = fig
         _say(f"  {variant:<11}{fig['cpu_per_command_us']:>10,.1f} us/command")
     return out
@@ -323,6 +323,8 @@ def section_runner(
                 str(args.hands),
                 "--pipeline-commands",
                 str(args.pipeline_commands),
+                "--pipeline-store",
+                args.pipeline_store,
             ]
             _say(f"{name}: {' '.join(sections)}")
             root = Path(__file__).resolve().parent.parent
@@ -625,6 +627,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--pipeline-commands", type=_positive, default=4000, help="commands per pipeline case"
     )
     parser.add_argument(
+        "--pipeline-store",
+        choices=pipeline.STORES,
+        default="sqlite",
+        help="the pipeline's entries stored in SQLite, or (none) answered at once and never "
+        "written: what the table costs apart from its store (needs --no-save)",
+    )
+    parser.add_argument(
         "--no-save",
         action="store_true",
         help="print only: leave results.json and docs/performance.md alone",
@@ -644,6 +653,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "the before/after rows give medians and ranges",
     )
     args = parser.parse_args(argv)
+    if args.pipeline_store != "sqlite" and not args.no_save:
+        parser.error(
+            "--pipeline-store none measures something else than the saved figures: "
+            "give --no-save with it"
+        )
 
     sections = args.only or list(SECTIONS)
     started = time.perf_counter()

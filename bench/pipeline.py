@@ -2,7 +2,9 @@
 seat on the server's embedded storage (SQLite in WAL mode, a file in a temporary folder), and
 the seats' commands applied one after another, as a unary Act applies them: the change checked,
 applied and stored, every watcher's update encoded and put on its queue, the watchers' readers
-run, and the mover's view encoded for its answer. The seats play safe moves (draw from the
+run, and the mover's view encoded for its answer. With ``store="none"`` the same without the
+store: every append answered at once, nothing written (what the table costs apart from its
+storage). The seats play safe moves (draw from the
 stock, throw the card back), decided outside the timed part; only CPU time is counted
 (``time.process_time``), so a busy machine moves the figure less than it moves the loads'.
 
@@ -85,13 +87,19 @@ async def _play(table: Any, command: Callable[[int, Action], Any], total: int) -
     return spent, done
 
 
-async def _actor(variant: str, total: int, folder: str) -> tuple[float, int]:
+#: What stores the commands' entries: the server's SQLite, or nothing ("none").
+STORES = ("sqlite", "none")
+
+
+async def _actor(variant: str, total: int, folder: str, store: str) -> tuple[float, int]:
     """This code's table: changes through its pipeline (``Table.change``)."""
     from rami.server.entries import Act, Join, Start
     from rami.server.lobby import Lobby, summarize
     from rami.server.storage import SqliteStorage
 
     storage = await SqliteStorage.open(os.path.join(folder, "rami.db"), summarize)
+    if store == "none":
+        storage.submit = _stored_at_once  # type: ignore[method-assign]
     lobby = Lobby(storage, _lobby_config(), _table_config())
     spent, done = 0.0, 0
     try:
@@ -137,7 +145,13 @@ async def _actor(variant: str, total: int, folder: str) -> tuple[float, int]:
     return spent, done
 
 
-async def _inline(variant: str, total: int, folder: str) -> tuple[float, int]:
+def _stored_at_once(append: Any) -> asyncio.Future[None]:
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    done.set_result(None)
+    return done
+
+
+async def _inline(variant: str, total: int, folder: str, store: str) -> tuple[float, int]:
     """A baseline's table from before the actor: ``Table.act``, applied and stored inline."""
     from rami.server.lobby import Lobby
     from rami.server.storage import SqliteStorage
@@ -159,6 +173,9 @@ async def _inline(variant: str, total: int, folder: str) -> tuple[float, int]:
             for i in range(SEATS):
                 table.submit({"type": "join", "seat": None, "name": f"p{i}", "token": f"hash-{i}"})
             table.submit({"type": "start", "seed": "00" * 16})
+            if store == "none":
+                storage.append = lambda *_: None  # type: ignore[method-assign]
+                storage.set_status = lambda *_: None  # type: ignore[method-assign]
             readers = [asyncio.ensure_future(_drain(table.watch(s, None))) for s in range(SEATS)]
             await asyncio.sleep(0.01)
 
@@ -185,15 +202,19 @@ def _run(main: Any) -> Any:
     return run_loop(main)
 
 
-def bench_pipeline(variant: str, commands: int) -> dict[str, Any]:
-    """The table's CPU time per command, ``commands`` safe moves at 4-seat tables."""
+def bench_pipeline(variant: str, commands: int, store: str = "sqlite") -> dict[str, Any]:
+    """The table's CPU time per command, ``commands`` safe moves at 4-seat tables, their
+    entries stored in SQLite, or with ``store="none"`` not stored at all."""
     from rami.server.table import Table
 
+    if store not in STORES:
+        raise ValueError(f"store: one of {', '.join(STORES)}, not {store!r}")
     play = _actor if hasattr(Table, "change") else _inline
     with tempfile.TemporaryDirectory() as folder:
-        spent, done = _run(play(variant, commands, folder))
+        spent, done = _run(play(variant, commands, folder, store))
     return {
         "variant": variant,
+        "store": store,
         "seats": SEATS,
         "watchers": SEATS,
         "commands": done,
