@@ -204,8 +204,9 @@ def greedy(v: View, rng: random.Random) -> Action:
 # Discards are chosen by that cost, and so are the draws of simple (the discard is taken when
 # the hand after it costs less than a stock draw is expected to leave); portuguese takes a
 # discard that melds (unless it would throw that card straight back), tallage one it can lay at
-# once. Lays and declarations are taken as soon as they exist, as the greedy policy does (a
-# finish first, then the opening, the most cards).
+# once; a card taken from the pile is never thrown back the same turn. Lays and declarations
+# are taken as soon as they exist, as the greedy policy does (a finish first, then the opening,
+# the most cards).
 # The weights were set by measuring against greedy in the arena, then tallage's and simple's
 # against strong's own earlier weights (``python -m bench.strong_weights``; docs/bots.md).
 
@@ -489,6 +490,19 @@ class _Judge:
         return best[0], best[2]
 
 
+def _taken_from_pile(v: View) -> Card | None:
+    """The card the seat took from the pile this turn, which it keeps (None: none).
+
+    The draw was judged by the discard it would make after it, on the view before the draw;
+    the view after it (the pile's next card in sight, the card known held) can turn a near
+    tie the other way, and a card thrown straight back may pass between two players for ever,
+    the stock never running down. (A card known held is one taken from the pile, or shown in
+    a declaration.)"""
+    if v.drawn is None or v.seat is None or v.drawn not in v.known[v.seat]:
+        return None
+    return v.drawn
+
+
 def strong(v: View, rng: random.Random) -> Action:
     """Finish, declare, open and lay as soon as it can; draw and discard to get nearest to
     going out (see above)."""
@@ -542,7 +556,7 @@ def _strong(v: View, judge: _Judge) -> Action:
         lay = _first_lay(v, hand)
         if lay is not None:
             return lay
-    found_discard = judge.discard(hand)
+    found_discard = judge.discard(hand, keep=_taken_from_pile(v)) or judge.discard(hand)
     assert found_discard is not None
     return Discard(found_discard[1])
 
@@ -655,9 +669,9 @@ def expert_candidates(v: View, rng: random.Random) -> list[Action]:
         ranked = sorted(plays, key=lambda p: -_laid_of(p))
     else:
         judge = _Judge(v)
-        discards: list[Action] = [
-            Discard(c) for c in _ranked_discards(judge, list(v.hand))[: _EXPERT_DISCARDS + 1]
-        ]
+        kept = _taken_from_pile(v)  # never thrown back (strong's choice keeps it too)
+        ranked_cards = [c for c in _ranked_discards(judge, list(v.hand)) if c != kept]
+        discards: list[Action] = [Discard(c) for c in ranked_cards[: _EXPERT_DISCARDS + 1]]
         others = sorted(
             (p for p in plays if not isinstance(p, Discard)), key=lambda p: -_laid_of(p)
         )
