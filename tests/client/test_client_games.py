@@ -207,7 +207,7 @@ def test_a_round_of_portuguese_ends_with_a_declaration(server: ServerThread, stu
         d.type("draw stock")
         d.expect(r"You drew 2♠ from the stock\.")
         d.type("draw stock")
-        d.expect(r"Refused: You have already drawn this turn\. Nothing was played\.")
+        d.expect(r"You can't draw now: you have already drawn this turn\. Nothing was staged")
         d.type("say good game, all")
         d.expect(r"You: good game, all")
         d.type("lay 7c 7s 7h")  # the rule, not which of these cards are held
@@ -608,5 +608,24 @@ def test_the_player_is_warned_before_the_turn_clock_runs_out(
         d.expect(r"You drew 2♠ from the stock\.")
         time.sleep(1.0)
         assert len(re.findall(r"10 seconds left in your turn", d.screen.text())) == 1
+    finally:
+        d.close()
+
+
+def test_a_turn_that_ran_out_is_told_as_the_servers_moves(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    """The moves the server makes for a player whose clock ran out are the server's, told as
+    the moves made while a player was away are ("The server (for you) drew ..."): a new
+    player's try read "You drew" and "You discarded" for moves they had not made."""
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1, turn_seconds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"You ran out of time; the server played for you\.", timeout=15)
+        d.expect(r"The server \(for you\) drew 2♠ from the stock\.")
+        d.expect(r"The server \(for you\) discarded ")
+        told = d.screen.text()[d.cursor - 400 : d.cursor]
+        assert "You drew" not in told and "You discarded" not in told, told
     finally:
         d.close()

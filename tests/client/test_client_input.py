@@ -362,6 +362,11 @@ def test_create_reads_a_variant_options_and_bots() -> None:
         ("tallage bots=1 fast", r"unknown word 'fast': after the game come key=value words"),
         ("tallage foo=bar", r"unknown option 'foo': the options are .*players.*jokers_per_meld"),
         ('name="Ana', r"a quotation mark \(\"\) is not closed"),
+        # A name's second word, unquoted (a new player's try).
+        (
+            "portuguese name=Carol table",
+            r"unknown word 'table': a name of several words is quoted, name=\"Carol table\"",
+        ),
     ],
 )
 def test_create_says_what_is_wrong(args: str, says: str) -> None:

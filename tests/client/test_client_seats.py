@@ -424,3 +424,83 @@ def test_profiles_writing_the_book_at_once_lose_no_seat(tmp_path: Path) -> None:
         done.set()
         thread.join()
     assert len(other.at("h:1")) == 100 and len(playing.at("h:1")) == 1
+
+
+def test_a_seat_left_in_play_is_taken_back_by_join(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # rami-client play: its server ends with the client, so no seat is written down; but
+    # while it runs, a player who leaves the game takes the seat back as one who connected
+    # does. A new player's try found `leave` then `join 1` refused ("no seat can be taken").
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    spec = cli.play_spec("simple", 2, "strong", ["turn_seconds=0"])
+    look = Look(color=True, ascii=False)
+    d = Driver(lambda: cli._play(spec, "Ana", look)).start()
+    try:
+        d.expect(r"It's your turn: you play first[\s\S]*your turn> ")
+        d.type("leave")
+        d.expect(r"if you leave, the server plays your seat until you take it back \(join\)")
+        d.type("y")
+        d.expect(r"You left the game: the server plays your seat until you take it back")
+        d.expect(r"rami>")
+        d.type("tables")
+        d.expect(r"1  [a-z2-7]{6,16}  playing")
+        d.type("join 1")
+        d.expect(r"You take seat \d back")
+        d.type("table")
+        d.expect(r"Simple")
+    finally:
+        d.close()
+    assert not (tmp_path / "state" / "rami" / "seats.json").exists()
+
+
+def test_a_stock_rebuilt_while_away_is_told_among_the_rounds(tmp_path: Path) -> None:
+    """Coming back after many updates, the moves are told only for the last ones, and before
+    them the rounds, the chat and the players: the stock's rebuilds too, which bring a round
+    nearer its end void (a new player's try came back to a stock rebuilt unsaid)."""
+    brisk = TableConfig(bot_delay=0.01, round_pause=0.01, away_delay=0.01, heartbeat=0.5)
+    book = SeatBook(tmp_path / "seats.json")
+    with ServerThread(str(tmp_path / "rami.db"), brisk) as server, Stubs(server.target) as stubs:
+        stubs.lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                name="kept",
+                variant=VARIANT_IDS["simple"],
+                options=game_pb2.Options(players=2, round_cap=1, stock_rebuilds=1),
+            )
+        )
+        first = _client(server, book)
+        try:
+            first.expect(r"1  [a-z2-7]{6,16}  waiting")
+            first.type("join 1")
+            first.expect(r"You sit at seat 0")
+            table_id = stubs.lobby.ListTables(lobby_service_pb2.ListTablesRequest()).tables[0]
+            other = stubs.lobby.JoinTable(
+                lobby_service_pb2.JoinTableRequest(table_id=table_id.table_id, name="Bo")
+            )
+            first.expect(r"The game begins")
+            # Both players go: the server plays both seats (a draw from the stock, the card
+            # thrown back), so the stock runs out, is rebuilt once, runs out again: void.
+            stubs.lobby.LeaveTable(
+                lobby_service_pb2.LeaveTableRequest(table_id=table_id.table_id),
+                metadata=(("rami-token", other.token),),
+            )
+            first.type("quit")
+            first.type("yes")
+            first.expect(r"You left the game: the server plays your seat until you take")
+        finally:
+            first.close()
+        deadline = time.monotonic() + 60
+        while (
+            stubs.lobby.ListTables(lobby_service_pb2.ListTablesRequest()).tables[0].status
+            != lobby_service_pb2.TABLE_STATUS_FINISHED
+        ):
+            assert time.monotonic() < deadline, "the game did not end"
+            time.sleep(0.2)
+        second = _client(server, book)
+        try:
+            second.type("join 1")
+            second.expect(r"While you were away \(\d+ updates; the moves of the last")
+            second.expect(r"The stock ran out and was rebuilt from the discard pile")
+            second.expect(r"Nobody pays|void", timeout=15)
+        finally:
+            second.close()

@@ -1189,3 +1189,42 @@ def test_a_discard_or_declaration_before_the_draw_says_draw_first() -> None:
     assert cannot(parse_move("declare", "3d", hand), view, portuguese, **check) == ""  # type: ignore[arg-type]
     view.phase, view.turn = game_pb2.PHASE_DRAW, 1
     assert cannot(parse_move("discard", "3d", hand), view, portuguese, **check) == ""  # type: ignore[arg-type]
+
+
+def test_drawing_again_is_refused_in_the_same_words_from_either_source() -> None:
+    """A second draw in a turn: `draw stock` went to the server and came back "Refused: You
+    have already drawn this turn. Nothing was played.", while `draw discard` was said at
+    once in other words (a new player's try noticed the two). Both are said at once now."""
+    from rami.client.checks import cannot
+    from rami.client.moves import parse_move
+    from rami.client.staging import Stage
+
+    hand = parse_cards("3d 4d 5d 7c 8c 9c 10c Ks Kd Kh 9h JK Jh 2s")
+    view = _view(variant=game_pb2.VARIANT_PORTUGUESE, phase=game_pb2.PHASE_PLAY, turn=0)
+    view.ClearField("hand")
+    view.hand.extend(c + 1 for c in hand)
+    view.drawn = parse_cards("2s")[0] + 1
+    check = dict(stage=Stage(), opened_before_turn=False, card_text=LOOK.card_text)
+    for source in ("stock", "discard"):
+        said = cannot(parse_move("draw", source, hand), view, VARIANTS["portuguese"], **check)  # type: ignore[arg-type]
+        assert said == (
+            "You can't draw now: you have already drawn this turn. Nothing was staged or sent."
+        ), (source, said)
+
+
+def test_help_of_a_command_the_game_does_not_have_says_why() -> None:
+    """``help undo`` in simple told tallage's undo ("draw discard, take 2 5s"), a command
+    simple has not (a new player's try): it says why the game has none instead."""
+    from rami.client.helptext import help_lines
+    from rami.engine import get_variant
+
+    simple, portuguese = get_variant("simple"), get_variant("portuguese")
+    said = " ".join(lines(help_lines("undo", "playing", simple, 100)))
+    assert "nothing waits to be sent" in said and "take 2 5s" not in said, said
+    said = " ".join(lines(help_lines("take", "playing", simple, 100)))
+    assert "In simple nobody may take a joker back" in said, said
+    said = " ".join(lines(help_lines("lay", "playing", portuguese, 100)))
+    assert "Nothing is laid in portuguese" in said, said
+    # In the lobby (no game) and where the game has it, the command's own help.
+    said = " ".join(lines(help_lines("undo", "playing", get_variant("tallage"), 100)))
+    assert "take 2 5s" in said, said

@@ -173,9 +173,10 @@ def test_no_color_keeps_the_symbols_and_drops_the_colours(pane: Pane) -> None:
     pane.start(f"{CLIENT} play --variant simple --players 2 --name Ana", _env(NO_COLOR="1"))
     coloured = pane.wait_for(r"Hand\s+.*[♣♦♥♠].*\(1[34] cards, by suit", colours=True)
     assert not re.search(r"\x1b\[[0-9;]*(31|91)m", coloured)
-    # A game of `play` goes on without the player who leaves it: its bots play on.
+    # A game of `play` goes on without the player who leaves it, the server playing the seat
+    # until join takes it back.
     pane.type("leave", "Enter")
-    pane.wait_for(r"if you leave, the server plays your seat from now on")
+    pane.wait_for(r"if you leave, the server plays your seat until you take it back \(join\)")
     pane.type("n", "Enter")
     pane.wait_for(r"You stay at the table\.")
     pane.type("quit", "Enter")

@@ -134,8 +134,9 @@ def cannot(
         # the pile changes, or refused once the lay is typed.)
         turn = view.players[view.turn].name if view.turn < len(view.players) else "another"
         return f"It is {turn}'s turn, not yours. Nothing was staged or sent."
-    if isinstance(action, Draw) and action.source == "discard" and my_turn(view) and not drawing:
-        # (A draw of the discard waits for its lay: said now, not once the lay is typed.)
+    if isinstance(action, Draw) and my_turn(view) and not drawing:
+        # (A draw of the discard waits for its lay: said now, not once the lay is typed; and
+        # a draw of the stock in the same words.)
         why = (
             "you have already drawn this turn"
             if card(view.drawn) is not None

@@ -23,7 +23,14 @@ import typer
 from .link import Link, LinkError, parse_address
 from .look import Look
 from .newtable import NewTable, parse_create
-from .seats import DEFAULT_PROFILE, Preferences, SeatBook, check_profile, default_path
+from .seats import (
+    DEFAULT_PROFILE,
+    HeldSeats,
+    Preferences,
+    SeatBook,
+    check_profile,
+    default_path,
+)
 from .session import ClientSession
 
 __all__ = ["app", "default_name", "main"]
@@ -117,9 +124,12 @@ async def _play(spec: NewTable, name: str, look: Look) -> None:
     async with local_server() as target:
         link = Link(target)
         try:
-            # No seats are kept (the server ends with the client), but the preferences are.
+            # The seats are kept while the client runs (its server ends with it), the
+            # preferences written down.
             prefs = Preferences(default_path())
-            session = ClientSession(link, name=name, look=look, local=True, prefs=prefs)
+            session = ClientSession(
+                link, name=name, look=look, local=True, seats=HeldSeats(), prefs=prefs
+            )
 
             async def create(s: ClientSession) -> None:
                 """Start at the new table, bots seated: the game begins at once."""

@@ -244,7 +244,8 @@ COMMANDS: tuple[Command, ...] = (
         "after N rounds at the latest; round_cap=1 is a short game), opening=71|51, "
         "turn_seconds=N (a turn clock: 60 unless given; turn_seconds=0 for none), "
         "jokers_per_meld=1|2, private (the table is not listed: the others join it by its "
-        "whole id). See docs/rules.md for every option.",
+        'whole id). A name of several words is quoted: name="Friday game". See '
+        "docs/rules.md for every option.",
         frozenset({LOBBY}),
     ),
     Command(
@@ -333,7 +334,12 @@ def why_not_in_variant(name: str, variant: Variant) -> str:
     """Why the move ``name`` (one of :func:`not_in_variant`'s) is not in ``variant``'s game."""
     if name == "declare":
         return f"Declaring is for portuguese; in {variant.id} you lay your melds."
-    if variant.declares:
+    if name in ("undo", "cancel"):
+        return (
+            f"In {variant.id} nothing waits to be sent: every move goes to the table as you"
+            f" type it, so there is nothing to {name}."
+        )
+    if variant.declares and name in ("lay", "add", "take"):
         return f"Nothing is laid in {variant.id}: hands stay closed; declare to finish."
     what = "add to a meld" if name == "add" else "take a joker back"
     return f"In {variant.id} nobody may {what}: you lay your whole hand at once."
@@ -349,7 +355,10 @@ _NO_OPENING_DETAILS = {
 
 
 def details(command: Command, variant: Variant | None = None) -> str:
-    """The longer help of ``command`` as it reads in ``variant``'s game."""
+    """The longer help of ``command`` as it reads in ``variant``'s game (why the game has
+    none, for a command it has not)."""
+    if variant is not None and command.name in not_in_variant(variant):
+        return why_not_in_variant(command.name, variant)
     if variant is not None and not variant.has_opening:
         return _NO_OPENING_DETAILS.get(command.name, command.details)
     return command.details

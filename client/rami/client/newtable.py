@@ -136,6 +136,10 @@ def parse_create(args: str) -> NewTable:
                     if i == 0
                     else ": after the game come key=value words (create tallage bots=3)"
                 )
+                named = words[i - 1].partition("=") if i > 0 else ("", "", "")
+                if not meant and named[0].lower() == "name" and named[1]:
+                    # The name's next word, most likely: a name of several words is quoted.
+                    known = f': a name of several words is quoted, name="{named[2]} {word}"'
                 raise ValueError(f"unknown word {word!r}{meant or known}")
         elif key == "bots":
             if not text.isdigit():

@@ -31,7 +31,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
 
-__all__ = ["DEFAULT_PROFILE", "SavedSeat", "SeatBook", "check_profile", "default_path"]
+__all__ = [
+    "DEFAULT_PROFILE",
+    "HeldSeats",
+    "SavedSeat",
+    "SeatBook",
+    "Seats",
+    "check_profile",
+    "default_path",
+]
 
 _FIELDS = ("server", "table_id", "seat", "token", "table_name")
 #: The profile of a client started without ``--profile`` (and of entries written before
@@ -225,6 +233,38 @@ class SeatBook:
             kept = [s for s in seats if (s.server, s.table_id, s.profile) != key]
             if len(kept) != len(seats):
                 self._write(kept)
+
+
+class HeldSeats:
+    """The seats of a client whose server ends with it (``rami-client play``), kept in memory
+    for as long as it runs: a player who leaves the game takes the seat back with ``join``, as
+    one who connected to a server does, and nothing is written down."""
+
+    def __init__(self) -> None:
+        self.profile = DEFAULT_PROFILE
+        #: Nothing can go wrong with memory (the client reads it as the book's).
+        self.problem = ""
+        self._seats: dict[tuple[str, str], SavedSeat] = {}
+
+    def at(self, server: str) -> list[SavedSeat]:
+        """The seats held on ``server``."""
+        return [s for (where, _), s in self._seats.items() if where == server]
+
+    def find(self, server: str, table_id: str) -> SavedSeat | None:
+        """The seat held at ``table_id`` on ``server``, if any."""
+        return self._seats.get((server, table_id))
+
+    def save(self, seat: SavedSeat) -> None:
+        """Keep ``seat`` (in place of another at its table)."""
+        self._seats[(seat.server, seat.table_id)] = seat
+
+    def forget(self, server: str, table_id: str) -> None:
+        """Drop the seat at ``table_id`` on ``server`` (if there is one)."""
+        self._seats.pop((server, table_id), None)
+
+
+#: Where a client keeps the seats it took: written down (``connect``) or in memory (``play``).
+Seats = SeatBook | HeldSeats
 
 
 def _replace_whole(path: Path, data: object, indent: int | None = None) -> None:

@@ -96,7 +96,7 @@ from .pile import Pile
 from .printer import Printer
 from .safetext import safe
 from .scores import score_sheet
-from .seats import Preferences, SavedSeat, SeatBook
+from .seats import Preferences, SavedSeat, SeatBook, Seats
 from .staging import WHERE_JOKER, Stage, plan
 from .tablelist import joinable, short_ids, table_summary
 
@@ -146,6 +146,14 @@ class _Question:
     yes: Callable[[], Awaitable[None]]
 
 
+def _timed_out(update: table_service_pb2.Update, seat: int | None) -> bool:
+    """The update tells that ``seat``'s turn ran out: the server played for it."""
+    return seat is not None and any(
+        m.WhichOneof("kind") == "turn_timed_out" and m.turn_timed_out.seat == seat
+        for m in update.events
+    )
+
+
 class ClientSession:
     """The interactive client's state and commands."""
 
@@ -156,14 +164,14 @@ class ClientSession:
         name: str,
         look: Look,
         local: bool = False,
-        seats: SeatBook | None = None,
+        seats: Seats | None = None,
         prefs: Preferences | None = None,
     ) -> None:
         self.link = link
         #: Where the seats taken are written down, to be taken back after a restart.
         self.seats = seats
         #: The profile's preferences (the seat book's when not given).
-        self.prefs = prefs if prefs is not None else seats.prefs if seats is not None else None
+        self.prefs = prefs if prefs is not None or not isinstance(seats, SeatBook) else seats.prefs
         #: The server ends with the client (``play``): quitting needs no goodbye.
         self.local = local
         self.name = name
@@ -187,6 +195,9 @@ class ClientSession:
         #: Taking a seat back after many updates: up to this one, the moves are not told one by
         #: one (only what rounds, chat and players did), the last ones are.
         self._brief_until: int | None = None
+        #: The server plays the seat's turn, whose clock ran out: its moves are told as the
+        #: server's until the turn passes.
+        self._server_turn = False
         #: The last update of the table followed that is written down as seen (see seats).
         self._seen = 0
         #: While the past of a table is read quietly, the update where the telling starts.
@@ -655,6 +666,8 @@ class ClientSession:
         melds_before = (
             {m.number: meld_from_proto(m.meld) for m in streamed.melds} if streamed else {}
         )
+        if _timed_out(update, me):
+            self._server_turn = True
         scene = Scene(
             names=seat_names(after),
             look=self.look,
@@ -664,8 +677,12 @@ class ClientSession:
             rounds=len(after.results),
             variant=variant_of(after.variant),
             jokers_per_meld=after.options.jokers_per_meld or 1,
-            # The moves of the seat while its player was away were the server's.
-            stand_in="The server (for you)" if self._catching_up is not None else "",
+            # The moves of the seat while its player was away were the server's, and so are
+            # those of a turn whose clock ran out (the draw told with the timeout, the discard
+            # in the next update).
+            stand_in="The server (for you)"
+            if self._catching_up is not None or self._server_turn
+            else "",
             in_game=after.phase
             in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY, game_pb2.PHASE_ROUND_OVER),
         )
@@ -678,6 +695,10 @@ class ClientSession:
                     self.out.lines(narrate(event, scene))
         if after.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY):
             self.pile.sync(card(after.discard_top))
+        if self._server_turn and not (
+            after.turn == me and after.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
+        ):
+            self._server_turn = False  # the turn the server played for the seat is over
         if update.snapshot:
             self._snapshot(after)
         caught_up = self._catching_up is not None and after.number >= self._catching_up
@@ -1180,8 +1201,8 @@ class ClientSession:
             if missed > 2 * TOLD_IN_FULL:
                 self.out.info(
                     f"While you were away ({plural(missed, 'update')}; the moves of the last"
-                    f" {TOLD_IN_FULL} are told, before them the rounds, the chat and the"
-                    " players):"
+                    f" {TOLD_IN_FULL} are told, before them the rounds, the stock's rebuilds,"
+                    " the chat and the players):"
                 )
                 self._catching_up = table.number
                 self._brief_until = table.number - TOLD_IN_FULL
@@ -1342,6 +1363,4 @@ CLOCK_WARNING = 10
 #: this many are told one by one.
 TOLD_IN_FULL = 12
 #: The events of moves (``Event.kind``), left untold before those.
-_MOVE_EVENTS = frozenset(
-    ("card_drawn", "cards_laid", "card_discarded", "stock_rebuilt", "turn_timed_out")
-)
+_MOVE_EVENTS = frozenset(("card_drawn", "cards_laid", "card_discarded", "turn_timed_out"))
