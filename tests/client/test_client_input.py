@@ -3,6 +3,8 @@ completion, the create command's options, and server addresses."""
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
 import pytest
 from prompt_toolkit.completion import CompleteEvent
@@ -40,7 +42,7 @@ from rami.engine import (
     parse_cards,
 )
 from rami.engine import events as ev
-from rami.v1 import events_pb2, game_pb2
+from rami.v1 import events_pb2, game_pb2, lobby_service_pb2
 
 TALLAGE, SIMPLE = VARIANTS["tallage"], VARIANTS["simple"]
 
@@ -501,3 +503,17 @@ def test_a_discard_without_its_card_gives_an_example_from_the_hand() -> None:
     for name in ("discard", "declare"):
         with pytest.raises(MoveError, match=rf"Type it after {name}: {name} 10c, for instance"):
             parse_move(name, "", parse_cards("Qh JK 10c"))
+
+
+def test_a_number_beyond_the_list_seen_says_which_numbers_it_has() -> None:
+    """``watch 2`` with a list of one table said "tables 1 to 1" (a new player's try)."""
+    from rami.client.finder import TableFinder
+
+    finder = TableFinder(None, None, lambda: set())  # type: ignore[arg-type]
+    one, two = lobby_service_pb2.TableInfo(table_id="a"), lobby_service_pb2.TableInfo(table_id="b")
+    finder.seen = [one]
+    with pytest.raises(ValueError, match=r"^the list you saw has only table 1: tables lists"):
+        asyncio.run(finder.resolve("2"))
+    finder.seen = [one, two]
+    with pytest.raises(ValueError, match=r"^the list you saw has tables 1 to 2: tables lists"):
+        asyncio.run(finder.resolve("3"))

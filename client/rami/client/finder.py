@@ -111,9 +111,8 @@ class TableFinder:
                 "join N or join ID"
             )
         if not 1 <= number <= len(self.seen):
-            raise ValueError(
-                f"the list you saw has tables 1 to {len(self.seen)}: tables lists them anew"
-            )
+            has = "only table 1" if len(self.seen) == 1 else f"tables 1 to {len(self.seen)}"
+            raise ValueError(f"the list you saw has {has}: tables lists them anew")
         seen = self.seen[number - 1]
         # A table listed is counted as before when its game has ended since (its place may
         # still change: the server lists the tables whose game is over last).
