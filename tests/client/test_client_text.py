@@ -1228,3 +1228,16 @@ def test_help_of_a_command_the_game_does_not_have_says_why() -> None:
     # In the lobby (no game) and where the game has it, the command's own help.
     said = " ".join(lines(help_lines("undo", "playing", get_variant("tallage"), 100)))
     assert "take 2 5s" in said, said
+
+
+def test_the_last_card_of_a_hand_is_the_one_to_discard_to_go_out_in_every_laying_game() -> None:
+    """After a whole-hand lay in tallage the toolbar said "discard a card", where simple says
+    "discard your last card to go out" (a new player's try)."""
+    from rami.client.panel import play_hint
+
+    for variant in (game_pb2.VARIANT_TALLAGE, game_pb2.VARIANT_SIMPLE):
+        view = _view(variant=variant, phase=game_pb2.PHASE_PLAY, turn=0)
+        view.ClearField("hand")
+        view.hand.append(parse_cards("9s")[0] + 1)
+        view.can_lay = False
+        assert play_hint(view) == "discard your last card to go out", variant

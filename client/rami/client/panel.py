@@ -202,9 +202,9 @@ def play_hint(view: game_pb2.View) -> str:
     rules = variant_of(view.variant)
     if rules is not None and rules.declares:
         return "discard CARD, or declare CARD (the card you put face down)"
+    if len(view.hand) == 1:  # all the others laid: a whole-hand finish, or a Rami
+        return "discard your last card to go out"
     if rules is not None and rules.lays_whole_hand:
-        if len(view.hand) == 1:
-            return "discard your last card to go out"
         return "finish (lay all but one card) if you can, then discard"
     if not view.can_lay:
         return "discard a card"
