@@ -157,6 +157,34 @@ def test_a_seat_taken_back_after_its_draw_is_told_it_drew_not_that_it_plays_firs
             second.close()
 
 
+def _simple_table(stubs: Stubs, **options: int) -> None:
+    """A two-player simple table of one round, "kept"."""
+    stubs.lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            name="kept",
+            variant=VARIANT_IDS["simple"],
+            options=game_pb2.Options(players=2, round_cap=1, **options),
+        )
+    )
+
+
+def _quit_mid_game(d: Driver) -> None:
+    d.type("quit")
+    d.type("yes")
+    d.expect(r"You left the game: the server plays your seat until you take")
+
+
+def _wait_for_the_end(stubs: Stubs) -> None:
+    """Until the first table's game is over (the server plays it on)."""
+    deadline = time.monotonic() + 60
+    while (
+        stubs.lobby.ListTables(lobby_service_pb2.ListTablesRequest()).tables[0].status
+        != lobby_service_pb2.TABLE_STATUS_FINISHED
+    ):
+        assert time.monotonic() < deadline, "the game did not end"
+        time.sleep(0.2)
+
+
 def test_a_game_that_ended_while_away_is_told_and_its_seat_taken_back_to_see_the_end(
     tmp_path: Path,
 ) -> None:
@@ -166,13 +194,7 @@ def test_a_game_that_ended_while_away_is_told_and_its_seat_taken_back_to_see_the
     brisk = TableConfig(bot_delay=0.02, round_pause=0.02, away_delay=0.02, heartbeat=0.5)
     book = SeatBook(tmp_path / "seats.json")
     with ServerThread(str(tmp_path / "rami.db"), brisk) as server, Stubs(server.target) as stubs:
-        stubs.lobby.CreateTable(
-            lobby_service_pb2.CreateTableRequest(
-                name="kept",
-                variant=VARIANT_IDS["simple"],
-                options=game_pb2.Options(players=2, round_cap=1),
-            )
-        )
+        _simple_table(stubs)
         first = _client(server, book)
         try:
             first.expect(r"1  [a-z2-7]{6,16}  waiting")
@@ -180,18 +202,10 @@ def test_a_game_that_ended_while_away_is_told_and_its_seat_taken_back_to_see_the
             first.expect(r"You sit at seat 0")
             first.type("bot greedy")
             first.expect(r"The game begins")
-            first.type("quit")
-            first.type("yes")
-            first.expect(r"You left the game: the server plays your seat until you take")
+            _quit_mid_game(first)
         finally:
             first.close()
-        deadline = time.monotonic() + 60
-        while (
-            stubs.lobby.ListTables(lobby_service_pb2.ListTablesRequest()).tables[0].status
-            != lobby_service_pb2.TABLE_STATUS_FINISHED
-        ):
-            assert time.monotonic() < deadline, "the game did not end"
-            time.sleep(0.2)
+        _wait_for_the_end(stubs)
         second = _client(server, book)
         try:
             second.expect(
@@ -461,13 +475,7 @@ def test_a_stock_rebuilt_while_away_is_told_among_the_rounds(tmp_path: Path) -> 
     brisk = TableConfig(bot_delay=0.01, round_pause=0.01, away_delay=0.01, heartbeat=0.5)
     book = SeatBook(tmp_path / "seats.json")
     with ServerThread(str(tmp_path / "rami.db"), brisk) as server, Stubs(server.target) as stubs:
-        stubs.lobby.CreateTable(
-            lobby_service_pb2.CreateTableRequest(
-                name="kept",
-                variant=VARIANT_IDS["simple"],
-                options=game_pb2.Options(players=2, round_cap=1, stock_rebuilds=1),
-            )
-        )
+        _simple_table(stubs, stock_rebuilds=1)
         first = _client(server, book)
         try:
             first.expect(r"1  [a-z2-7]{6,16}  waiting")
@@ -484,18 +492,10 @@ def test_a_stock_rebuilt_while_away_is_told_among_the_rounds(tmp_path: Path) -> 
                 lobby_service_pb2.LeaveTableRequest(table_id=table_id.table_id),
                 metadata=(("rami-token", other.token),),
             )
-            first.type("quit")
-            first.type("yes")
-            first.expect(r"You left the game: the server plays your seat until you take")
+            _quit_mid_game(first)
         finally:
             first.close()
-        deadline = time.monotonic() + 60
-        while (
-            stubs.lobby.ListTables(lobby_service_pb2.ListTablesRequest()).tables[0].status
-            != lobby_service_pb2.TABLE_STATUS_FINISHED
-        ):
-            assert time.monotonic() < deadline, "the game did not end"
-            time.sleep(0.2)
+        _wait_for_the_end(stubs)
         second = _client(server, book)
         try:
             second.type("join 1")
