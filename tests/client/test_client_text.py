@@ -1241,3 +1241,17 @@ def test_the_last_card_of_a_hand_is_the_one_to_discard_to_go_out_in_every_laying
         view.hand.append(parse_cards("9s")[0] + 1)
         view.can_lay = False
         assert play_hint(view) == "discard your last card to go out", variant
+
+
+def test_a_game_over_shows_no_one_offline() -> None:
+    """Watching a finished table, its players showed "offline" while they were at other
+    tables (a new player's try): once the game is over nobody is waited for, and who is
+    connected is not shown (a seat the server played to the end still says away)."""
+    view = _view(phase=game_pb2.PHASE_GAME_OVER)
+    for p in view.players:
+        p.connected = False
+    players = text(toolbar_fragments(view, LOOK, width=200)).split("\n")[-1]
+    assert "offline" not in players, players
+    view.phase = game_pb2.PHASE_DRAW
+    players = text(toolbar_fragments(view, LOOK, width=200)).split("\n")[-1]
+    assert "offline" in players, players

@@ -330,7 +330,9 @@ def _players(view: game_pb2.View, look: Look, short: bool = False) -> list[Style
                 # (never the player reading this: a seat taken back once its game was over
                 # stays away in the view, the game having no turn left to come back on)
                 facts += ", away"
-            elif not p.connected:
+            elif not p.connected and view.phase != game_pb2.PHASE_GAME_OVER:
+                # (once the game is over nobody is waited for: a player gone to another
+                # table is not news of this one)
                 facts += ", offline"
             item.append(("", facts))
         items.append(item)
