@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from rami.engine import JOKER, POLICIES, Game, NextRound, Phase, view
+from rami.engine.cards import full_deck
 from rami.engine.fair import (
     FairDeal,
     FairnessError,
@@ -308,3 +309,35 @@ def test_a_server_seed_without_a_deal_and_another_commitment_are_refused() -> No
     _refused(bare, "no fair deal")
     _refused(doc, "commitment the table showed", commitment="00" * 32)
     replay_record(doc, commitment=fair.commitment)
+
+
+def test_a_stacked_round_of_a_fair_game_reveals_its_server_seed_for_its_rebuilds() -> None:
+    """A stacked round is dealt from the deck given, but its stock's rebuilds are shuffled
+    from its seed, which is made fairly as any round's: its server seed is revealed at its end
+    so that the seed can be checked (the contract's comment said it was empty)."""
+    options = Options(players=2, rounds=2)
+    fair = FairDeal(TIP, 2, (b"\x01" * 32, b"\x02" * 32))
+    deck = full_deck(2, 2)
+    game, _ = Game.new("portuguese", options, fair=fair, decks=[deck])
+    rng = random.Random(5)
+    moves = []
+    while not game.results:
+        seat = game.turn
+        action = POLICIES["random"](view(game, seat), rng)
+        game.apply(seat, action)
+        moves.append(Move(len(moves) + 1, seat, action))
+    first = game.results[0]
+    assert first.server_seed == fair.server_seed(1).hex()
+    assert first.seed == fair.round_seed(1).hex()
+    doc = write_record(
+        table_id="t",
+        name="t",
+        variant="portuguese",
+        options=options,
+        seed=b"",
+        players=[RecordPlayer("a", "player"), RecordPlayer("b", "player")],
+        moves=moves,
+        fair=fair,
+        decks=[deck],
+    )
+    assert doc["deal"]["stacked"] == 1 and doc["rounds"][0]["server_seed"] == first.server_seed
