@@ -82,3 +82,23 @@ def test_play_takes_the_players_from_an_option_as_from_its_flag() -> None:
     assert play_spec("simple", 3, "greedy", []).bots == 2
     given = play_spec("simple", 4, "strong", ["players=3", "bots=1"])
     assert (given.options["players"], given.bots) == (3, 1)
+
+
+def test_the_local_server_quiets_the_servers_log_only_while_it_runs() -> None:
+    """``rami-client play`` keeps the server's log from printing over the game; once its
+    server ends, the log is as it was (a test that played left the rest of the suite's server
+    logs at errors only, and a test reading those logs found none)."""
+    import asyncio
+    import logging
+
+    from rami.client.local import local_server
+
+    log = logging.getLogger("rami.server")
+    before = log.level
+
+    async def run() -> int:
+        async with local_server():
+            return log.getEffectiveLevel()
+
+    assert asyncio.run(run()) == logging.ERROR
+    assert log.level == before

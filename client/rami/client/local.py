@@ -26,16 +26,22 @@ async def local_server(
     table_config: TableConfig = PLAY_TABLES, lobby_config: LobbyConfig | None = None
 ) -> AsyncIterator[str]:
     """A server on 127.0.0.1 for as long as the block runs; yields its address."""
-    # The server's own log would print over the game; its errors still show.
-    logging.getLogger("rami.server").setLevel(logging.ERROR)
-    server = await serve(
-        "127.0.0.1",
-        0,
-        ":memory:",
-        lobby_config=lobby_config or LobbyConfig(),
-        table_config=table_config,
-    )
+    # The server's own log would print over the game; its errors still show. (Put back as it
+    # was once the server ends: the process may go on, a test suite's for instance.)
+    log = logging.getLogger("rami.server")
+    level = log.level
+    log.setLevel(logging.ERROR)
     try:
-        yield f"127.0.0.1:{server.port}"
+        server = await serve(
+            "127.0.0.1",
+            0,
+            ":memory:",
+            lobby_config=lobby_config or LobbyConfig(),
+            table_config=table_config,
+        )
+        try:
+            yield f"127.0.0.1:{server.port}"
+        finally:
+            await server.stop(0.5)
     finally:
-        await server.stop(0.5)
+        log.setLevel(level)
