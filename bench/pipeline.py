@@ -4,9 +4,9 @@ the seats' commands applied one after another, as a unary Act applies them: the 
 applied and stored, every watcher's update encoded and put on its queue, the watchers' readers
 run, and the mover's view encoded for its answer. With ``store="none"`` the same without the
 store: every append answered at once, nothing written (what the table costs apart from its
-storage). The seats play safe moves (draw from the
-stock, throw the card back), decided outside the timed part; only CPU time is counted
-(``time.process_time``), so a busy machine moves the figure less than it moves the loads'.
+storage). The seats play safe moves (draw from the stock, throw the card back), decided
+outside the timed part; only CPU time is counted (``time.process_time``), so a busy machine
+moves the figure less than it moves the loads'.
 
 What the server's CPU per command holds besides gRPC's own work: measured against a baseline
 (``python -m bench --baseline REV --only pipeline``), it says what the table's code costs, where

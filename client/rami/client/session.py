@@ -824,6 +824,7 @@ class ClientSession:
 
     def _left_table(self) -> None:
         self._catching_up = self._brief_until = None
+        self._server_turn = False
         self.table_id = self.token = None
         self.view = self._streamed = None
         self.stage = Stage()
