@@ -157,6 +157,9 @@ async def _inline(variant: str, total: int, folder: str, store: str) -> tuple[fl
     from rami.server.storage import SqliteStorage
 
     storage = SqliteStorage(os.path.join(folder, "rami.db"))
+    if store == "none":
+        storage.append = lambda *_: None  # type: ignore[method-assign]
+        storage.set_status = lambda *_: None  # type: ignore[method-assign]
     lobby = Lobby(storage, _lobby_config(), _table_config())
     spent, done = 0.0, 0
     try:
@@ -173,9 +176,6 @@ async def _inline(variant: str, total: int, folder: str, store: str) -> tuple[fl
             for i in range(SEATS):
                 table.submit({"type": "join", "seat": None, "name": f"p{i}", "token": f"hash-{i}"})
             table.submit({"type": "start", "seed": "00" * 16})
-            if store == "none":
-                storage.append = lambda *_: None  # type: ignore[method-assign]
-                storage.set_status = lambda *_: None  # type: ignore[method-assign]
             readers = [asyncio.ensure_future(_drain(table.watch(s, None))) for s in range(SEATS)]
             await asyncio.sleep(0.01)
 

@@ -8,6 +8,7 @@ import copy
 import hashlib
 import json
 import random
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -83,9 +84,15 @@ def test_a_fair_game_deals_from_the_chain_and_the_entropy() -> None:
         Game.new("portuguese", options, fair=FairDeal(TIP, 2))
 
 
-def _play(variant: str, options: Options, fair: FairDeal, seed: int) -> dict[str, Any]:
-    """A whole game by random bots, and its record."""
-    game, _ = Game.new(variant, options, fair=fair)
+def _play(
+    variant: str,
+    options: Options,
+    fair: FairDeal,
+    seed: int,
+    decks: Sequence[Sequence[int]] = (),
+) -> dict[str, Any]:
+    """A whole game by random bots (its first rounds dealt from ``decks``), and its record."""
+    game, _ = Game.new(variant, options, fair=fair, decks=decks)
     rng = random.Random(seed)
     moves = []
     while game.phase != Phase.GAME_OVER:
@@ -106,6 +113,7 @@ def _play(variant: str, options: Options, fair: FairDeal, seed: int) -> dict[str
         players=[RecordPlayer(f"p{i}", "player") for i in range(options.players)],
         moves=moves,
         fair=fair,
+        decks=decks,
     )
 
 
@@ -317,27 +325,8 @@ def test_a_stacked_round_of_a_fair_game_reveals_its_server_seed_for_its_rebuilds
     so that the seed can be checked (the contract's comment said it was empty)."""
     options = Options(players=2, rounds=2)
     fair = FairDeal(TIP, 2, (b"\x01" * 32, b"\x02" * 32))
-    deck = full_deck(2, 2)
-    game, _ = Game.new("portuguese", options, fair=fair, decks=[deck])
-    rng = random.Random(5)
-    moves = []
-    while not game.results:
-        seat = game.turn
-        action = POLICIES["random"](view(game, seat), rng)
-        game.apply(seat, action)
-        moves.append(Move(len(moves) + 1, seat, action))
-    first = game.results[0]
-    assert first.server_seed == fair.server_seed(1).hex()
-    assert first.seed == fair.round_seed(1).hex()
-    doc = write_record(
-        table_id="t",
-        name="t",
-        variant="portuguese",
-        options=options,
-        seed=b"",
-        players=[RecordPlayer("a", "player"), RecordPlayer("b", "player")],
-        moves=moves,
-        fair=fair,
-        decks=[deck],
-    )
-    assert doc["deal"]["stacked"] == 1 and doc["rounds"][0]["server_seed"] == first.server_seed
+    doc = _play("portuguese", options, fair, 5, decks=[full_deck(2, 2)])
+    first = doc["rounds"][0]
+    assert first["server_seed"] == fair.server_seed(1).hex()
+    assert first["seed"] == fair.round_seed(1).hex()
+    assert doc["deal"]["stacked"] == 1

@@ -170,8 +170,10 @@ class ClientSession:
         self.link = link
         #: Where the seats taken are written down, to be taken back after a restart.
         self.seats = seats
+        if prefs is None and isinstance(seats, SeatBook):
+            prefs = seats.prefs
         #: The profile's preferences (the seat book's when not given).
-        self.prefs = prefs if prefs is not None or not isinstance(seats, SeatBook) else seats.prefs
+        self.prefs = prefs
         #: The server ends with the client (``play``): quitting needs no goodbye.
         self.local = local
         self.name = name
