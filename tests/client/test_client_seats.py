@@ -285,7 +285,8 @@ def test_taking_a_seat_back_tells_what_happened_while_away(
                 # Many: the moves of only the last ones are told one by one.
                 assert 0 < len(told) <= TOLD_IN_FULL, (missed, told)
             # The pile as the round made it, read back from before the updates missed: every
-            # card of it by who threw it (or turned it up), none "from before you joined".
+            # card of it by who threw it (or turned it up, or, a round just declared, put it
+            # face down), none "from before you joined".
             second.type("pile")
             size = int(
                 second.expect(
@@ -299,7 +300,7 @@ def test_taking_a_seat_back_tells_what_happened_while_away(
             second.expect(r"\n")
             listing = second.screen.text()[head : second.cursor]
             rows = re.findall(
-                r"^ +\S+ +(turned up|discarded by [^,\n]+)(, taken by [^\n]+)?$",
+                r"^ +\S+ +(turned up|discarded by [^,\n]+|face down: [^\n]+)(, taken by [^\n]+)?$",
                 listing,
                 re.MULTILINE,
             )
@@ -307,7 +308,7 @@ def test_taking_a_seat_back_tells_what_happened_while_away(
             # then told as a count, "and N older cards under them".
             older = re.search(r"and (\d+) older cards? under them", listing)
             under = int(older.group(1)) if older else 0
-            assert len([r for r in rows if not r[1]]) + under == size, (size, under, rows)
+            assert len([r for r in rows if not r[1]]) + under == size, (size, under, listing)
             assert "from before you joined" not in second.screen.text()[head : second.cursor]
         finally:
             second.close()

@@ -708,6 +708,32 @@ def test_the_pile_follows_throws_takes_a_rebuilt_stock_and_the_view() -> None:
     assert text(pile.line(names, LOOK)) == "2♦"
 
 
+def test_a_declarations_card_lies_face_down_on_the_pile_and_is_counted() -> None:
+    """Portuguese: a complete declaration puts its 14th card face down on the pile, which the
+    server counts; the listing said "19 cards" and showed 18 rows, with none of the card."""
+    pile = Pile()
+    pile.apply(ev.RoundStarted(1, 0, "", C("3s"), 1))
+    pile.apply(ev.Discarded(1, C("9c")))
+    pile.apply(ev.Drew(0, "discard", C("9c")))
+    pile.apply(ev.Declared(0, (), True, None, 1))
+    names = ["You", "Sara"]
+    assert lines(pile.lines(names, LOOK, 2)) == [
+        "The discard pile (2 cards, and 1 taken from it), the newest first",
+        "  --  face down: the card You declared with",
+        "  9♣  discarded by Sara, taken by You",
+        "  3♠  turned up",
+    ]
+    assert text(pile.line(names, LOOK, size=2)) == "face down · 3♠"
+    ascii_look = Look(color=False, ascii=True)
+    assert (
+        lines(pile.lines(names, ascii_look, 2))[1] == "  --  face down: the card You declared with"
+    )
+    # A false declaration's card is an ordinary discard, face up.
+    pile.apply(ev.RoundStarted(2, 1, "", C("4h"), 1))
+    pile.apply(ev.Declared(1, (), False, C("Kd")))
+    assert lines(pile.lines(names, LOOK, 2))[1] == "  K♦  discarded by Sara"
+
+
 def test_a_pile_first_seen_mid_round_does_not_call_its_bottom_card_turned_up() -> None:
     pile = Pile()
     pile.sync(C("8d"))  # joined (or came back) with 20 cards on the pile, 8♦ on top

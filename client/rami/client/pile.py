@@ -36,9 +36,10 @@ SHOWN = 5
 @dataclass(slots=True)
 class Throw:
     """One card that went on the pile: by whom (None: turned up, or not ``seen`` thrown: the
-    top of the pile when this client started following it), and who took it, if any."""
+    top of the pile when this client started following it), and who took it, if any. A card
+    of None lies face down: a complete declaration's (portuguese), until the next deal."""
 
-    card: Card
+    card: Card | None
     by: int | None
     taken_by: int | None = None
     seen: bool = True
@@ -60,6 +61,8 @@ class Pile:
             self.whole = True
             if event.discard_top is not None:
                 self.throws.append(Throw(event.discard_top, None))
+        elif isinstance(event, ev.Declared) and event.complete:
+            self.throws.append(Throw(None, event.seat))  # on the pile, counted, unseen
         elif isinstance(event, ev.Discarded | ev.Declared):
             thrown = _thrown(event)
             if thrown is not None:
@@ -106,6 +109,9 @@ class Pile:
         on_pile = self.on_pile()
         items: list[StyleAndTextTuples] = []
         for t in on_pile[:SHOWN]:
+            if t.card is None:
+                items.append([("class:dim", "face down")])
+                continue
             item = card_fragments(t.card, look)
             if t.by is not None:
                 item.append(("class:dim", f" {_name(names, t.by)}"))
@@ -140,6 +146,12 @@ class Pile:
             [("class:heading", f"The discard pile ({cards}), the newest first")]
         ]
         for t in reversed(self.throws):
+            if t.card is None:  # a declaration's, so by its declarer
+                declarer = _name(names, t.by if t.by is not None else -1)
+                out.append(
+                    [("", "  --  "), ("class:dim", f"face down: the card {declarer} declared with")]
+                )
+                continue
             if not t.seen:
                 who = "on top when you joined"
             elif t.by is None:
