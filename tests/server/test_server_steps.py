@@ -222,6 +222,12 @@ def test_steps_that_are_not_one_legal_move_are_refused_and_change_nothing(
             grpc.StatusCode.ABORTED,
             "STALE",
         )
+        # Its words are a question's: LegalSteps decides nothing.
+        with pytest.raises(grpc.RpcError) as info:
+            _steps(stubs, tid, mover, number, [])
+        assert info.value.details().startswith(
+            f"these steps were asked for update {number}, but the game changed"
+        ), info.value.details()
 
 
 def test_legal_steps_needs_a_seat_and_a_started_game(server: ServerThread) -> None:

@@ -712,7 +712,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
             game = state.game
             if game is None:
                 raise Precondition("NOT_STARTED", "the game has not started")
-            stale(state, request.number)
+            stale(state, request.number, question=True)
             turn = game.turn == seat and game.phase in (Phase.DRAW, Phase.PLAY)
             # A clone (cheap): the steps are found outside the table's task.
             return (game.clone() if turn else game), seat, turn

@@ -1710,10 +1710,11 @@ def _cut_off(watcher: Watcher, table: Table) -> Refusal:
     )
 
 
-def stale(state: TableState, number: int) -> None:
+def stale(state: TableState, number: int, question: bool = False) -> None:
     """Refuse a command decided on update ``number`` when the game changed since (so a retry
-    is never applied twice). No number at all (0, before any game: a field left out) is a
-    mistake that deciding again cannot mend, so it is not called stale."""
+    is never applied twice), or a ``question`` asked of it (LegalSteps). No number at all (0,
+    before any game: a field left out) is a mistake that deciding again cannot mend, so it is
+    not called stale."""
     if number == 0:
         raise Invalid(
             "BAD_NUMBER",
@@ -1726,10 +1727,14 @@ def stale(state: TableState, number: int) -> None:
             f"update {number} has not happened: the table is at {state.number}",
         )
     if number < state.game_number:
+        what, again = (
+            ("these steps were asked for", "ask again")
+            if question
+            else ("this action was decided on", "decide again")
+        )
         raise Aborted(
             "STALE",
-            f"this action was decided on update {number}, but the game changed at update "
-            f"{state.game_number} (the table is at {state.number}): decide again on the "
-            "latest view",
+            f"{what} update {number}, but the game changed at update {state.game_number} "
+            f"(the table is at {state.number}): {again} on the latest view",
             current=str(state.number),
         )
