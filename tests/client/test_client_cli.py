@@ -47,6 +47,10 @@ def _free_port() -> int:
         (["play", "-o", "rounds=3"], 2, "tallage has no option rounds"),
         (["connect", "localhost:48177:9"], 2, "'localhost:48177:9' is not an address"),
         (["replay", "/no/such/record.json"], 1, "can't read /no/such/record.json"),
+        # A name the server would refuse, refused before any table is made.
+        (["play", "--name", "Zoë the Magnificent Überplayer"], 2, "--name is 1 to 24 char"),
+        (["play", "--name", "..."], 2, "--name needs a letter or a digit"),
+        (["connect", "localhost", "--name", "x" * 25], 2, "--name is 1 to 24 characters"),
     ],
 )
 def test_mistakes_are_said_in_plain_words(args: list[str], code: int, says: str) -> None:

@@ -8,6 +8,7 @@ Each test types into the real client on a real server, with a stacked deck
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,6 +122,32 @@ def test_save_mid_game_says_replay_needs_the_finished_game(
             r"replay\s+steps\s+only\s+through\s+a\s+finished\s+game:\s+save\s+again\s+once\s+"
             r"it\s+is\s+over\."
         )
+    finally:
+        d.close()
+
+
+def test_save_takes_a_quoted_name_and_tells_the_replay_as_a_shell_takes_it(
+    server: ServerThread, stubs: Stubs, tmp_path: Path
+) -> None:
+    # The quotes were taken as part of the name ("No such file or directory"), and the replay
+    # command told for a name with a space broke when pasted into a shell.
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"It's your turn: take a card")
+        spaced = tmp_path / "with space.json"
+        d.type(f'save "{spaced}"')
+        d.expect(r"Saved the game so far")
+        assert json.loads(spaced.read_text())
+        d.type(f"save {spaced}")  # unquoted, as before: the rest of the line
+        d.expect(
+            r"Saved\s+the\s+game\s+so\s+far\s+\(still\s+running\)\s+to\s+'[^']*with\s+"
+            r"space\.json'\s+\(it\s+replaces\s+the\s+file\s+that\s+was\s+there\)"
+        )
+        d.type('save "unclosed.json')
+        d.expect(r"A quote is left open in \"unclosed\.json: save \"my game\.json\"")
+        assert not (tmp_path / "unclosed.json").exists()
     finally:
         d.close()
 

@@ -629,3 +629,25 @@ def test_a_turn_that_ran_out_is_told_as_the_servers_moves(
         assert "You drew" not in told and "You discarded" not in told, told
     finally:
         d.close()
+
+
+def test_a_table_made_for_a_seat_the_server_refuses_is_closed_again(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    # The server refuses a name with a pile of accents, which the client lets through: create
+    # made the table, then the join was refused, and the table stayed, waiting, nobody seated.
+    piled = "Zo" + "\u0308" * 5
+    look = Look(color=False, ascii=True)
+    d = Driver(lambda: cli._connect(server.target, piled, look, None)).start()
+    try:
+        d.expect("Connected")
+        d.type("create simple players=2 name=Friday")
+        d.expect(r"accents on one character")
+        d.expect(r"The table made for it is closed again")
+        d.type("tables")
+        d.expect(r"No tables yet")
+    finally:
+        d.close()
+    listed = stubs.lobby.ListTables(lobby_service_pb2.ListTablesRequest())
+    closed = lobby_service_pb2.TABLE_STATUS_CLOSED
+    assert [t.status for t in listed.tables] in ([], [closed]), listed

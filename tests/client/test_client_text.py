@@ -179,7 +179,7 @@ def test_the_toolbar_says_whose_turn_the_clock_the_table_and_the_players() -> No
     turn, facts, players = bar.split("\n")
     assert turn.strip() == "Your turn: draw stock or draw discard (9♣) to lay it at once   ⏱ 0:42"
     assert facts.strip() == (
-        "Tallage · round 2 · bar 79 (open with 80+) · game ends at 201 · stock 41 · discard 9♣"
+        "Tallage · round 2 · bar 79 (open with 80+) · game ends at 201 · stock 41 · pile top 9♣"
     )
     assert players == (
         "▶You 14 cards, 12 pts │  Sara 11 cards, 34 pts, opened │  Strong bot 3 14 cards, 0 pts, "
@@ -230,7 +230,7 @@ def test_the_toolbar_breaks_its_lines_to_fit_the_terminal() -> None:
     assert bar == [
         " Your turn: draw stock or draw discard (9♣) to lay it at once",
         " Tallage · round 2 · bar 79 (open with 80+) · game ends at 201 · stock 41",
-        " discard 9♣",
+        " pile top 9♣",  # (it said "discard 9♣": on a line of its own, read as a move)
         "▶You 14 cards, 12 pts │  Sara 11 cards, 34 pts, opened",
         " Strong bot 3 14 cards, 0 pts, dealer",
     ]
@@ -241,8 +241,7 @@ def test_the_toolbar_breaks_its_lines_to_fit_the_terminal() -> None:
     assert bar == [
         " Your turn: draw stock or draw discard (9♣) to lay it at",
         " once",
-        " Tallage · round 2 · bar 79 · to 201 · stock 41",
-        " discard 9♣",
+        " Tallage · round 2 · bar 79 · to 201 · stock 41 · pile 9♣",
         "▶You 14c 12p │  Sara 11c 34p open │  Strong bot 3 14c 0p D",
     ]
     assert all(len(line) < 60 for line in bar)
@@ -454,6 +453,8 @@ def test_chat_and_names_from_others_reach_the_screen_clean() -> None:
     joined = lines(narrate(te.Joined(2, "Eve\x1b[2J\x9b31m\nbot", True), _scene(me=0)))
     assert joined == ["Eve bot (a bot) sat down at seat 2."]
     assert "\x1b" not in "".join(chat + joined)
+    # One's own: "You sit at seat 0: ..." has said it, as the join's answer.
+    assert narrate(te.Joined(0, "Ana", False), _scene(me=0)) == []
 
 
 def test_the_end_of_a_round_prints_what_everyone_paid() -> None:
@@ -808,6 +809,30 @@ def test_the_score_sheet_has_a_row_per_round_and_the_totals() -> None:
     assert sheet[3].split() == ["2", "0", "0", "0", "void"]
     assert sheet[4].split() == ["3", "0", "20", "40", "You", "declared", "(x2)"]
     assert sheet[5].split() == ["total", "47", "20", "46"]
+
+
+def test_the_score_sheet_of_six_fits_a_narrow_window() -> None:
+    """Six players at 60 columns: each row wrapped, and the columns no longer stood under
+    their names. The names are cut to fit, and how a round ended goes on its own line."""
+    from prompt_toolkit.utils import get_cwidth
+
+    names = ["You", "Greedy bot 2", "Strong bot 3", "Expert bot 4", "Greedy bot 5", "山田太郎"]
+    results = [
+        ev.RoundResult(1, "rami", 1, (47, 0, 6, 120, 8, 33), (47, 0, 6, 120, 8, 33)),
+        ev.RoundResult(2, "void", None, (0,) * 6, (47, 0, 6, 120, 8, 33)),
+    ]
+    sheet = lines(score_sheet(results, names, width=60))
+    assert all(get_cwidth(line) < 60 for line in sheet), sheet
+    head, first, note, void, void_note, total = sheet[1:]
+    assert head.split()[:3] == ["round", "You", "Greedy"], head
+    ends = {get_cwidth(line) for line in (head, first, void, total)}
+    assert len(ends) == 1, sheet  # every column ends under its name
+    assert first.split() == ["1", "47", "0", "6", "120", "8", "33"]
+    assert note.strip() == "Greedy bot 2 went out"
+    assert void.split() == ["2", "0", "0", "0", "0", "0", "0"] and void_note.strip() == "void"
+    # Wide enough, as before: whole names, the ending on the round's row.
+    wide = lines(score_sheet(results, names, width=120))
+    assert "Greedy bot 2 went out" in wide[2] and "Expert bot 4" in wide[1]
 
 
 def test_a_tallage_discard_the_view_does_not_offer_is_refused_with_why() -> None:

@@ -139,7 +139,7 @@ def test_play_shows_the_hand_and_the_toolbar_and_takes_commands(pane: Pane, tmp_
     assert re.search(r"Your turn: draw stock or draw discard", screen)
     # Ana deals round 1, so the bot moves first; on about one deal in 3,000 it goes out at
     # once, and this is Ana's first turn of round 2, the bot dealing.
-    header = re.search(r"Portuguese Rami · round (\d) of 5 · stock \d+ · discard \S+", screen)
+    header = re.search(r"Portuguese Rami · round (\d) of 5 · stock \d+ · pile top \S+", screen)
     assert header is not None, screen
     if header.group(1) == "1":
         seats = r"▶You 13 cards, 0 pts, dealer │\s+Strong bot 2 1[34] cards, 0 pts"

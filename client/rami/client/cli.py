@@ -23,6 +23,8 @@ import typer
 from .link import Link, LinkError, parse_address
 from .look import Look
 from .newtable import NewTable, parse_create
+from .panel import NAME_CELLS
+from .safetext import safe
 from .seats import (
     DEFAULT_PROFILE,
     HeldSeats,
@@ -68,6 +70,19 @@ def default_name() -> str:
     except Exception:
         user = ""
     return (user[:24] or "Player").capitalize()
+
+
+def player_name(given: str) -> str:
+    """``--name`` as the tables will show it (the login name when not given); ValueError when
+    the server would refuse it, so that nothing is made under a name that can't sit."""
+    if not given:
+        return default_name()
+    name = " ".join(safe(given).split())
+    if not any(ch.isalnum() for ch in name):
+        raise ValueError(f"--name needs a letter or a digit, not {given!r}")
+    if len(name) > NAME_CELLS:
+        raise ValueError(f"--name is 1 to {NAME_CELLS} characters; {name!r} has {len(name)}")
+    return name
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -192,6 +207,7 @@ def connect(
     try:
         target = parse_address(address)
         check_profile(profile)
+        name = player_name(name)
     except ValueError as e:
         raise _fail(str(e), 2) from None
     credentials = None
@@ -203,7 +219,7 @@ def connect(
         credentials = grpc.ssl_channel_credentials(root)
     # The seats taken are written down, to be taken back after the client is closed.
     seats = SeatBook(default_path(), profile)
-    _run(_connect(target, name or default_name(), _look(ascii_only, no_color), credentials, seats))
+    _run(_connect(target, name, _look(ascii_only, no_color), credentials, seats))
 
 
 @app.command()
@@ -229,9 +245,10 @@ def play(
     """Play at once against bots, on a server started in this process."""
     try:
         spec = play_spec(variant.value, players, policy.value, option or [])
+        name = player_name(name)
     except ValueError as e:
         raise _fail(str(e), 2) from None
-    _run(_play(spec, name or default_name(), _look(ascii_only, no_color)))
+    _run(_play(spec, name, _look(ascii_only, no_color)))
 
 
 def play_spec(variant: str, players: int, policy: str, options: list[str]) -> NewTable:

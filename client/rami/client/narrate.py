@@ -174,7 +174,9 @@ def _declared(e: ev.Declared, scene: Scene) -> list[Line]:
 
 def _table_event(e: te.TableEvent, scene: Scene) -> list[Line]:
     if isinstance(e, te.Joined):
-        who = "You" if e.seat == scene.me else safe(e.name, 24)
+        if e.seat == scene.me:
+            return []  # the join's own answer said it: "You sit at seat N: ..."
+        who = safe(e.name, 24)
         kind = " (a bot)" if e.bot else ""
         return [_line(f"{who}{kind} sat down at seat {e.seat}.")]
     if isinstance(e, te.Left):

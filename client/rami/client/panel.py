@@ -289,8 +289,9 @@ def _facts(view: game_pb2.View, look: Look, short: bool = False) -> list[StyleAn
     if view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY):
         items.append([("", f"stock {view.stock_size}")])
         top = card(view.discard_top)
-        shown = card_fragments(top, look) if top is not None else [("", "none")]
-        items.append([("", "discard "), *shown])
+        shown = card_fragments(top, look) if top is not None else [("", "empty")]
+        # Not "discard 9♣": on a line of its own that read as a move to make.
+        items.append([("", "pile " if short else "pile top "), *shown])
     return items
 
 

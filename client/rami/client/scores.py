@@ -12,7 +12,7 @@ from rami.engine.solver import deadwood_split
 
 from .cardtext import cards_fragments, meld_fragments
 from .look import Look
-from .safetext import cells, ljust, rjust
+from .safetext import cells, clip, ljust, rjust
 
 __all__ = ["ending_text", "game_table", "round_table", "score_sheet"]
 
@@ -116,14 +116,22 @@ def ending_note(result: RoundResult, names: Sequence[str]) -> str:
     return f"{who} went out"
 
 
-def score_sheet(results: Sequence[RoundResult], names: Sequence[str]) -> list[StyleAndTextTuples]:
+def score_sheet(
+    results: Sequence[RoundResult], names: Sequence[str], width: int = 0
+) -> list[StyleAndTextTuples]:
     """Every finished round in a row: what each player paid and how the round ended, then the
-    totals."""
+    totals; in ``width`` columns (0: any), the names cut to fit and how a round ended on a
+    line of its own when the row has no room for it."""
     if not results:
         return [[("class:dim", "No round has finished yet.")]]
     widths = [max(cells(n), 5) for n in names]
+    if width and 7 + sum(2 + w for w in widths) > width - 1:
+        each = max(4, (width - 1 - 7) // max(1, len(names)) - 2)
+        widths = [min(w, each) for w in widths]
     plural = "s" if len(results) != 1 else ""
-    head = "  round" + "".join(f"  {rjust(n, w)}" for n, w in zip(names, widths, strict=True))
+    head = "  round" + "".join(
+        f"  {rjust(clip(n, w), w)}" for n, w in zip(names, widths, strict=True)
+    )
     out: list[StyleAndTextTuples] = [
         [("class:heading", f"Scores after {len(results)} round{plural}")],
         [("class:label", head)],
@@ -134,8 +142,11 @@ def score_sheet(results: Sequence[RoundResult], names: Sequence[str]) -> list[St
             paid = r.points[seat] if seat < len(r.points) else 0
             style = "class:good" if seat == r.winner else ""
             row.append((style, f"  {paid:>{w}}"))
-        row.append(("class:dim", f"  {ending_note(r, names)}"))
-        out.append(row)
+        note = ending_note(r, names)
+        if width and cells(head) + 2 + cells(note) > width - 1:
+            out += [row, [("class:dim", f"{' ' * 9}{note}")]]
+        else:
+            out.append([*row, ("class:dim", f"  {note}")])
     last = results[-1].totals
     totals = "".join(f"  {(last[s] if s < len(last) else 0):>{w}}" for s, w in enumerate(widths))
     out.append([("class:heading", f"  total{totals}")])

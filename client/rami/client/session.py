@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import secrets
+import shlex
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
@@ -993,7 +994,7 @@ class ClientSession:
             self.out.info("The table has not arrived yet.")
             return
         results = [result_from_proto(r) for r in self.view.results]
-        self.out.lines(score_sheet(results, seat_names(self.view)))
+        self.out.lines(score_sheet(results, seat_names(self.view), self._terminal().columns))
 
     async def _do_pile(self, args: str) -> None:
         if self.view is None:
@@ -1012,21 +1013,25 @@ class ClientSession:
         assert self.table_id is not None
         if not args:
             raise ValueError("save where? save game.json")
+        path = Path(save_path(args)).expanduser()
         request = table_service_pb2.ExportRecordRequest(table_id=self.table_id)
         response = await self.link.call(self.link.table.ExportRecord, request)
-        path = Path(args).expanduser()
+        replaced = " (it replaces the file that was there)" if path.is_file() else ""
         try:
             path.write_text(json.dumps(json.loads(response.record_json), indent=1) + "\n")
         except OSError as e:
             raise ValueError(f"could not write {path}: {e.strerror}") from None
+        # As a shell takes it: the command can be pasted as it is.
+        named = shlex.quote(str(path))
         if response.complete:
             self.out.info(
-                f"Saved the whole game to {path}. rami-client replay {path} steps through it."
+                f"Saved the whole game to {named}{replaced}. rami-client replay {named} steps "
+                "through it."
             )
         else:
             self.out.info(
-                f"Saved the game so far (still running) to {path}. rami-client replay steps "
-                "only through a finished game: save again once it is over."
+                f"Saved the game so far (still running) to {named}{replaced}. rami-client "
+                "replay steps only through a finished game: save again once it is over."
             )
 
     async def _do_rematch(self, args: str) -> None:
@@ -1282,7 +1287,16 @@ class ClientSession:
             private=spec.private,
         )
         created = await self.link.call(self.link.lobby.CreateTable, request)
-        await self.join(created.table)
+        try:
+            await self.join(created.table)
+        except LinkError as e:
+            # Nobody sits at it, and nobody would: closed again, not left waiting an hour.
+            close = lobby_service_pb2.CloseTableRequest(table_id=created.table.table_id)
+            try:
+                await self.link.call(self.link.lobby.CloseTable, close, token=created.owner_token)
+            except LinkError:
+                raise e from None
+            raise LinkError(f"{sentence(str(e))} The table made for it is closed again.") from e
         if spec.private:
             # Not listed, it has no number or short id to give: only its whole id finds it.
             self.out.info(
@@ -1342,6 +1356,20 @@ class ClientSession:
             self.out.info(question.no)  # another question: Ctrl-D is no to it
         await self._do_quit("")
         return self.done or self._question is None
+
+
+def save_path(args: str) -> str:
+    """The file ``save`` names: the rest of the line as typed, or one name in quotes (as a
+    shell reads it). ValueError for quotes left open, or more than one quoted name."""
+    if args[0] not in "'\"":
+        return args
+    try:
+        words = shlex.split(args)
+    except ValueError:
+        raise ValueError(f'a quote is left open in {args}: save "my game.json"') from None
+    if len(words) != 1:
+        raise ValueError(f"one file to save, not {len(words)}: quote a name with spaces")
+    return words[0]
 
 
 def rematch_name(name: str) -> str:
