@@ -152,6 +152,25 @@ def test_save_takes_a_quoted_name_and_tells_the_replay_as_a_shell_takes_it(
         d.close()
 
 
+def test_an_escape_sequence_typed_or_pasted_is_not_taken_for_a_broken_mouse_event(
+    server: ServerThread,
+) -> None:
+    # Esc [ 3 1 m (a colour's code, typed, or pasted by a terminal without bracketed paste)
+    # reads as a mouse report of the urxvt kind, and prompt_toolkit's mouse handler raised on
+    # it: "Unhandled exception in event loop", "Press ENTER to continue...", and the next
+    # line swallowed.
+    d = _client(server)
+    try:
+        d.expect(r"Connected to 127\.0\.0\.1")
+        d.keys("say \x1b[31mRED\r")
+        d.type("help join")
+        d.expect(r"join \[TABLE\]")
+        assert "Unhandled exception" not in d.screen.text()
+        assert "Press ENTER" not in d.screen.text()
+    finally:
+        d.close()
+
+
 # -- item 7: moves that can never work are refused before they are staged ----------------------
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding.bindings.mouse import load_mouse_bindings
+from prompt_toolkit.keys import Keys
 
 __all__ = ["KeyActions", "key_bindings"]
 
@@ -41,5 +43,17 @@ def key_bindings(target: KeyActions) -> KeyBindings:
     def _table(event: KeyPressEvent) -> None:
         """F3: print the whole table (every meld and player) above the prompt."""
         target.show_table()
+
+    (mouse,) = load_mouse_bindings().get_bindings_for_keys((Keys.Vt100MouseEvent,))
+
+    @kb.add(Keys.Vt100MouseEvent)
+    def _mouse(event: KeyPressEvent) -> object:
+        """A mouse report, as prompt_toolkit reads it; one it can't read is dropped. The
+        terminal's reader takes Esc [ 3 1 m (a colour's code, typed or pasted) for a report,
+        and prompt_toolkit's handler raised on it, stopping the screen at "Press ENTER"."""
+        try:
+            return mouse.handler(event)
+        except (ValueError, KeyError):
+            return None
 
     return kb
