@@ -38,6 +38,7 @@ from rami.v1 import game_pb2
 from .cardtext import cards_fragments, meld_fragments
 from .convert import cards, meld_from_proto
 from .look import Look
+from .scores import listed
 
 __all__ = ["MAX_PLAYS", "command_text", "hint_lines", "plays_now"]
 
@@ -213,10 +214,11 @@ def _why_no_melds(analysis: game_pb2.Analysis, view: View, look: Look) -> str | 
     sets = clean_sets(view.hand)
     if runs or not sets:
         return None
-    held = " ".join(look.card_text(c) for c in sets[0])
+    held = [" ".join(look.card_text(c) for c in s) for s in sets]
+    which = f"sets {listed(held)} count" if len(held) > 1 else f"set {held[0]} counts"
     return (
-        f"Your set {held} counts only beside a clean run (three in a row of one suit, "
-        "no joker), and you have none yet."
+        f"Your {which} only beside a clean run (three in a row of one suit, no joker), and "
+        "you have none yet."
     )
 
 
