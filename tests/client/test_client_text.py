@@ -606,6 +606,14 @@ def test_a_hint_of_a_finish_says_which_one_card_may_be_kept() -> None:
     three = game_pb2.Analysis(finish_discards=[c + 1 for c in parse_cards("5c 9c Kd")])
     said = lines(hint_lines(three, view, LOOK))
     assert any("(keeping 5♣, 9♣ or K♦)" in line for line in said), said
+    # After the draw, on the seat's turn: which of the hint's parts are lays, said plainly.
+    drawn = _engine_view("5c 7h 8h 9h 9c Kd Kc Ks 2d")
+    drawn = dataclasses.replace(drawn, phase=Phase.PLAY)
+    said = " ".join(lines(hint_lines(two, drawn, LOOK)))
+    assert (
+        "You can lay everything but one card, keeping 5♣ or 9♣. The arrangement above only "
+        "counts points; the plays below are lays the rules accept."
+    ) in said, said
 
 
 def test_a_hint_says_which_play_is_a_rami_sec() -> None:

@@ -289,8 +289,8 @@ def _variant_facts(analysis: game_pb2.Analysis, view: View, look: Look) -> list[
             # The arrangement counts points: it may not be a lay the rules allow (a whole-hand
             # finish in tallage needs a clean set and a clean run among its melds).
             how = (
-                " The plays below lay them as the rules allow (the arrangement above counts"
-                " points, and may not be one)."
+                " The arrangement above only counts points; the plays below are lays the rules"
+                " accept."
                 if view.my_turn
                 else ""
             )
