@@ -169,6 +169,14 @@ def test_a_rank_is_a_2_10_j_q_or_k_never_a_number_past_10(spelling: str) -> None
     assert lay is not None and "numbers stop at 10 (write A, J, Q, K)" in lay.details
 
 
+def test_full_width_letters_and_digits_read_as_typed_ascii() -> None:
+    # Typed with an input method for Chinese or Japanese, "５c" was refused: "numbers stop at
+    # 10", a 5 being one.
+    assert parse_move("discard", "５ｃ") == parse_move("discard", "5c")
+    wide = parse_move("lay", "９ｈ　１０ｈ　ＪＨ，Ｋｓ ｋｈ ｋｃ")
+    assert wide == parse_move("lay", "9h 10h jh, ks kh kc")
+
+
 def test_cards_not_in_the_hand_are_found_before_anything_is_sent() -> None:
     hand = parse_cards("7h 8h 9h 5c JK")
     assert missing_cards(parse_move("lay", "7h 8h 9h"), hand) == []

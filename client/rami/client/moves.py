@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 
@@ -133,6 +134,8 @@ def _source(word: str) -> str:
 def parse_move(name: str, args: str, hand: Sequence[Card] = ()) -> Action:
     """The action of a move command (``name`` is one of :data:`MOVES`; ``hand``, the cards
     held, names the cards of a rank typed without its suit)."""
+    # Full-width letters, digits and commas (an input method's) as the ASCII they stand for.
+    args = unicodedata.normalize("NFKC", args)
     if name in ("discard", "declare") and not args.strip():
         # The example a card of the hand, when there is one: "discard 7h" was given to a
         # player with no 7♥, who typed it and was refused.
