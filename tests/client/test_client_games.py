@@ -182,8 +182,8 @@ def test_a_round_of_simple_with_a_hint_then_a_finish(server: ServerThread, stubs
         d.type("hint")
         d.expect(r"Best arrangement: .*nothing left over|left over: Q♦")
         d.expect(
-            r"You can lay everything but one card, keeping Q♦\. The plays below lay them as"
-            r" the rules allow"
+            r"You can lay everything but one card, keeping Q♦\. The arrangement above only"
+            r" counts points; the plays below are lays the rules accept\."
         )
         d.type("lay Ks Kd Kh, 4c 5c 6c 7c, 9h JK Jh, 2c 2d 2s")
         d.expect(r"You laid \[1\] K♦ K♥ K♠, .* and \[4\] 2♣ 2♦ 2♠, leaving one card to discard\.")
