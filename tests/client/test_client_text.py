@@ -187,6 +187,17 @@ def test_the_toolbar_says_whose_turn_the_clock_the_table_and_the_players() -> No
     )
 
 
+def test_the_bar_and_what_opens_are_told_while_a_round_is_played() -> None:
+    """Once the game is over the toolbar still said "bar 79 (open with 80+)"; between rounds,
+    what opens no longer applies to the round that ended."""
+    facts = text(toolbar_fragments(_view(phase=game_pb2.PHASE_PLAY), LOOK, width=200))
+    assert "bar 79 (open with 80+)" in facts, facts
+    between = text(toolbar_fragments(_view(phase=game_pb2.PHASE_ROUND_OVER), LOOK, width=200))
+    assert "bar 79" in between and "open with" not in between, between
+    over = text(toolbar_fragments(_view(phase=game_pb2.PHASE_GAME_OVER), LOOK, width=200))
+    assert "bar" not in over, over
+
+
 def test_the_toolbar_marks_others_away_but_never_the_player_reading_it() -> None:
     """A game that ended while its player was away says so of the seat; the player who took
     it back and reads the toolbar is there."""

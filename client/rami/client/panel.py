@@ -279,14 +279,16 @@ def _facts(view: game_pb2.View, look: Look, short: bool = False) -> list[StyleAn
             (f"/{view.options.rounds}" if short else f" of {view.options.rounds}") if rounds else ""
         )
         items.append([("", f"round {view.round}{of}")])
-    if rules is not None and rules.has_opening:
+    moving = view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
+    if rules is not None and rules.has_opening and view.phase != game_pb2.PHASE_GAME_OVER:
         # What an opening needs now (the option's least, and more than the bar): the number
-        # the turn's line asks for, not the option's alone beside a higher bar.
-        opening = "" if short else f" (open with {opening_need(view)}+)"
+        # the turn's line asks for, not the option's alone beside a higher bar; only while
+        # the round is played.
+        opening = "" if short or not moving else f" (open with {opening_need(view)}+)"
         items.append([("", f"bar {view.bar}{opening}")])
     if not (rules is not None and rules.game_end == "rounds"):
         items.append([("", _game_end(view.options, short))])
-    if view.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY):
+    if moving:
         items.append([("", f"stock {view.stock_size}")])
         top = card(view.discard_top)
         shown = card_fragments(top, look) if top is not None else [("", "empty")]
