@@ -881,3 +881,37 @@ def test_after_a_long_postgresql_outage_the_storage_is_back_within_seconds() -> 
             await asyncio.wait_for(storage.close(), 30)
 
     _on_own_postgres(main)
+
+
+def test_a_sqlite_database_restored_without_its_key_is_refused_at_start(tmp_path: Path) -> None:
+    """A database copied back without its key file: a new key was made, and every table was
+    left out at start ("the server key does not make the deal") while the lobby still listed
+    it, playing, and Watch answered NOT_FOUND. Refused at start as on PostgreSQL, the key
+    made at that start taken away again; an empty database takes the new key."""
+    import grpc
+
+    from rami.v1 import game_pb2, lobby_service_pb2, lobby_service_pb2_grpc
+
+    db, log = tmp_path / "rami.db", tmp_path / "server.log"
+    with rami_server(db, log) as (_, address):
+        pass  # a new database and its key: nothing dealt yet
+    (tmp_path / "rami.db.key").unlink()
+    with rami_server(db, log) as (_, address), grpc.insecure_channel(address) as channel:
+        lobby = lobby_service_pb2_grpc.LobbyServiceStub(channel)
+        lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                variant=game_pb2.VARIANT_SIMPLE, options=game_pb2.Options(players=2)
+            ),
+            timeout=10,
+        )
+    (tmp_path / "rami.db.key").rename(tmp_path / "kept.key")
+    done = subprocess.run(
+        [str(SERVER), "--db", str(db), "--port", "0"], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 1, done.stderr
+    assert "restore the key file kept with the database" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "rami.db.key").exists()  # made at that start, taken away again
+    (tmp_path / "kept.key").rename(tmp_path / "rami.db.key")
+    with rami_server(db, log):
+        pass  # its own key starts it

@@ -38,7 +38,7 @@ from .errors import DecodeGuard
 from .introspection import HEALTH, HealthServicer, add_health, add_reflection
 from .lobby import Lobby, LobbyConfig, summarize
 from .services import LobbyService, RulesService, TableService
-from .storage import Storage, check_store, open_storage, redacted
+from .storage import Storage, check_store, is_postgres_url, open_storage, redacted
 from .table import TableConfig
 from .wire import add_sending_bytes
 
@@ -135,10 +135,17 @@ async def serve(
     long its lease on a table lasts unless renewed (it renews every third of that).
     """
     check_store(db)  # before anything is made from its name (the key file)
-    key = ServerKey.for_store(db, secret_file)
     limits = connections or ConnectionLimits()
     files = open_file_limit()
+    if is_postgres_url(db) and not secret_file:
+        ServerKey.for_store(db, secret_file)  # refused, saying why, before connecting
+    # The store first: a path that is no database this server can use makes no key file.
     storage = await open_storage(db, summarize, lease_seconds=lease_seconds)
+    try:
+        key = ServerKey.for_store(db, secret_file)
+    except BaseException:
+        await storage.close()
+        raise
     try:
         await storage.check_key(key.fingerprint())
     except OSError as e:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 
 import typer
@@ -15,6 +16,8 @@ from .table import TableConfig
 
 __all__ = ["app", "main"]
 
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+
 #: Help as plain text, wrapped at words (Rich's boxed columns cut long words at 80 columns,
 #: and would read [postgres] as markup).
 app = typer.Typer(add_completion=False, help="Serve Rami tables over gRPC.", rich_markup_mode=None)
@@ -22,7 +25,7 @@ app = typer.Typer(add_completion=False, help="Serve Rami tables over gRPC.", ric
 
 @app.command()
 def serve(
-    port: int = typer.Option(50051, help="Port to listen on (0: any free port)."),
+    port: int = typer.Option(50051, min=0, max=65535, help="Port to listen on (0: any free port)."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on (0.0.0.0: every interface)."),
     db: str = typer.Option(
         "rami.db",
@@ -31,14 +34,14 @@ def serve(
         " postgresql://host/db (it needs --secret-file, and pip install 'rami[postgres]').",
     ),
     turn_seconds: int = typer.Option(
-        0, help="Default turn clock for new tables, in seconds (0: no clock)."
+        0, min=0, max=3600, help="Default turn clock for new tables, in seconds (0: no clock)."
     ),
     log_level: str = typer.Option("info", help="Logging level: debug, info, warning or error."),
     allow_stacked_decks: bool = typer.Option(
         False, help="Let tables be created with an explicit deck order (tests, puzzles)."
     ),
     max_tables_per_client: int = typer.Option(
-        20, help="Unfinished tables one client address may have created at once."
+        20, min=1, help="Unfinished tables one client address may have created at once."
     ),
     table_creations_per_second: float = typer.Option(
         LobbyConfig().table_creations_per_second,
@@ -138,6 +141,19 @@ def serve(
     ),
 ) -> None:
     """Serve Rami tables on HOST:PORT until SIGTERM or SIGINT."""
+    if log_level.lower() not in _LOG_LEVELS:
+        typer.echo(f"rami-server: --log-level is one of {', '.join(_LOG_LEVELS)}", err=True)
+        raise typer.Exit(2)
+    for name, seconds in (("--drop-grace", drop_grace), ("--waiting-expiry", waiting_expiry)):
+        if not (math.isfinite(seconds) and seconds >= 0):
+            typer.echo(f"rami-server: {name} is a number of seconds, 0 or more", err=True)
+            raise typer.Exit(2)
+    if not db:
+        typer.echo(
+            "rami-server: --db names a SQLite file, ':memory:' (nothing kept) or a PostgreSQL URL",
+            err=True,
+        )
+        raise typer.Exit(2)
     logging.basicConfig(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -155,7 +171,11 @@ def serve(
             )
             raise typer.Exit(2)
     elif db != ":memory:":
-        Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        folder = Path(db).expanduser().parent
+        if not folder.is_dir():
+            # Not made: a mistyped path would serve from a new, empty database.
+            typer.echo(f"rami-server: --db {db}: no folder {folder} (make it first)", err=True)
+            raise typer.Exit(2)
     config = LobbyConfig(
         allow_stacked_decks=allow_stacked_decks,
         turn_seconds=turn_seconds,

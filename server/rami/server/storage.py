@@ -333,6 +333,11 @@ CREATE INDEX IF NOT EXISTS tables_by_status ON tables (status, created);
 CREATE INDEX IF NOT EXISTS tables_by_client ON tables (client, status);
 -- A request id creates one table at most.
 CREATE UNIQUE INDEX IF NOT EXISTS tables_by_request ON tables (request) WHERE request != '';
+-- The fingerprint of the server key the tables were dealt with (any version may hold it).
+CREATE TABLE IF NOT EXISTS rami_key (
+    only_row INTEGER PRIMARY KEY CHECK (only_row = 1),
+    fingerprint TEXT NOT NULL
+);
 """
 
 #: Version 1's tables lack these columns (and the tokens table): added, then filled.
@@ -446,13 +451,20 @@ class SqliteStorage:
     @classmethod
     async def open(cls, path: str, summarize: Summarize | None = None) -> SqliteStorage:
         """Open (creating or migrating) the database at ``path``, which no other process may
-        hold (OSError, saying so, when one does)."""
+        hold (OSError, saying so, when one does, or when it is no database this server can
+        use: a folder, another kind of file, a newer schema)."""
+        if path != ":memory:" and os.path.isdir(path):
+            raise OSError(f"{path} is a folder: name a file in it, such as {path}/rami.db")
         alone = None if path == ":memory:" else _hold_alone(path)
         try:
             pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rami-sqlite")
             loop = asyncio.get_running_loop()
             db = await loop.run_in_executor(pool, _connect, path, summarize)
             fast = None if path == ":memory:" else _connect_fast(path)
+        except sqlite3.DatabaseError as e:
+            if alone is not None:
+                os.close(alone)
+            raise OSError(f"{path}: {e} (SQLite)") from None
         except BaseException:
             if alone is not None:
                 os.close(alone)
@@ -646,7 +658,7 @@ class SqliteStorage:
         return StoredTable(row, entries)
 
     async def check_key(self, fingerprint: str) -> None:
-        return None  # this server's alone: its key file is the one beside it
+        await self._run(_check_key, self._db, fingerprint, self.path)
 
     def submit(self, append: Append) -> asyncio.Future[None]:
         loop = asyncio.get_running_loop()
@@ -877,6 +889,10 @@ _CONNINFO = re.compile(
 _URL_START = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+(?::/|//)")
 
 
+#: user@host:port/dbname (or user@host/dbname): a PostgreSQL URL whose scheme was left out.
+_URL_WITHOUT_SCHEME = re.compile(r"[^/@\s]+@[^/@\s]+(?::\d+)?/[^/\s]*")
+
+
 def check_store(db: str) -> None:
     """Refuse a ``--db`` that names a PostgreSQL database other than by a URL libpq reads:
     a connection string of keywords or a URL with a mistyped scheme would be taken for a
@@ -898,6 +914,11 @@ def check_store(db: str) -> None:
             "--db looks like a PostgreSQL connection string of keywords (host=... dbname=...):"
             " name the database by a URL, postgresql://user:password@host:port/dbname"
             " (percent-encode / # ? @ : in the password)"
+        )
+    if _URL_WITHOUT_SCHEME.fullmatch(db):
+        raise OSError(
+            "--db looks like a PostgreSQL URL without its scheme: name the database"
+            f" {redacted('postgresql://' + db)}, a SQLite file by its path"
         )
     if _URL_START.match(db):
         raise OSError(
@@ -947,6 +968,27 @@ _ONE_STATEMENT = 500
 #: Commits of the loop's connection between two checkpoints (SQLite's own default is a
 #: checkpoint per 1,000 pages of WAL; an append is well under a page).
 _CHECKPOINT_EVERY = 500
+
+
+def _check_key(db: sqlite3.Connection, fingerprint: str, path: str) -> None:
+    """The key's fingerprint, kept by the first server on the database; another key is
+    refused while the database holds tables (they were dealt with the first: a database
+    restored without its key file would list tables no server can play)."""
+    with _transaction(db):
+        db.execute(
+            "INSERT OR IGNORE INTO rami_key (only_row, fingerprint) VALUES (1, ?)", (fingerprint,)
+        )
+        (kept,) = db.execute("SELECT fingerprint FROM rami_key").fetchone()
+        if kept == fingerprint:
+            return
+        if db.execute("SELECT 1 FROM tables LIMIT 1").fetchone() is None:
+            db.execute("UPDATE rami_key SET fingerprint = ?", (fingerprint,))
+            return
+    raise OSError(
+        f"the server's key is not the key {path}'s tables were dealt with: restore the key"
+        " file kept with the database (by default its path + '.key'), or name it with"
+        " --secret-file"
+    )
 
 
 def _busy(error: sqlite3.OperationalError) -> bool:
@@ -1004,8 +1046,9 @@ def _connect(path: str, summarize: Summarize | None) -> sqlite3.Connection:
     (version,) = db.execute("PRAGMA user_version").fetchone()
     if version > SCHEMA_VERSION:
         db.close()
-        raise RuntimeError(
-            f"{path}: schema version {version} is newer than this server's ({SCHEMA_VERSION})"
+        raise OSError(
+            f"{path}: schema version {version} is newer than this server's ({SCHEMA_VERSION}):"
+            " a newer rami-server wrote it"
         )
     old = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'tables'").fetchone()
     if old and version < SCHEMA_VERSION:

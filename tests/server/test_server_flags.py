@@ -1,0 +1,93 @@
+"""``rami-server``'s flags and start: a value the server can't serve with is refused at once, in
+one line, before any file is made; a database it can't open is said in one line, not a
+traceback. (An operator's try found values taken that made every later CreateTable fail,
+a port number wrapped round, and screens of traceback.)"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+from server_support import SERVER
+
+
+def _serve(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The server's exit; one that starts (the flag taken) is stopped after a few seconds."""
+    try:
+        return subprocess.run(
+            [str(SERVER), "--port", "0", *args],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            cwd=cwd,
+        )
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(f"the server started with {args}: {e.stdout!r}") from None
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("--port", "99999"), "--port"),
+        (("--port", "-1"), "--port"),
+        (("--turn-seconds", "-5"), "--turn-seconds"),
+        (("--turn-seconds", "5000"), "--turn-seconds"),
+        (("--max-tables-per-client", "-1"), "--max-tables-per-client"),
+        (("--drop-grace", "-1"), "--drop-grace"),
+        (("--drop-grace", "nan"), "--drop-grace"),
+        (("--waiting-expiry", "-3"), "--waiting-expiry"),
+        (("--waiting-expiry", "inf"), "--waiting-expiry"),
+        (("--log-level", "verbose"), "--log-level"),
+        (("--db", ""), "--db"),
+    ],
+)
+def test_a_flag_the_server_cannot_serve_with_is_refused_before_anything_is_made(
+    tmp_path: Path, args: tuple[str, ...], said: str
+) -> None:
+    done = _serve("--db", str(tmp_path / "r.db"), *args, cwd=tmp_path)
+    out = done.stderr + done.stdout
+    assert done.returncode == 2, out
+    assert said in out and "Traceback" not in out, out
+    made = sorted(p.name for p in tmp_path.iterdir())
+    assert made == [], made  # no database, no key, no lock, no folder
+
+
+def test_a_postgresql_url_without_its_scheme_is_not_taken_for_a_file(tmp_path: Path) -> None:
+    # It served from a SQLite file in a new folder named "rami@127.0.0.1:55440".
+    done = _serve("--db", "rami:pw@127.0.0.1:55440/rami", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "name the database postgresql://rami:***@127.0.0.1:55440/rami" in done.stderr
+    assert "pw" not in done.stderr.replace("postgresql", "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_database_in_a_folder_that_does_not_exist_is_refused(tmp_path: Path) -> None:
+    # It was made, folders and all: a mistyped path served from a new, empty database.
+    done = _serve("--db", str(tmp_path / "no" / "such" / "rami.db"), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert f"no folder {tmp_path / 'no' / 'such'}" in done.stderr, done.stderr
+    assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize("trouble", ["a folder", "not a database", "newer schema"])
+def test_a_sqlite_file_the_server_cannot_use_is_said_in_one_line(
+    tmp_path: Path, trouble: str
+) -> None:
+    db = tmp_path / "rami.db"
+    if trouble == "a folder":
+        db.mkdir()
+        said = "is a folder"
+    elif trouble == "not a database":
+        db.write_text("print('hello')\n")
+        said = "not a database"
+    else:
+        with sqlite3.connect(db) as conn:
+            conn.execute("PRAGMA user_version = 99")
+        said = "schema version 99 is newer than this server's"
+    done = _serve("--db", str(db), cwd=tmp_path)
+    out = done.stderr + done.stdout
+    assert done.returncode == 1, out
+    assert said in out and "Traceback" not in out, out
+    assert done.stderr.strip().splitlines()[-1].startswith("rami-server: "), out
