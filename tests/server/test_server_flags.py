@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from server_support import SERVER
+from server_support import SERVER, rami_server
 
 
 def _serve(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -91,3 +91,31 @@ def test_a_sqlite_file_the_server_cannot_use_is_said_in_one_line(
     assert done.returncode == 1, out
     assert said in out and "Traceback" not in out, out
     assert done.stderr.strip().splitlines()[-1].startswith("rami-server: "), out
+
+
+def test_a_table_asked_without_a_clock_has_none_on_a_server_with_a_default_clock(
+    tmp_path: Path,
+) -> None:
+    """game.proto: turn_seconds 0 is no clock, unset is the server's default. An explicit 0
+    was read as unset, so a server started with --turn-seconds made no table without one."""
+    import grpc
+
+    from rami.v1 import game_pb2, lobby_service_pb2, lobby_service_pb2_grpc
+
+    args = ("--turn-seconds", "30")
+    server = rami_server(tmp_path / "r.db", tmp_path / "log", args=args)
+    with server as (_, address), grpc.insecure_channel(address) as channel:
+        lobby = lobby_service_pb2_grpc.LobbyServiceStub(channel)
+
+        def clock(**options: int) -> int:
+            made = lobby.CreateTable(
+                lobby_service_pb2.CreateTableRequest(
+                    variant=game_pb2.VARIANT_SIMPLE, options=game_pb2.Options(**options)
+                ),
+                timeout=10,
+            )
+            return made.table.options.turn_seconds
+
+        assert clock(players=2, turn_seconds=0) == 0
+        assert clock(players=2) == 30
+        assert clock(players=2, turn_seconds=45) == 45

@@ -468,6 +468,7 @@ class Lobby:
         request: Mark | None = None,
         owner: str | None = None,
         rematch_of: str = "",
+        default_clock: bool = True,
         token: str | None = None,
     ) -> tuple[Table | TableSummary, str]:
         """A new table and its owner's token (``owner``, or a new one). With a ``request``
@@ -477,7 +478,9 @@ class Lobby:
 
         ``rematch_of``: the finished table whose rematch this is, at which ``token`` (the
         call's) must prove a seat. A finished table has one rematch: when it has one already,
-        that table is answered with no owner token ('') and nothing is created."""
+        that table is answered with no owner token ('') and nothing is created.
+        ``default_clock``: a turn clock of 0 stands for the server's default (the options did
+        not say); else it is no clock."""
         if request is not None:
             assert owner is not None, "a request id's owner token is derived from it"
             before = await self.storage.created_by(request.key)
@@ -505,7 +508,7 @@ class Lobby:
                     "BAD_DECK",
                     f"a stacked deck must hold exactly the {v.deck_size} cards of {variant}",
                 )
-        if options.turn_seconds == 0 and self.config.turn_seconds:
+        if default_clock and options.turn_seconds == 0 and self.config.turn_seconds:
             options = options.with_(turn_seconds=self.config.turn_seconds)
         table_name = clean_name(name, MAX_TABLE_NAME, "table name", required=False)
         table_name = table_name or f"{variant} table"

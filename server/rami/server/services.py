@@ -364,6 +364,8 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
             # A rematch is asked for by a seat of the finished table, with its token.
             rematch_of=request.rematch_of,
             token=_token(context) if request.rematch_of else None,
+            # 0 is no clock; unset, the server's default (game.proto).
+            default_clock=not request.options.HasField("turn_seconds"),
         )
         summary = table.summary if isinstance(table, Table) else table
         return lobby_service_pb2.CreateTableResponse(
