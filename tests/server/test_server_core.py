@@ -1505,6 +1505,31 @@ def test_a_store_out_of_reach_is_logged_as_a_warning_once_not_as_an_error(
     run(main)
 
 
+def test_a_sqlite_disk_full_is_said_in_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    """A full disk was logged as "storing updates 65 to 65 failed (OperationalError)", which
+    does not say what to do; SQLite's own words say it."""
+
+    async def main(tmp: Path) -> None:
+        storage = await open_storage(tmp)
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table = await new_table(lobby)
+        caplog.set_level(logging.INFO, logger="rami.server")
+
+        def full() -> None:
+            raise sqlite3.OperationalError("database or disk is full")
+
+        storage.before_commit = full
+        with pytest.raises(Unavailable):
+            await table.change(joining("Ana"), lambda _: None)
+        said = [r.getMessage() for r in caplog.records if r.name == "rami.server.table"]
+        assert any("failed (OperationalError: database or disk is full)" in m for m in said), said
+        storage.before_commit = None
+        await storage.close()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(main(Path(tmp)))
+
+
 def test_a_call_while_a_reloaded_table_cannot_be_loaded_hears_unavailable_not_not_found() -> None:
     """A table dropped to be loaded again (its log ahead of it) while the store is out of
     reach: a client told to call again in a moment is refused UNAVAILABLE STORAGE_FAILED,

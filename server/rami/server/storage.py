@@ -89,6 +89,15 @@ def is_outage(error: BaseException) -> bool:
     return psycopg is not None and isinstance(error, psycopg.OperationalError)
 
 
+def failure_words(error: BaseException) -> str:
+    """A store's failure as a log says it: SQLite's own words, which say what to do (a full
+    disk, a file it can't write); only the kind of any other (a network database's words
+    may name where it is, and are its own log's)."""
+    if isinstance(error, sqlite3.Error):
+        return f"{type(error).__name__}: {error}"
+    return type(error).__name__
+
+
 class Unknown(Exception):
     """An append whose transaction may or may not have committed: its answer was lost, and the
     log could not be read to tell. The table's memory may be behind its stored log."""

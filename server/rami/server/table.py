@@ -66,7 +66,16 @@ from .convert import (
 )
 from .entries import Act, Chat, Entry, Join, Leave, NextDeal, Return, Start
 from .refusals import Aborted, Exhausted, Invalid, Refusal, Unauthenticated, Unavailable
-from .storage import Append, Conflict, Fenced, Storage, Unknown, append_of, is_outage
+from .storage import (
+    Append,
+    Conflict,
+    Fenced,
+    Storage,
+    Unknown,
+    append_of,
+    failure_words,
+    is_outage,
+)
 from .tablestate import (
     FINISHED,
     OVER,
@@ -960,7 +969,7 @@ class Table:
             self.table_id,
             first,
             state.number,
-            type(e).__name__,
+            failure_words(e),
         )
         raise Unavailable(
             "STORAGE_FAILED", "the table could not store this change: nothing was changed"
