@@ -207,3 +207,38 @@ def test_rami_client_connects_with_tls_and_a_ca(
         driver.expect(r"simple over TLS")  # the server's tables, listed
     finally:
         driver.close()
+
+
+def test_a_plaintext_caller_leaves_no_grpc_line_in_the_servers_log(tmp_path: Path) -> None:
+    """gRPC's own log (from INFO up by default) wrote a line for every plaintext connection to
+    a TLS port, whatever --log-level said: the server now defaults GRPC_VERBOSITY to ERROR,
+    as the clients do."""
+    import os
+    import time
+
+    from server_support import LISTENING, SERVER
+
+    cert, key = make_certificate(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "GRPC_VERBOSITY"}
+    log = tmp_path / "server.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            [str(SERVER), "--port", "0", "--db", str(tmp_path / "r.db"), "--log-level", "error",
+             "--tls-cert", str(cert), "--tls-key", str(key)],
+            stdout=subprocess.PIPE, stderr=err, text=True, env=env, start_new_session=True,
+        )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert LISTENING in line, log.read_text()
+        address = line.split(LISTENING, 1)[1].split()[0]
+        request = lobby_service_pb2.ListTablesRequest()
+        for _ in range(3):
+            with grpc.insecure_channel(address) as channel, pytest.raises(grpc.RpcError):
+                lobby_service_pb2_grpc.LobbyServiceStub(channel).ListTables(request, timeout=3)
+        time.sleep(0.5)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    said = log.read_text()
+    assert "Handshake failed" not in said and "ssl_transport_security" not in said, said
