@@ -119,3 +119,14 @@ def test_a_table_asked_without_a_clock_has_none_on_a_server_with_a_default_clock
         assert clock(players=2, turn_seconds=0) == 0
         assert clock(players=2) == 30
         assert clock(players=2, turn_seconds=45) == 45
+
+
+def test_an_advertised_address_of_the_loopback_is_told_apart() -> None:
+    """With --host 0.0.0.0 on PostgreSQL, clients are sent to this host's name; where that
+    name resolves to the loopback (127.0.0.1 in /etc/hosts), a cluster would send remote
+    clients to themselves, and the server warns."""
+    from rami.server.app import loopback
+
+    assert loopback("localhost:50051") and loopback("127.0.0.1:1") and loopback("[::1]:7")
+    assert not loopback("192.0.2.7:50051") and not loopback("[2001:db8::1]:50051")
+    assert not loopback("no-such-host.invalid:50051")

@@ -238,14 +238,43 @@ async def serve(
             storage.lease_seconds / 3,
             getattr(storage, "address", ""),
         )
+        where = getattr(storage, "address", "")
+        if not advertise and host in _EVERY_INTERFACE and loopback(where):
+            log.warning(
+                "clients are sent to %s, which names this machine's loopback (its name resolves"
+                " so here): the other servers would send their clients to themselves; give"
+                " --advertise HOST:PORT, the address they reach this server at",
+                where,
+            )
         leasing = loop.create_task(lobby.keep_leases(), name="leases")
     return Server(server, bound, lobby, storage, health_servicer, expiring, sweeper, leasing)
+
+
+#: The hosts that listen on every interface.
+_EVERY_INTERFACE = ("0.0.0.0", "::", "[::]", "")
+
+
+def loopback(address: str) -> bool:
+    """Whether ``address`` (HOST:PORT) names a loopback address of this machine, as its host
+    resolves here (a name that does not resolve: no)."""
+    import ipaddress
+    import socket
+
+    host = address.rpartition(":")[0].strip("[]")
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        return ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
+    except (OSError, ValueError):
+        return False
 
 
 def advertised(host: str, port: int) -> str:
     """The address clients are sent to by default: the one listened on (this host's name for
     every interface, 0.0.0.0 or ::)."""
-    if host in ("0.0.0.0", "::", "[::]", ""):
+    if host in _EVERY_INTERFACE:
         import socket
 
         host = socket.getfqdn()
