@@ -242,3 +242,18 @@ def test_a_plaintext_caller_leaves_no_grpc_line_in_the_servers_log(tmp_path: Pat
         proc.wait(timeout=20)
     said = log.read_text()
     assert "Handshake failed" not in said and "ssl_transport_security" not in said, said
+
+
+def test_a_certificate_and_key_given_the_wrong_way_round_are_said_so(tmp_path: Path) -> None:
+    # gRPC refused them at listening: "could not listen on ... (is another server listening
+    # there?)", which sent the operator looking for another server.
+    from server_support import SERVER
+
+    cert, key = make_certificate(tmp_path)
+    done = subprocess.run(
+        [str(SERVER), "--port", "0", "--db", ":memory:", "--tls-cert", str(key),
+         "--tls-key", str(cert)],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert f"--tls-key {cert} holds no PEM private key" in done.stderr, done.stderr

@@ -193,6 +193,15 @@ def serve(
         except OSError as e:
             typer.echo(f"rami-server: {e}", err=True)
             raise typer.Exit(2) from None
+        # gRPC says only "could not listen" of PEM files it can't use (swapped, say).
+        for flag, path, pem, kind in (
+            ("--tls-key", tls_key, tls[0], b"PRIVATE KEY-----"),
+            ("--tls-cert", tls_cert, tls[1], b"-----BEGIN CERTIFICATE-----"),
+        ):
+            if kind not in pem:
+                what = "private key" if flag == "--tls-key" else "certificate"
+                typer.echo(f"rami-server: {flag} {path} holds no PEM {what}", err=True)
+                raise typer.Exit(2)
     if loop not in LOOPS:
         typer.echo(f"rami-server: --loop is one of {', '.join(LOOPS)}", err=True)
         raise typer.Exit(2)
