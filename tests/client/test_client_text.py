@@ -586,25 +586,23 @@ def test_a_hint_without_an_opening_says_what_the_hand_lacks() -> None:
 def test_a_portuguese_hint_names_every_set_that_waits_for_a_run() -> None:
     """Three sets and no clean run: the hint named the first set only."""
     options = options_to_proto(dataclasses.asdict(Options(players=2)))
-    proto = _view(
-        variant=game_pb2.VARIANT_PORTUGUESE,
-        hand=[c + 1 for c in parse_cards("4c 4d 4s Kd Kh Ks 9c 9d 9h 2c 7d Jh Qs")],
-        options=options,
-        melds=[],
-    )
-    said = lines(hint_lines(game_pb2.Analysis(points_left=80), view_from_proto(proto), LOOK))
+
+    def said(hand: str) -> list[str]:
+        proto = _view(
+            variant=game_pb2.VARIANT_PORTUGUESE,
+            hand=[c + 1 for c in parse_cards(hand)],
+            options=options,
+            melds=[],
+        )
+        return lines(hint_lines(game_pb2.Analysis(points_left=80), view_from_proto(proto), LOOK))
+
+    three = said("4c 4d 4s Kd Kh Ks 9c 9d 9h 2c 7d Jh Qs")
     assert any(
         "Your sets 4♣ 4♦ 4♠, 9♣ 9♦ 9♥ and K♦ K♥ K♠ count only beside a clean run" in line
-        for line in said
-    ), said
-    one = _view(
-        variant=game_pb2.VARIANT_PORTUGUESE,
-        hand=[c + 1 for c in parse_cards("4c 4d 4s 2c 7d Jh Qs 8h 10c 6s 3d 5h Kc")],
-        options=options,
-        melds=[],
-    )
-    said = lines(hint_lines(game_pb2.Analysis(points_left=80), view_from_proto(one), LOOK))
-    assert any("Your set 4♣ 4♦ 4♠ counts only beside a clean run" in line for line in said), said
+        for line in three
+    ), three
+    one = said("4c 4d 4s 2c 7d Jh Qs 8h 10c 6s 3d 5h Kc")
+    assert any("Your set 4♣ 4♦ 4♠ counts only beside a clean run" in line for line in one), one
 
 
 def test_a_hint_of_a_finish_says_which_one_card_may_be_kept() -> None:

@@ -194,12 +194,11 @@ def serve(
             typer.echo(f"rami-server: {e}", err=True)
             raise typer.Exit(2) from None
         # gRPC says only "could not listen" of PEM files it can't use (swapped, say).
-        for flag, path, pem, kind in (
-            ("--tls-key", tls_key, tls[0], b"PRIVATE KEY-----"),
-            ("--tls-cert", tls_cert, tls[1], b"-----BEGIN CERTIFICATE-----"),
+        for flag, path, pem, marker, what in (
+            ("--tls-key", tls_key, tls[0], b"PRIVATE KEY-----", "private key"),
+            ("--tls-cert", tls_cert, tls[1], b"-----BEGIN CERTIFICATE-----", "certificate"),
         ):
-            if kind not in pem:
-                what = "private key" if flag == "--tls-key" else "certificate"
+            if marker not in pem:
                 typer.echo(f"rami-server: {flag} {path} holds no PEM {what}", err=True)
                 raise typer.Exit(2)
     if loop not in LOOPS:

@@ -470,13 +470,11 @@ class SqliteStorage:
             loop = asyncio.get_running_loop()
             db = await loop.run_in_executor(pool, _connect, path, summarize)
             fast = None if path == ":memory:" else _connect_fast(path)
-        except sqlite3.DatabaseError as e:
+        except BaseException as e:
             if alone is not None:
                 os.close(alone)
-            raise OSError(f"{path}: {e} (SQLite)") from None
-        except BaseException:
-            if alone is not None:
-                os.close(alone)
+            if isinstance(e, sqlite3.DatabaseError):  # a file that is no database, say
+                raise OSError(f"{path}: {e} (SQLite)") from None
             raise
         storage = cls(path, db, pool, fast)
         storage._alone = alone
