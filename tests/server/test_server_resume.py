@@ -16,6 +16,7 @@ from server_support import (
     SeatStream,
     error_of,
     md,
+    stacked_deck,
     without_presence,
 )
 
@@ -264,6 +265,9 @@ async def resume_on_the_clock(target: str) -> None:
                 name="clock",
                 variant=VARIANTS["portuguese"],
                 options=game_pb2.Options(players=2, rounds=1, turn_seconds=600),
+                # One deal, the same every run: a dealt hand that greedy declares with within
+                # its first moves ended the game, and the turn had no clock to see.
+                stacked_decks=[stacked_deck("portuguese", 2, {}, "Kc")],
             ),
             timeout=T,
         )
@@ -332,6 +336,9 @@ def test_a_stream_resumed_at_its_last_number_learns_the_restarted_clock(
                 name="clock",
                 variant=VARIANTS["portuguese"],
                 options=game_pb2.Options(players=2, rounds=1, turn_seconds=600),
+                # One deal, the same every run: a dealt hand that greedy declares with within
+                # its first moves ended the game, and the turn had no clock to see.
+                stacked_decks=[stacked_deck("portuguese", 2, {}, "Kc")],
             ),
             timeout=T,
         )
