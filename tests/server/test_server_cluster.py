@@ -620,3 +620,142 @@ def test_bad_lease_and_advertise_flags_are_refused_in_words(
     )
     assert done.returncode == 2
     assert said in done.stderr
+
+
+# -- the database out of reach: health --------------------------------------------------------
+
+
+class Gate:
+    """A TCP forwarder in front of the database that can be shut, as a database machine gone
+    from the network: shut, it resets every connection through it and every new one, until
+    it is opened again."""
+
+    def __init__(self, url: str) -> None:
+        import socket
+        import threading
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        self.upstream = (parts.hostname or "127.0.0.1", parts.port or 5432)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        port = self.listener.getsockname()[1]
+        self.url = parts._replace(netloc=f"{parts.username}@127.0.0.1:{port}").geturl()
+        self.open = True
+        self._links: set[Any] = set()
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if not self.open:
+                self._reset(client)
+                continue
+            try:
+                server = socket.create_connection(self.upstream)
+            except OSError:
+                self._reset(client)
+                continue
+            with self._lock:
+                self._links.update((client, server))
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, a: Any, b: Any) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        self._reset(a)
+        self._reset(b)
+
+    def _reset(self, sock: Any) -> None:
+        import socket
+        import struct
+
+        with self._lock:
+            self._links.discard(sock)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        sock.close()
+
+    def shut(self) -> None:
+        self.open = False
+        with self._lock:
+            links = list(self._links)
+        for sock in links:
+            self._reset(sock)
+
+    def close(self) -> None:
+        self.shut()
+        self.listener.close()
+
+
+def test_health_says_not_serving_while_the_database_is_out_of_reach(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """A load balancer asks the health service which servers to send clients to: one that
+    cannot reach the database can neither store a move nor renew a lease, and says so until
+    it can again. The rules service needs no database and serves on."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    serving, not_serving = (
+        health_pb2.HealthCheckResponse.SERVING,
+        (health_pb2.HealthCheckResponse.NOT_SERVING),
+    )
+    gate = Gate(postgres_url)
+    key, log = tmp_path / "key", tmp_path / "a.log"
+    try:
+        with rami_server(gate.url, log, args=_args(key, 0.6)) as (_, a):
+
+            async def go() -> None:
+                channel = grpc.aio.insecure_channel(a)
+                health = health_pb2_grpc.HealthStub(channel)
+
+                async def status(service: str = "") -> int:
+                    request = health_pb2.HealthCheckRequest(service=service)
+                    return int((await health.Check(request, timeout=RPC_TIMEOUT)).status)
+
+                async def down() -> bool:
+                    return await status() == not_serving
+
+                async def up() -> bool:
+                    return await status() == serving
+
+                try:
+                    assert await up()
+                    gate.shut()
+                    await _until(down, 20)
+                    await asyncio.sleep(1.0)  # five rounds of renewals: still out of reach
+                    assert await down()
+                    for service in ("rami.v1.LobbyService", "rami.v1.TableService"):
+                        assert await status(service) == not_serving, service
+                    assert await status("rami.v1.RulesService") == serving
+                    assert _log_has(log, "the database is out of reach")
+                    gate.open = True
+                    await _until(up, 30)
+                    for service in ("rami.v1.LobbyService", "rami.v1.TableService"):
+                        assert await status(service) == serving, service
+                    assert _log_has(log, "the database answers again")
+                    # And it serves indeed: a table is made.
+                    stubs = Stubs(a)
+                    try:
+                        await _create(stubs)
+                    finally:
+                        await stubs.close()
+                finally:
+                    await channel.close(None)
+
+            run(go)
+    finally:
+        gate.close()

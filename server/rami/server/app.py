@@ -216,6 +216,18 @@ async def serve(
             log.warning("no bound on connections per address: this system does not list them")
     for name in ("", *SERVICE_NAMES):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+
+    async def store_health(answers: bool) -> None:
+        # The server and the services that need the database; the rules need none.
+        status = (
+            health_pb2.HealthCheckResponse.SERVING
+            if answers
+            else health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        for name in ("", *SERVICE_NAMES[1:]):
+            await health_servicer.set(name, status)
+
+    lobby.on_store = store_health
     log.info(
         "listening on %s:%d (storage %s, %d tables restored)", host, bound, redacted(db), restored
     )

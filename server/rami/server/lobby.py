@@ -22,6 +22,7 @@ import random
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -43,7 +44,7 @@ from .refusals import (
     Unavailable,
 )
 from .sanitize import MAX_TABLE_NAME, clean_name
-from .storage import Created, RematchMade, Storage, TableRow
+from .storage import Created, RematchMade, Storage, TableRow, failure_words, is_outage
 from .table import Checkpoints, Heartbeats, Table, TableConfig, moved, start_entry
 from .tablestate import (
     FINISHED,
@@ -207,6 +208,11 @@ class Lobby:
         self._renewed = time.monotonic()
         #: Set at shutdown: no more claims.
         self._stopping = False
+        #: Whether the shared database answered this server's last round of renewals and
+        #: claims (:meth:`keep_leases`); ``on_store`` is awaited with it when it changes (the
+        #: server's health says NOT_SERVING while it does not).
+        self.store_answers = True
+        self.on_store: Callable[[bool], Awaitable[None]] | None = None
         self._finished: OrderedDict[str, None] = OrderedDict()
         #: Server time spent on each client's analyses, records and replays from far back
         #: (shared by every service), and on its lobby reads.
@@ -328,10 +334,11 @@ class Lobby:
         """The leases of the tables this server holds: table id -> epoch."""
         return {t.table_id: t.epoch for t in self.tables.values() if not t.closed}
 
-    async def renew_leases(self) -> int:
+    async def renew_leases(self) -> bool:
         """Renew this server's leases in one statement, and drop the tables it lost; returns
-        how many it lost. When no renewal has got through for a whole lease (the database
-        out of reach), every table is dropped: another server may hold them by now."""
+        whether the database answered. When no renewal has got through for a whole lease
+        (the database out of reach), every table is dropped: another server may hold them
+        by now."""
         held = self.held()
         try:
             lost = await self.storage.renew(held)
@@ -346,7 +353,8 @@ class Lobby:
                     self.moved(table, "", told=True)
             else:
                 log.warning("leases not renewed (%s); trying again", type(e).__name__)
-            return 0
+            await self._store_reached(e)
+            return False
         self._renewed = time.monotonic()
         for table_id in lost:
             table = self.tables.get(table_id)
@@ -357,11 +365,12 @@ class Lobby:
             except Exception:
                 owner = ""
             self.moved(table, owner)
-        return len(lost)
+        return True
 
     async def keep_leases(self) -> None:
         """This server's task on shared storage: every third of a lease, renew the leases it
-        holds, then claim (and load) the tables whose lease ran out."""
+        holds, then claim (and load) the tables whose lease ran out. Whether the database
+        answered both is the server's health (:attr:`store_answers`)."""
         seconds = self.storage.lease_seconds
         if seconds <= 0:
             return
@@ -369,11 +378,36 @@ class Lobby:
             await asyncio.sleep(seconds / 3)
             if self._stopping:
                 return
-            await self.renew_leases()
+            renewed = await self.renew_leases()
             try:
                 await self.restore(share=True)
             except Exception as e:
                 log.warning("could not claim orphaned tables (%s)", type(e).__name__)
+                await self._store_reached(e)
+            else:
+                if renewed:
+                    await self._store_reached(None)
+
+    async def _store_reached(self, error: BaseException | None) -> None:
+        """The database answered (``error`` None) or failed as an outage: tell
+        :attr:`on_store` when that changes. Any other failure (a bug) is not the database
+        out of reach, and leaves the health as it is."""
+        if error is not None and not is_outage(error):
+            return
+        answers = error is None
+        if answers == self.store_answers or self._stopping:
+            return
+        self.store_answers = answers
+        if answers:
+            log.warning("the database answers again: serving")
+        else:
+            log.warning(
+                "the database is out of reach (%s): the health check says NOT_SERVING until"
+                " it answers",
+                failure_words(error) if error is not None else "",
+            )
+        if self.on_store is not None:
+            await self.on_store(answers)
 
     def stopping(self) -> dict[str, int]:
         """At shutdown: claim nothing more; the leases this server holds, to release once
