@@ -294,3 +294,32 @@ def test_the_any_step_example_waits_when_rate_limited(tmp_path: Path) -> None:
         tables = Tables(srv.target, ch)
         table_id = tables.create("simple", 2, ("greedy",), round_cap=1)
         _finish(_any_step(srv.target, table_id), tables, table_id)
+
+
+def test_rami_bot_connect_says_at_once_that_no_server_answers() -> None:
+    """A server that cannot be reached (nothing listens there; or it speaks TLS, and the bot
+    does not) is said on the first failure, not after half a minute of silence; given up, the
+    bot says where it could not reach a server, not that the game went on too long."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        target = f"127.0.0.1:{s.getsockname()[1]}"  # nothing listens there once closed
+    started = time.monotonic()
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "rami.client.bot_cli", "connect", target),
+            *("--table", "t", "--timeout", "3"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert time.monotonic() - started < 20
+    lines = done.stderr.strip().splitlines()
+    assert "can't be reached" in lines[0] and "trying again" in lines[0], lines
+    assert lines[-1] == (
+        f"rami-bot: no Rami server answered at {target} within 3 s (is rami-server running"
+        " there? one that speaks TLS needs --tls)"
+    ), lines

@@ -79,3 +79,77 @@ def test_connect_resumes_after_a_server_restart(tmp_path: Path, down: float) -> 
             second.stop()
         if first_running:
             first.stop()
+
+
+def test_a_killed_bot_s_seat_is_taken_back_with_the_token_it_printed(tmp_path: Path) -> None:
+    """``rami-bot connect`` says its seat's token when it sits down (on stderr: the output
+    stays its summary), so that a bot that died can be started again on its seat with
+    ``--token``, which plays the game to its end."""
+    from typer.testing import CliRunner
+
+    from rami.client.bot_cli import app
+
+    db, port = str(tmp_path / "rami.db"), free_port()
+    server = FixedPortServer(db, port).start()
+    target = f"127.0.0.1:{port}"
+    channel = grpc.insecure_channel(target)
+    tables = Tables(target, channel)
+    bot: subprocess.Popen[str] | None = None
+    try:
+        table_id = tables.create("portuguese", 2, ("greedy",), rounds=1)
+        bot = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "rami.client.bot_cli",
+                "connect",
+                target,
+                "--table",
+                table_id,
+                "--policy",
+                "greedy",
+                "--timeout",
+                "60",
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert bot.stderr is not None
+        said = bot.stderr.readline()
+        found = re.search(rf"seat 1 at table {table_id}; .*--token (\S+)", said)
+        assert found, said
+        deadline = time.monotonic() + 30
+        while tables.info(table_id).number < 8:  # a few turns into the game
+            assert time.monotonic() < deadline, "the game did not start"
+            time.sleep(0.05)
+        bot.kill()
+        bot.wait(timeout=10)
+        result = CliRunner().invoke(
+            app,
+            [
+                "connect",
+                target,
+                "--table",
+                table_id,
+                "--policy",
+                "greedy",
+                "--token",
+                found.group(1),
+                "--timeout",
+                "60",
+            ],
+        )
+        assert result.exit_code == 0, result.output
+        line = result.stdout.strip().splitlines()[-1]
+        assert re.match(r"seat 1 \(greedy\): \d+ actions, 0 refused, .*game over", line), line
+        # Taking a seat back says no new token: the one given is the seat's.
+        assert "--token" not in result.stderr
+        assert tables.info(table_id).status == lobby_service_pb2.TABLE_STATUS_FINISHED
+    finally:
+        if bot is not None and bot.poll() is None:
+            bot.kill()
+            bot.wait(timeout=5)
+        channel.close()
+        server.stop()

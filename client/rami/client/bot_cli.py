@@ -92,7 +92,14 @@ def format_summary(result: BotResult, policy: str) -> str:
 
 @app.command()
 def connect(
-    target: Annotated[str, typer.Argument(metavar="HOST[:PORT]", help="The server.")],
+    target: Annotated[
+        str,
+        typer.Argument(
+            metavar="HOST[:PORT]",
+            help="The server (port 50051 by default), or a gRPC target: dns:///HOST:PORT, "
+            "or ipv4:A:PORT,B:PORT for several servers.",
+        ),
+    ],
     table: Annotated[str, typer.Option("--table", help="The table's id.")],
     policy: Annotated[str, typer.Option(help="random, greedy, strong or expert.")] = "strong",
     seat: Annotated[int | None, typer.Option(help="The seat wanted (default: first free).")] = None,
@@ -135,6 +142,22 @@ def connect(
         stream=sys.stderr,
         format="rami-bot: %(message)s",
     )
+    seated: list[BotResult] = []
+
+    def joined(result: BotResult) -> None:
+        seated.append(result)
+        typer.echo(
+            f"rami-bot: seat {result.seat} at table {table}; to take it back after a crash:"
+            f" --token {result.token}",
+            err=True,
+        )
+
+    def unreached(within: str = "") -> str:
+        return (
+            f"rami-bot: no Rami server answered at {target}{within} (is rami-server running"
+            " there? one that speaks TLS needs --tls)"
+        )
+
     decide = policy_decider(
         policy, seed if seed is not None else f"{table}:{policy}", expert_budget=expert_budget
     )
@@ -147,17 +170,23 @@ def connect(
         token=token,
         credentials=credentials,
         stream=not unary,
+        on_join=joined,
     )
     try:
         result = asyncio.run(asyncio.wait_for(coro, timeout) if timeout else coro)
     except grpc.aio.AioRpcError as e:
         typer.echo(f"rami-bot: {e.code().name}: {e.details()}", err=True)
+        if e.code() == grpc.StatusCode.UNAVAILABLE and not seated and token is None:
+            typer.echo(unreached(), err=True)
         raise typer.Exit(1) from None
     except CommandRefusedError as e:
         typer.echo(f"rami-bot: {e}", err=True)
         raise typer.Exit(1) from None
     except TimeoutError:
-        typer.echo(f"rami-bot: the game did not end within {timeout:g} s", err=True)
+        if seated or token is not None:
+            typer.echo(f"rami-bot: the game did not end within {timeout:g} s", err=True)
+        else:
+            typer.echo(unreached(f" within {timeout:g} s"), err=True)
         raise typer.Exit(1) from None
     for refusal in result.refused:
         typer.echo(f"rami-bot: refused: {refusal}", err=True)

@@ -228,17 +228,20 @@ async def play(
     max_reconnects: int = 20,
     credentials: grpc.ChannelCredentials | None = None,
     stream: bool = True,
+    on_join: Callable[[BotResult], None] | None = None,
 ) -> BotResult:
     """Play one game at ``table_id`` on the server at ``target`` until it is over.
 
     ``credentials`` (``grpc.ssl_channel_credentials(...)``) speak TLS to the server; without
     them the channel is plaintext. A ``channel`` given is used as it is (for the target; a
     table's owner elsewhere gets a channel of its own). ``stream``: commands on the Play
-    stream; False: unary Act calls beside a Watch stream."""
+    stream; False: unary Act calls beside a Watch stream. ``on_join`` is called once the bot
+    has joined (not when it takes a seat back with ``token``), with the seat and the token
+    it holds: keep the token to take the seat back after a crash."""
     route = _Route(target, channel, credentials)
     try:
         run = _play_stream if stream else _play
-        return await run(route, table_id, decide, name, seat, token, max_reconnects)
+        return await run(route, table_id, decide, name, seat, token, max_reconnects, on_join)
     finally:
         await route.close()
 
@@ -251,9 +254,10 @@ async def _play(
     seat: int | None,
     token: str | None,
     max_reconnects: int,
+    on_join: Callable[[BotResult], None] | None = None,
 ) -> BotResult:
     result = BotResult()
-    metadata = await _join(route, table_id, name, seat, token, result, max_reconnects)
+    metadata = await _join(route, table_id, name, seat, token, result, max_reconnects, on_join)
     last: int | None = None  # the latest update received
     decided = -1  # the latest update number this bot has acted on
     while True:
@@ -298,6 +302,7 @@ async def _join(
     token: str | None,
     result: BotResult,
     max_reconnects: int,
+    on_join: Callable[[BotResult], None] | None = None,
 ) -> tuple[tuple[str, str], ...]:
     """Take a seat (or the seat of ``token``); the metadata of its commands."""
     if token is None:
@@ -312,6 +317,9 @@ async def _join(
         joined = await _sent(lambda: route.lobby.JoinTable(request), result, max_reconnects, route)
         token, result.seat = joined.token, joined.seat
         result.deal_commitment = joined.table.deal_commitment
+        result.token = token
+        if on_join is not None:
+            on_join(result)
     result.token = token
     return ((TOKEN_METADATA, token),)
 
@@ -336,7 +344,13 @@ async def _sent(
                 raise
             lost += 1
             result.retries += 1
-            log.info("answer lost (%s: %s); sending the call again", e.code().name, e.details())
+            # Said at once the first time in a row (the tries may last half a minute).
+            log.log(
+                logging.WARNING if lost == 1 else logging.INFO,
+                "the server can't be reached, or its answer was lost (%s: %s); trying again",
+                e.code().name,
+                e.details(),
+            )
             await asyncio.sleep(_pause(lost))
         else:
             if route is not None:
@@ -437,13 +451,14 @@ async def _play_stream(
     seat: int | None,
     token: str | None,
     max_reconnects: int,
+    on_join: Callable[[BotResult], None] | None = None,
 ) -> BotResult:
     """The game on Play streams: the update an accepted command became is its answer, a
     refusal comes on the stream (and the stream goes on). The commands a dropped stream left
     unanswered are sent again on the next, with their request ids: each is applied once, and
     answered (``accepted_before`` when the first copy got through)."""
     result = BotResult()
-    metadata = await _join(route, table_id, name, seat, token, result, max_reconnects)
+    metadata = await _join(route, table_id, name, seat, token, result, max_reconnects, on_join)
     last: int | None = None  # the latest update received
     decided = -1  # the latest update number this bot has acted on
     unanswered: list[_Command] = []

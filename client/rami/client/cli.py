@@ -179,7 +179,12 @@ NoColorOption = Annotated[
 @app.command()
 def connect(
     address: Annotated[
-        str, typer.Argument(metavar="HOST[:PORT]", help="The server (port 50051 by default).")
+        str,
+        typer.Argument(
+            metavar="HOST[:PORT]",
+            help="The server (port 50051 by default), or a gRPC target: dns:///HOST:PORT, "
+            "or ipv4:A:PORT,B:PORT for several servers.",
+        ),
     ],
     name: Annotated[str, typer.Option(help="Your name at the tables.")] = "",
     tls: Annotated[bool, typer.Option(help="Speak TLS to the server.")] = False,
