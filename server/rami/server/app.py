@@ -36,7 +36,7 @@ from .connections import (
 from .dealing import ServerKey
 from .errors import DecodeGuard
 from .introspection import HEALTH, HealthServicer, add_health, add_reflection
-from .lobby import Lobby, LobbyConfig, summarize
+from .lobby import Lobby, LobbyConfig, count_tables, summarize
 from .services import LobbyService, RulesService, TableService
 from .storage import Storage, check_store, is_postgres_url, open_storage, redacted
 from .table import TableConfig
@@ -229,7 +229,11 @@ async def serve(
 
     lobby.on_store = store_health
     log.info(
-        "listening on %s:%d (storage %s, %d tables restored)", host, bound, redacted(db), restored
+        "listening on %s:%d (storage %s, %s restored)",
+        host,
+        bound,
+        redacted(db),
+        count_tables(restored),
     )
     log.info(
         "connections: at most %s in all (open files: %s), %s per address; handshake %g s, "
@@ -307,7 +311,8 @@ async def run(
     advertise: str = "",
     lease_seconds: float = 10.0,
 ) -> None:
-    """Raise the open-file limit, then serve until SIGTERM or SIGINT and shut down gracefully."""
+    """Raise the open-file limit, then serve until SIGTERM, SIGINT or SIGHUP and shut down
+    gracefully."""
     raise_open_file_limit()
     server = await serve(
         host,
@@ -328,7 +333,9 @@ async def run(
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    # SIGHUP: the terminal it was started from closed. Each stops it gracefully (by default
+    # SIGHUP killed it on the spot: on shared storage its tables waited out their leases).
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("shutting down")

@@ -140,7 +140,7 @@ def serve(
         " count of simulations, the same move on any machine).",
     ),
 ) -> None:
-    """Serve Rami tables on HOST:PORT until SIGTERM or SIGINT."""
+    """Serve Rami tables on HOST:PORT until SIGTERM, SIGINT or SIGHUP."""
     if log_level.lower() not in _LOG_LEVELS:
         typer.echo(f"rami-server: --log-level is one of {', '.join(_LOG_LEVELS)}", err=True)
         raise typer.Exit(2)

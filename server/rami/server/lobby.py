@@ -184,6 +184,11 @@ def _start_when_full(table: Table) -> None:
     table.change_later(plan)
 
 
+def count_tables(count: int) -> str:
+    """``1 table``, ``2 tables``: a count of tables as a log says it."""
+    return f"{count} table" if count == 1 else f"{count} tables"
+
+
 class Lobby:
     """The tables of one server process, and the way to every table in storage."""
 
@@ -426,7 +431,9 @@ class Lobby:
         except Exception as e:
             log.warning("leases not released (%s): they run out", type(e).__name__)
         else:
-            log.info("released the leases of %d tables", len(held))
+            log.info(
+                "released the lease%s of %s", "" if len(held) == 1 else "s", count_tables(len(held))
+            )
 
     async def _load(self, table_id: str) -> Table | None:
         """Load a stored table into this process (once, however many ask at the same time),
