@@ -155,9 +155,14 @@ async def serve(
         # A path mistyped, most likely: the key made at it is of no use, and taken away.
         with contextlib.suppress(OSError):
             os.unlink(key.source)
+        ask = (
+            "is it the path the other servers are given?"
+            if is_postgres_url(db)
+            else "is the key kept elsewhere?"
+        )
         raise OSError(
             f"{e}. The key file {key.source} did not exist (it was made at this start, and is"
-            " removed again): is it the path the other servers are given?"
+            f" removed again): {ask}"
         ) from None
     except BaseException:
         await storage.close()
