@@ -414,6 +414,31 @@ def test_an_opening_is_told_with_its_value_and_the_new_bar() -> None:
     ]
 
 
+def test_a_whole_hand_finish_is_told_as_one_not_as_an_opening() -> None:
+    """A whole-hand finish needs neither the 71 nor the bar, and ends the round: one that is
+    worth an opening was told "and opened with 79; the bar is now 79", a bar nobody will
+    meet (it starts again at 0 next round)."""
+    melds = (
+        (1, TableMeld(1, Meld.parse("Qc Kc Ac"))),
+        (2, TableMeld(1, Meld.parse("8c 8d 8h"))),
+        (3, TableMeld(1, Meld.parse("4s 5s 6s 7s"))),
+    )
+    laid = ev.Laid(
+        1,
+        (1, 2, 3),
+        (),
+        melds,
+        tuple(parse_cards("Qc Kc Ac 8c 8d 8h 4s 5s 6s 7s")),
+        opened=True,
+        opening_value=101,
+        bar=101,
+        finish=True,
+    )
+    assert lines(narrate(laid, _scene(me=0))) == [
+        "Sara laid [1] Q♣ K♣ A♣, [2] 8♣ 8♦ 8♥ and [3] 4♠ 5♠ 6♠ 7♠, leaving one card to discard."
+    ]
+
+
 def test_additions_and_jokers_taken_back_are_told_per_meld() -> None:
     before = {3: Meld.parse("7h 8h 9h"), 4: Meld.parse("4c JK 6c")}
     after = (

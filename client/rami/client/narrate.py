@@ -138,7 +138,8 @@ def _laid(e: ev.Laid, scene: Scene) -> Line:
         out.append(("", f", taking {which} back and laying it again"))
     elif again > 1:
         out.append(("", f", taking {again} jokers back and laying them again"))
-    if e.opened:
+    # A whole-hand finish needs no opening and ends the round: a bar it sets is met by nobody.
+    if e.opened and not e.finish:
         out.append(("class:good", f" and opened with {e.opening_value}; the bar is now {e.bar}"))
     if e.finish:
         out.append(("class:good", ", leaving one card to discard"))
