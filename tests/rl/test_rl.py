@@ -164,7 +164,7 @@ def pyspiel():  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_openspiel_random_simulation_test_passes(pyspiel, variant: str) -> None:  # type: ignore[no-untyped-def]
     game = pyspiel.load_game(f"python_rami_{variant}", {"turn_cap": 20})
-    pyspiel.random_sim_test(game, num_sims=2, serialize=False, verbose=False)
+    pyspiel.random_sim_test(game, num_sims=2, serialize=True, verbose=False)
 
 
 def test_openspiel_resampling_keeps_what_the_seat_knows(pyspiel) -> None:  # type: ignore[no-untyped-def]
@@ -333,3 +333,137 @@ def test_the_aec_state_is_every_seats_observation_together() -> None:
             assert np.array_equal(parts[seat], e.observe(agent)["observation"])
         mask = e.observe(e.agent_selection)["action_mask"]
         e.step(int(rng.choice(np.flatnonzero(mask))))
+
+
+# -- found by a researcher's first try of the environments ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("variant", "options", "said"),
+    [
+        ("tallage", {"rounds": 1}, "tallage has no option rounds"),
+        ("simple", {"rounds": 1}, "simple has no option rounds"),
+        ("portuguese", {"round_cap": 1}, "portuguese has no option round_cap"),
+        ("tallage", {"false_declaration": "reject"}, "tallage has no option false_declaration"),
+        ("tallage", {"bogus": 1}, "unknown option 'bogus'"),
+        ("tallage", {"round_cap": 0}, "option round_cap must be an integer from 1"),
+    ],
+)
+def test_an_option_the_variant_does_not_have_is_refused_as_the_server_refuses_it(
+    variant: str, options: dict[str, object], said: str
+) -> None:
+    """``rounds=1`` (the docs' advice for short games) was taken by tallage and simple and
+    ignored: a whole game was played. Every environment now refuses it, as a table does."""
+    for make in (env, raw_env, SeatEnv, Match):
+        with pytest.raises(ValueError, match=said):
+            make(variant=variant, **options)
+
+
+def test_human_rendering_prints_and_returns_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    from pettingzoo.test import render_test
+
+    def made(render_mode: str | None = None):  # type: ignore[no-untyped-def]
+        return env(variant="simple", round_cap=1, render_mode=render_mode)
+
+    render_test(made)
+    seat = SeatEnv(variant="simple", round_cap=1, render_mode="human")
+    seat.reset(seed=1)
+    capsys.readouterr()
+    assert seat.render() is None
+    assert capsys.readouterr().out.startswith("simple round 1")
+
+
+def test_a_seat_env_refuses_a_step_before_reset_and_a_reward_that_is_no_number() -> None:
+    seat = SeatEnv(variant="simple")
+    with pytest.raises(RuntimeError, match="reset"):
+        seat.step(0)
+    with pytest.raises(TypeError, match="illegal_reward is a number"):
+        SeatEnv(variant="simple", illegal_reward="x")  # type: ignore[arg-type]
+    obs, _ = seat.reset(seed=1)
+    illegal = int(np.flatnonzero(obs["action_mask"] == 0)[0])
+    obs, reward, terminated, truncated, info = seat.step(illegal)
+    assert (reward, terminated, truncated, info["illegal"]) == (-1.0, True, False, True)
+    # The episode is over: nothing is legal any more, as at a game's end.
+    assert not obs["action_mask"].any() and not info["action_mask"].any()
+
+
+def _played(pyspiel, name: str, params: dict[str, object], moves: int, seed: int = 0):  # type: ignore[no-untyped-def]
+    game = pyspiel.load_game(name, params)
+    state = game.new_initial_state()
+    rng = random.Random(seed)
+    for _ in range(moves):
+        if state.is_terminal():
+            break
+        if state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes(), strict=True)
+            state.apply_action(rng.choices(outcomes, probs)[0])
+        else:
+            state.apply_action(rng.choice(state.legal_actions()))
+    return game, state
+
+
+def test_openspiel_games_take_the_options_of_a_round(pyspiel) -> None:  # type: ignore[no-untyped-def]
+    game = pyspiel.load_game("python_rami_tallage", {"players": 3, "jokers_per_meld": 2})
+    state = game.new_initial_state()
+    assert game.get_parameters()["jokers_per_meld"] == 2
+    assert state._spec.template.options.jokers_per_meld == 2
+    game, state = _played(pyspiel, "python_rami_tallage", {"opening": 51}, 80)
+    assert state.match.options.opening == 51 and state.match.game.options.opening == 51
+    pyspiel.load_game("python_rami_portuguese", {"false_declaration": "reject"})
+    pyspiel.load_game("python_rami_simple", {"simple_rami_sec": True, "stock_rebuilds": 0})
+    with pytest.raises(pyspiel.SpielError, match="false_declaration"):
+        pyspiel.load_game("python_rami_tallage", {"false_declaration": "reject"})
+    with pytest.raises(ValueError, match="option opening must be one of 71, 51"):
+        pyspiel.load_game("python_rami_tallage", {"opening": 60})
+
+
+def test_an_openspiel_state_serializes_as_its_history(pyspiel) -> None:  # type: ignore[no-untyped-def]
+    """It was a pickle of the whole state (620 KB, and unpickling a string runs what it
+    says); a refusal of an illegal action quoted all of it."""
+    game, state = _played(pyspiel, "python_rami_tallage", {"players": 2}, 300)
+    text = state.serialize()
+    assert len(text) < 4 * len(state.history()) + 100, len(text)
+    assert "__dict__" not in text
+    import pickle
+
+    pickled = pickle.dumps(state)
+    assert len(pickled) < 4 * len(text) + 1000, len(pickled)
+    for again in (game.deserialize_state(text), pickle.loads(pickled)):
+        _same_state(again, state)
+    illegal = next(a for a in range(game.num_distinct_actions()) if a not in state.legal_actions())
+    with pytest.raises(pyspiel.SpielError) as refused:
+        state.apply_action_with_legality_check(illegal)
+    assert len(str(refused.value)) < 10_000
+    game = pyspiel.load_game("python_rami_portuguese", {"turn_cap": 20})
+    pyspiel.random_sim_test(game, num_sims=1, serialize=True, verbose=False)
+
+
+def _same_state(again, state) -> None:  # type: ignore[no-untyped-def]
+    assert again.history() == state.history()
+    assert str(again) == str(state) and again.legal_actions() == state.legal_actions()
+    for p in range(2):
+        assert again.information_state_string(p) == state.information_state_string(p)
+        assert again.observation_tensor(p) == state.observation_tensor(p)
+
+
+def test_an_openspiel_game_pickles(pyspiel) -> None:  # type: ignore[no-untyped-def]
+    import pickle
+
+    for variant in VARIANTS:
+        game = pyspiel.load_game(f"python_rami_{variant}", {"players": 3})
+        again = pickle.loads(pickle.dumps(game))
+        assert again.get_parameters() == game.get_parameters()
+        assert again.num_distinct_actions() == game.num_distinct_actions()
+
+
+def test_openspiel_gives_no_information_state_tensor_in_place_of_one(pyspiel) -> None:  # type: ignore[no-untyped-def]
+    """The game has no information-state tensor: asking for one got the observation tensor,
+    silently, so a perfect-recall algorithm learned from less than it was told."""
+    from open_spiel.python.observation import make_observation
+
+    game, state = _played(pyspiel, "python_rami_simple", {}, 120)
+    assert not game.get_type().provides_information_state_tensor
+    with pytest.raises((pyspiel.SpielError, RuntimeError, ValueError)):
+        state.information_state_tensor(0)
+    recall = make_observation(game, pyspiel.IIGObservationType(perfect_recall=True))
+    assert recall.string_from(state, 0) == state.information_state_string(0)

@@ -134,9 +134,14 @@ class raw_env(AECEnv):  # PettingZoo's name for the unwrapped environment
         return np.concatenate([self.match.observe(s) for s in range(self.match.players)])
 
     def render(self) -> str | None:
+        """The table as text: returned (``render_mode="ansi"``) or printed (``"human"``)."""
         if self.render_mode is None:
             return None
-        return self.match.render()
+        text = self.match.render()
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
 
     def close(self) -> None:
         pass

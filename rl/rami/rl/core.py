@@ -143,7 +143,10 @@ class Match:
         if rewards not in ("game", "round"):
             raise ValueError(f"rewards is 'game' or 'round', not {rewards!r}")
         self.variant = get_variant(variant)
-        self.options = Options(players=players, **options)
+        # As a table's: a name no option has, or an option the variant has not (``rounds``
+        # in tallage), is refused, not ignored (``MalformedAction``, a ``ValueError``).
+        self.options = Options.from_dict({"players": players, **options})
+        self.options.check_variant(self.variant.id)
         self.space = StepSpace(self.variant, self.options, turn_cap=turn_cap)
         self.layout = Layout.of(players)
         self._at = {name: start for name, start, _ in self.layout.blocks}

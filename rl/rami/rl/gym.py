@@ -40,7 +40,7 @@ _DEALS = 100
 class SeatEnv(gymnasium.Env[dict[str, np.ndarray], np.int64]):
     """One seat of a Rami game against built-in policies."""
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"]}
 
     def __init__(
         self,
@@ -54,8 +54,11 @@ class SeatEnv(gymnasium.Env[dict[str, np.ndarray], np.int64]):
         render_mode: str | None = None,
         **options: Any,
     ) -> None:
-        self.illegal_reward = illegal_reward
-        self._ended = False
+        if isinstance(illegal_reward, bool) or not isinstance(illegal_reward, int | float):
+            raise TypeError(f"illegal_reward is a number, not {illegal_reward!r}")
+        self.illegal_reward = float(illegal_reward)
+        #: The episode ended (or none began: :meth:`reset` first).
+        self._ended = True
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode is one of {self.metadata['render_modes']}")
         if not 0 <= seat < players:
@@ -82,7 +85,8 @@ class SeatEnv(gymnasium.Env[dict[str, np.ndarray], np.int64]):
         self._rng = random.Random(0)
 
     def _observation(self) -> dict[str, np.ndarray]:
-        mine = not self.match.over and self.match.to_move == self.seat
+        # Nothing is legal once the episode is over (the game's end, or an illegal step).
+        mine = not self._ended and not self.match.over and self.match.to_move == self.seat
         mask = self.match.mask() if mine else np.zeros(self.match.space.size, np.int8)
         return {"observation": self.match.observe(self.seat), "action_mask": mask}
 
@@ -122,7 +126,7 @@ class SeatEnv(gymnasium.Env[dict[str, np.ndarray], np.int64]):
         self, action: np.int64 | int
     ) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         if self._ended or self.match.over:
-            raise RuntimeError("the episode is over: call reset()")
+            raise RuntimeError("no episode is under way: call reset()")
         step = self.match.step_number(action)  # not an integer: a TypeError
         if step not in self.match.legal():
             self._ended = True
@@ -135,6 +139,12 @@ class SeatEnv(gymnasium.Env[dict[str, np.ndarray], np.int64]):
         return obs, reward, self.match.over, False, {"action_mask": obs["action_mask"]}
 
     def render(self) -> str | None:
+        """The table as the learner's seat sees it: returned (``render_mode="ansi"``) or
+        printed (``"human"``)."""
         if self.render_mode is None:
             return None
-        return self.match.render(self.seat)
+        text = self.match.render(self.seat)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text

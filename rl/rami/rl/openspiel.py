@@ -38,14 +38,30 @@ from rami.engine import Phase
 from rami.engine.cards import CARDS, full_deck
 from rami.engine.events import Declared, Discarded, Drew, Event, Laid
 from rami.engine.game import LEARNING_TURN_CAP, Game
-from rami.engine.variants import get_variant
+from rami.engine.variants import OPTION_SPECS, Options, get_variant
 
 from .core import Match
 
-__all__ = ["GAMES", "RamiGame", "RamiState", "register"]
+__all__ = ["GAMES", "RamiGame", "RamiState", "register", "round_options"]
 
 _VARIANTS = ("tallage", "portuguese", "simple")
 _FACES = 53
+
+
+#: Options of a whole game (its rounds, its target, its cap on rounds) or of a table (the
+#: seats, the clock): not a round's. The others change a round's play or its points.
+_NOT_OF_A_ROUND = ("players", "rounds", "target", "round_cap", "turn_seconds")
+
+
+def round_options(variant: str) -> dict[str, Any]:
+    """The options of ``variant`` that change one round (its game's parameters beside
+    ``players`` and ``turn_cap``), with their defaults."""
+    defaults = Options().to_dict()
+    return {
+        spec.name: defaults[spec.name]
+        for spec in OPTION_SPECS
+        if variant in spec.variants and spec.name not in _NOT_OF_A_ROUND
+    }
 
 
 def _game_type(variant: str) -> pyspiel.GameType:
@@ -63,7 +79,11 @@ def _game_type(variant: str) -> pyspiel.GameType:
         provides_information_state_tensor=False,
         provides_observation_string=True,
         provides_observation_tensor=True,
-        parameter_specification={"players": 2, "turn_cap": LEARNING_TURN_CAP},
+        parameter_specification={
+            "players": 2,
+            "turn_cap": LEARNING_TURN_CAP,
+            **round_options(variant),
+        },
     )
 
 
@@ -75,9 +95,28 @@ class _Spec:
     template: Match
     deal_size: int
     turn_cap: int
+    #: The round's options (:func:`round_options`) as given.
+    options: tuple[tuple[str, Any], ...] = ()
 
 
-_SPECS: dict[tuple[str, int, int], _Spec] = {}
+_SPECS: dict[tuple[Any, ...], _Spec] = {}
+
+
+def _spec_for(variant: str, params: dict[str, Any]) -> tuple[tuple[Any, ...], _Spec]:
+    """The key and spec of the game of ``variant`` with ``params`` (made once a process)."""
+    players = int(params.get("players", 2))
+    turn_cap = int(params.get("turn_cap", LEARNING_TURN_CAP))
+    options = tuple(
+        (k, params.get(k, default)) for k, default in sorted(round_options(variant).items())
+    )
+    key = (variant, players, turn_cap, *options)
+    spec = _SPECS.get(key)
+    if spec is None:
+        template = Match(variant, players, turn_cap=turn_cap, **dict(options))
+        v = get_variant(variant)
+        deal_size = players * v.hand_size + v.dealer_extra + 1
+        spec = _SPECS[key] = _Spec(template, deal_size, turn_cap, options)
+    return key, spec
 
 
 class RamiGame(pyspiel.Game):  # type: ignore[misc]
@@ -87,33 +126,42 @@ class RamiGame(pyspiel.Game):  # type: ignore[misc]
     variant_id = ""
 
     def __init__(self, params: dict[str, Any] | None = None) -> None:
-        variant = self.variant_id
-        params = dict(params or {})
-        players = int(params.get("players", 2))
-        turn_cap = int(params.get("turn_cap", LEARNING_TURN_CAP))
-        template = Match(variant, players, turn_cap=turn_cap)
-        space = template.space
-        v = get_variant(variant)
-        deal_size = players * v.hand_size + v.dealer_extra + 1
+        _, spec = _spec_for(self.variant_id, params or {})
+        space = spec.template.space
         info = pyspiel.GameInfo(
             num_distinct_actions=space.size,
             max_chance_outcomes=_FACES,
-            num_players=players,
+            num_players=spec.template.players,
             min_utility=-1.0,
             max_utility=1.0,
             utility_sum=0.0,
-            max_game_length=deal_size + turn_cap * (space.max_turn_steps + 1),
+            max_game_length=spec.deal_size + spec.turn_cap * (space.max_turn_steps + 1),
         )
-        super().__init__(_game_type(variant), info, {"players": players, "turn_cap": turn_cap})
-        self.key = (variant, players, turn_cap)
-        _SPECS.setdefault(self.key, _Spec(template, deal_size, turn_cap))
+        given = {"players": spec.template.players, "turn_cap": spec.turn_cap, **dict(spec.options)}
+        super().__init__(_game_type(self.variant_id), info, given)
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """What its states look their spec up by. (From its parameters: a copy OpenSpiel
+        makes of a game, or an unpickled one, has none of the attributes ``__init__`` set.)"""
+        return _spec_for(self.variant_id, self.get_parameters())[0]
 
     def new_initial_state(self) -> RamiState:
         return RamiState(self)
 
+    def deserialize_state(self, text: str) -> RamiState:
+        """The state :meth:`RamiState.serialize` wrote: its actions replayed."""
+        state = self.new_initial_state()
+        for word in text.split():
+            state.apply_action(int(word))
+        return state
+
     def make_py_observer(
         self, iig_obs_type: Any = None, params: dict[str, Any] | None = None
-    ) -> _Observer:
+    ) -> _Observer | _Recall:
+        if iig_obs_type is not None and iig_obs_type.perfect_recall:
+            # The information state is a string only (its history grows without bound).
+            return _Recall()
         return _Observer(self)
 
 
@@ -196,7 +244,9 @@ class RamiState(pyspiel.State):  # type: ignore[misc]
         rest.subtract(self.dealt)
         deck = [*self.dealt, *sorted(rest.elements())]
         t = self._spec.template
-        match = Match(t.variant.id, t.players, turn_cap=self._spec.turn_cap)
+        match = Match(
+            t.variant.id, t.players, turn_cap=self._spec.turn_cap, **dict(self._spec.options)
+        )
         match.game, events = Game.new(
             t.variant, t.options, 0, decks=[deck], turn_cap=self._spec.turn_cap
         )
@@ -365,10 +415,40 @@ class RamiState(pyspiel.State):  # type: ignore[misc]
             new.match = self.match.clone()
         return new
 
+    def apply_action_with_legality_check(self, action: int) -> None:
+        """:meth:`apply_action`, once ``action`` is legal here. (OpenSpiel's own check
+        quotes the whole state in its refusal, the pickle of every object it holds.)"""
+        legal = (
+            [o for o, _ in self.chance_outcomes()]
+            if self.is_chance_node()
+            else self.legal_actions()
+        )
+        if action not in legal:
+            player = self.current_player()
+            raise pyspiel.SpielError(
+                f"action {action} is not legal for player {player} at move"
+                f" {self.move_number()} ({len(legal)} legal actions)"
+            )
+        self.apply_action(action)
+
+    def serialize(self) -> str:
+        """The actions taken, one a line (OpenSpiel's own default for a game): the chance
+        outcomes are among them, so :meth:`RamiGame.deserialize_state` replays the state
+        exactly."""
+        return "".join(f"{a}\n" for a in self.history())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled as its game and its actions (pyspiel's own pickle holds every object).
+        return (_replayed, (self.get_game(), self.serialize()))
+
     def __str__(self) -> str:
         if self.match is None:
             return f"dealing: {len(self.dealt)} of {self._spec.deal_size} cards"
         return self.match.render()
+
+
+def _replayed(game: RamiGame, text: str) -> RamiState:
+    return game.deserialize_state(text)
 
 
 def _pool(deck: list[int], seen: list[int]) -> list[int]:
@@ -395,10 +475,30 @@ class _Observer:
         return state.observation_string(player)
 
 
+class _Recall:
+    """A perfect-recall observation: the information-state string, and no tensor (the game
+    provides none: asking for one is an error, not the observation tensor in its place)."""
+
+    tensor = None
+    dict: dict[str, np.ndarray] = {}  # noqa: RUF012 (read by OpenSpiel, never written)
+
+    def set_from(self, state: RamiState, player: int) -> None:
+        raise pyspiel.SpielError(
+            "Rami provides no information-state tensor: use the observation tensor, or the"
+            " information-state string"
+        )
+
+    def string_from(self, state: RamiState, player: int) -> str:
+        return state.information_state_string(player)
+
+
 #: The game class of each variant, registered with OpenSpiel as ``python_rami_<variant>``.
 GAMES: dict[str, type[RamiGame]] = {
-    v: type(f"Rami{v.title()}Game", (RamiGame,), {"variant_id": v}) for v in _VARIANTS
+    v: type(f"Rami{v.title()}Game", (RamiGame,), {"variant_id": v, "__module__": __name__})
+    for v in _VARIANTS
 }
+# Each by its name in this module, as pickle finds a class (games pickle, for workers).
+globals().update({cls.__name__: cls for cls in GAMES.values()})
 
 
 def register() -> None:
