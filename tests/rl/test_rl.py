@@ -467,3 +467,13 @@ def test_openspiel_gives_no_information_state_tensor_in_place_of_one(pyspiel) ->
         state.information_state_tensor(0)
     recall = make_observation(game, pyspiel.IIGObservationType(perfect_recall=True))
     assert recall.string_from(state, 0) == state.information_state_string(0)
+
+
+def test_gymnasium_makes_the_seat_env_by_its_id() -> None:
+    import gymnasium as gym
+
+    e = gym.make("rami/Seat-v0", variant="simple", round_cap=1, opponents="random")
+    obs, _ = e.reset(seed=3)
+    assert e.unwrapped.spec is not None and e.unwrapped.spec.id == "rami/Seat-v0"
+    assert isinstance(e.unwrapped, SeatEnv) and obs["action_mask"].any()
+    e.step(int(np.flatnonzero(obs["action_mask"])[0]))

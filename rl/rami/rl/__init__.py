@@ -2,7 +2,7 @@
 
 - :func:`env` / :class:`raw_env`: a PettingZoo AEC environment per variant and player count;
 - :class:`SeatEnv`: a Gymnasium environment of one seat, the others played by built-in
-  policies;
+  policies (``gymnasium.make("rami/Seat-v0", ...)`` once ``rami.rl`` is imported);
 - :mod:`rami.rl.openspiel`: the games registered with OpenSpiel (``python_rami_*``).
 
 All of them stand on the engine's complete step space (:mod:`rami.engine.steps`) through

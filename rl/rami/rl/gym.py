@@ -148,3 +148,8 @@ class SeatEnv(gymnasium.Env[dict[str, np.ndarray], np.int64]):
             print(text)
             return None
         return text
+
+
+# ``gymnasium.make("rami/Seat-v0", variant=..., ...)`` makes it (with Gymnasium's checks).
+if "rami/Seat-v0" not in gymnasium.registry:
+    gymnasium.register(id="rami/Seat-v0", entry_point="rami.rl.gym:SeatEnv")
