@@ -902,3 +902,36 @@ def test_a_client_whose_solver_time_is_spent_still_reads_the_lobby(tmp_path: Pat
         assert [t.table_id for t in listed.tables] == [table]
         got = stubs.lobby.GetTable(lobby_service_pb2.GetTableRequest(table_id=table), timeout=T)
         assert got.table.table_id == table
+
+
+def test_a_refused_export_record_costs_its_table_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ExportRecord walked the table's whole log in the table's own task before it asked
+    the caller's budget: a flood of calls, each refused RATE_LIMITED, held up the table's
+    moves (a table of 13,000 updates stood still for seconds). The budget is asked first; the
+    walk runs only for a call let in, and is charged to it."""
+    import rami.server.services as services
+
+    walks: list[int] = []
+    real = services.record_inputs
+
+    def counted(state: Any) -> Any:
+        walks.append(state.number)
+        return real(state)
+
+    monkeypatch.setattr(services, "record_inputs", counted)
+    with (
+        ServerThread(str(tmp_path / "rami.db"), work_share=1e-6, work_burst=0.0) as server,
+        Stubs(server.target) as stubs,
+    ):
+        table = create(stubs, "tallage", 2).table.table_id
+        for _ in range(5):
+            refused(
+                lambda: stubs.table.ExportRecord(
+                    table_service_pb2.ExportRecordRequest(table_id=table), timeout=T
+                ),
+                Code.RESOURCE_EXHAUSTED,
+                "RATE_LIMITED",
+            )
+        assert walks == []

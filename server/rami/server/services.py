@@ -817,8 +817,25 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         self, request: table_service_pb2.ExportRecordRequest, context: grpc.aio.ServicerContext
     ) -> table_service_pb2.ExportRecordResponse:
         table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
-        inputs = await table.read(record_inputs)
-        with self.lobby.work.spend(_client(context)):
+        client = _client(context)
+        work = self.lobby.work
+        # Let in (and charged its own handling) before any work at the table: the walk of
+        # the log runs in the table's task, and a flood of calls refused only after it held
+        # up the table's moves.
+        work.let_in(client, LEGAL_STEPS_CALL)
+        walked = 0.0
+
+        def walk(state: TableState) -> dict[str, Any]:
+            nonlocal walked
+            start = time.perf_counter()
+            try:
+                return record_inputs(state)
+            finally:
+                walked = time.perf_counter() - start
+
+        inputs = await table.read(walk)
+        work.charge(client, walked)
+        with work.spend(client, checked=True):
             text, complete = record_json(inputs)
         return table_service_pb2.ExportRecordResponse(record_json=text, complete=complete)
 
