@@ -243,3 +243,11 @@ def test_a_rematch_that_may_not_be_made_is_refused_and_changes_nothing(
     # What was refused may be asked for again by the right seat.
     made = b.lobby.CreateTable(_request(old), metadata=md(tokens["Bea"]), timeout=T)
     assert not made.rematch_made_before and _info(a, old).rematch_table_id == made.table.table_id
+    # Once it is made, another `private` is refused as before (it was answered with the
+    # rematch): the contract refuses it, making nothing, whenever it is asked.
+    with pytest.raises(grpc.RpcError) as refused:
+        a.lobby.CreateTable(private, metadata=md(tokens["Ana"]), timeout=T)
+    e = error_of(refused.value)
+    assert (e.code, e.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "BAD_OPTION"), e
+    again = a.lobby.CreateTable(_request(old), metadata=md(tokens["Ana"]), timeout=T)
+    assert again.rematch_made_before and again.table.table_id == made.table.table_id

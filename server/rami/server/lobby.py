@@ -529,17 +529,17 @@ class Lobby:
                 return await self._created_before(before, request), owner
         if rematch_of:
             old = await self._rematch_check(rematch_of, token)
-            if old.rematch:
-                return await self._held_or_listed(old.rematch), ""
             was_private = bool(old.spec.get("private"))
             if private != was_private:
                 # The old table names its rematch to whoever may read it: a public table's
-                # listing would give away a private rematch's id.
+                # listing would give away a private rematch's id. (Refused made or not.)
                 raise Invalid(
                     "BAD_OPTION",
                     f"a rematch is as private as its table: send private={str(was_private).lower()}"
                     ", as that table was made",
                 )
+            if old.rematch:
+                return await self._held_or_listed(old.rematch), ""
         v = get_variant(variant)
         if decks and not self.config.allow_stacked_decks:
             raise PermissionDenied("STACKED_DECKS_OFF", "this server does not allow stacked decks")
