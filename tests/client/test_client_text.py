@@ -1372,3 +1372,19 @@ def test_a_game_over_shows_no_one_offline() -> None:
     view.phase = game_pb2.PHASE_DRAW
     players = text(toolbar_fragments(view, LOOK, width=200)).split("\n")[-1]
     assert "offline" in players, players
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("\x1bPq#0;2;0;0;0\x1b\\dcs", "dcs"),
+        ("\x1b_app\x1b\\ok", "ok"),
+        ("\x9b31mok", "ok"),
+        ("\x9d0;title\x07ok", "ok"),
+        ("\x1b(0lqqk", "lqqk"),
+        ("a\x1b7b\x1b8c", "abc"),
+    ],
+)
+def test_escape_sequences_are_shown_as_nothing_not_as_their_body(text: str, kept: str) -> None:
+    """A DCS's body or an ESC 7 left visible text behind (as the server cleaned them too)."""
+    assert safe(text) == kept

@@ -186,6 +186,10 @@ def _table_with_a_bot(stubs: Stubs, players: int, bot: str) -> str:
         ("R\u0251ndom bot 1", "BAD_NAME"),  # Latin alpha
         ("\ua731trong bot 2", "BAD_NAME"),  # small capital s
         ("\u13datrong bot 2", "BAD_NAME"),  # Cherokee Ꮪ
+        ("\u13d5trong bot 2", "BAD_NAME"),  # Cherokee Ꮥ
+        ("\u10bdtrong bot 2", "BAD_NAME"),  # Georgian Ⴝ
+        ("St\u0433ong bot 2", "BAD_NAME"),  # Cyrillic г
+        ("Strong \u042cot 2", "BAD_NAME"),  # Cyrillic Ь
         ("Strong b\u2c9ft 2", "BAD_NAME"),  # Coptic ⲟ
         ("Lu\u03f2ky", "NAME_TAKEN"),  # Greek lunate sigma
         ("L\u057dcky", "NAME_TAKEN"),  # Armenian ս

@@ -235,3 +235,25 @@ def test_clean_text_keeps_accents_but_not_a_pile_of_combining_marks() -> None:
     assert clean_text("e\u0301" * 3) == "e\u0301" * 3  # one accent on each letter: all kept
     # Characters dropped between them do not start a new pile.
     assert clean_text("a" + ("\u0301" * 3 + "\u200b\u3164") * 5) == "a" + "\u0301" * 3
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("\x1bPq#0;2;0;0;0\x1b\\dcs", "dcs"),  # DCS (sixel), to its string terminator
+        ("\x1b_app\x1b\\ok", "ok"),  # APC
+        ("\x1b^pm\x9cok", "ok"),  # PM, ended by the 8-bit ST
+        ("\x9b31mok", "ok"),  # CSI by its 8-bit introducer
+        ("\x9b2J\x9b31mX", "X"),
+        ("\x9d0;title\x07ok", "ok"),  # OSC by its 8-bit introducer
+        ("\x1b(0lqqk", "lqqk"),  # a character set chosen (ESC ( 0): the drawing letters stay
+        ("\x1b#8ok", "ok"),  # DEC screen alignment
+        ("a\x1b7b\x1b8c", "abc"),  # cursor saved and restored
+    ],
+)
+def test_escape_sequences_are_dropped_whole_not_their_introducer_alone(
+    text: str, kept: str
+) -> None:
+    """Only the introducer went: a DCS's body, an 8-bit CSI's parameters ("31m") stayed as
+    visible text (found by an outside attack)."""
+    assert clean_text(text) == kept

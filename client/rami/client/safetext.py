@@ -16,10 +16,15 @@ from prompt_toolkit.utils import get_cwidth
 
 __all__ = ["cells", "clip", "ljust", "rjust", "safe"]
 
-# ESC- and CSI-introduced sequences are dropped whole, so no stray "[31m" is left behind.
+# Escape sequences are dropped whole, so no stray "[31m" is left behind (as the server's
+# ``sanitize`` drops them): a CSI to its final byte; an OSC, DCS, SOS, PM or APC string to
+# its terminator or the text's end; ESC with intermediate bytes and a final one (ESC ( 0);
+# ESC and the one byte after it. By the ESC form of an introducer or its 8-bit C1 one.
 _ESCAPES = re.compile(
-    r"(\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])?)"
-    r"|(\x9b[0-?]*[ -/]*[@-~])"
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]+[0-~]"
+    r"|\x1b[0-~]?"
 )
 
 

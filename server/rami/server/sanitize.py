@@ -13,9 +13,17 @@ MAX_NAME = 24
 MAX_TABLE_NAME = 40
 MAX_CHAT = 280
 
-# ESC-introduced sequences (CSI, OSC, ...) are dropped whole, not just their ESC byte, so no
-# stray "[31m" is left behind; then every remaining control or format character goes.
-_ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])?")
+# Escape sequences are dropped whole, not just their introducer, so no stray "[31m" is left
+# behind (ECMA-48, by the ESC form of an introducer or its 8-bit C1 one): a CSI to its final
+# byte; an OSC, DCS, SOS, PM or APC string to its terminator (BEL, ESC \\ or ST), or to the
+# end of the text; ESC with intermediate bytes and a final one (ESC ( 0, ESC # 8); ESC and
+# the one byte after it (ESC 7, ESC c). Then every remaining control or format character goes.
+_ESCAPES = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]+[0-~]"
+    r"|\x1b[0-~]?"
+)
 
 
 #: Letters that draw nothing: the Hangul fillers and the blank Braille pattern are letters or
@@ -79,12 +87,12 @@ def clean_name(text: str, limit: int, what: str, *, required: bool) -> str:
 #: Letters of other scripts (case folded) drawn like a Latin small letter, as that letter: a
 #: name is compared by how it looks, so "Ѕtrong bot 2" (a Cyrillic Ѕ) is "Strong bot 2". Not
 #: every lookalike of Unicode (TR39 lists thousands): those of the scripts whose letters pass
-#: for Latin ones in a name (Cyrillic, Greek, Armenian, Cherokee, Coptic, and Latin's own
-#: small capitals and variants).
+#: for Latin ones in a name (Cyrillic, Greek, Armenian, Cherokee, Coptic, Georgian, and
+#: Latin's own small capitals and variants).
 _LOOKALIKES = str.maketrans(
     {
         # Cyrillic
-        **dict(zip("аеёһіјӏкмнопрсѕтухԁԛԝвүɡԍ", "aeehijlkmhonpcstyxdqwbygg", strict=True)),
+        **dict(zip("аеёһіјӏкмнопрсѕтухԁԛԝвүɡԍгь", "aeehijlkmhonpcstyxdqwbyggrb", strict=True)),
         # Greek
         **dict(zip("αβγεηικνοπρτυχωζϲϳ", "abyenikvonptuxwzcj", strict=True)),
         # Armenian
@@ -103,8 +111,8 @@ _LOOKALIKES = str.maketrans(
 _CAPITALS = str.maketrans(
     dict(
         zip(
-            "АВЕКМНОРСТУХЅІЈԚԜҺҮΑΒΕΖΗΙΚΜΝΟΡΤΥΧᎪᏴᏟᎬᎻᎫᏦᎷᏢᏚᎢᏔᏙϹϲ",
-            "ABEKMHOPCTYXSIJQWHYABEZHIKMNOPTYXABCEHJKMPSTWVCc",
+            "АВЕКМНОРСТУХЅІЈԚԜҺҮΑΒΕΖΗΙΚΜΝΟΡΤΥΧᎪᏴᏟᎬᎻᎫᏦᎷᏢᏚᏕᎢᏔᏙϹϲႽ",
+            "ABEKMHOPCTYXSIJQWHYABEZHIKMNOPTYXABCEHJKMPSSTWVCcS",
             strict=True,
         )
     )
