@@ -451,7 +451,7 @@ def test_ctrl_d_during_a_game_asks_as_quit_does_and_a_second_one_quits(
         d.keys("\x04")
         # Said, as a new player's try found it was not: "anything else keeps you" was read
         # as Ctrl-D too.
-        d.expect(r"The game is still on.*Type y \(or yes\) to quit \(Ctrl-D quits too\)")
+        d.expect(r"The game is still on[\s\S]*Type y \(or yes\) to quit \(Ctrl-D\s+quits too\)")
         d.keys("\x04")  # again: quits
         d.expect(r"You left the game: the server plays your seat")
         d.thread.join(10)
@@ -471,6 +471,8 @@ def test_leave_during_a_game_says_the_server_plays_the_seat(
         # Asked first, as quit is: anything but yes keeps the seat.
         d.type("leave")
         d.expect(r"The game is still on: if you leave, the server plays your seat from now on\.")
+        # What the stand-in does, said before it is chosen: a new player expected it to lay.
+        d.expect(r"It only draws and discards for you: it lays nothing\.")
         d.type("n")
         d.expect(r"You stay at the table\.")
         d.type("leave")

@@ -71,18 +71,54 @@ def test_a_seat_left_by_quitting_is_taken_back_by_a_new_client(tmp_path: Path) -
         _play_across_two_clients(server, stubs, SeatBook(tmp_path / "seats.json"))
 
 
-def _kept_table(stubs: Stubs) -> None:
+def _kept_table(stubs: Stubs, private: bool = False) -> str:
     """A two-player portuguese table of one round, "kept", dealt PORTUGUESE_HAND to seat 0 and
-    2♠ twice on top of the stock."""
+    2♠ twice on top of the stock; its id."""
     deck = stacked_deck("portuguese", [PORTUGUESE_HAND, None], "3s", "2s 2s")
-    stubs.lobby.CreateTable(
+    created = stubs.lobby.CreateTable(
         lobby_service_pb2.CreateTableRequest(
             name="kept",
             variant=VARIANT_IDS["portuguese"],
             options=game_pb2.Options(players=2, rounds=1),
             stacked_decks=[lobby_service_pb2.Deck(cards=[c + 1 for c in deck])],
+            private=private,
         )
     )
+    return str(created.table.table_id)
+
+
+def test_a_seat_at_a_private_table_is_offered_back_and_taken_by_join(tmp_path: Path) -> None:
+    """A private table is not listed: a seat kept there was never offered back, and join
+    with no table said no table had a free seat (a new player's try, after a closed window).
+    The seats the book holds are asked for by their id."""
+    book = SeatBook(tmp_path / "seats.json")
+    with ServerThread(str(tmp_path / "rami.db"), PATIENT) as server, Stubs(server.target) as stubs:
+        table_id = _kept_table(stubs, private=True)
+        first = _client(server, book)
+        try:
+            first.expect(r"rami>")
+            first.type(f"join {table_id}")
+            first.expect(r"You sit at seat 0")
+            first.type("bot greedy")
+            first.expect(r"It's your turn: take a card")
+            first.type("quit")
+            first.expect(r"if you quit, the server plays your seat")
+            first.type("yes")
+            first.expect(r"You left the game")
+        finally:
+            first.close()
+        second = _client(server, book)
+        try:
+            second.expect(
+                rf"You hold seat 0 at the private table {table_id} \(kept\):"
+                rf" join {table_id} takes it back\."
+            )
+            second.type("join")
+            second.expect(r"You take seat 0 back: kept")
+            second.type("draw stock")
+            second.expect(r"You drew 2♠ from the stock\.")
+        finally:
+            second.close()
 
 
 def _sit_to_turn(d: Driver) -> None:

@@ -218,8 +218,9 @@ COMMANDS: tuple[Command, ...] = (
         "leave",
         "leave this table and go back to the lobby",
         "leave gives up your seat or stops watching. During a game it asks first (y leaves), "
-        "and the server plays your seat from then on; rami-client connect remembers the seat, "
-        "and join takes it back while the game lasts.",
+        "and the server plays your seat from then on (it draws and discards, and lays "
+        "nothing); rami-client connect remembers the seat, and join takes it back while the "
+        "game lasts.",
         _AT_TABLE,
     ),
     Command(

@@ -147,6 +147,11 @@ class _Question:
     yes: Callable[[], Awaitable[None]]
 
 
+#: What the server does with a seat whose player is away (the engine's safe move), said
+#: before a player leaves a game: it keeps the game going, not the player's chances.
+STAND_IN = "It only draws and discards for you: it lays nothing."
+
+
 def _timed_out(update: table_service_pb2.Update, seat: int | None) -> bool:
     """The update tells that ``seat``'s turn ran out: the server played for it."""
     return seat is not None and any(
@@ -869,8 +874,8 @@ class ClientSession:
         back = " until you take it back (join)" if self.seats is not None else " from now on"
         if seated and game_on and not confirmed:  # as quit does, asked first
             self.ask(
-                f"The game is still on: if you leave, the server plays your seat{back}. Type y"
-                " (or yes) to leave; anything else keeps you at the table.",
+                f"The game is still on: if you leave, the server plays your seat{back}."
+                f" {STAND_IN} Type y (or yes) to leave; anything else keeps you at the table.",
                 "leave?",
                 "You stay at the table.",
                 lambda: self._do_leave(args, confirmed=True),
@@ -1132,6 +1137,13 @@ class ClientSession:
             raise ValueError(f"tables takes nothing or all, not {args.strip()!r}")
         listed = await self.finder.show(everything=word == "all")
         held = self._held_here()
+        for t in await self._held_unlisted(await self.finder.listed()):
+            saved = self._saved(t)
+            assert saved is not None
+            self.out.info(
+                f"You hold seat {saved.seat} at the private table {t.table_id}"
+                f" ({safe(t.name, 40)}): join {t.table_id} takes it back."
+            )
         for i, t in enumerate(listed, 1):
             saved = self._saved(t) if t.table_id in held else None
             if saved is None:
@@ -1180,8 +1192,9 @@ class ClientSession:
                 if t.status != lobby_service_pb2.TABLE_STATUS_FINISHED
                 and self._saved(t) is not None
             ]
+            mine += await self._held_unlisted(listed)
             free = [t for t in listed if joinable(t)]
-            if not listed:
+            if not (listed or mine):
                 raise ValueError("no tables yet: create tallage bots=3 starts one with bots")
             if not (mine or free):
                 await self._do_tables("")
@@ -1243,6 +1256,28 @@ class ClientSession:
         await self._watch_table(
             table.table_id, joined.token, table.name, history=joined.table.number - 1
         )
+
+    async def _held_unlisted(
+        self, listed: list[lobby_service_pb2.TableInfo]
+    ) -> list[lobby_service_pb2.TableInfo]:
+        """The tables, not in ``listed`` (private ones), where a seat written down is still
+        in a game: asked for by their ids. A table gone, or whose game is over, is left out
+        (its seat is forgotten once the end is shown, as at a listed one)."""
+        ids = {t.table_id for t in listed}
+        found = []
+        for table_id in sorted(self._held_here() - ids):
+            try:
+                got = await self.link.call(
+                    self.link.lobby.GetTable, lobby_service_pb2.GetTableRequest(table_id=table_id)
+                )
+            except Refused:
+                continue
+            if got.table.status in (
+                lobby_service_pb2.TABLE_STATUS_WAITING,
+                lobby_service_pb2.TABLE_STATUS_PLAYING,
+            ):
+                found.append(got.table)
+        return found
 
     def _saved(self, table: lobby_service_pb2.TableInfo) -> SavedSeat | None:
         """The seat written down at ``table``: one to take back, or, its game over, one whose
@@ -1333,9 +1368,10 @@ class ClientSession:
                 )
             else:
                 then = "the server plays your seat from now on"
+            stand_in = "" if self.local else f" {STAND_IN}"
             self.ask(
-                f"The game is still on: if you quit, {then}. Type y (or yes) to quit (Ctrl-D"
-                " quits too); anything else keeps you at the table.",
+                f"The game is still on: if you quit, {then}.{stand_in} Type y (or yes) to quit"
+                " (Ctrl-D quits too); anything else keeps you at the table.",
                 "quit?",
                 "You stay at the table.",
                 self._quit,
