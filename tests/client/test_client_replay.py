@@ -178,3 +178,10 @@ def test_the_viewer_stays_within_the_game(record: Path) -> None:
     assert viewer.index == len(viewer.replay.frames) - 1
     viewer.next_round(-1)
     assert viewer.index == viewer.replay.round_starts()[-1]
+
+
+def test_the_replay_footer_says_how_to_quit_in_a_narrow_window() -> None:
+    """The window cuts the footer at its width: at 60 columns "q: quit", last, was cut."""
+    from rami.client.replay import _FOOTER
+
+    assert "q: quit" in _FOOTER[:40]

@@ -1388,3 +1388,25 @@ def test_a_game_over_shows_no_one_offline() -> None:
 def test_escape_sequences_are_shown_as_nothing_not_as_their_body(text: str, kept: str) -> None:
     """A DCS's body or an ESC 7 left visible text behind (as the server cleaned them too)."""
     assert safe(text) == kept
+
+
+@pytest.mark.parametrize(
+    ("name", "typed", "example"),
+    [
+        ("add", "2c", "add 3 2c"),
+        ("add", "3", "add 3 10h"),
+        ("add", "", "add 3 10h"),
+        ("take", "5s", "take 3 5s"),
+        ("take", "2", "take 2 5s"),
+    ],
+)
+def test_an_add_or_take_without_its_meld_says_how_it_is_typed(
+    name: str, typed: str, example: str
+) -> None:
+    """A new player's add 2c got only "usage: add MELD CARDS [low|high]"."""
+    from rami.client.moves import MoveError, parse_move
+
+    with pytest.raises(MoveError) as refused:
+        parse_move(name, typed, parse_cards("2c 5s 10h"))
+    said = str(refused.value)
+    assert f"{example}, for instance" in said and "number" in said, said

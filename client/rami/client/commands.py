@@ -267,7 +267,8 @@ COMMANDS: tuple[Command, ...] = (
         "watch TABLE",
         "watch a table as a spectator",
         "watch k3vq7a (a short id) or watch 2 (the list you saw, checked as for join) follows "
-        "a table without taking a seat.",
+        "a table without taking a seat: you see what every watcher sees (no hand) and read the "
+        "players' chat, but don't write in it.",
         frozenset({LOBBY}),
     ),
     Command(

@@ -143,6 +143,23 @@ def parse_move(name: str, args: str, hand: Sequence[Card] = ()) -> Action:
         example = held[-1].code() if held else "7h"
         raise MoveError(f"{name} which card? Type it after {name}: {name} {example}, for instance.")
     text = args.replace("|", ",").lower()
+    words = re.split(r"[\s,;]+", text.strip()) if text.strip() else []
+    if name in ("add", "take") and len(words) < 2:
+        # The engine's "usage: add MELD CARDS [low|high]" was all a player typing add 2c got.
+        card = "10h" if name == "add" else "5s"
+        typed = " ".join(args.split())
+        example = (
+            f"{name} {typed} {card}"
+            if words and words[0].isdigit()
+            else f"{name} 3 {typed or card}"
+        )
+        what = (
+            "add puts cards of your hand on a meld of the table, named by its number first"
+            if name == "add"
+            else "take puts a card of your hand in a meld in place of its joker, the meld"
+            " named by its number first"
+        )
+        raise MoveError(f"{what}: {example}, for instance (the numbers are beside the melds).")
     check_ranks(args)
     if name in ("discard", "declare", "lay"):
         _rank_alone(name, args, hand)

@@ -177,7 +177,8 @@ def frame_fragments(replay: Replay, index: int, look: Look) -> StyleAndTextTuple
     return out
 
 
-_FOOTER = "left/right: step   PgUp/PgDn: round   Home/End: first/last   q: quit"
+#: q first: a narrow window cuts the line at its end, and how to leave must show.
+_FOOTER = "q: quit   left/right: step   PgUp/PgDn: round   Home/End: first/last"
 
 
 def wrapped_frame(
