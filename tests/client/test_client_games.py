@@ -651,3 +651,22 @@ def test_a_table_made_for_a_seat_the_server_refuses_is_closed_again(
     listed = stubs.lobby.ListTables(lobby_service_pb2.ListTablesRequest())
     closed = lobby_service_pb2.TABLE_STATUS_CLOSED
     assert [t.status for t in listed.tables] in ([], [closed]), listed
+
+
+def test_a_move_typed_as_the_clock_ran_out_is_told_too_late_not_sent(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    """A move typed just as the clock ran out was answered "You don't hold 2♥" (the server
+    had discarded it for the player), or would have been sent into the next turn: it is
+    refused as too late, and nothing is sent."""
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1, turn_seconds=1)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"You ran out of time; the server played for you\.", timeout=15)
+        d.expect(r"The server \(for you\) discarded ")
+        d.type("draw stock")
+        d.expect(r"Too late: your clock ran out and the server played that turn for you")
+        d.expect(r"draw stock was not sent")
+    finally:
+        d.close()

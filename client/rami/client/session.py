@@ -147,6 +147,10 @@ class _Question:
     yes: Callable[[], Awaitable[None]]
 
 
+#: Seconds after this seat's clock ran out in which a move typed is taken as meant for the
+#: turn the server played, and not sent.
+TOO_LATE = 3.0
+
 #: What the server does with a seat whose player is away (the engine's safe move), said
 #: before a player leaves a game: it keeps the game going, not the player's chances.
 STAND_IN = "It only draws and discards for you: it lays nothing."
@@ -206,6 +210,9 @@ class ClientSession:
         #: The server plays the seat's turn, whose clock ran out: its moves are told as the
         #: server's until the turn passes.
         self._server_turn = False
+        #: When this seat's clock last ran out (monotonic): a move typed in the moments after
+        #: was meant for the turn the server played (:data:`TOO_LATE`).
+        self._ran_out: float | None = None
         #: The last update of the table followed that is written down as seen (see seats).
         self._seen = 0
         #: While the past of a table is read quietly, the update where the telling starts.
@@ -507,6 +514,16 @@ class ClientSession:
     async def _move(self, name: str, args: str, *, confirmed: bool = False) -> None:
         view = self.view
         assert view is not None and self.table_id is not None
+        ran_out, self._ran_out = self._ran_out, None
+        if ran_out is not None and time.monotonic() - ran_out < TOO_LATE and not confirmed:
+            # Typed for the turn the server has just played: refused with a card "you don't
+            # hold" (the server discarded it), or sent into a turn not looked at yet.
+            what = f"{name} {args}".strip()
+            self.out.error(
+                "Too late: your clock ran out and the server played that turn for you (above);"
+                f" {what} was not sent. Look at the table, then type your move again."
+            )
+            return
         action = parse_move(name, args, cards(view.hand))
         if isinstance(action, Lay) and self.stage.steps:
             # A take typed again is not a card short: it is waiting for its joker's place.
@@ -676,6 +693,7 @@ class ClientSession:
         )
         if _timed_out(update, me):
             self._server_turn = True
+            self._ran_out = time.monotonic()
         scene = Scene(
             names=seat_names(after),
             look=self.look,
