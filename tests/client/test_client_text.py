@@ -236,6 +236,14 @@ def test_with_the_discard_staged_the_toolbar_asks_for_the_lay_that_uses_it() -> 
     assert turn == " Your turn: now type the lay that uses 9♣ (cancel drops it)", turn
 
 
+def test_with_a_joker_taken_back_staged_the_toolbar_asks_where_it_goes() -> None:
+    """A take waits for its joker's place: the toolbar went on saying "lay, add or take
+    back jokers if you like, then discard" (a new player's try)."""
+    view = _view(phase=game_pb2.PHASE_PLAY)
+    turn = text(toolbar_fragments(view, LOOK, width=200, staged=True, joker=True)).split("\n")[0]
+    assert turn.startswith(" Your turn: now say where the joker goes"), turn
+
+
 def test_the_toolbar_breaks_its_lines_to_fit_the_terminal() -> None:
     bar = text(toolbar_fragments(_view(), LOOK, width=80, rows=24)).split("\n")
     assert bar == [

@@ -234,9 +234,11 @@ def your_turn_fragments(view: game_pb2.View, look: Look) -> StyleAndTextTuples:
     return [turn, ("", f"you play first with {len(view.hand)} cards, without drawing.")]
 
 
-def turn_fragments(view: game_pb2.View, look: Look, staged: bool = False) -> StyleAndTextTuples:
+def turn_fragments(
+    view: game_pb2.View, look: Look, staged: bool = False, joker: bool = False
+) -> StyleAndTextTuples:
     """Whose turn it is and what they are doing, in words (``staged``: a move waits for its
-    lay, as a draw from the discard does)."""
+    lay, as a draw from the discard does; ``joker``: a joker taken back waits for its place)."""
     names = seat_names(view)
     phase = view.phase
     if phase == game_pb2.PHASE_WAITING:
@@ -260,6 +262,9 @@ def turn_fragments(view: game_pb2.View, look: Look, staged: bool = False) -> Sty
             return [*head, *uses, ("", " (cancel drops it)")]
         if phase == game_pb2.PHASE_DRAW:
             return head + _my_draw(view, look)
+        if joker:
+            where = "now say where the joker goes: add 3 JK, or lay it in a meld (cancel drops it)"
+            return [*head, ("", where)]
         return [*head, ("", play_hint(view))]
     doing = "taking a card" if phase == game_pb2.PHASE_DRAW else "playing"
     name = names[view.turn] if view.turn < len(names) else f"Seat {view.turn}"
@@ -397,10 +402,11 @@ def toolbar_fragments(
     width: int = 100,
     rows: int = 40,
     staged: bool = False,
+    joker: bool = False,
 ) -> StyleAndTextTuples:
     """The bottom toolbar: whose turn and the clock; the table's facts; the players (lines
     broken to fit ``width`` columns, fewer words in a small window; ``staged``: a move waits
-    for its lay)."""
+    for its lay; ``joker``: a joker taken back waits for its place)."""
     if view is None:
         return [("", note or " Not at a table: tables lists them, create starts one, help")]
     # While the connection is lost the clock is not known (a restarted server starts the
@@ -409,7 +415,7 @@ def toolbar_fragments(
     head: StyleAndTextTuples = []
     if note:  # a lost connection matters more than anything else on the line
         head.append(("class:bottom-toolbar.turn", f"{note}   "))
-    head += turn_fragments(view, look, staged)
+    head += turn_fragments(view, look, staged, joker)
     words = _words(head)
     if clock:  # one piece: its sign never at the end of a line and its time on the next
         words.append([("class:bottom-toolbar.turn", f"   {clock}")])

@@ -324,6 +324,7 @@ class ClientSession:
             width=size.columns,
             rows=size.rows,
             staged=not self.stage.empty,
+            joker=self.stage.jokers > 0,
         )
 
     def _before_render(self, app: Application[str]) -> None:
