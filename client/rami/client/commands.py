@@ -69,8 +69,9 @@ COMMANDS: tuple[Command, ...] = (
         "lay new melds from your hand (commas between melds)",
         "lay 7h 8h 9h, Ks Kd Kc lays two melds at once (your tallage opening, or a whole-hand "
         "finish). A joker stands for the gap it fills, or for the end it is written at: "
-        "lay JK 8h 9h puts it below. Cards: 10h, th, 10♥, qs, JK (or x), in any case; a rank is A, "
-        "2-10, J, Q or K, and numbers stop at 10 (write A, J, Q, K): 11h is not a card. "
+        "lay JK 8h 9h puts it below (but never below an ace: lay JK Ad 2d puts it above). "
+        "Cards: 10h, th, 10♥, qs, JK (or x), in any case; a rank is A, 2-10, J, Q or K, and "
+        "numbers stop at 10 (write A, J, Q, K): 11h is not a card. "
         "Chain steps with ';': lay 4c 5c 6c; add 2 Kh",
         frozenset({PLAYING}),
     ),
@@ -351,7 +352,8 @@ def why_not_in_variant(name: str, variant: Variant) -> str:
 _NO_OPENING_DETAILS = {
     "lay": "lay 7h 8h 9h, Ks Kd Kc, ... lays melds from your hand; here you finish by laying "
     "every card but one at once, then discard the last. A joker stands for the gap it "
-    "fills, or for the end it is written at: lay JK 8h 9h puts it below. Cards: 10h, th, "
+    "fills, or for the end it is written at: lay JK 8h 9h puts it below (never below an "
+    "ace: lay JK Ad 2d puts it above). Cards: 10h, th, "
     "10♥, qs, JK (or x), in any case.",
 }
 
