@@ -379,6 +379,7 @@ def test_a_seat_env_refuses_a_step_before_reset_and_a_reward_that_is_no_number()
         seat.step(0)
     with pytest.raises(TypeError, match="illegal_reward is a number"):
         SeatEnv(variant="simple", illegal_reward="x")  # type: ignore[arg-type]
+    assert SeatEnv(variant="simple", illegal_reward=np.float32(-2)).illegal_reward == -2.0
     obs, _ = seat.reset(seed=1)
     illegal = int(np.flatnonzero(obs["action_mask"] == 0)[0])
     obs, reward, terminated, truncated, info = seat.step(illegal)
@@ -436,6 +437,20 @@ def test_an_openspiel_state_serializes_as_its_history(pyspiel) -> None:  # type:
     assert len(str(refused.value)) < 10_000
     game = pyspiel.load_game("python_rami_portuguese", {"turn_cap": 20})
     pyspiel.random_sim_test(game, num_sims=1, serialize=True, verbose=False)
+
+
+def test_a_resampled_openspiel_state_serializes_as_itself_not_as_its_history(pyspiel) -> None:  # type: ignore[no-untyped-def]
+    """A resampled state keeps the true state's history with other cards: written as its
+    history, it came back as the true deal (the hidden cards, in a worker process)."""
+    import pickle
+
+    game, state = _played(pyspiel, "python_rami_tallage", {"players": 2}, 200)
+    sampler = pyspiel.UniformProbabilitySampler(0.0, 1.0)
+    other = state.resample_from_infostate(state.current_player(), sampler)
+    assert str(other) != str(state)
+    for again in (pickle.loads(pickle.dumps(other)), game.deserialize_state(other.serialize())):
+        assert str(again) == str(other) and again.history() == other.history()
+        assert again.legal_actions() == other.legal_actions()
 
 
 def _same_state(again, state) -> None:  # type: ignore[no-untyped-def]

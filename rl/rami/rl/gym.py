@@ -19,6 +19,7 @@ the next game of the seed's sequence instead.
 
 from __future__ import annotations
 
+import numbers
 import random
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -54,7 +55,7 @@ class SeatEnv(gymnasium.Env[dict[str, np.ndarray], np.int64]):
         render_mode: str | None = None,
         **options: Any,
     ) -> None:
-        if isinstance(illegal_reward, bool) or not isinstance(illegal_reward, int | float):
+        if isinstance(illegal_reward, bool) or not isinstance(illegal_reward, numbers.Real):
             raise TypeError(f"illegal_reward is a number, not {illegal_reward!r}")
         self.illegal_reward = float(illegal_reward)
         #: The episode ended (or none began: :meth:`reset` first).

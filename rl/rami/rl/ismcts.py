@@ -55,6 +55,7 @@ def state_at(game: RamiGame, world: Game) -> RamiState:
     match._legal = None
     state.dealt = [0] * spec.deal_size  # dealt already: no chance node before the play
     state.match = match
+    state.replayable = False  # its (empty) history does not make it
     top = world.discard[-1] if world.discard else "none"
     for seat in range(match.players):
         hand = " ".join(str(c) for c in sorted(world.hands[seat]))

@@ -142,15 +142,23 @@ class RamiGame(pyspiel.Game):  # type: ignore[misc]
 
     @property
     def key(self) -> tuple[Any, ...]:
-        """What its states look their spec up by. (From its parameters: a copy OpenSpiel
+        """What its states look their spec up by. (From its parameters, once: a copy OpenSpiel
         makes of a game, or an unpickled one, has none of the attributes ``__init__`` set.)"""
-        return _spec_for(self.variant_id, self.get_parameters())[0]
+        try:
+            return self._key  # type: ignore[no-any-return]
+        except AttributeError:
+            self._key: tuple[Any, ...] = _spec_for(self.variant_id, self.get_parameters())[0]
+            return self._key
 
     def new_initial_state(self) -> RamiState:
         return RamiState(self)
 
     def deserialize_state(self, text: str) -> RamiState:
-        """The state :meth:`RamiState.serialize` wrote: its actions replayed."""
+        """The state :meth:`RamiState.serialize` wrote: its actions replayed (or, written
+        whole, read so)."""
+        if "__dict__=" in text:
+            whole: RamiState = pyspiel.Game.deserialize_state(self, text)
+            return whole
         state = self.new_initial_state()
         for word in text.split():
             state.apply_action(int(word))
@@ -181,6 +189,9 @@ class RamiState(pyspiel.State):  # type: ignore[misc]
         self.turn_steps: list[int] = []
         #: While :meth:`clone` copies the history: the player of the action being recorded.
         self._recording: int | None = None
+        #: Its history makes it (False once :meth:`resample_from_infostate` dealt the unseen
+        #: cards afresh, or ``ismcts.state_at`` started it mid-round): see :meth:`serialize`.
+        self.replayable = True
 
     # -- the tree ---------------------------------------------------------------------------
 
@@ -365,6 +376,7 @@ class RamiState(pyspiel.State):  # type: ignore[misc]
         seed = int(probability_sampler() * 2**31) if callable(probability_sampler) else 0
         rng = random.Random(seed)
         new = self.clone()
+        new.replayable = False  # the same history, other cards
         m = new.match
         if m is None:
             hidden = [k for k, _ in enumerate(new.dealt) if new._dealt_to(k) != player]
@@ -411,6 +423,7 @@ class RamiState(pyspiel.State):  # type: ignore[misc]
         new.drawing = self.drawing
         new.seen = [list(s) for s in self.seen]
         new.turn_steps = list(self.turn_steps)
+        new.replayable = self.replayable
         if self.match is not None:
             new.match = self.match.clone()
         return new
@@ -434,11 +447,17 @@ class RamiState(pyspiel.State):  # type: ignore[misc]
     def serialize(self) -> str:
         """The actions taken, one a line (OpenSpiel's own default for a game): the chance
         outcomes are among them, so :meth:`RamiGame.deserialize_state` replays the state
-        exactly."""
+        exactly. A state its history does not make (resampled, or started mid-round) is
+        written whole, as OpenSpiel writes a Python state (long: every object it holds)."""
+        if not self.replayable:
+            return str(pyspiel.State.serialize(self))
         return "".join(f"{a}\n" for a in self.history())
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Pickled as its game and its actions (pyspiel's own pickle holds every object).
+        # Pickled as its game and its actions (pyspiel's own pickle holds every object), or
+        # whole when its history does not make it.
+        if not self.replayable:
+            return (_whole, (pyspiel.State.__getstate__(self),))
         return (_replayed, (self.get_game(), self.serialize()))
 
     def __str__(self) -> str:
@@ -449,6 +468,11 @@ class RamiState(pyspiel.State):  # type: ignore[misc]
 
 def _replayed(game: RamiGame, text: str) -> RamiState:
     return game.deserialize_state(text)
+
+
+def _whole(text: str) -> RamiState:
+    state: RamiState = pyspiel.deserialize_game_and_state(text)[1]
+    return state
 
 
 def _pool(deck: list[int], seen: list[int]) -> list[int]:
