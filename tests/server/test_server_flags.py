@@ -130,3 +130,34 @@ def test_an_advertised_address_of_the_loopback_is_told_apart() -> None:
     assert loopback("localhost:50051") and loopback("127.0.0.1:1") and loopback("[::1]:7")
     assert not loopback("192.0.2.7:50051") and not loopback("[2001:db8::1]:50051")
     assert not loopback("no-such-host.invalid:50051")
+
+
+def test_a_server_started_with_sighup_ignored_keeps_running_on_sighup(tmp_path: Path) -> None:
+    """SIGHUP stops a server gracefully (its terminal closed), but one started with SIGHUP
+    ignored (nohup, or a supervisor that sends it to reload) was stopped by it too."""
+    import signal
+    import time
+
+    def ignore_hangups() -> None:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    proc = subprocess.Popen(
+        [str(SERVER), "--port", "0", "--db", str(tmp_path / "r.db")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=ignore_hangups,
+    )
+    try:
+        assert proc.stdout is not None
+        assert "listening" in proc.stdout.readline()
+        time.sleep(0.5)  # its handlers are installed just after that line
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(1.0)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)

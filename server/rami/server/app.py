@@ -339,8 +339,10 @@ async def run(
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     # SIGHUP: the terminal it was started from closed. Each stops it gracefully (by default
-    # SIGHUP killed it on the spot: on shared storage its tables waited out their leases).
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    # SIGHUP killed it on the spot: on shared storage its tables waited out their leases);
+    # but a server started with SIGHUP ignored (nohup, a supervisor's reload) keeps running.
+    hangups = () if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN else (signal.SIGHUP,)
+    for sig in (signal.SIGTERM, signal.SIGINT, *hangups):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("shutting down")
