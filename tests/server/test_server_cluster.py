@@ -764,3 +764,45 @@ def test_health_says_not_serving_while_the_database_is_out_of_reach(
             run(go)
     finally:
         gate.close()
+
+
+def test_health_comes_back_when_the_database_answers_though_a_claim_fails_otherwise(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Out of reach, then back: the renewals get through, but the claims of orphaned tables
+    fail for another reason (a bug, not an outage). The database answers: health says
+    SERVING again (it stayed NOT_SERVING for as long as the claims failed)."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    from rami.server.app import serve
+
+    async def go() -> None:
+        server = await serve(
+            "127.0.0.1", 0, postgres_url, secret_file=str(tmp_path / "key"), lease_seconds=0.6
+        )
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
+        try:
+            health = health_pb2_grpc.HealthStub(channel)
+
+            async def serving() -> bool:
+                got = await health.Check(health_pb2.HealthCheckRequest(), timeout=RPC_TIMEOUT)
+                return bool(got.status == health_pb2.HealthCheckResponse.SERVING)
+
+            # As after an outage: the health said NOT_SERVING.
+            await server.lobby._store_reached(OSError("down"))  # not an outage: no change
+            assert await serving()
+            import psycopg
+
+            await server.lobby._store_reached(psycopg.OperationalError("down"))
+            assert not await serving()
+
+            async def broken() -> list[str]:
+                raise ValueError("a bug in the claim")
+
+            server.storage.claimable = broken  # type: ignore[method-assign]
+            await _until(serving, 10)
+        finally:
+            await channel.close(None)
+            await server.stop(0.5)
+
+    run(go)

@@ -388,10 +388,12 @@ class Lobby:
                 await self.restore(share=True)
             except Exception as e:
                 log.warning("could not claim orphaned tables (%s)", type(e).__name__)
-                await self._store_reached(e)
-            else:
-                if renewed:
-                    await self._store_reached(None)
+                # A failure that is no outage (a bug) is the database answering all the same.
+                if is_outage(e) or not renewed:
+                    await self._store_reached(e)
+                    continue
+            if renewed:
+                await self._store_reached(None)
 
     async def _store_reached(self, error: BaseException | None) -> None:
         """The database answered (``error`` None) or failed as an outage: tell
