@@ -659,14 +659,36 @@ def test_a_move_typed_as_the_clock_ran_out_is_told_too_late_not_sent(
     """A move typed just as the clock ran out was answered "You don't hold 2♥" (the server
     had discarded it for the player), or would have been sent into the next turn: it is
     refused as too late, and nothing is sent."""
-    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1, turn_seconds=1)
+    table_id = _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1, turn_seconds=2)
     d = _client(server)
     try:
-        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"1  [a-z2-7]{6,16}  waiting")
+        d.type("join 1")
+        d.expect(r"You sit at seat 0")
+        # A second player who does not move: after Ana's clock, the turn is theirs a while.
+        stubs.lobby.JoinTable(lobby_service_pb2.JoinTableRequest(table_id=table_id, name="Bea"))
         d.expect(r"You ran out of time; the server played for you\.", timeout=15)
         d.expect(r"The server \(for you\) discarded ")
         d.type("draw stock")
         d.expect(r"Too late: your clock ran out and the server played that turn for you")
         d.expect(r"draw stock was not sent")
+    finally:
+        d.close()
+
+
+def test_a_move_typed_on_the_next_turn_after_a_timeout_is_sent(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    """The moments after a clock ran out are refused as too late, but not once the player's
+    next turn has begun (the bot played at once): that move is the new turn's."""
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1, turn_seconds=2)
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"You ran out of time; the server played for you\.", timeout=15)
+        d.expect(r"It's your turn: take a card")
+        d.type("draw stock")
+        d.expect(r"You drew \S+ from the stock\.")
+        assert "Too late" not in d.screen.text()
     finally:
         d.close()

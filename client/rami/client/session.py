@@ -694,7 +694,8 @@ class ClientSession:
         )
         if _timed_out(update, me):
             self._server_turn = True
-            self._ran_out = time.monotonic()
+            if self._catching_up is None:  # now, not a turn of the history told at a join
+                self._ran_out = time.monotonic()
         scene = Scene(
             names=seat_names(after),
             look=self.look,
@@ -726,6 +727,8 @@ class ClientSession:
             after.turn == me and after.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY)
         ):
             self._server_turn = False  # the turn the server played for the seat is over
+        elif not self._server_turn and after.turn == me and my_turn(after):
+            self._ran_out = None  # the seat's next turn: a move typed now is meant for it
         if update.snapshot:
             self._snapshot(after)
         caught_up = self._catching_up is not None and after.number >= self._catching_up
