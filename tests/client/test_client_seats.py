@@ -541,3 +541,19 @@ def test_a_stock_rebuilt_while_away_is_told_among_the_rounds(tmp_path: Path) -> 
             second.expect(r"Nobody pays|void", timeout=15)
         finally:
             second.close()
+
+
+def test_a_seat_at_a_table_the_server_no_longer_has_is_forgotten(tmp_path: Path) -> None:
+    """A seat written down at a table the server does not know (its database replaced, say)
+    was asked for at every tables and join, for ever."""
+    book = SeatBook(tmp_path / "seats.json")
+    with ServerThread(str(tmp_path / "rami.db"), PATIENT) as server:
+        book.save(SavedSeat(server.target, "nosuchtable12345", 0, "token", "gone"))
+        d = _client(server, book)
+        try:
+            d.expect(r"No tables yet")
+            d.type("join")
+            d.expect(r"> join\s+No tables yet")
+        finally:
+            d.close()
+        assert book.at(server.target) == []

@@ -1159,13 +1159,20 @@ class ClientSession:
             raise ValueError(f"tables takes nothing or all, not {args.strip()!r}")
         listed = await self.finder.show(everything=word == "all")
         held = self._held_here()
-        for t in await self._held_unlisted(await self.finder.listed()):
+        for t in await self._held_unlisted(listed):
             saved = self._saved(t)
-            assert saved is not None
-            self.out.info(
-                f"You hold seat {saved.seat} at the private table {t.table_id}"
-                f" ({safe(t.name, 40)}): join {t.table_id} takes it back."
-            )
+            if saved is None:
+                continue
+            where = f"the private table {t.table_id} ({safe(t.name, 40)})"
+            if t.status == lobby_service_pb2.TABLE_STATUS_FINISHED:
+                self.out.info(
+                    f"The game at {where}, where you held seat {saved.seat}, ended while you"
+                    f" were away: join {t.table_id} tells how."
+                )
+            else:
+                self.out.info(
+                    f"You hold seat {saved.seat} at {where}: join {t.table_id} takes it back."
+                )
         for i, t in enumerate(listed, 1):
             saved = self._saved(t) if t.table_id in held else None
             if saved is None:
@@ -1214,7 +1221,11 @@ class ClientSession:
                 if t.status != lobby_service_pb2.TABLE_STATUS_FINISHED
                 and self._saved(t) is not None
             ]
-            mine += await self._held_unlisted(listed)
+            mine += [
+                t
+                for t in await self._held_unlisted(listed)
+                if t.status != lobby_service_pb2.TABLE_STATUS_FINISHED
+            ]
             free = [t for t in listed if joinable(t)]
             if not (listed or mine):
                 raise ValueError("no tables yet: create tallage bots=3 starts one with bots")
@@ -1282,9 +1293,10 @@ class ClientSession:
     async def _held_unlisted(
         self, listed: list[lobby_service_pb2.TableInfo]
     ) -> list[lobby_service_pb2.TableInfo]:
-        """The tables, not in ``listed`` (private ones), where a seat written down is still
-        in a game: asked for by their ids. A table gone, or whose game is over, is left out
-        (its seat is forgotten once the end is shown, as at a listed one)."""
+        """The tables, not in ``listed`` (private ones), where a seat is written down: asked
+        for by their ids, those waiting, playing or finished (a finished game's seat is
+        forgotten once its end is shown, as at a listed table). The seat of a table the
+        server no longer has is forgotten; one that can't be asked now is left for later."""
         ids = {t.table_id for t in listed}
         found = []
         for table_id in sorted(self._held_here() - ids):
@@ -1292,11 +1304,16 @@ class ClientSession:
                 got = await self.link.call(
                     self.link.lobby.GetTable, lobby_service_pb2.GetTableRequest(table_id=table_id)
                 )
-            except Refused:
+            except Refused as e:
+                if e.reason == "NO_SUCH_TABLE" and self.seats is not None:
+                    self.seats.forget(self.link.target, table_id)
+                continue
+            except LinkError:
                 continue
             if got.table.status in (
                 lobby_service_pb2.TABLE_STATUS_WAITING,
                 lobby_service_pb2.TABLE_STATUS_PLAYING,
+                lobby_service_pb2.TABLE_STATUS_FINISHED,
             ):
                 found.append(got.table)
         return found
