@@ -1391,6 +1391,7 @@ def test_a_game_over_shows_no_one_offline() -> None:
         ("\x9d0;title\x07ok", "ok"),
         ("\x1b(0lqqk", "lqqk"),
         ("a\x1b7b\x1b8c", "abc"),
+        ("hi \x1b[31", "hi"),
     ],
 )
 def test_escape_sequences_are_shown_as_nothing_not_as_their_body(text: str, kept: str) -> None:

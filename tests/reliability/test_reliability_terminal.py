@@ -249,6 +249,7 @@ def test_clean_text_keeps_accents_but_not_a_pile_of_combining_marks() -> None:
         ("\x1b(0lqqk", "lqqk"),  # a character set chosen (ESC ( 0): the drawing letters stay
         ("\x1b#8ok", "ok"),  # DEC screen alignment
         ("a\x1b7b\x1b8c", "abc"),  # cursor saved and restored
+        ("hi \x1b[31", "hi"),  # a CSI cut off by the text's end: its parameters go too
     ],
 )
 def test_escape_sequences_are_dropped_whole_not_their_introducer_alone(

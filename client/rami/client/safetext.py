@@ -21,7 +21,7 @@ __all__ = ["cells", "clip", "ljust", "rjust", "safe"]
 # its terminator or the text's end; ESC with intermediate bytes and a final one (ESC ( 0);
 # ESC and the one byte after it. By the ESC form of an introducer or its 8-bit C1 one.
 _ESCAPES = re.compile(
-    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*(?:[@-~]|$)"
     r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
     r"|\x1b[ -/]+[0-~]"
     r"|\x1b[0-~]?"

@@ -19,7 +19,7 @@ MAX_CHAT = 280
 # end of the text; ESC with intermediate bytes and a final one (ESC ( 0, ESC # 8); ESC and
 # the one byte after it (ESC 7, ESC c). Then every remaining control or format character goes.
 _ESCAPES = re.compile(
-    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*(?:[@-~]|$)"
     r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
     r"|\x1b[ -/]+[0-~]"
     r"|\x1b[0-~]?"
