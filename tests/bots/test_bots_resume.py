@@ -15,6 +15,21 @@ from bots_support import ROOT, FixedPortServer, Tables, free_port
 from rami.v1 import lobby_service_pb2
 
 
+def _greedy_bot(target: str, table_id: str, *more: str) -> subprocess.Popen[str]:
+    """``rami-bot connect`` with the greedy policy at ``table_id``, in a process of its own
+    (60 s at most), its output and log piped."""
+    return subprocess.Popen(
+        [
+            *(sys.executable, "-m", "rami.client.bot_cli", "connect", target),
+            *("--table", table_id, "--policy", "greedy", "--timeout", "60", *more),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 # Down for a moment, and for longer than a table of a dead server takes to move to another
 # (its lease, 10 s by default, and a sweep): the bot keeps trying that long.
 @pytest.mark.parametrize("down", [0.3, 15.0])
@@ -29,26 +44,7 @@ def test_connect_resumes_after_a_server_restart(tmp_path: Path, down: float) -> 
     first_running = True
     try:
         table_id = tables.create("portuguese", 2, ("greedy",), rounds=2)
-        bot = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "rami.client.bot_cli",
-                "connect",
-                target,
-                "--table",
-                table_id,
-                "--policy",
-                "greedy",
-                "--timeout",
-                "60",
-                "--verbose",  # each try's "resuming after N" logged
-            ],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        bot = _greedy_bot(target, table_id, "--verbose")  # each try's "resuming after N" logged
         deadline = time.monotonic() + 30
         while tables.info(table_id).number < 12:  # a few turns into the game
             assert time.monotonic() < deadline, "the game did not start"
@@ -97,25 +93,7 @@ def test_a_killed_bot_s_seat_is_taken_back_with_the_token_it_printed(tmp_path: P
     bot: subprocess.Popen[str] | None = None
     try:
         table_id = tables.create("portuguese", 2, ("greedy",), rounds=1)
-        bot = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "rami.client.bot_cli",
-                "connect",
-                target,
-                "--table",
-                table_id,
-                "--policy",
-                "greedy",
-                "--timeout",
-                "60",
-            ],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        bot = _greedy_bot(target, table_id)
         assert bot.stderr is not None
         said = bot.stderr.readline()
         found = re.search(rf"seat 1 at table {table_id}; .*--token (\S+)", said)

@@ -421,20 +421,25 @@ def rami_server(
     log_level: str = "warning",
     open_files: tuple[int, int] | None = None,
     with_parent: int | None = None,
+    hangups_ignored: bool = False,
 ) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """``rami-server`` on 127.0.0.1 (``port`` 0: a free one), its log appended to ``log``;
     always killed on the way out. Yields the process and its ``host:port``. ``open_files``:
     the (soft, hard) limit of open files it starts with (RLIMIT_NOFILE). ``with_parent``
     (this process's pid): the server is also killed by the kernel when this process dies
-    with no way out (see :func:`die_with_parent`; call from the main thread)."""
+    with no way out (see :func:`die_with_parent`; call from the main thread).
+    ``hangups_ignored``: started with SIGHUP ignored, as ``nohup`` starts it."""
 
     def before_exec() -> None:
         import resource
+        import signal
 
         if open_files is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, open_files)
         if with_parent is not None:
             die_with_parent(with_parent)
+        if hangups_ignored:
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
     with log.open("a") as err:
         proc = subprocess.Popen(
@@ -453,7 +458,10 @@ def rami_server(
             stderr=err,
             text=True,
             start_new_session=True,
-            preexec_fn=before_exec if open_files is not None or with_parent is not None else None,
+            # Only when needed: a function run between fork and exec is unsafe beside threads.
+            preexec_fn=before_exec
+            if open_files is not None or with_parent is not None or hangups_ignored
+            else None,
         )
     try:
         assert proc.stdout is not None

@@ -138,26 +138,10 @@ def test_a_server_started_with_sighup_ignored_keeps_running_on_sighup(tmp_path: 
     import signal
     import time
 
-    def ignore_hangups() -> None:
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
-
-    proc = subprocess.Popen(
-        [str(SERVER), "--port", "0", "--db", str(tmp_path / "r.db")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=ignore_hangups,
-    )
-    try:
-        assert proc.stdout is not None
-        assert "listening" in proc.stdout.readline()
-        time.sleep(0.5)  # its handlers are installed just after that line
+    with rami_server(tmp_path / "r.db", tmp_path / "log", hangups_ignored=True) as (proc, _):
+        time.sleep(0.5)  # its handlers are installed just after its "listening" line
         proc.send_signal(signal.SIGHUP)
         time.sleep(1.0)
         assert proc.poll() is None, proc.communicate()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)

@@ -823,18 +823,12 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         # the log runs in the table's task, and a flood of calls refused only after it held
         # up the table's moves.
         work.let_in(client, LEGAL_STEPS_CALL)
-        walked = 0.0
 
         def walk(state: TableState) -> dict[str, Any]:
-            nonlocal walked
-            start = time.perf_counter()
-            try:
+            with work.spend(client, checked=True):  # measured and charged as it ends
                 return record_inputs(state)
-            finally:
-                walked = time.perf_counter() - start
 
         inputs = await table.read(walk)
-        work.charge(client, walked)
         with work.spend(client, checked=True):
             text, complete = record_json(inputs)
         return table_service_pb2.ExportRecordResponse(record_json=text, complete=complete)
