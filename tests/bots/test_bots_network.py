@@ -323,3 +323,73 @@ def test_rami_bot_connect_says_at_once_that_no_server_answers() -> None:
         f"rami-bot: no Rami server answered at {target} within 3 s (is rami-server running"
         " there? one that speaks TLS needs --tls)"
     ), lines
+
+
+def test_rami_bot_connect_tells_a_server_that_answered_from_none(tmp_path: Path) -> None:
+    """A server that answers, but refuses the join for now (its store is busy: UNAVAILABLE
+    with a reason), is not told as no server at all: given up, the bot says what the server
+    answered, and that it did answer."""
+    import sqlite3
+
+    db = str(tmp_path / "rami.db")
+    with ServerThread(db) as srv:
+        channel = grpc.insecure_channel(srv.target)
+        try:
+            table_id = Tables(srv.target, channel).create("simple", 2)
+        finally:
+            channel.close()
+        other = sqlite3.connect(db, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # the join's entry can't be stored while it lasts
+        try:
+            done = subprocess.run(
+                [
+                    *(sys.executable, "-m", "rami.client.bot_cli", "connect", srv.target),
+                    *("--table", table_id, "--timeout", "8"),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert "STORAGE_FAILED" not in lines[0] or "trying again" in lines[0], lines
+    assert not any("no Rami server answered" in line for line in lines), lines
+    assert lines[-1] == (
+        f"rami-bot: the server at {srv.target} answered, but did not seat the bot within 8 s:"
+        " UNAVAILABLE (STORAGE_FAILED): the table could not store this change: nothing was"
+        " changed"
+    ), lines
+
+
+def test_rami_bot_connect_with_a_token_says_the_first_drop_at_once(tmp_path: Path) -> None:
+    """Taking a seat back (``--token``) while its server is down: the first failed stream is
+    said at once, without -v, not only the give-up at the end."""
+    with ServerThread(str(tmp_path / "rami.db")) as srv:
+        channel = grpc.insecure_channel(srv.target)
+        try:
+            tables = Tables(srv.target, channel)
+            table_id = tables.create("simple", 2, ("greedy",))
+            joined = tables.lobby.JoinTable(
+                lobby_service_pb2.JoinTableRequest(table_id=table_id, name="Back"), timeout=10
+            )
+        finally:
+            channel.close()
+        srv.halt()
+        done = subprocess.run(
+            [
+                *(sys.executable, "-m", "rami.client.bot_cli", "connect", srv.target),
+                *("--table", table_id, "--token", joined.token, "--timeout", "3"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("rami-bot: stream dropped (UNAVAILABLE: "), lines
+    assert lines[0].endswith("; resuming from the start"), lines
+    assert lines[1] == "rami-bot: the game did not end within 3 s", lines

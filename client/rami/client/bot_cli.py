@@ -43,7 +43,7 @@ from .arena import (
 from .arena import summarise as summarise_arena
 from .botkit import BotResult, CommandRefusedError, play, policy_decider
 from .ladder import LadderConfig, format_ladder, ladder_csv, run_ladder
-from .link import GRPC_SCHEMES
+from .link import GRPC_SCHEMES, refusal_reason
 
 __all__ = ["app", "format_arena", "format_summary", "main", "normalise_target"]
 
@@ -143,6 +143,7 @@ def connect(
         format="rami-bot: %(message)s",
     )
     seated: list[BotResult] = []
+    progress = BotResult()  # read after a timeout: did a server answer at all?
 
     def joined(result: BotResult) -> None:
         seated.append(result)
@@ -171,12 +172,14 @@ def connect(
         credentials=credentials,
         stream=not unary,
         on_join=joined,
+        result=progress,
     )
     try:
         result = asyncio.run(asyncio.wait_for(coro, timeout) if timeout else coro)
     except grpc.aio.AioRpcError as e:
         typer.echo(f"rami-bot: {e.code().name}: {e.details()}", err=True)
-        if e.code() == grpc.StatusCode.UNAVAILABLE and not seated and token is None:
+        answered = refusal_reason(e) or progress.answered
+        if e.code() == grpc.StatusCode.UNAVAILABLE and not (seated or token or answered):
             typer.echo(unreached(), err=True)
         raise typer.Exit(1) from None
     except CommandRefusedError as e:
@@ -185,6 +188,12 @@ def connect(
     except TimeoutError:
         if seated or token is not None:
             typer.echo(f"rami-bot: the game did not end within {timeout:g} s", err=True)
+        elif progress.answered:
+            typer.echo(
+                f"rami-bot: the server at {target} answered, but did not seat the bot within"
+                f" {timeout:g} s: {progress.answered}",
+                err=True,
+            )
         else:
             typer.echo(unreached(f" within {timeout:g} s"), err=True)
         raise typer.Exit(1) from None

@@ -46,7 +46,7 @@ from rami.v1 import (
 )
 
 from .convert import action_to_request, new_request_id, view_from_proto
-from .link import Route, moved_to
+from .link import Route, moved_to, refusal_reason
 
 __all__ = [
     "CHANNEL_OPTIONS",
@@ -189,6 +189,10 @@ class BotResult:
     #: its deals as it was then: the game's record must show both (docs/records.md).
     entropy: bytes = b""
     deal_commitment: str = ""
+    #: What a server last answered to a call it refused for now and the bot tried again
+    #: (UNAVAILABLE with its reason, and its words): '' while every failure was a server out
+    #: of reach. A bot given up can tell "no server answered" from "it answered, not yet".
+    answered: str = ""
 
 
 def policy_decider(name: str, seed: int | str = 0, expert_budget: float | None = None) -> Decide:
@@ -229,6 +233,7 @@ async def play(
     credentials: grpc.ChannelCredentials | None = None,
     stream: bool = True,
     on_join: Callable[[BotResult], None] | None = None,
+    result: BotResult | None = None,
 ) -> BotResult:
     """Play one game at ``table_id`` on the server at ``target`` until it is over.
 
@@ -237,11 +242,16 @@ async def play(
     table's owner elsewhere gets a channel of its own). ``stream``: commands on the Play
     stream; False: unary Act calls beside a Watch stream. ``on_join`` is called once the bot
     has joined (not when it takes a seat back with ``token``), with the seat and the token
-    it holds: keep the token to take the seat back after a crash."""
+    it holds: keep the token to take the seat back after a crash. ``result``, when given, is
+    the one filled and returned: what it says so far can be read after a timeout."""
     route = _Route(target, channel, credentials)
+    if result is None:
+        result = BotResult()
     try:
         run = _play_stream if stream else _play
-        return await run(route, table_id, decide, name, seat, token, max_reconnects, on_join)
+        return await run(
+            route, table_id, decide, name, seat, token, max_reconnects, result, on_join
+        )
     finally:
         await route.close()
 
@@ -254,9 +264,9 @@ async def _play(
     seat: int | None,
     token: str | None,
     max_reconnects: int,
+    result: BotResult,
     on_join: Callable[[BotResult], None] | None = None,
 ) -> BotResult:
-    result = BotResult()
     metadata = await _join(route, table_id, name, seat, token, result, max_reconnects, on_join)
     last: int | None = None  # the latest update received
     decided = -1  # the latest update number this bot has acted on
@@ -345,17 +355,29 @@ async def _sent(
             lost += 1
             result.retries += 1
             # Said at once the first time in a row (the tries may last half a minute).
-            log.log(
-                logging.WARNING if lost == 1 else logging.INFO,
-                "the server can't be reached, or its answer was lost (%s: %s); trying again",
-                e.code().name,
-                e.details(),
-            )
+            level = logging.WARNING if lost == 1 else logging.INFO
+            if answered := _answered(e):
+                result.answered = answered
+                log.log(level, "the server answered %s; trying again", answered)
+            else:
+                log.log(
+                    level,
+                    "the server can't be reached, or its answer was lost (%s: %s); trying again",
+                    e.code().name,
+                    e.details(),
+                )
             await asyncio.sleep(_pause(lost))
         else:
             if route is not None:
                 route.settled()
             return answer
+
+
+def _answered(e: grpc.aio.AioRpcError) -> str:
+    """A failure the server itself sent, with its reason (``UNAVAILABLE (STORAGE_FAILED):
+    ...``); '' when none came with one (no server, or the call lost on the way)."""
+    reason = refusal_reason(e)
+    return f"{e.code().name} ({reason}): {e.details()}" if reason else ""
 
 
 def _pause(attempt: int) -> float:
@@ -383,7 +405,16 @@ async def _dropped(
         raise e
     result.reconnects += 1
     result.streak += 1
-    log.info("stream dropped (%s: %s); resuming after %s", e.code().name, e.details(), resume)
+    # Said at once the first time in a row (a server restarting: the tries may last a while).
+    level = logging.WARNING if result.streak == 1 else logging.INFO
+    if answered := _answered(e):
+        result.answered = answered
+    log.log(
+        level,
+        "stream dropped (%s); resuming %s",
+        answered or f"{e.code().name}: {e.details()}",
+        "from the start" if resume is None else f"after {resume}",
+    )
     await asyncio.sleep(_pause(result.streak))
 
 
@@ -451,13 +482,13 @@ async def _play_stream(
     seat: int | None,
     token: str | None,
     max_reconnects: int,
+    result: BotResult,
     on_join: Callable[[BotResult], None] | None = None,
 ) -> BotResult:
     """The game on Play streams: the update an accepted command became is its answer, a
     refusal comes on the stream (and the stream goes on). The commands a dropped stream left
     unanswered are sent again on the next, with their request ids: each is applied once, and
     answered (``accepted_before`` when the first copy got through)."""
-    result = BotResult()
     metadata = await _join(route, table_id, name, seat, token, result, max_reconnects, on_join)
     last: int | None = None  # the latest update received
     decided = -1  # the latest update number this bot has acted on

@@ -50,6 +50,7 @@ __all__ = [
     "moved_to",
     "parse_address",
     "plain_error",
+    "refusal_reason",
 ]
 
 DEFAULT_PORT = 50051
@@ -154,7 +155,7 @@ def parse_address(text: str) -> str:
     return f"{host}:{port}"
 
 
-def _reason(error: grpc.aio.AioRpcError) -> str:
+def refusal_reason(error: grpc.aio.AioRpcError) -> str:
     """The machine-readable reason (google.rpc.ErrorInfo), when the server sent one."""
     info = _info(error)
     return str(info.reason) if info is not None else ""
@@ -203,7 +204,7 @@ def plain_error(error: grpc.aio.AioRpcError, target: str) -> LinkError:
     if code in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN, grpc.StatusCode.UNIMPLEMENTED):
         return Refused(f"the server could not do that ({details or code.name.lower()})", code)
     message = details or code.name.lower().replace("_", " ")
-    return Refused(message, code, _reason(error))
+    return Refused(message, code, refusal_reason(error))
 
 
 #: The states of a channel trying to connect, never connected since.
