@@ -633,7 +633,9 @@ def test_bad_lease_and_advertise_flags_are_refused_in_words(
 class Gate:
     """A TCP forwarder in front of the database that can be shut, as a database machine gone
     from the network: shut, it resets every connection through it and every new one, until
-    it is opened again."""
+    it is opened again. Or frozen, as a network that drops every packet and says nothing:
+    frozen, nothing goes through and no connection ends (a new one waits), until it thaws
+    (then what was held goes on, as TCP sends it again)."""
 
     def __init__(self, url: str) -> None:
         import socket
@@ -646,12 +648,19 @@ class Gate:
         port = self.listener.getsockname()[1]
         self.url = parts._replace(netloc=f"{parts.username}@127.0.0.1:{port}").geturl()
         self.open = True
+        self._thawed = threading.Event()
+        self._thawed.set()
         self._links: set[Any] = set()
         self._lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
 
+    def freeze(self) -> None:
+        self._thawed.clear()
+
+    def thaw(self) -> None:
+        self._thawed.set()
+
     def _accept(self) -> None:
-        import socket
         import threading
 
         while True:
@@ -662,19 +671,27 @@ class Gate:
             if not self.open:
                 self._reset(client)
                 continue
-            try:
-                server = socket.create_connection(self.upstream)
-            except OSError:
-                self._reset(client)
-                continue
-            with self._lock:
-                self._links.update((client, server))
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+            threading.Thread(target=self._link, args=(client,), daemon=True).start()
+
+    def _link(self, client: Any) -> None:
+        import socket
+        import threading
+
+        self._thawed.wait()
+        try:
+            server = socket.create_connection(self.upstream)
+        except OSError:
+            self._reset(client)
+            return
+        with self._lock:
+            self._links.update((client, server))
+        for a, b in ((client, server), (server, client)):
+            threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
 
     def _pump(self, a: Any, b: Any) -> None:
         try:
             while data := a.recv(65536):
+                self._thawed.wait()
                 b.sendall(data)
         except OSError:
             pass
@@ -703,6 +720,7 @@ class Gate:
 
     def close(self) -> None:
         self.shut()
+        self.thaw()
         self.listener.close()
 
 
@@ -759,6 +777,57 @@ def test_health_says_not_serving_while_the_database_is_out_of_reach(
                     finally:
                         await stubs.close()
                 finally:
+                    await channel.close(None)
+
+            run(go)
+    finally:
+        gate.close()
+
+
+def test_health_says_not_serving_when_the_database_goes_silent(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """A network that drops every packet ends no connection: a renewal sent into it waits for
+    an answer as long as TCP keeps trying (minutes). The server does not wait that long: a
+    renewal or a claim the database has not answered within a lease (and the pool's wait) is
+    the database out of reach, and health says NOT_SERVING until it answers again."""
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    gate = Gate(postgres_url)
+    key, log = tmp_path / "key", tmp_path / "a.log"
+    try:
+        with rami_server(gate.url, log, args=_args(key, 0.6)) as (_, a):
+
+            async def go() -> None:
+                channel = grpc.aio.insecure_channel(a)
+                health = health_pb2_grpc.HealthStub(channel)
+                stubs = Stubs(a)
+
+                async def status() -> int:
+                    request = health_pb2.HealthCheckRequest()
+                    return int((await health.Check(request, timeout=RPC_TIMEOUT)).status)
+
+                async def down() -> bool:
+                    return await status() == health_pb2.HealthCheckResponse.NOT_SERVING
+
+                async def up() -> bool:
+                    return await status() == health_pb2.HealthCheckResponse.SERVING
+
+                try:
+                    await _create(stubs)  # a lease to renew
+                    assert await up()
+                    gate.freeze()
+                    started = time.monotonic()
+                    await _until(down, 20)
+                    silent = time.monotonic() - started
+                    assert silent < 15, silent
+                    assert _log_has(log, "the database is out of reach")
+                    assert _log_has(log, "did not answer")
+                    gate.thaw()
+                    await _until(up, 40)
+                    await _create(stubs)  # and it serves indeed
+                finally:
+                    await stubs.close()
                     await channel.close(None)
 
             run(go)

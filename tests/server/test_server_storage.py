@@ -196,6 +196,26 @@ async def _open(url: str) -> Any:
     return await PostgresStorage.open(url, summarize)
 
 
+def test_postgresql_connections_give_up_on_a_silent_network(postgres_url: str) -> None:
+    """The pool's connections carry TCP keepalives and a bound on unacknowledged data, so that
+    a network that drops every packet ends them in seconds, not in the kernel's quarter of an
+    hour; a setting the URL gives itself is kept."""
+
+    async def go() -> None:
+        for url, idle in ((postgres_url, "10"), (f"{postgres_url}?keepalives_idle=20", "20")):
+            storage = await _open(url)
+            try:
+                async with storage._pool.connection() as conn:
+                    given = conn.info.get_parameters()
+            finally:
+                await storage.close()
+            assert given.get("keepalives") == "1", given
+            assert given.get("keepalives_idle") == idle, given
+            assert given.get("tcp_user_timeout") == "30000", given
+
+    run(go)
+
+
 def test_two_storages_racing_one_table_each_number_is_won_exactly_once(
     postgres_url: str,
 ) -> None:

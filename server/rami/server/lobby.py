@@ -352,12 +352,12 @@ class Lobby:
                 log.error(
                     "leases not renewed for %g s (%s): dropping every table",
                     self.storage.lease_seconds,
-                    type(e).__name__,
+                    failure_words(e),
                 )
                 for table in list(self.tables.values()):
                     self.moved(table, "", told=True)
             else:
-                log.warning("leases not renewed (%s); trying again", type(e).__name__)
+                log.warning("leases not renewed (%s); trying again", failure_words(e))
             await self._store_reached(e)
             return False
         self._renewed = time.monotonic()
@@ -387,7 +387,7 @@ class Lobby:
             try:
                 await self.restore(share=True)
             except Exception as e:
-                log.warning("could not claim orphaned tables (%s)", type(e).__name__)
+                log.warning("could not claim orphaned tables (%s)", failure_words(e))
                 # A failure that is no outage (a bug) is the database answering all the same.
                 if is_outage(e) or not renewed:
                     await self._store_reached(e)

@@ -50,6 +50,7 @@ __all__ = [
     "Created",
     "Fenced",
     "Lease",
+    "NoAnswer",
     "RematchMade",
     "SqliteStorage",
     "Storage",
@@ -76,10 +77,18 @@ _SQLITE_OUTAGES = frozenset(
 )  # BUSY LOCKED NOMEM READONLY IOERR FULL CANTOPEN
 
 
+class NoAnswer(Exception):
+    """A network database that has not answered a call in the time it is given (a network
+    that drops every packet ends no connection: TCP alone would wait for minutes). The call
+    may still be carried out when the network comes back."""
+
+
 def is_outage(error: BaseException) -> bool:
     """Whether ``error`` is the store out of reach or failing for now (the database down, its
     connections all taken, its disk full), which a call made again later may get past: not a
     bug of the server's."""
+    if isinstance(error, NoAnswer):
+        return True
     if isinstance(error, sqlite3.OperationalError):
         # Busy, locked, I/O, full, cannot open, out of memory, read-only: not a statement
         # SQLite cannot run ("no such table" is OperationalError too: that is a bug).
@@ -95,6 +104,8 @@ def failure_words(error: BaseException) -> str:
     may name where it is, and are its own log's)."""
     if isinstance(error, sqlite3.Error):
         return f"{type(error).__name__}: {error}"
+    if isinstance(error, NoAnswer):  # its words are the server's own
+        return str(error)
     return type(error).__name__
 
 

@@ -38,9 +38,9 @@ import re
 import secrets
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 from .entries import Mark
@@ -50,6 +50,7 @@ from .storage import (
     Created,
     Fenced,
     Lease,
+    NoAnswer,
     RematchMade,
     StoredTable,
     Summarize,
@@ -297,11 +298,18 @@ def _missing_driver() -> PostgresUnavailable:
 
 #: Seconds a call waits for one of the pool's connections before it fails as an outage.
 POOL_WAIT = 3.0
+#: The least time a call on the leases (and a table's load) is given before the database
+#: counts as out of reach (:meth:`PostgresStorage._answered`): a lease, but at least the
+#: pool's wait and a second, so that a slow answer in a busy moment is not taken for one.
+ANSWER_WAIT = POOL_WAIT + 1.0
 #: Seconds the pool tries to replace a lost connection before it gives up (then the next call
 #: that needs one starts trying again at once). Its waits between tries double from 1 s, with
 #: no bound but this: left at psycopg_pool's 300 s, a server tried again 32 s, then 64 s after
 #: the last failure, and stayed blind for most of a minute after the database was back.
 POOL_RECONNECT = 8.0
+
+
+T = TypeVar("T")
 
 
 @dataclass(eq=False)
@@ -334,6 +342,8 @@ class PostgresStorage:
     #: Called before the log is read to learn whether a failed batch was stored (tests:
     #: raise to make that impossible).
     before_check: Callable[[], None] | None = None
+    #: Calls given up on (:meth:`_answered`) that psycopg is still ending.
+    _abandoned: set[asyncio.Future[Any]] = field(default_factory=set)
 
     @classmethod
     async def open(
@@ -389,7 +399,11 @@ class PostgresStorage:
             url,
             min_size=1,
             max_size=pool_size,
-            kwargs={"autocommit": True, "application_name": "rami-server"},
+            kwargs={
+                **_network_settings(url),
+                "autocommit": True,
+                "application_name": "rami-server",
+            },
             # How long a call waits for a connection before failing (the database down, every
             # connection busy): well inside a client's call (the bot kit's and the client's
             # wait 10 s), so that it hears UNAVAILABLE and tries again, not its own deadline;
@@ -539,6 +553,9 @@ class PostgresStorage:
     # -- leases ----------------------------------------------------------------------------
 
     async def claim(self, table_id: str) -> Lease | None:
+        return await self._answered(self._claim(table_id), "a claim of a table")
+
+    async def _claim(self, table_id: str) -> Lease | None:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 "SELECT o_won, o_epoch, o_address FROM rami_claim_as(%s, %s, %s, %s, %s)",
@@ -550,6 +567,9 @@ class PostgresStorage:
         return Lease(int(r[1])) if r[0] else Lease(None, r[2])
 
     async def renew(self, held: Mapping[str, int]) -> list[str]:
+        return await self._answered(self._renew(held), "the renewal of its leases")
+
+    async def _renew(self, held: Mapping[str, int]) -> list[str]:
         if not held:
             return []
         ids, epochs = list(held), [held[t] for t in held]
@@ -568,6 +588,9 @@ class PostgresStorage:
         self.twin = True
 
     async def release(self, held: Mapping[str, int]) -> None:
+        return await self._answered(self._release(held), "the release of its leases")
+
+    async def _release(self, held: Mapping[str, int]) -> None:
         if not held:
             return
         ids, epochs = list(held), [held[t] for t in held]
@@ -580,6 +603,9 @@ class PostgresStorage:
             )
 
     async def claimable(self) -> list[str]:
+        return await self._answered(self._claimable(), "which tables may be claimed")
+
+    async def _claimable(self) -> list[str]:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 "SELECT t.table_id FROM rami_tables t"
@@ -593,6 +619,9 @@ class PostgresStorage:
             return [r[0] for r in await cur.fetchall()]
 
     async def owner_of(self, table_id: str) -> str:
+        return await self._answered(self._owner_of(table_id), "a table's owner")
+
+    async def _owner_of(self, table_id: str) -> str:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 "SELECT address FROM rami_leases WHERE table_id = %s AND expiry >= now()",
@@ -602,6 +631,9 @@ class PostgresStorage:
         return str(r[0]) if r else ""
 
     async def servers(self) -> int:
+        return await self._answered(self._servers(), "how many servers hold leases")
+
+    async def _servers(self) -> int:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 "SELECT count(DISTINCT owner) FROM rami_leases"
@@ -611,9 +643,29 @@ class PostgresStorage:
             r = await cur.fetchone()
         return 1 + (int(r[0]) if r else 0)
 
+    async def _answered(self, call: Awaitable[T], what: str) -> T:
+        """``call``'s answer, or :class:`NoAnswer` (the database out of reach) when it has not
+        come within a lease (at least ``ANSWER_WAIT``). A network that drops every packet ends
+        no connection, and TCP would wait minutes for one: this server would go on renewing
+        nothing and claiming nothing, and its health would say SERVING. The call given up on
+        is cancelled and left to end on its own (psycopg cancels its query, within seconds)."""
+        task = asyncio.ensure_future(call)
+        done, _ = await asyncio.wait({task}, timeout=max(self.lease_seconds, ANSWER_WAIT))
+        if task in done:
+            return task.result()
+        task.cancel()
+        self._abandoned.add(task)
+        task.add_done_callback(_forgotten(self._abandoned))
+        raise NoAnswer(
+            f"the database did not answer {what} within {max(self.lease_seconds, ANSWER_WAIT):g} s"
+        )
+
     # -- logs -------------------------------------------------------------------------------
 
     async def load_table(self, table_id: str) -> StoredTable | None:
+        return await self._answered(self._load_table(table_id), "a table's load")
+
+    async def _load_table(self, table_id: str) -> StoredTable | None:
         # One snapshot for the row and the entries: the row's number is the log's last.
         async with self._pool.connection() as conn, conn.transaction():
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -757,6 +809,42 @@ class PostgresStorage:
             else:
                 self._flush()
         await self._pool.close()
+
+
+#: libpq's settings for a connection whose network goes silent (the URL's own win): an idle
+#: connection is probed after 10 s and given up after 3 probes 5 s apart; one whose data sent
+#: has not been acknowledged for 30 s is ended (``tcp_user_timeout``, in ms). Without them a
+#: connection through a network that drops every packet waits as long as the kernel's
+#: retransmissions (some 15 minutes), and so would a group commit sent on it, holding up the
+#: appends of every table; ended, it fails as the database out of reach.
+NETWORK_SETTINGS = {
+    "keepalives": "1",
+    "keepalives_idle": "10",
+    "keepalives_interval": "5",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "30000",
+}
+
+
+def _network_settings(url: str) -> dict[str, str]:
+    """:data:`NETWORK_SETTINGS` but those ``url`` sets itself (libpq ignores them on a Unix
+    socket)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    given = conninfo_to_dict(url)
+    return {k: v for k, v in NETWORK_SETTINGS.items() if k not in given}
+
+
+def _forgotten(abandoned: set[asyncio.Future[Any]]) -> Callable[[asyncio.Future[Any]], None]:
+    """A done callback for a call given up on: forget it, and take its end (a cancellation,
+    or the failure it came to), which nobody waits for any more."""
+
+    def forget(task: asyncio.Future[Any]) -> None:
+        abandoned.discard(task)
+        if not task.cancelled():
+            task.exception()
+
+    return forget
 
 
 async def _created_by(conn: Any, key: str) -> Created | None:
