@@ -371,6 +371,27 @@ def test_list_variants_lists_the_three_games_with_their_options(stubs: Stubs) ->
     assert list(options["portuguese"]["false_declaration"].choices) == ["reveal", "reject"]
 
 
+def test_list_variants_gives_this_server_s_own_turn_clock_as_the_default(tmp_path: Path) -> None:
+    """A server started with a turn clock (``--turn-seconds 3``) gives it to every table whose
+    request leaves ``turn_seconds`` unset: ListVariants says so, as that option's default."""
+    from rami.v1 import lobby_service_pb2
+
+    with ServerThread(str(tmp_path / "rami.db"), turn_seconds=3) as srv, Stubs(srv.target) as s:
+        listed = s.rules.ListVariants(rules_service_pb2.ListVariantsRequest(), timeout=T)
+        for v in listed.variants:
+            (clock,) = [o for o in v.options if o.name == "turn_seconds"]
+            assert clock.default_value == "3", v.id
+        made = s.lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                name="clock",
+                variant=game_pb2.VARIANT_SIMPLE,
+                options=game_pb2.Options(players=2),
+            ),
+            timeout=T,
+        )
+        assert made.table.options.turn_seconds == 3
+
+
 def test_check_meld_says_whether_cards_make_a_meld(stubs: Stubs) -> None:
     def check(text: str, jokers_as: str = "", jpm: int = 0) -> rules_service_pb2.CheckMeldResponse:
         return stubs.rules.CheckMeld(

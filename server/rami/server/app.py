@@ -185,7 +185,7 @@ async def serve(
         ],
     )
     rules_service_pb2_grpc.add_RulesServiceServicer_to_server(
-        RulesService(lobby.work, lobby.analysts), server
+        RulesService(lobby.work, lobby.analysts, lobby.config.turn_seconds), server
     )
     lobby_service_pb2_grpc.add_LobbyServiceServicer_to_server(LobbyService(lobby), server)
     # Its streams send updates encoded once for all their watchers (see ``wire``).

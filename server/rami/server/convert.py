@@ -209,9 +209,10 @@ def options_to_proto(options: Options) -> game_pb2.Options:
     )
 
 
-def variants_to_proto() -> list[rules_service_pb2.VariantInfo]:
-    """Every variant with the options that apply to it."""
-    defaults = Options().to_dict()
+def variants_to_proto(turn_seconds: int = 0) -> list[rules_service_pb2.VariantInfo]:
+    """Every variant with the options that apply to it; ``turn_seconds``: the clock this
+    server gives a table whose request leaves it unset (``--turn-seconds``), its default."""
+    defaults = {**Options().to_dict(), "turn_seconds": turn_seconds}
     out = []
     for vid, v in VARIANTS.items():
         opts = [

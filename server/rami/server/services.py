@@ -254,17 +254,24 @@ async def analysis(
 class RulesService(rules_service_pb2_grpc.RulesServiceServicer):
     """The rules, stateless."""
 
-    def __init__(self, work: TimeBudget | None = None, analysts: Workers | None = None) -> None:
+    def __init__(
+        self,
+        work: TimeBudget | None = None,
+        analysts: Workers | None = None,
+        turn_seconds: int = 0,
+    ) -> None:
         #: Solver time per client address (None: unlimited).
         self.work = work
         #: Where the solver runs (None: on the event loop).
         self.analysts = analysts
+        #: The variants as ListVariants answers them: with this server's turn clock.
+        self.variants = convert.variants_to_proto(turn_seconds)
 
     @unary
     async def ListVariants(
         self, request: rules_service_pb2.ListVariantsRequest, context: grpc.aio.ServicerContext
     ) -> rules_service_pb2.ListVariantsResponse:
-        return rules_service_pb2.ListVariantsResponse(variants=convert.variants_to_proto())
+        return rules_service_pb2.ListVariantsResponse(variants=self.variants)
 
     @unary
     async def CheckMeld(
