@@ -926,3 +926,36 @@ def test_tables_lists_the_games_that_are_over_only_when_asked(
         d.expect(r"You sit at seat 0")
     finally:
         d.close()
+
+
+def test_a_question_the_game_s_end_answers_is_dropped(server: ServerThread, stubs: Stubs) -> None:
+    """A player asked "leave?" whose game ends before they answer: the question no longer
+    applies and is dropped, saying so; a y typed after it answers nothing (it was taken as
+    leave's yes, a new player's try found)."""
+    # The bot (first to play) lacks J♥ to declare; the player's clock runs out, the server
+    # plays the seat, and the bot draws J♥ and declares: the one round, and the game, end.
+    bot = "3d 4d 5d 7c 8c 9c 10c Ks Kd Kh 9h 10h 2s"
+    deck = stacked_deck("portuguese", [None, bot], "3s", "5s 6s Jh")
+    response = stubs.lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            name="portuguese e2e",
+            variant=VARIANT_IDS["portuguese"],
+            options=game_pb2.Options(players=2, rounds=1, turn_seconds=2),
+            stacked_decks=[lobby_service_pb2.Deck(cards=[c + 1 for c in deck])],
+        )
+    )
+    assert response.table.table_id
+    d = _client(server)
+    try:
+        _sit_with_a_bot(d, "portuguese")
+        d.expect(r"It's your turn: take a card")
+        d.type("leave")
+        d.expect(r"leave\? \[y/N\]>")
+        d.expect(r"Greedy bot 2 declared", timeout=15)
+        d.expect(r"The game is over: leave\? is no longer asked", timeout=10)
+        d.type("y")
+        d.expect(r"There is no command 'y'")
+        d.type("table")  # still at the table, its end shown
+        d.expect(r"Portuguese")
+    finally:
+        d.close()

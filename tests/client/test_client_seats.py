@@ -23,7 +23,7 @@ from rami.client.seats import SavedSeat, SeatBook
 from rami.client.session import TOLD_IN_FULL, ClientSession
 from rami.server.table import TableConfig
 from rami.server.testing import stacked_deck
-from rami.v1 import game_pb2, lobby_service_pb2
+from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2
 
 PORTUGUESE_HAND = "3d 4d 5d 7c 8c 9c 10c Ks Kd Kh 9h JK Jh"
 #: The server plays a seat whose player left only after 30 s: the game waits for Ana.
@@ -312,14 +312,34 @@ def test_taking_a_seat_back_tells_what_happened_while_away(
             # The moves made meanwhile, told; the seat's own were the server's.
             second.expect(r"The server \(for you\) (drew|discarded)")
             second.expect(r"You are up to date:", timeout=15)
+            story = second.screen.text()[start : second.cursor]
             told = re.findall(
-                r"\b(drew|discarded|took)\b", second.screen.text()[start : second.cursor]
+                r"^(?!.*The server \(for you\)).*\b(drew|discarded|took)\b", story, re.M
             )
             if away > 2:  # some 50 updates: the brief way is tried
                 assert missed > 2 * TOLD_IN_FULL, missed
             if missed > 2 * TOLD_IN_FULL:
-                # Many: the moves of only the last ones are told one by one.
+                # Many: the others' moves of only the last ones are told one by one.
                 assert 0 < len(told) <= TOLD_IN_FULL, (missed, told)
+            # Never left out: every card the server threw from the seat's hand meanwhile.
+            thrown = 0
+            watch = stubs.table.Watch(
+                table_service_pb2.WatchRequest(table_id=saved.table_id, after=saved.seen),
+                metadata=(("rami-token", saved.token),),
+                timeout=10,
+            )
+            for msg in watch:
+                if msg.HasField("update"):
+                    thrown += sum(
+                        1
+                        for e in msg.update.events
+                        if e.WhichOneof("kind") == "card_discarded" and e.card_discarded.seat == 0
+                    )
+                    if msg.update.number >= saved.seen + missed:
+                        break
+            watch.cancel()
+            assert thrown > 0
+            assert len(re.findall(r"The server \(for you\) discarded", story)) == thrown, story
             # The pile as the round made it, read back from before the updates missed: every
             # card of it by who threw it (or turned it up, or, a round just declared, put it
             # face down), none "from before you joined".

@@ -973,10 +973,15 @@ def test_a_long_pile_line_shows_the_newest_cards_and_how_many_more() -> None:
     hidden = int(line.split("… ")[1].split()[0])
     shown = line.count(" · ")  # the cards shown, each before a separator
     assert hidden == 12 - shown and line.endswith(f"… {hidden} more (pile)"), line
-    # Room for every card kept: the five newest, then how many more lie under them.
+    # Room for every card followed: all seven (the turned-up card last), then how many more
+    # lie under them (a card hidden behind a longer "1 more" was a card that fitted).
     wide = text(panel_fragments(view, LOOK, width=200, rows=24, pile=pile)).split("\n")
     (line,) = [p for p in wide if p.startswith("Pile")]
-    assert line.count("·") == 5 and line.endswith("… 7 more (pile)"), line
+    assert line.count("·") == 7 and line.endswith("3♠ · … 5 more (pile)"), line
+    size7 = _view(phase=game_pb2.PHASE_PLAY, discard_size=7)
+    whole = text(panel_fragments(size7, LOOK, width=200, rows=24, pile=pile)).split("\n")
+    (line,) = [p for p in whole if p.startswith("Pile")]
+    assert "more" not in line and line.endswith("9♣ Sara · 3♠"), line
     assert text(pile.line(["You", "Sara", "Bo"], ASCII, 40, 12)) == (
         "7h You - 2s Bo - ... 10 more (pile)"
     )

@@ -28,7 +28,8 @@ from .look import Look
 
 __all__ = ["Pile", "Throw"]
 
-#: How many throws are kept, and how many the panel's line shows.
+#: How many throws are kept, and how many the panel's line shows when its width is not
+#: given (given one, as many as fit).
 KEEP = 30
 SHOWN = 5
 
@@ -105,10 +106,11 @@ class Pile:
     ) -> StyleAndTextTuples:
         """The panel's short line: the top cards of the pile and who threw them, the newest
         first, then an ellipsis and how many more of the pile's ``size`` cards lie under them;
-        in ``width`` columns (0: any), only the newest that fit."""
+        in ``width`` columns, as many of the newest as fit (0: any width, the ``SHOWN``
+        newest)."""
         on_pile = self.on_pile()
         items: list[StyleAndTextTuples] = []
-        for t in on_pile[:SHOWN]:
+        for t in on_pile if width else on_pile[:SHOWN]:
             if t.card is None:
                 items.append([("class:dim", "face down")])
                 continue

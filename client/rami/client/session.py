@@ -145,6 +145,10 @@ class _Question:
     prompt: str
     no: str
     yes: Callable[[], Awaitable[None]]
+    #: Whether the question still applies to the table as the latest update left it (None:
+    #: always); when it no longer does, it is dropped, saying ``gone``.
+    applies: Callable[[game_pb2.View], bool] | None = None
+    gone: str = ""
 
 
 #: Seconds after this seat's clock ran out in which a move typed is taken as meant for the
@@ -505,12 +509,22 @@ class ClientSession:
 
     # -- moves -------------------------------------------------------------------------------
 
-    def ask(self, question: str, prompt: str, no: str, yes: Callable[[], Awaitable[None]]) -> None:
+    def ask(
+        self,
+        question: str,
+        prompt: str,
+        no: str,
+        yes: Callable[[], Awaitable[None]],
+        applies: Callable[[game_pb2.View], bool] | None = None,
+        gone: str = "",
+    ) -> None:
         """Put ``question``, the prompt asking ``prompt`` until it is answered: the next line
         yes (or y) runs ``yes``; anything else says ``no`` (and runs as a command unless it is
-        no)."""
+        no). ``applies``: whether the question still stands for the table's latest view; an
+        update after which it does not drops it, saying ``gone`` (a yes typed then would
+        answer a question that no longer makes sense)."""
         self.out.warn(question)
-        self._question = _Question(prompt, no, yes)
+        self._question = _Question(prompt, no, yes, applies, gone)
 
     async def _move(self, name: str, args: str, *, confirmed: bool = False) -> None:
         view = self.view
@@ -556,6 +570,11 @@ class ClientSession:
                     "declare anyway?",
                     "Not declared.",
                     lambda: self._move(name, args, confirmed=True),
+                    applies=lambda v: (
+                        my_turn(v) and v.phase == game_pb2.PHASE_PLAY and v.round == view.round
+                    ),
+                    gone="Your turn is over: declare anyway? is no longer asked (nothing was"
+                    " declared).",
                 )
                 return
         top = card(view.discard_top)
@@ -719,7 +738,13 @@ class ClientSession:
             event = event_from_proto(msg)
             if event is not None:
                 self.pile.apply(event)
-                if not (brief and msg.WhichOneof("kind") in _MOVE_EVENTS):
+                # Told briefly, the moves of the others are left out; never the server's
+                # for this seat: what became of the player's own hand is told in full.
+                if not (
+                    brief
+                    and msg.WhichOneof("kind") in _MOVE_EVENTS
+                    and (me is None or getattr(event, "seat", None) != me)
+                ):
                     self.out.lines(narrate(event, scene))
         if after.phase in (game_pb2.PHASE_DRAW, game_pb2.PHASE_PLAY):
             self.pile.sync(card(after.discard_top))
@@ -769,6 +794,10 @@ class ClientSession:
     def _set_view(self, view: game_pb2.View, announce: bool = False) -> None:
         before = self.view
         self.view = view
+        asked = self._question
+        if asked is not None and asked.applies is not None and not asked.applies(view):
+            self._question = None
+            self.out.info(asked.gone)
         mine = my_turn(view)
         if not mine:
             self.stage = Stage()
@@ -901,6 +930,9 @@ class ClientSession:
                 "leave?",
                 "You stay at the table.",
                 lambda: self._do_leave(args, confirmed=True),
+                applies=_game_on,
+                gone="The game is over: leave? is no longer asked (leave now goes back to the"
+                " lobby at once).",
             )
             return
         await self._leave()
@@ -929,6 +961,8 @@ class ClientSession:
                 "start now?",
                 "Not started: the table waits for players.",
                 lambda: self._do_start(args, confirmed=True),
+                applies=lambda v: v.phase == game_pb2.PHASE_WAITING,
+                gone="The game has begun: start now? is no longer asked.",
             )
             return
         request = lobby_service_pb2.StartTableRequest(table_id=self.table_id)
@@ -1255,8 +1289,8 @@ class ClientSession:
             if missed > 2 * TOLD_IN_FULL:
                 self.out.info(
                     f"While you were away ({plural(missed, 'update')}; the moves of the last"
-                    f" {TOLD_IN_FULL} are told, before them the rounds, the stock's rebuilds,"
-                    " the chat and the players):"
+                    f" {TOLD_IN_FULL} are told, before them the server's for you, the rounds,"
+                    " the stock's rebuilds, the chat and the players):"
                 )
                 self._catching_up = table.number
                 self._brief_until = table.number - TOLD_IN_FULL
@@ -1414,6 +1448,8 @@ class ClientSession:
                 "quit?",
                 "You stay at the table.",
                 self._quit,
+                applies=_game_on,
+                gone="The game is over: quit? is no longer asked (quit now quits at once).",
             )
             return
         await self._quit()
@@ -1431,6 +1467,11 @@ class ClientSession:
             self.out.info(question.no)  # another question: Ctrl-D is no to it
         await self._do_quit("")
         return self.done or self._question is None
+
+
+def _game_on(view: game_pb2.View) -> bool:
+    """Whether a game is under way at the table (neither waiting for players nor over)."""
+    return view.phase not in (game_pb2.PHASE_WAITING, game_pb2.PHASE_GAME_OVER)
 
 
 def save_path(args: str) -> str:
