@@ -577,3 +577,36 @@ def test_a_seat_at_a_table_the_server_no_longer_has_is_forgotten(tmp_path: Path)
         finally:
             d.close()
         assert book.at(server.target) == []
+
+
+def test_the_commands_typed_are_recalled_in_the_next_run(tmp_path: Path) -> None:
+    """Up recalls the commands of the last run too (a new player's try found only this
+    run's): kept in a file of the profile's, beside the seat book, bounded to the newest."""
+    from rami.client.history import KEEP, command_history
+
+    book = SeatBook(tmp_path / "seats.json")
+    with ServerThread(str(tmp_path / "rami.db"), PATIENT) as server:
+        first = _client(server, book)
+        try:
+            first.expect(r"Connected to 127\.0\.0\.1")
+            first.type("name Zed")
+            first.expect(r"You will join tables as Zed\.")
+        finally:
+            first.close()
+        second = _client(server, book)
+        try:
+            second.expect(r"Connected to 127\.0\.0\.1")
+            second.keys("\x1b[A\x1b[A")  # quit, then name Zed
+            second.keys("\r")
+            second.expect(r"You will join tables as Zed\.")
+        finally:
+            second.close()
+    path = tmp_path / "history-default"
+    assert path.stat().st_mode & 0o077 == 0  # the owner's alone, as the seat book is
+    # Bounded: the newest KEEP are kept, the file rewritten when it is read.
+    history = command_history(path)
+    for i in range(KEEP + 5):
+        history.store_string(f"say {i}")
+    loaded = list(command_history(path).load_history_strings())
+    assert len(loaded) == KEEP and loaded[0] == f"say {KEEP + 4}", loaded[:2]
+    assert len(list(command_history(path).load_history_strings())) == KEEP

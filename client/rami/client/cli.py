@@ -120,7 +120,8 @@ async def _connect(
         seats = None
     try:
         await link.check()
-        session = ClientSession(link, name=name, look=look, seats=seats)
+        history = seats.path.with_name(f"history-{seats.profile}") if seats is not None else None
+        session = ClientSession(link, name=name, look=look, seats=seats, history=history)
 
         async def list_tables(s: ClientSession) -> None:
             """Start by showing the server's tables."""
@@ -143,7 +144,13 @@ async def _play(spec: NewTable, name: str, look: Look) -> None:
             # preferences written down.
             prefs = Preferences(default_path())
             session = ClientSession(
-                link, name=name, look=look, local=True, seats=HeldSeats(), prefs=prefs
+                link,
+                name=name,
+                look=look,
+                local=True,
+                seats=HeldSeats(),
+                prefs=prefs,
+                history=default_path().with_name("history-play"),
             )
 
             async def create(s: ClientSession) -> None:
@@ -206,9 +213,10 @@ def connect(
 
     The seats you take are kept in $XDG_STATE_HOME/rami/seats.json (~/.local/state by
     default), under your profile (--profile, "default" unless given), so that join takes
-    yours back after the client is closed. Only one running client holds a profile: a second
-    one with the same profile keeps no seats. Tables made with create get a 60-second turn
-    clock unless you give turn_seconds."""
+    yours back after the client is closed; the commands you type beside it (history-PROFILE:
+    Up recalls them in the next run). Only one running client holds a profile: a second one
+    with the same profile keeps no seats. Tables made with create get a 60-second turn clock
+    unless you give turn_seconds."""
     try:
         target = parse_address(address)
         check_profile(profile)

@@ -74,6 +74,7 @@ from .convert import (
 from .finder import TableFinder
 from .helptext import help_lines
 from .hints import hint_lines
+from .history import command_history
 from .keys import key_bindings
 from .link import CALL_WAIT, Answered, Link, LinkError, NotSent, Refused, Unreachable
 from .look import STYLE, Look
@@ -180,8 +181,11 @@ class ClientSession:
         local: bool = False,
         seats: Seats | None = None,
         prefs: Preferences | None = None,
+        history: Path | None = None,
     ) -> None:
         self.link = link
+        #: The file of the commands typed, recalled by Up in the next run (None: none kept).
+        self.history = history
         #: Where the seats taken are written down, to be taken back after a restart.
         self.seats = seats
         if prefs is None and isinstance(seats, SeatBook):
@@ -375,6 +379,7 @@ class ClientSession:
         creates its table there)."""
         self._session = PromptSession(
             message=self._message,
+            history=command_history(self.history),
             bottom_toolbar=self._toolbar,
             completer=TableCompleter(self._situation),
             complete_while_typing=True,
