@@ -355,7 +355,10 @@ def test_rami_bot_connect_tells_a_server_that_answered_from_none(tmp_path: Path)
             other.close()
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
-    assert "STORAGE_FAILED" not in lines[0] or "trying again" in lines[0], lines
+    assert lines[0] == (
+        "rami-bot: the server answered UNAVAILABLE (STORAGE_FAILED): the table could not store"
+        " this change: nothing was changed; trying again"
+    ), lines
     assert not any("no Rami server answered" in line for line in lines), lines
     assert lines[-1] == (
         f"rami-bot: the server at {srv.target} answered, but did not seat the bot within 8 s:"

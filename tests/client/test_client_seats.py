@@ -609,4 +609,7 @@ def test_the_commands_typed_are_recalled_in_the_next_run(tmp_path: Path) -> None
         history.store_string(f"say {i}")
     loaded = list(command_history(path).load_history_strings())
     assert len(loaded) == KEEP and loaded[0] == f"say {KEEP + 4}", loaded[:2]
-    assert len(list(command_history(path).load_history_strings())) == KEEP
+    assert loaded[-1] == "say 5"
+    assert list(command_history(path).load_history_strings()) == loaded  # rewritten so
+    assert path.stat().st_mode & 0o077 == 0  # and still the owner's alone
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".history")] == []

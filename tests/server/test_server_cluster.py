@@ -75,7 +75,8 @@ def test_a_fenced_append_stores_nothing_and_names_the_new_owner(postgres_url: st
             await a.append(Append("t1", 1, [_entry(1)], "waiting", None, None, epoch=0))
             # Held by its creator: another server is sent there.
             assert await b.claim("t1") == Lease(None, "a:1")
-            assert await b.owner_of("t1") == "a:1"
+            assert await b.owner_of("t1") == ("a:1", False)
+            assert await a.owner_of("t1") == ("a:1", True)
             assert await a.renew({"t1": 0}) == []
             await asyncio.sleep(0.6)  # a stops renewing: the lease runs out
             assert await b.claimable() == ["t1"]
@@ -833,6 +834,42 @@ def test_health_says_not_serving_when_the_database_goes_silent(
             run(go)
     finally:
         gate.close()
+
+
+def test_a_late_claim_of_the_server_s_own_is_no_twin(tmp_path: Path, postgres_url: str) -> None:
+    """A claim this server gave up on (the database silent) may be carried out when the network
+    comes back: its epoch then moves past the table's here, and the renewal finds the lease
+    lost to ... this same server. That is no other server advertising this one's address
+    (which would stop its claims by address for good): the table is loaded again, at the epoch
+    it holds now, and the game goes on."""
+    from rami.server.app import serve
+
+    async def go() -> None:
+        server = await serve(
+            "127.0.0.1", 0, postgres_url, secret_file=str(tmp_path / "key"), lease_seconds=0.6
+        )
+        stubs = Stubs(f"127.0.0.1:{server.port}")
+        try:
+            table_id, _ = await _create(stubs)
+            before = server.lobby.tables[table_id].epoch
+            # What the abandoned claim does when it lands at last: the same owner, a new epoch.
+            await server.storage._claim(table_id)
+
+            async def reloaded() -> bool:
+                table = server.lobby.tables.get(table_id)
+                return table is not None and table.epoch > before + 1
+
+            await _until(reloaded, 10)
+            assert not server.storage.twin
+            got = await stubs.lobby.GetTable(
+                lobby_service_pb2.GetTableRequest(table_id=table_id), timeout=RPC_TIMEOUT
+            )
+            assert got.table.table_id == table_id
+        finally:
+            await stubs.close()
+            await server.stop(0.5)
+
+    run(go)
 
 
 def test_health_comes_back_when_the_database_answers_though_a_claim_fails_otherwise(

@@ -212,6 +212,45 @@ def test_postgresql_connections_give_up_on_a_silent_network(postgres_url: str) -
             assert given.get("keepalives") == "1", given
             assert given.get("keepalives_idle") == idle, given
             assert given.get("tcp_user_timeout") == "30000", given
+            assert given.get("connect_timeout") == "5", given
+
+    run(go)
+
+
+def test_a_call_on_the_leases_left_by_its_caller_is_cancelled_too(postgres_url: str) -> None:
+    """A claim or a load whose caller goes (a client's deadline, the server's stop) does not
+    go on alone: it could commit a claim nobody knows of, or fail with nobody to hear it. And
+    one the database does not answer in time is given up: NoAnswer, an outage."""
+    from rami.server.storage import NoAnswer, is_outage
+
+    async def go() -> None:
+        storage = await _open(postgres_url)
+        ended: list[str] = []
+
+        async def slow() -> None:
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                ended.append("cancelled")
+                raise
+            ended.append("finished")
+
+        try:
+            caller = asyncio.ensure_future(storage._answered(slow(), "a slow call", 20.0))
+            await asyncio.sleep(0.1)
+            caller.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await caller
+            await asyncio.sleep(0.1)
+            assert ended == ["cancelled"]
+            with pytest.raises(NoAnswer) as raised:
+                await storage._answered(slow(), "a slow call", 0.2)
+            assert is_outage(raised.value)
+            assert str(raised.value) == "the database did not answer a slow call within 0.2 s"
+            await asyncio.sleep(0.1)
+            assert ended == ["cancelled", "cancelled"] and not storage._abandoned
+        finally:
+            await storage.close()
 
     run(go)
 

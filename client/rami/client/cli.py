@@ -150,7 +150,7 @@ async def _play(spec: NewTable, name: str, look: Look) -> None:
                 local=True,
                 seats=HeldSeats(),
                 prefs=prefs,
-                history=default_path().with_name("history-play"),
+                history=default_path().with_name("history.play"),  # no profile has a dot
             )
 
             async def create(s: ClientSession) -> None:

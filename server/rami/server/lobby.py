@@ -366,10 +366,17 @@ class Lobby:
             if table is None or table.epoch != held[table_id]:
                 continue
             try:
-                owner = await self.storage.owner_of(table_id)
+                owner, ours = await self.storage.owner_of(table_id)
             except Exception:
-                owner = ""
-            self.moved(table, owner)
+                owner, ours = "", False
+            if ours:
+                # A claim of this server's own, given up on and carried out later by the
+                # database (its epoch moved past the table's here): not another server with
+                # this one's address. The table is loaded again, at the epoch it holds now.
+                log.warning("table %s: its lease moved to a later claim of this server's", table_id)
+                self.reload(table)
+            else:
+                self.moved(table, owner)
         return True
 
     async def keep_leases(self) -> None:

@@ -292,8 +292,10 @@ class Storage(Protocol):
     async def claimable(self) -> list[str]:
         """The ids of the tables not over whose lease is free for this server, oldest first."""
 
-    async def owner_of(self, table_id: str) -> str:
-        """The address of the server that holds the table's lease now ('' when none does)."""
+    async def owner_of(self, table_id: str) -> tuple[str, bool]:
+        """The address of the server that holds the table's lease now ('' when none does),
+        and whether that server is this one (a claim of its own it gave up on, say, that
+        the database carried out later)."""
 
     async def servers(self) -> int:
         """How many servers hold a lease now, this one counted (at least 1)."""
@@ -652,8 +654,8 @@ class SqliteStorage:
     async def claimable(self) -> list[str]:
         return await self.unfinished()
 
-    async def owner_of(self, table_id: str) -> str:
-        return ""
+    async def owner_of(self, table_id: str) -> tuple[str, bool]:
+        return "", False
 
     async def servers(self) -> int:
         return 1

@@ -298,9 +298,12 @@ def _missing_driver() -> PostgresUnavailable:
 
 #: Seconds a call waits for one of the pool's connections before it fails as an outage.
 POOL_WAIT = 3.0
-#: The least time a call on the leases (and a table's load) is given before the database
-#: counts as out of reach (:meth:`PostgresStorage._answered`): a lease, but at least the
-#: pool's wait and a second, so that a slow answer in a busy moment is not taken for one.
+#: The time a call that a client's request waits for (a claim of a table, its load, its
+#: owner) is given before the database counts as out of reach (:meth:`PostgresStorage.
+#: _answered`): the pool's wait and a second, well inside a client's own wait (the bot kit's
+#: and the client's 10 s), so that it hears UNAVAILABLE/STORAGE_FAILED, not its deadline. The
+#: lease's own calls (renew, release, which tables may be claimed, how many servers) are given
+#: a lease, at least this.
 ANSWER_WAIT = POOL_WAIT + 1.0
 #: Seconds the pool tries to replace a lost connection before it gives up (then the next call
 #: that needs one starts trying again at once). Its waits between tries double from 1 s, with
@@ -553,7 +556,7 @@ class PostgresStorage:
     # -- leases ----------------------------------------------------------------------------
 
     async def claim(self, table_id: str) -> Lease | None:
-        return await self._answered(self._claim(table_id), "a claim of a table")
+        return await self._answered(self._claim(table_id), "a claim of a table", ANSWER_WAIT)
 
     async def _claim(self, table_id: str) -> Lease | None:
         async with self._pool.connection() as conn:
@@ -618,17 +621,17 @@ class PostgresStorage:
             )
             return [r[0] for r in await cur.fetchall()]
 
-    async def owner_of(self, table_id: str) -> str:
-        return await self._answered(self._owner_of(table_id), "a table's owner")
+    async def owner_of(self, table_id: str) -> tuple[str, bool]:
+        return await self._answered(self._owner_of(table_id), "a table's owner", ANSWER_WAIT)
 
-    async def _owner_of(self, table_id: str) -> str:
+    async def _owner_of(self, table_id: str) -> tuple[str, bool]:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
-                "SELECT address FROM rami_leases WHERE table_id = %s AND expiry >= now()",
+                "SELECT address, owner FROM rami_leases WHERE table_id = %s AND expiry >= now()",
                 (table_id,),
             )
             r = await cur.fetchone()
-        return str(r[0]) if r else ""
+        return (str(r[0]), r[1] == self.server_id) if r else ("", False)
 
     async def servers(self) -> int:
         return await self._answered(self._servers(), "how many servers hold leases")
@@ -643,27 +646,37 @@ class PostgresStorage:
             r = await cur.fetchone()
         return 1 + (int(r[0]) if r else 0)
 
-    async def _answered(self, call: Awaitable[T], what: str) -> T:
+    async def _answered(self, call: Awaitable[T], what: str, wait: float = 0.0) -> T:
         """``call``'s answer, or :class:`NoAnswer` (the database out of reach) when it has not
-        come within a lease (at least ``ANSWER_WAIT``). A network that drops every packet ends
-        no connection, and TCP would wait minutes for one: this server would go on renewing
-        nothing and claiming nothing, and its health would say SERVING. The call given up on
-        is cancelled and left to end on its own (psycopg cancels its query, within seconds)."""
+        come within ``wait`` seconds (0: a lease, at least ``ANSWER_WAIT``). A network that
+        drops every packet ends no connection, and TCP would wait minutes for one: this server
+        would go on renewing nothing and claiming nothing, and its health would say SERVING.
+        The call given up on, or left by a caller cancelled (a client's deadline, the server's
+        stop), is cancelled too: psycopg cancels its query and, if the database does not
+        answer that either, ends its connection (within some 10 s with psycopg 3.3.9; with
+        older releases, once ``tcp_user_timeout`` ends it)."""
+        wait = wait or max(self.lease_seconds, ANSWER_WAIT)
         task = asyncio.ensure_future(call)
-        done, _ = await asyncio.wait({task}, timeout=max(self.lease_seconds, ANSWER_WAIT))
+        try:
+            done, _ = await asyncio.wait({task}, timeout=wait)
+        except BaseException:
+            self._abandon(task)
+            raise
         if task in done:
             return task.result()
+        self._abandon(task)
+        raise NoAnswer(f"the database did not answer {what} within {wait:g} s")
+
+    def _abandon(self, task: asyncio.Future[Any]) -> None:
+        """Cancel a call nobody waits for any more, and let it end on its own."""
         task.cancel()
         self._abandoned.add(task)
         task.add_done_callback(_forgotten(self._abandoned))
-        raise NoAnswer(
-            f"the database did not answer {what} within {max(self.lease_seconds, ANSWER_WAIT):g} s"
-        )
 
     # -- logs -------------------------------------------------------------------------------
 
     async def load_table(self, table_id: str) -> StoredTable | None:
-        return await self._answered(self._load_table(table_id), "a table's load")
+        return await self._answered(self._load_table(table_id), "a table's load", ANSWER_WAIT)
 
     async def _load_table(self, table_id: str) -> StoredTable | None:
         # One snapshot for the row and the entries: the row's number is the log's last.
@@ -811,13 +824,15 @@ class PostgresStorage:
         await self._pool.close()
 
 
-#: libpq's settings for a connection whose network goes silent (the URL's own win): an idle
-#: connection is probed after 10 s and given up after 3 probes 5 s apart; one whose data sent
-#: has not been acknowledged for 30 s is ended (``tcp_user_timeout``, in ms). Without them a
-#: connection through a network that drops every packet waits as long as the kernel's
-#: retransmissions (some 15 minutes), and so would a group commit sent on it, holding up the
-#: appends of every table; ended, it fails as the database out of reach.
+#: libpq's settings for a connection whose network goes silent (the URL's own win): a new
+#: connection is given up after 5 s (libpq's default waits 130 s), an idle one is probed
+#: after 10 s and given up after 3 probes 5 s apart, and one whose data sent has not been
+#: acknowledged for 30 s is ended (``tcp_user_timeout``, in ms). Without them a connection
+#: through a network that drops every packet waits as long as the kernel's retransmissions
+#: (some 15 minutes), and so would a group commit sent on it, holding up the appends of
+#: every table; ended, it fails as the database out of reach.
 NETWORK_SETTINGS = {
+    "connect_timeout": "5",
     "keepalives": "1",
     "keepalives_idle": "10",
     "keepalives_interval": "5",
