@@ -14,8 +14,9 @@
 //
 // A refused command (FAILED_PRECONDITION, INVALID_ARGUMENT) is counted and answered with a safe
 // move; ABORTED means the game moved on: the bot waits for the next update. A dropped stream is
-// resumed with `after` = the last update number seen. It exits 0 when the game is over, printing
-// one summary line.
+// resumed with `after` = the last update number seen, and so is one that brings nothing for 45 s
+// (the server sends a heartbeat every 15 s: a frozen or cut-off server ends no connection). It
+// exits 0 when the game is over, printing one summary line.
 //
 //   node bot.js HOST:PORT TABLE_ID [NAME] [--seat N] [--token TOKEN] [--timeout SECONDS] [--quiet]
 'use strict';
@@ -32,6 +33,8 @@ const PROTO_FILES = [
   'rami/v1/rules_service.proto',
 ];
 const TOKEN_METADATA = 'rami-token';
+// A stream silent this long is dead (three heartbeats missed): it is opened again.
+const SILENCE_MS = 45000;
 
 if (!require('fs').existsSync(path.join(PROTO_ROOT, PROTO_FILES[1]))) {
   console.error(
@@ -264,7 +267,10 @@ class Bot {
     this.metadata.set(TOKEN_METADATA, token);
     return new Promise((resolve, reject) => {
       this.finish = resolve;
-      this.fail = reject;
+      this.fail = (err) => {
+        clearTimeout(this.silent);
+        reject(err);
+      };
       this.watch();
     });
   }
@@ -275,13 +281,23 @@ class Bot {
     if (this.last !== undefined) req.after = this.last;
     const stream = this.table.Watch(req, this.metadata);
     this.stream = stream;
+    const heard = () => {
+      clearTimeout(this.silent);
+      this.silent = setTimeout(() => {
+        retry(`nothing came for ${SILENCE_MS / 1000} s`);
+        stream.cancel();
+      }, SILENCE_MS);
+    };
+    heard();
     stream.on('data', (msg) => {
+      heard();
       if (msg.kind !== 'update') return; // a heartbeat: the stream is alive
       const update = msg.update;
       this.last = update.number;
       this.onView(update.view);
     });
     const retry = (why) => {
+      clearTimeout(this.silent);
       if (this.done || stream !== this.stream) return;
       this.stream = null;
       this.stats.reconnects += 1;
@@ -506,6 +522,7 @@ class Bot {
   gameOver(view) {
     if (this.done) return;
     this.done = true;
+    clearTimeout(this.silent);
     if (this.stream) this.stream.cancel();
     const totals = view.players.map((p) => p.total).join('/');
     console.log(

@@ -131,3 +131,49 @@ def test_a_killed_bot_s_seat_is_taken_back_with_the_token_it_printed(tmp_path: P
             bot.wait(timeout=5)
         channel.close()
         server.stop()
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_bot_whose_server_goes_silent_opens_its_stream_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, stream: bool
+) -> None:
+    """A server that stops answering without closing anything (frozen, or cut off by the
+    network while its connection stays open) sends no heartbeat: the bot takes its stream for
+    dead after ``silence`` seconds and opens a new one, rather than wait as long as the server
+    does (while another server plays its seat). Here the server's loop is held for 3 s, its
+    heartbeat being 0.5 s; the bot's bound is 1 s."""
+    import asyncio
+    import logging
+
+    from rami.client.botkit import play, policy_decider
+    from rami.server.testing import ServerThread
+
+    with ServerThread(str(tmp_path / "rami.db")) as server:
+        channel = grpc.insecure_channel(server.target)
+        try:
+            table_id = Tables(server.target, channel).create("portuguese", 2, ("greedy",))
+        finally:
+            channel.close()
+
+        def freeze(_: object) -> None:  # once seated, the game started: the server freezes
+            server.loop.call_soon_threadsafe(time.sleep, 3.0)
+
+        async def go() -> int:
+            result = await asyncio.wait_for(
+                play(
+                    server.target,
+                    table_id,
+                    policy_decider("greedy", 1),
+                    stream=stream,
+                    silence=1.0,
+                    on_join=freeze,
+                ),
+                60,
+            )
+            assert result.final is not None
+            return result.reconnects
+
+        with caplog.at_level(logging.INFO, logger="rami.client.bot"):
+            reconnects = asyncio.run(go())
+    assert reconnects >= 1
+    assert "nothing came from the server for 1 s" in caplog.text, caplog.text

@@ -692,3 +692,43 @@ def test_a_move_typed_on_the_next_turn_after_a_timeout_is_sent(
         assert "Too late" not in d.screen.text()
     finally:
         d.close()
+
+
+def test_a_table_stream_silent_past_its_bound_is_opened_again(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    """A server that stops answering with its connection still open (frozen, cut off) sends
+    no heartbeat: the client's stream of the table is taken for dead after its bound (45 s;
+    1 s here, the test server's heartbeat being 0.5 s), said as a lost connection, and opened
+    again; the table is followed on once the server answers."""
+    import asyncio
+
+    table_id = _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    said: list[str] = []
+
+    async def go() -> None:
+        link = Link(server.target, silence=1.0)
+        seen: list[int] = []
+
+        async def follow() -> None:
+            async for update in link.updates(table_id, None, said.append):
+                seen.append(update.number)
+
+        reading = asyncio.ensure_future(follow())
+        try:
+            end = time.monotonic() + 10
+            while not seen and time.monotonic() < end:
+                await asyncio.sleep(0.05)
+            assert seen, "no update came"
+            server.loop.call_soon_threadsafe(time.sleep, 3.0)  # the server freezes
+            end = time.monotonic() + 15
+            while "reconnected" not in said and time.monotonic() < end:
+                await asyncio.sleep(0.1)
+        finally:
+            reading.cancel()
+            await link.close()
+
+    started = time.monotonic()
+    asyncio.run(go())
+    assert said == ["lost", "reconnected"], said
+    assert time.monotonic() - started < 15

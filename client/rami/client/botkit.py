@@ -46,7 +46,7 @@ from rami.v1 import (
 )
 
 from .convert import action_to_request, new_request_id, view_from_proto
-from .link import Route, moved_to, refusal_reason
+from .link import SILENCE, Route, heard, moved_to, refusal_reason
 
 __all__ = [
     "CHANNEL_OPTIONS",
@@ -61,12 +61,20 @@ log = logging.getLogger("rami.client.bot")
 
 Decide = Callable[[View], Action]
 TOKEN_METADATA = "rami-token"
-#: Come back quickly after a server restart: gRPC's default backoff grows to two minutes.
+#: Come back quickly after a server restart: gRPC's default backoff grows to two minutes. And
+#: find a server that stopped answering (frozen, or cut off by the network, its connection
+#: still open): a ping every 20 s, the connection dropped when one is not answered within 10 s
+#: (gRPC stops pinging after 2 pings with no data sent, unless told not to; a bot waiting for
+#: its turn sends none).
 CHANNEL_OPTIONS = [
     ("grpc.initial_reconnect_backoff_ms", 250),
     ("grpc.min_reconnect_backoff_ms", 250),
     ("grpc.max_reconnect_backoff_ms", 2000),
+    ("grpc.keepalive_time_ms", 20_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.http2.max_pings_without_data", 0),
 ]
+
 #: The most bots of one process that share a connection to a server. gRPC's channels of one
 #: process share one connection when their target and settings are the same, and a server
 #: bounds the calls open at once on a connection (``rami-server --max-streams-per-connection``,
@@ -234,6 +242,7 @@ async def play(
     stream: bool = True,
     on_join: Callable[[BotResult], None] | None = None,
     result: BotResult | None = None,
+    silence: float = SILENCE,
 ) -> BotResult:
     """Play one game at ``table_id`` on the server at ``target`` until it is over.
 
@@ -243,14 +252,15 @@ async def play(
     stream; False: unary Act calls beside a Watch stream. ``on_join`` is called once the bot
     has joined (not when it takes a seat back with ``token``), with the seat and the token
     it holds: keep the token to take the seat back after a crash. ``result``, when given, is
-    the one filled and returned: what it says so far can be read after a timeout."""
+    the one filled and returned: what it says so far can be read after a timeout. A stream
+    that brings nothing for ``silence`` seconds is taken for dead and opened again."""
     route = _Route(target, channel, credentials)
     if result is None:
         result = BotResult()
     try:
         run = _play_stream if stream else _play
         return await run(
-            route, table_id, decide, name, seat, token, max_reconnects, result, on_join
+            route, table_id, decide, name, seat, token, max_reconnects, result, silence, on_join
         )
     finally:
         await route.close()
@@ -265,6 +275,7 @@ async def _play(
     token: str | None,
     max_reconnects: int,
     result: BotResult,
+    silence: float = SILENCE,
     on_join: Callable[[BotResult], None] | None = None,
 ) -> BotResult:
     metadata = await _join(route, table_id, name, seat, token, result, max_reconnects, on_join)
@@ -277,7 +288,7 @@ async def _play(
                 metadata=metadata,
             )
             try:
-                async for msg in stream:
+                async for msg in heard(stream, silence):
                     if not msg.HasField("update"):
                         continue
                     view = msg.update.view
@@ -483,6 +494,7 @@ async def _play_stream(
     token: str | None,
     max_reconnects: int,
     result: BotResult,
+    silence: float = SILENCE,
     on_join: Callable[[BotResult], None] | None = None,
 ) -> BotResult:
     """The game on Play streams: the update an accepted command became is its answer, a
@@ -500,7 +512,7 @@ async def _play_stream(
         result.retries += len(unanswered)
         call = route.table.Play(stream.requests(), metadata=metadata)
         try:
-            async for msg in call:
+            async for msg in heard(call, silence):
                 kind = msg.WhichOneof("kind")
                 if kind == "refused":
                     if msg.refused.reason in _ENDING:

@@ -39,6 +39,7 @@ from .safetext import safe
 __all__ = [
     "CALL_WAIT",
     "DEFAULT_PORT",
+    "SILENCE",
     "TOKEN_METADATA",
     "Answered",
     "Link",
@@ -47,6 +48,7 @@ __all__ = [
     "Refused",
     "Route",
     "Unreachable",
+    "heard",
     "moved_to",
     "parse_address",
     "plain_error",
@@ -61,9 +63,18 @@ _CHANNEL_OPTIONS = [
     ("grpc.initial_reconnect_backoff_ms", 250),
     ("grpc.min_reconnect_backoff_ms", 250),
     ("grpc.max_reconnect_backoff_ms", 2000),
+    # A server that stopped answering (frozen, cut off, its connection still open): a ping
+    # every 20 s, the connection dropped when one is not answered within 10 s; gRPC stops
+    # pinging after 2 pings with no data sent unless told not to, and a player reading the
+    # table sends none.
     ("grpc.keepalive_time_ms", 20_000),
     ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.http2.max_pings_without_data", 0),
 ]
+#: Seconds a stream may bring nothing (no update, no heartbeat: the server sends one every
+#: 15 s) before it is taken for dead and opened again: a server that froze, or one whose
+#: table another server has taken over meanwhile (the stream is then followed to it).
+SILENCE = 45.0
 _LOST = {
     grpc.StatusCode.UNAVAILABLE,
     grpc.StatusCode.CANCELLED,
@@ -159,6 +170,39 @@ def refusal_reason(error: grpc.aio.AioRpcError) -> str:
     """The machine-readable reason (google.rpc.ErrorInfo), when the server sent one."""
     info = _info(error)
     return str(info.reason) if info is not None else ""
+
+
+async def heard(call: Any, silence: float) -> AsyncIterator[Any]:
+    """The messages of a server stream, until it ends; UNAVAILABLE (a dropped stream, to open
+    again) when none comes for ``silence`` seconds of waiting for one: the server sends a
+    heartbeat every 15 s, so a stream silent for much longer is dead, though its connection
+    may look open. (The call is cancelled by a timer: a read awaited under a timeout of its own
+    was seen to never end when cancelled.)"""
+    loop = asyncio.get_running_loop()
+    lapsed = False
+
+    def lapse() -> None:
+        nonlocal lapsed
+        lapsed = True
+        call.cancel()
+
+    timer = loop.call_later(silence, lapse)
+    try:
+        async for msg in call:
+            timer.cancel()
+            yield msg  # the time the reader takes over a message is not the server's silence
+            timer = loop.call_later(silence, lapse)
+    except asyncio.CancelledError:
+        if not lapsed:
+            raise
+        raise grpc.aio.AioRpcError(
+            grpc.StatusCode.UNAVAILABLE,
+            grpc.aio.Metadata(),
+            grpc.aio.Metadata(),
+            details=f"nothing came from the server for {silence:g} s",
+        ) from None
+    finally:
+        timer.cancel()
 
 
 def moved_to(error: grpc.aio.AioRpcError) -> str | None:
@@ -350,10 +394,17 @@ class Link:
     """One route to a server (:class:`Route`), with the services' stubs and calls in plain
     words."""
 
-    def __init__(self, target: str, credentials: grpc.ChannelCredentials | None = None) -> None:
+    def __init__(
+        self,
+        target: str,
+        credentials: grpc.ChannelCredentials | None = None,
+        silence: float = SILENCE,
+    ) -> None:
         #: The address given: the one saved seats are kept under, and the way back.
         self.target = target
         self.route = Route(target, credentials, options=_CHANNEL_OPTIONS)
+        #: Seconds a table's stream may bring nothing before it is opened again.
+        self.silence = silence
 
     @property
     def at(self) -> str:
@@ -507,7 +558,7 @@ class Link:
             )
             first = True
             try:
-                async for msg in stream:
+                async for msg in heard(stream, self.silence):
                     if first and msg.took_over and not opened:
                         on_status("took_over")
                     first, opened = False, True
