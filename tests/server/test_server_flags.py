@@ -41,6 +41,11 @@ def _serve(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         (("--waiting-expiry", "inf"), "--waiting-expiry"),
         (("--log-level", "verbose"), "--log-level"),
         (("--db", ""), "--db"),
+        (("--expert-budget", "inf"), "--expert-budget"),
+        (("--expert-budget", "100"), "--expert-budget"),
+        (("--max-connections", "-1"), "--max-connections"),
+        (("--max-streams-per-connection", "-1"), "--max-streams-per-connection"),
+        (("--handshake-seconds", "0"), "--handshake-seconds"),
     ],
 )
 def test_a_flag_the_server_cannot_serve_with_is_refused_before_anything_is_made(
@@ -85,7 +90,8 @@ def test_a_sqlite_file_the_server_cannot_use_is_said_in_one_line(
     else:
         with sqlite3.connect(db) as conn:
             conn.execute("PRAGMA user_version = 99")
-        said = "schema version 99 is newer than this server's"
+        said = "schema version 99 is newer than this server's (5): a newer rami-server wrote it;"
+        " run that version (or a newer one)"
     done = _serve("--db", str(db), cwd=tmp_path)
     out = done.stderr + done.stdout
     assert done.returncode == 1, out
@@ -145,3 +151,16 @@ def test_a_server_started_with_sighup_ignored_keeps_running_on_sighup(tmp_path: 
         assert proc.poll() is None, proc.communicate()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
+
+
+@pytest.mark.parametrize(("text", "said"), [("not hex at all\n", "is not hexadecimal: it holds")])
+def test_a_key_file_the_server_cannot_read_as_a_key_says_what_one_is(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    key = tmp_path / "server.key"
+    key.write_text(text)
+    key.chmod(0o600)
+    done = _serve("--db", str(tmp_path / "r.db"), "--secret-file", str(key), cwd=tmp_path)
+    out = done.stderr + done.stdout
+    assert done.returncode != 0, out
+    assert said in out and "64 hex digits" in out and "Traceback" not in out, out

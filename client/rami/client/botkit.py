@@ -201,6 +201,9 @@ class BotResult:
     #: (UNAVAILABLE with its reason, and its words): '' while every failure was a server out
     #: of reach. A bot given up can tell "no server answered" from "it answered, not yet".
     answered: str = ""
+    #: Following the table from where it is, after a refusal of updates it has not reached
+    #: (a server restored from a backup), until an update comes.
+    restarted: bool = False
 
 
 def policy_decider(name: str, seed: int | str = 0, expert_budget: float | None = None) -> Decide:
@@ -294,6 +297,7 @@ async def _play(
                     view = msg.update.view
                     last = msg.update.number
                     result.streak = 0
+                    result.restarted = False
                     route.settled()
                     result.seat = view.seat
                     if view.phase == game_pb2.PHASE_GAME_OVER:
@@ -310,7 +314,9 @@ async def _play(
             finally:
                 stream.cancel()  # a stream left behind would count against the seat's streams
         except grpc.aio.AioRpcError as e:
-            if not await route.follow(e):
+            if _behind(e, result):
+                last = None  # from the table as it is now
+            elif not await route.follow(e):
                 await _dropped(e, result, max_reconnects, _early(last))
             decided = -1
 
@@ -406,6 +412,23 @@ def _early(last: int | None) -> int | None:
     stale: ABORTED, never a second move). From the update received, not from the last try's
     start: tries that fail in a row all resume from the same place."""
     return last - 1 if last else last
+
+
+def _behind(e: grpc.aio.AioRpcError, result: BotResult) -> bool:
+    """Whether a stream was refused for resuming after an update the table has not reached
+    (``INVALID_ARGUMENT BAD_NUMBER``): its server was restored from a backup older than what
+    the bot saw. The bot then follows the table from where it is now, once in a row."""
+    if e.code() != grpc.StatusCode.INVALID_ARGUMENT or refusal_reason(e) != "BAD_NUMBER":
+        return False
+    if result.restarted:
+        return False  # refused so from the start too: a bug, not a restore
+    result.restarted = True
+    result.reconnects += 1
+    log.warning(
+        "the table is behind the updates this bot saw (%s): following it from where it is now",
+        e.details(),
+    )
+    return True
 
 
 async def _dropped(
@@ -533,6 +556,7 @@ async def _play_stream(
                 view = msg.update.view
                 last = msg.update.number
                 result.streak = 0
+                result.restarted = False
                 route.settled()
                 result.seat = view.seat
                 if msg.HasField("accepted"):
@@ -547,7 +571,10 @@ async def _play_stream(
                     engine_view = view_from_proto(view)
                     stream.send(_Command(view.number, engine_view, decide(engine_view)))
         except grpc.aio.AioRpcError as e:
-            if not await route.follow(e):
+            if _behind(e, result):
+                last = None  # from the table as it is now: what was sent for later is moot
+                stream.pending.clear()
+            elif not await route.follow(e):
                 await _dropped(e, result, max_reconnects, _early(last))
             unanswered = list(stream.pending.values())
             if not unanswered:

@@ -136,6 +136,7 @@ def serve(
     expert_budget: float = typer.Option(
         TableConfig().expert_budget,
         min=0.001,
+        max=60.0,
         help="Seconds of search per move of an expert bot (on the reference machine: a fixed"
         " count of simulations, the same move on any machine).",
     ),
@@ -144,7 +145,11 @@ def serve(
     if log_level.lower() not in _LOG_LEVELS:
         typer.echo(f"rami-server: --log-level is one of {', '.join(_LOG_LEVELS)}", err=True)
         raise typer.Exit(2)
-    for name, seconds in (("--drop-grace", drop_grace), ("--waiting-expiry", waiting_expiry)):
+    for name, seconds in (
+        ("--drop-grace", drop_grace),
+        ("--waiting-expiry", waiting_expiry),
+        ("--expert-budget", expert_budget),
+    ):
         if not (math.isfinite(seconds) and seconds >= 0):
             typer.echo(f"rami-server: {name} is a number of seconds, 0 or more", err=True)
             raise typer.Exit(2)
@@ -204,12 +209,18 @@ def serve(
     if loop not in LOOPS:
         typer.echo(f"rami-server: --loop is one of {', '.join(LOOPS)}", err=True)
         raise typer.Exit(2)
-    bounds = (max_connections, max_connections_per_address, max_streams_per_connection)
-    if min(*bounds, idle_connection_seconds) < 0 or not (handshake_seconds > 0):
+    for name, bound in (
+        ("--max-connections", max_connections),
+        ("--max-connections-per-address", max_connections_per_address),
+        ("--max-streams-per-connection", max_streams_per_connection),
+        ("--idle-connection-seconds", idle_connection_seconds),
+    ):
+        if not bound >= 0:  # nan too
+            typer.echo(f"rami-server: {name} is 0 (no bound) or more, not {bound:g}", err=True)
+            raise typer.Exit(2)
+    if not (math.isfinite(handshake_seconds) and handshake_seconds > 0):
         typer.echo(
-            "rami-server: connection bounds and idle seconds are 0 or more, handshake seconds"
-            " more than 0",
-            err=True,
+            f"rami-server: --handshake-seconds is more than 0, not {handshake_seconds:g}", err=True
         )
         raise typer.Exit(2)
     if not 0.3 <= lease_seconds <= 3600:

@@ -87,7 +87,10 @@ class ServerKey:
         try:
             key = bytes.fromhex(text.decode("ascii"))
         except (UnicodeDecodeError, ValueError):
-            raise ServerKeyError(f"the server key {p} is not hexadecimal") from None
+            raise ServerKeyError(
+                f"the server key {p} is not hexadecimal: it holds at least {2 * KEY_BYTES} hex"
+                f" digits (a server makes one: {KEY_BYTES} random bytes in hex), on one line"
+            ) from None
         return cls(key, p, made)
 
     @classmethod

@@ -1068,7 +1068,7 @@ def _connect(path: str, summarize: Summarize | None) -> sqlite3.Connection:
         db.close()
         raise OSError(
             f"{path}: schema version {version} is newer than this server's ({SCHEMA_VERSION}):"
-            " a newer rami-server wrote it"
+            " a newer rami-server wrote it; run that version (or a newer one)"
         )
     old = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'tables'").fetchone()
     if old and version < SCHEMA_VERSION:

@@ -925,7 +925,8 @@ async def _migrate(conn: Any) -> None:
         if version > PG_SCHEMA_VERSION:
             raise PostgresUnavailable(
                 f"the database's rami schema is version {version}, newer than this server's"
-                f" ({PG_SCHEMA_VERSION})"
+                f" ({PG_SCHEMA_VERSION}): a newer rami-server wrote it; run that version (or a"
+                " newer one)"
             )
         # IF NOT EXISTS throughout: makes what is missing. Later versions step up from here,
         # each in this transaction: version 2 adds the leases (a table of version 1 has
