@@ -164,3 +164,19 @@ def test_a_key_file_the_server_cannot_read_as_a_key_says_what_one_is(
     out = done.stderr + done.stdout
     assert done.returncode != 0, out
     assert said in out and "64 hex digits" in out and "Traceback" not in out, out
+
+
+def test_each_log_record_is_one_line() -> None:
+    """psycopg's pool logs libpq's words on two lines ("...\\n\\tIs the server running on that
+    host...?"): an operator's tools read a line as a record."""
+    import logging
+
+    from rami.server.cli import one_line
+
+    record = logging.LogRecord(
+        "psycopg.pool", logging.WARNING, __file__, 1, "error connecting: %s", ("a\n\tIs it?",), None
+    )
+    assert one_line(record)
+    assert record.getMessage() == "error connecting: a Is it?"
+    plain = logging.LogRecord("rami", logging.INFO, __file__, 1, "two  spaces %d", (1,), None)
+    assert one_line(plain) and plain.getMessage() == "two  spaces 1"

@@ -18,8 +18,19 @@ __all__ = ["app", "main"]
 
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 
+
 #: Help as plain text, wrapped at words (Rich's boxed columns cut long words at 80 columns,
 #: and would read [postgres] as markup).
+def one_line(record: logging.LogRecord) -> bool:
+    """A log filter: each record on one line (psycopg's pool, say, writes libpq's two-line
+    words, "...\n\tIs the server running on that host...?"), so that a line is a record.
+    Tracebacks (``exc_info``) are the formatter's, and keep their lines."""
+    message = record.getMessage()
+    if "\n" in message:
+        record.msg, record.args = " ".join(message.split()), None
+    return True
+
+
 app = typer.Typer(add_completion=False, help="Serve Rami tables over gRPC.", rich_markup_mode=None)
 
 
@@ -162,6 +173,8 @@ def serve(
     logging.basicConfig(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(one_line)
     try:
         check_store(db)  # before a SQLite file's folder is made from a mistyped URL
     except OSError as e:

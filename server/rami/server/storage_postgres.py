@@ -890,7 +890,10 @@ def _without_secret(url: str, error: Exception) -> str:
     """libpq's words for ``error``, with every piece of the URL's password left out: a
     password that breaks the URL (an unencoded @, say) is read in part as a host or a port,
     which the words then name."""
-    words = str(error).strip()
+    # One line: the database's own message when it sent one (without the statement and the
+    # caret it quotes under it), else libpq's, its lines joined.
+    primary = getattr(getattr(error, "diag", None), "message_primary", None)
+    words = primary if primary else " ".join(str(error).split())
     secret = url.partition("://")[2].rpartition("@")[0].partition(":")[2]
     # As written, and as libpq decodes it (it names a host of "p%2Fq" as "p/q").
     pieces = {*re.split(r"[/#?@:]", secret), *re.split(r"[/#?@:]", unquote(secret))}
