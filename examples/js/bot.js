@@ -293,6 +293,7 @@ class Bot {
       heard();
       if (msg.kind !== 'update') return; // a heartbeat: the stream is alive
       const update = msg.update;
+      this.restarted = false;
       this.last = update.number;
       this.onView(update.view);
     });
@@ -319,6 +320,24 @@ class Bot {
         this.stream = null;
         if (this.last) this.last -= 1;
         this.handled = -1;
+        setTimeout(() => this.watch(), 50);
+        return;
+      }
+      if (
+        err.code === grpc.status.INVALID_ARGUMENT &&
+        errorInfo(err).reason === 'BAD_NUMBER' &&
+        stream === this.stream &&
+        !this.restarted
+      ) {
+        // The table is behind the updates seen (its server restored from an older backup):
+        // follow it from where it is now, once until an update comes.
+        this.restarted = true;
+        clearTimeout(this.silent);
+        this.stream = null;
+        this.last = undefined;
+        this.latest = null; // newer than the table now: its views are the ones to follow
+        this.handled = -1;
+        this.log(`the table is behind what this bot saw (${err.details}): following it anew`);
         setTimeout(() => this.watch(), 50);
         return;
       }

@@ -872,6 +872,51 @@ def test_a_late_claim_of_the_server_s_own_is_no_twin(tmp_path: Path, postgres_ur
     run(go)
 
 
+def test_after_an_outage_each_server_takes_its_own_tables_back(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """A database outage longer than a lease: every server drops every table, and none
+    holds a lease when the database is back. The first to sweep counted itself the only
+    server and took every table (an operator's try: all six on one server, twice). Each
+    server now claims back its own tables first, for a lease, before it shares the others."""
+    from rami.server.app import serve
+
+    gate = Gate(postgres_url)
+
+    async def go() -> None:
+        key = str(tmp_path / "key")
+        a = await serve("127.0.0.1", 0, gate.url, secret_file=key, lease_seconds=0.6)
+        b = await serve("127.0.0.1", 0, gate.url, secret_file=key, lease_seconds=0.6)
+        stubs = [Stubs(f"127.0.0.1:{s.port}") for s in (a, b)]
+        try:
+            mine = [{(await _create(st))[0] for _ in range(3)} for st in stubs]
+            assert set(a.lobby.tables) == mine[0] and set(b.lobby.tables) == mine[1]
+            gate.shut()
+
+            async def dropped() -> bool:
+                return not a.lobby.tables and not b.lobby.tables
+
+            await _until(dropped, 20)
+            await asyncio.sleep(0.5)
+            gate.open = True
+
+            async def back() -> bool:
+                return len(a.lobby.tables) + len(b.lobby.tables) == 6
+
+            await _until(back, 30)
+            assert set(a.lobby.tables) == mine[0] and set(b.lobby.tables) == mine[1]
+        finally:
+            for st in stubs:
+                await st.close()
+            await a.stop(0.5)
+            await b.stop(0.5)
+
+    try:
+        run(go)
+    finally:
+        gate.close()
+
+
 def test_health_comes_back_when_the_database_answers_though_a_claim_fails_otherwise(
     tmp_path: Path, postgres_url: str
 ) -> None:

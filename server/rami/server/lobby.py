@@ -68,6 +68,12 @@ _LISTED = 200
 log = logging.getLogger("rami.server.lobby")
 
 
+#: Seconds, at least, in which a server back from an outage that dropped every table claims
+#: only its own tables back (:meth:`Lobby.restore`): longer than a database pool takes to
+#: connect again (``storage_postgres.POOL_RECONNECT``, 8 s) and sweep.
+OWN_FIRST = 12.0
+
+
 @dataclass(frozen=True, slots=True)
 class LobbyConfig:
     """Server-wide settings for tables."""
@@ -211,6 +217,11 @@ class Lobby:
         self._creating = KeyedLock()
         #: When the leases of this server's tables were last renewed (monotonic).
         self._renewed = time.monotonic()
+        #: Every table was dropped for want of renewals (the database out of reach for a
+        #: lease): once it answers, this server claims back its own first
+        #: (:attr:`_own_until`, the monotonic time until which it claims only those).
+        self._dropped_all = False
+        self._own_until = 0.0
         #: Set at shutdown: no more claims.
         self._stopping = False
         #: Whether the shared database answered this server's last round of renewals and
@@ -264,9 +275,20 @@ class Lobby:
         of them (their number over the servers holding leases now), in a random order, so
         that the tables of a dead server spread over the survivors (what the others leave
         is claimed at the next sweep)."""
-        ids = [t for t in await self.storage.claimable() if t not in self.tables]
+        own = share and (self._dropped_all or time.monotonic() < self._own_until)
+        ids = [t for t in await self.storage.claimable(own=own) if t not in self.tables]
+        if share and self._dropped_all:
+            # Back after an outage that dropped every table: nobody holds a lease, and the
+            # first server to sweep would count itself alone and take every table. For a
+            # while from the first sweep the database answers (a lease, and at least the
+            # time the others' pools take to connect again), each claims only its own back
+            # (the others are alive too: they do the same), then shares what is left.
+            self._dropped_all = False
+            grace = max(self.storage.lease_seconds, OWN_FIRST)
+            self._own_until = time.monotonic() + grace
+            log.info("claiming back this server's own tables first, for %g s", grace)
         most = len(ids)
-        if share and ids:
+        if share and ids and not own:
             random.shuffle(ids)
             most = -(-len(ids) // max(1, await self.storage.servers()))
         count = 0
@@ -356,6 +378,7 @@ class Lobby:
                 )
                 for table in list(self.tables.values()):
                     self.moved(table, "", told=True)
+                self._dropped_all = True
             else:
                 log.warning("leases not renewed (%s); trying again", failure_words(e))
             await self._store_reached(e)

@@ -289,8 +289,9 @@ class Storage(Protocol):
         """End these leases now (table id -> epoch), so that another server may claim the
         tables at once; leases taken over meanwhile are left alone."""
 
-    async def claimable(self) -> list[str]:
-        """The ids of the tables not over whose lease is free for this server, oldest first."""
+    async def claimable(self, own: bool = False) -> list[str]:
+        """The ids of the tables not over whose lease is free for this server, oldest first
+        (``own``: only those whose lease this server held last)."""
 
     async def owner_of(self, table_id: str) -> tuple[str, bool]:
         """The address of the server that holds the table's lease now ('' when none does),
@@ -651,7 +652,7 @@ class SqliteStorage:
     async def release(self, held: Mapping[str, int]) -> None:
         return None
 
-    async def claimable(self) -> list[str]:
+    async def claimable(self, own: bool = False) -> list[str]:
         return await self.unfinished()
 
     async def owner_of(self, table_id: str) -> tuple[str, bool]:

@@ -605,19 +605,19 @@ class PostgresStorage:
                 (ids, epochs, self.server_id),
             )
 
-    async def claimable(self) -> list[str]:
-        return await self._answered(self._claimable(), "which tables may be claimed")
+    async def claimable(self, own: bool = False) -> list[str]:
+        return await self._answered(self._claimable(own), "which tables may be claimed")
 
-    async def _claimable(self) -> list[str]:
+    async def _claimable(self, own: bool) -> list[str]:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 "SELECT t.table_id FROM rami_tables t"
                 " LEFT JOIN rami_leases l ON l.table_id = t.table_id"
                 " WHERE t.status NOT IN ('finished', 'closed')"
-                " AND (l.table_id IS NULL OR l.expiry < now() OR l.owner = %s"
-                " OR (%s AND l.address = %s))"
+                " AND (l.owner = %s OR NOT %s AND (l.table_id IS NULL OR l.expiry < now()"
+                " OR (%s AND l.address = %s)))"
                 " ORDER BY t.created, t.seq",
-                (self.server_id, not self.twin, self.address),
+                (self.server_id, own, not self.twin, self.address),
             )
             return [r[0] for r in await cur.fetchall()]
 
