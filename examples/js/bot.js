@@ -291,15 +291,24 @@ class Bot {
     heard();
     stream.on('data', (msg) => {
       heard();
-      if (msg.kind !== 'update') return; // a heartbeat: the stream is alive
+      if (msg.kind !== 'update') {
+        // A heartbeat: the stream is alive. One below the newest update seen says the table
+        // is behind it (its server went back to a backup one update older).
+        if (this.seen !== undefined && msg.heartbeat.number < this.seen && stream === this.stream) {
+          this.followAnew(`the table is at ${msg.heartbeat.number}, the bot saw ${this.seen}`);
+          stream.cancel();
+        }
+        return;
+      }
       const update = msg.update;
       this.restarted = false;
       this.last = update.number;
+      this.seen = Math.max(this.seen === undefined ? 0 : this.seen, update.number);
       this.onView(update.view);
     });
     const retry = (why) => {
+      if (this.done || stream !== this.stream) return; // an old stream's late news
       clearTimeout(this.silent);
-      if (this.done || stream !== this.stream) return;
       this.stream = null;
       this.stats.reconnects += 1;
       // Resume one update early, and forget what was acted on: if the stream dropped on our
@@ -329,16 +338,7 @@ class Bot {
         stream === this.stream &&
         !this.restarted
       ) {
-        // The table is behind the updates seen (its server restored from an older backup):
-        // follow it from where it is now, once until an update comes.
-        this.restarted = true;
-        clearTimeout(this.silent);
-        this.stream = null;
-        this.last = undefined;
-        this.latest = null; // newer than the table now: its views are the ones to follow
-        this.handled = -1;
-        this.log(`the table is behind what this bot saw (${err.details}): following it anew`);
-        setTimeout(() => this.watch(), 50);
+        this.followAnew(err.details);
         return;
       }
       const again = [
@@ -352,6 +352,21 @@ class Bot {
       else this.fail(err);
     });
     stream.on('end', () => retry('the server ended the stream'));
+  }
+
+  // The table is behind the updates seen (its server restored from an older backup): follow
+  // it from where it is now, once until an update comes.
+  followAnew(why) {
+    if (this.restarted) return;
+    this.restarted = true;
+    clearTimeout(this.silent);
+    this.stream = null;
+    this.last = undefined;
+    this.seen = undefined;
+    this.latest = null; // newer than the table now: its views are the ones to follow
+    this.handled = -1;
+    this.log(`the table is behind what this bot saw (${why}): following it anew`);
+    setTimeout(() => this.watch(), 50);
   }
 
   onView(view) {
@@ -397,7 +412,7 @@ class Bot {
       const resp = await this.call('table', 'Act', req);
       this.stats.actions += 1;
       this.handled = Math.max(this.handled, resp.number);
-      if (resp.view.number >= this.latest.number) this.latest = resp.view;
+      if (this.latest === null || resp.view.number >= this.latest.number) this.latest = resp.view;
       return resp.view;
     } catch (err) {
       const reason = errorReason(err);

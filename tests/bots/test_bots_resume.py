@@ -243,3 +243,78 @@ def test_a_bot_follows_a_table_restored_from_an_older_backup(
             second.stop()
         if first_running:
             first.stop()
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_bot_follows_a_table_restored_one_update_behind(tmp_path: Path, stream: bool) -> None:
+    """The backup is one update older than what the bot saw: its own last move. Resumed one
+    update early, as bots do, the stream is not refused: the server answers with a heartbeat
+    alone, whose number is below the bot's. The bot takes it for what it is, follows the
+    table from there and plays its turn again; else the table waits on the bot, and the bot
+    for an update, for ever."""
+    import asyncio
+    import shutil
+    import sqlite3
+    import threading
+
+    from rami.client.botkit import BotResult, play, policy_decider
+    from rami.engine import Discard, Phase
+
+    db, port = str(tmp_path / "rami.db"), free_port()
+    backup = str(tmp_path / "backup" / "rami.db")
+    from dataclasses import replace
+
+    server = FixedPortServer(db, port)
+    server.table_config = replace(server.table_config, bot_delay=3.0)  # time to stop first
+    server.start()
+    target = f"127.0.0.1:{port}"
+    channel = grpc.insecure_channel(target)
+    tables = Tables(target, channel)
+    greedy = policy_decider("greedy", 1)
+    held, go = threading.Event(), threading.Event()
+
+    def decide(view):  # type: ignore[no-untyped-def]
+        action = greedy(view)
+        if isinstance(action, Discard) and view.phase == Phase.PLAY and not go.is_set():
+            held.set()  # the first discard waits until the backup is taken
+            go.wait(30)
+        return action
+
+    outcome: list[BotResult | BaseException] = []
+
+    def bot() -> None:
+        try:
+            coro = play(target, table_id, decide, stream=stream, silence=60.0)
+            outcome.append(asyncio.run(asyncio.wait_for(coro, 90)))
+        except BaseException as e:
+            outcome.append(e)
+
+    second: FixedPortServer | None = None
+    try:
+        table_id = tables.create("portuguese", 2, ("greedy",), rounds=1)
+        runner = threading.Thread(target=bot, daemon=True)
+        runner.start()
+        assert held.wait(30), "the bot's turn did not come"
+        (tmp_path / "backup").mkdir()
+        with sqlite3.connect(db) as live, sqlite3.connect(backup) as copy:
+            live.backup(copy)  # the table after the bot's draw
+        shutil.copy(db + ".key", backup + ".key")
+        saved = tables.info(table_id).number
+        # The bot's discard is stored, and the server stops before the other bot's move.
+        go.set()
+        deadline = time.monotonic() + 10
+        while tables.info(table_id).number < saved + 1:
+            assert time.monotonic() < deadline, "the discard was not stored"
+            time.sleep(0.001)
+        server.stop()
+        second = FixedPortServer(backup, port).start()
+        runner.join(90)
+        assert outcome and isinstance(outcome[0], BotResult), outcome
+        assert outcome[0].final is not None
+    finally:
+        go.set()
+        channel.close()
+        if second is not None:
+            second.stop()
+        else:
+            server.stop()

@@ -732,3 +732,49 @@ def test_a_table_stream_silent_past_its_bound_is_opened_again(
     asyncio.run(go())
     assert said == ["lost", "reconnected"], said
     assert time.monotonic() - started < 15
+
+
+@pytest.mark.parametrize("behind", ["one update", "a few updates"])
+def test_a_table_restored_from_an_older_backup_is_followed_from_where_it_is(
+    server: ServerThread, stubs: Stubs, behind: str
+) -> None:
+    """The server comes back from a backup older than what the player saw: said, and the
+    table is followed from where it is now (the player's turn again), not from the newer
+    view the client held, with which every move was refused ("update N has not happened").
+    One update behind, the resumed stream is not refused at all: its heartbeat says so."""
+    import sqlite3
+    from pathlib import Path as _Path
+
+    table_id = _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = Driver(
+        lambda: cli._connect(server.target, "Ana", Look(color=True, ascii=False), None)
+    ).start()
+    backup = _Path(server.db).with_name("backup.db")
+    try:
+        d.expect(r"Connected to 127\.0\.0\.1")
+        d.type(f"join {table_id}")
+        d.expect(r"You sit at seat 0")
+        d.type("bot greedy")
+        d.expect(r"It's your turn: take a card")
+        with sqlite3.connect(server.db) as live, sqlite3.connect(backup) as copy:
+            live.backup(copy)  # the table at the player's draw
+        if behind == "one update":
+            d.type("draw stock")
+            d.expect(r"You drew 2♠ from the stock\.")
+        else:
+            d.type("draw stock")
+            d.expect(r"You drew 2♠ from the stock\.")
+            d.type("discard 2s")
+            d.expect(r"You discarded 2♠\.")
+            d.expect(r"Greedy bot 2 discarded")
+        server.halt()
+        for suffix in ("", "-wal", "-shm"):
+            _Path(server.db + suffix).unlink(missing_ok=True)
+        backup.rename(server.db)
+        server.start()
+        d.expect(r"The table is behind what you saw", timeout=20)
+        d.expect(r"It's your turn: take a card", timeout=10)
+        d.type("draw stock")
+        d.expect(r"You drew 2♠ from the stock\.")
+    finally:
+        d.close()

@@ -887,6 +887,7 @@ def test_after_an_outage_each_server_takes_its_own_tables_back(
         key = str(tmp_path / "key")
         a = await serve("127.0.0.1", 0, gate.url, secret_file=key, lease_seconds=0.6)
         b = await serve("127.0.0.1", 0, gate.url, secret_file=key, lease_seconds=0.6)
+        c = await serve("127.0.0.1", 0, gate.url, secret_file=key, lease_seconds=0.6)  # none
         stubs = [Stubs(f"127.0.0.1:{s.port}") for s in (a, b)]
         try:
             mine = [{(await _create(st))[0] for _ in range(3)} for st in stubs]
@@ -905,11 +906,12 @@ def test_after_an_outage_each_server_takes_its_own_tables_back(
 
             await _until(back, 30)
             assert set(a.lobby.tables) == mine[0] and set(b.lobby.tables) == mine[1]
+            assert not c.lobby.tables  # it held none, and takes none of theirs
         finally:
             for st in stubs:
                 await st.close()
-            await a.stop(0.5)
-            await b.stop(0.5)
+            for server in (a, b, c):
+                await server.stop(0.5)
 
     try:
         run(go)
@@ -947,7 +949,7 @@ def test_health_comes_back_when_the_database_answers_though_a_claim_fails_otherw
             await server.lobby._store_reached(psycopg.OperationalError("down"))
             assert not await serving()
 
-            async def broken() -> list[str]:
+            async def broken(own: bool = False) -> list[str]:
                 raise ValueError("a bug in the claim")
 
             server.storage.claimable = broken  # type: ignore[method-assign]

@@ -46,6 +46,10 @@ def _serve(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         (("--max-connections", "-1"), "--max-connections"),
         (("--max-streams-per-connection", "-1"), "--max-streams-per-connection"),
         (("--handshake-seconds", "0"), "--handshake-seconds"),
+        (("--handshake-seconds", "1e300"), "--handshake-seconds"),
+        (("--idle-connection-seconds", "inf"), "--idle-connection-seconds"),
+        (("--idle-connection-seconds", "3e6"), "--idle-connection-seconds"),
+        (("--max-streams-per-connection", "99999999999"), "--max-streams-per-connection"),
     ],
 )
 def test_a_flag_the_server_cannot_serve_with_is_refused_before_anything_is_made(
@@ -90,8 +94,10 @@ def test_a_sqlite_file_the_server_cannot_use_is_said_in_one_line(
     else:
         with sqlite3.connect(db) as conn:
             conn.execute("PRAGMA user_version = 99")
-        said = "schema version 99 is newer than this server's (5): a newer rami-server wrote it;"
-        " run that version (or a newer one)"
+        said = (
+            "schema version 99 is newer than this server's (5): a newer rami-server wrote it;"
+            " run that version (or a newer one)"
+        )
     done = _serve("--db", str(db), cwd=tmp_path)
     out = done.stderr + done.stdout
     assert done.returncode == 1, out
@@ -153,7 +159,10 @@ def test_a_server_started_with_sighup_ignored_keeps_running_on_sighup(tmp_path: 
         assert proc.wait(timeout=30) == 0
 
 
-@pytest.mark.parametrize(("text", "said"), [("not hex at all\n", "is not hexadecimal: it holds")])
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [("not hex at all\n", "is not hexadecimal: it holds"), ("abcd\n", "is too short: at least")],
+)
 def test_a_key_file_the_server_cannot_read_as_a_key_says_what_one_is(
     tmp_path: Path, text: str, said: str
 ) -> None:

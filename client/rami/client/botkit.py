@@ -293,6 +293,9 @@ async def _play(
             try:
                 async for msg in heard(stream, silence):
                     if not msg.HasField("update"):
+                        if _beneath(msg, last, result):
+                            last = None  # from the table as it is now
+                            break
                         continue
                     view = msg.update.view
                     last = msg.update.number
@@ -420,13 +423,27 @@ def _behind(e: grpc.aio.AioRpcError, result: BotResult) -> bool:
     the bot saw. The bot then follows the table from where it is now, once in a row."""
     if e.code() != grpc.StatusCode.INVALID_ARGUMENT or refusal_reason(e) != "BAD_NUMBER":
         return False
+    return _restart(result, e.details())
+
+
+def _beneath(msg: Any, last: int | None, result: BotResult) -> bool:
+    """Whether a heartbeat says the table is behind the latest update the bot received: a
+    server gone back to a backup one update older than it (a resume one update early is not
+    refused then, it is answered with this heartbeat alone). As :func:`_behind`."""
+    if last is None or not msg.HasField("heartbeat") or msg.heartbeat.number >= last:
+        return False
+    return _restart(result, f"the table is at {msg.heartbeat.number}, the bot saw {last}")
+
+
+def _restart(result: BotResult, why: str) -> bool:
+    """Follow the table from where it is now, once until an update comes."""
     if result.restarted:
-        return False  # refused so from the start too: a bug, not a restore
+        return False  # so from the start too: a bug, not a restore
     result.restarted = True
     result.reconnects += 1
     log.warning(
         "the table is behind the updates this bot saw (%s): following it from where it is now",
-        e.details(),
+        why,
     )
     return True
 
@@ -552,6 +569,12 @@ async def _play_stream(
                         result.acknowledged.append(before.number)
                     continue
                 if kind != "update":
+                    if _beneath(msg, last, result):
+                        last = None  # from the table as it is now: what was sent is moot
+                        stream.pending.clear()
+                        unanswered = []
+                        decided = -1
+                        break
                     continue  # a heartbeat
                 view = msg.update.view
                 last = msg.update.number

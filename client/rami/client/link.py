@@ -193,8 +193,9 @@ async def heard(call: Any, silence: float) -> AsyncIterator[Any]:
             yield msg  # the time the reader takes over a message is not the server's silence
             timer = loop.call_later(silence, lapse)
     except asyncio.CancelledError:
-        if not lapsed:
-            raise
+        task = asyncio.current_task()
+        if not lapsed or (task is not None and task.cancelling()):
+            raise  # the reader's own cancellation, never taken for a silent server
         raise grpc.aio.AioRpcError(
             grpc.StatusCode.UNAVAILABLE,
             grpc.aio.Metadata(),
@@ -539,7 +540,10 @@ class Link:
         A seat's stream takes the seat over (``WatchRequest.take_over``): this client is the
         seat's player, and whoever else had it open is told. ``on_status`` hears "took_over"
         when the first stream did so (a resumed stream that takes over from its own dead one
-        says nothing), and ``on_presence`` each seat's presence when a heartbeat tells it.
+        says nothing), "lost" and "reconnected" around a drop, "behind" when the table is
+        behind the updates seen (its server went back to a backup: the updates that follow
+        are the table's from where it is now, a snapshot first), and ``on_presence`` each
+        seat's presence when a heartbeat tells it.
 
         A resumed stream asks for the last update seen again: it comes once more, without its
         events (they were told), for its view as the server has it now, with the turn clock
@@ -557,6 +561,7 @@ class Link:
                 request, metadata=metadata, wait_for_ready=self.at == self.target
             )
             first = True
+            behind = False
             try:
                 async for msg in heard(stream, self.silence):
                     if first and msg.took_over and not opened:
@@ -566,6 +571,12 @@ class Link:
                         lost = False
                         on_status("reconnected")
                     if msg.HasField("heartbeat"):
+                        if after is not None and msg.heartbeat.number < after:
+                            # The table is behind the updates seen (its server went back to
+                            # a backup): a resume one update early is not refused, it only
+                            # gets this; follow the table from where it is now.
+                            behind = True
+                            break
                         if on_presence is not None and len(msg.heartbeat.connected):
                             on_presence(list(msg.heartbeat.connected))
                         continue
@@ -588,11 +599,15 @@ class Link:
                     await asyncio.sleep(0.05)
                     continue  # resumed on the server that plays the table now
                 if isinstance(error, Refused) and error.reason == "BAD_NUMBER":
-                    after = None  # the server lost updates we saw: start from a snapshot
+                    behind = True  # the server lost updates we saw: start from a snapshot
                 elif e.code() not in _LOST and e.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
                     raise error from None
             finally:
                 stream.cancel()
+            if behind:
+                after = None
+                on_status("behind")
+                continue
             if not lost:
                 lost = True
                 on_status("lost")

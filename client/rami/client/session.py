@@ -686,6 +686,18 @@ class ClientSession:
                 "played from here now."
             )
             return
+        if status == "behind":
+            # What was shown is newer than the table: its views from here on are the ones.
+            self.view = self._streamed = None
+            self.stage = Stage()
+            self._question = None
+            self._seen = 0
+            self.out.warn(
+                "The table is behind what you saw (its server went back to an earlier state):"
+                " the moves since are gone. Following it from where it is now."
+            )
+            self._refresh()
+            return
         if status == "lost":
             self.note = "connection lost: reconnecting..."
             self.out.warn("The connection to the server dropped; reconnecting...")

@@ -19,18 +19,27 @@ __all__ = ["app", "main"]
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
-#: Help as plain text, wrapped at words (Rich's boxed columns cut long words at 80 columns,
-#: and would read [postgres] as markup).
 def one_line(record: logging.LogRecord) -> bool:
     """A log filter: each record on one line (psycopg's pool, say, writes libpq's two-line
     words, "...\n\tIs the server running on that host...?"), so that a line is a record.
-    Tracebacks (``exc_info``) are the formatter's, and keep their lines."""
-    message = record.getMessage()
+    Tracebacks (``exc_info``) are the formatter's, and keep their lines. A record whose
+    message can't be made is left to the handler, which reports it as logging does."""
+    try:
+        message = record.getMessage()
+    except Exception:
+        return True
     if "\n" in message:
         record.msg, record.args = " ".join(message.split()), None
     return True
 
 
+#: The most a count or a time in seconds given to gRPC may be (its C int, in milliseconds
+#: for the times).
+_MOST_STREAMS = 2**31 - 1
+_MOST_SECONDS = (2**31 - 1) // 1000
+
+#: Help as plain text, wrapped at words (Rich's boxed columns cut long words at 80 columns,
+#: and would read [postgres] as markup).
 app = typer.Typer(add_completion=False, help="Serve Rami tables over gRPC.", rich_markup_mode=None)
 
 
@@ -222,18 +231,20 @@ def serve(
     if loop not in LOOPS:
         typer.echo(f"rami-server: --loop is one of {', '.join(LOOPS)}", err=True)
         raise typer.Exit(2)
-    for name, bound in (
-        ("--max-connections", max_connections),
-        ("--max-connections-per-address", max_connections_per_address),
-        ("--max-streams-per-connection", max_streams_per_connection),
-        ("--idle-connection-seconds", idle_connection_seconds),
+    for name, bound, most in (
+        ("--max-connections", max_connections, _MOST_STREAMS),
+        ("--max-connections-per-address", max_connections_per_address, _MOST_STREAMS),
+        ("--max-streams-per-connection", max_streams_per_connection, _MOST_STREAMS),
+        ("--idle-connection-seconds", idle_connection_seconds, _MOST_SECONDS),
     ):
-        if not bound >= 0:  # nan too
-            typer.echo(f"rami-server: {name} is 0 (no bound) or more, not {bound:g}", err=True)
+        if not 0 <= bound <= most:  # nan and inf too
+            typer.echo(f"rami-server: {name} is 0 (no bound) to {most}, not {bound:g}", err=True)
             raise typer.Exit(2)
-    if not (math.isfinite(handshake_seconds) and handshake_seconds > 0):
+    if not 0 < handshake_seconds <= _MOST_SECONDS:
         typer.echo(
-            f"rami-server: --handshake-seconds is more than 0, not {handshake_seconds:g}", err=True
+            f"rami-server: --handshake-seconds is more than 0, at most {_MOST_SECONDS}, not"
+            f" {handshake_seconds:g}",
+            err=True,
         )
         raise typer.Exit(2)
     if not 0.3 <= lease_seconds <= 3600:

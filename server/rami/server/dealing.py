@@ -42,7 +42,11 @@ class ServerKey:
 
     def __init__(self, key: bytes, source: str = "memory", made: bool = False) -> None:
         if len(key) < KEY_BYTES:
-            raise ServerKeyError(f"a server key has at least {KEY_BYTES} bytes, not {len(key)}")
+            where = f"the server key {source}" if source != "memory" else "a server key"
+            raise ServerKeyError(
+                f"{where} is too short: at least {2 * KEY_BYTES} hex digits ({KEY_BYTES} bytes),"
+                f" not {2 * len(key)}"
+            )
         self._key = key
         #: Where the key comes from (a path, or "memory"), for the log.
         self.source = source

@@ -217,10 +217,11 @@ class Lobby:
         self._creating = KeyedLock()
         #: When the leases of this server's tables were last renewed (monotonic).
         self._renewed = time.monotonic()
-        #: Every table was dropped for want of renewals (the database out of reach for a
-        #: lease): once it answers, this server claims back its own first
+        #: When the database was first found out of reach, in the outage going on (None: it
+        #: answers). After an outage of a lease or more, every server has dropped its tables
+        #: (or held none) and no lease is held: this server then claims back its own first
         #: (:attr:`_own_until`, the monotonic time until which it claims only those).
-        self._dropped_all = False
+        self._outage_began: float | None = None
         self._own_until = 0.0
         #: Set at shutdown: no more claims.
         self._stopping = False
@@ -275,15 +276,17 @@ class Lobby:
         of them (their number over the servers holding leases now), in a random order, so
         that the tables of a dead server spread over the survivors (what the others leave
         is claimed at the next sweep)."""
-        own = share and (self._dropped_all or time.monotonic() < self._own_until)
+        began = self._outage_began
+        long_out = began is not None and time.monotonic() - began >= self.storage.lease_seconds
+        own = share and (long_out or time.monotonic() < self._own_until)
         ids = [t for t in await self.storage.claimable(own=own) if t not in self.tables]
-        if share and self._dropped_all:
+        if share and long_out:
             # Back after an outage that dropped every table: nobody holds a lease, and the
             # first server to sweep would count itself alone and take every table. For a
             # while from the first sweep the database answers (a lease, and at least the
             # time the others' pools take to connect again), each claims only its own back
             # (the others are alive too: they do the same), then shares what is left.
-            self._dropped_all = False
+            self._outage_began = None
             grace = max(self.storage.lease_seconds, OWN_FIRST)
             self._own_until = time.monotonic() + grace
             log.info("claiming back this server's own tables first, for %g s", grace)
@@ -378,7 +381,6 @@ class Lobby:
                 )
                 for table in list(self.tables.values()):
                     self.moved(table, "", told=True)
-                self._dropped_all = True
             else:
                 log.warning("leases not renewed (%s); trying again", failure_words(e))
             await self._store_reached(e)
@@ -432,6 +434,10 @@ class Lobby:
         if error is not None and not is_outage(error):
             return
         answers = error is None
+        if not answers and self._outage_began is None:
+            self._outage_began = time.monotonic()
+        elif answers:
+            self._outage_began = None
         if answers == self.store_answers or self._stopping:
             return
         self.store_answers = answers
