@@ -853,7 +853,7 @@ def test_a_late_claim_of_the_server_s_own_is_no_twin(tmp_path: Path, postgres_ur
             table_id, _ = await _create(stubs)
             before = server.lobby.tables[table_id].epoch
             # What the abandoned claim does when it lands at last: the same owner, a new epoch.
-            await server.storage._claim(table_id)
+            await server.storage.claim(table_id)
 
             async def reloaded() -> bool:
                 table = server.lobby.tables.get(table_id)

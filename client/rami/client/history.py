@@ -2,8 +2,8 @@
 
 One file per profile beside the seat book (``$XDG_STATE_HOME/rami/history-NAME``), held by the
 one client that holds the profile; ``rami-client play`` keeps its own (``history.play``: no
-profile's name has a dot). It
-keeps the newest :data:`KEEP` commands: older ones are dropped when it is read at the start.
+profile's name has a dot). It keeps the newest :data:`KEEP` commands: older ones are dropped
+when it is read at the start.
 Like the seat book, it never stops the client: a file that can't be read or written is left
 alone, and the commands of this run are recalled all the same.
 """

@@ -35,7 +35,7 @@ def one_line(record: logging.LogRecord) -> bool:
 
 #: The most a count or a time in seconds given to gRPC may be (its C int, in milliseconds
 #: for the times).
-_MOST_STREAMS = 2**31 - 1
+_MOST_COUNT = 2**31 - 1
 _MOST_SECONDS = (2**31 - 1) // 1000
 
 #: Help as plain text, wrapped at words (Rich's boxed columns cut long words at 80 columns,
@@ -232,9 +232,9 @@ def serve(
         typer.echo(f"rami-server: --loop is one of {', '.join(LOOPS)}", err=True)
         raise typer.Exit(2)
     for name, bound, most in (
-        ("--max-connections", max_connections, _MOST_STREAMS),
-        ("--max-connections-per-address", max_connections_per_address, _MOST_STREAMS),
-        ("--max-streams-per-connection", max_streams_per_connection, _MOST_STREAMS),
+        ("--max-connections", max_connections, _MOST_COUNT),
+        ("--max-connections-per-address", max_connections_per_address, _MOST_COUNT),
+        ("--max-streams-per-connection", max_streams_per_connection, _MOST_COUNT),
         ("--idle-connection-seconds", idle_connection_seconds, _MOST_SECONDS),
     ):
         if not 0 <= bound <= most:  # nan and inf too

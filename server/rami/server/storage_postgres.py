@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import re
@@ -40,7 +41,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 from urllib.parse import unquote
 
 from .entries import Mark
@@ -313,6 +314,25 @@ POOL_RECONNECT = 8.0
 
 
 T = TypeVar("T")
+P = ParamSpec("P")
+
+
+def _bounded(
+    what: str, wait: float = 0.0
+) -> Callable[[Callable[P, Awaitable[T]]], Callable[P, Awaitable[T]]]:
+    """A storage call the database must answer in time (:meth:`PostgresStorage._answered`:
+    ``wait`` seconds, 0 for a lease), or :class:`NoAnswer`; ``what`` names it in that."""
+
+    def bound(method: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+        @functools.wraps(method)
+        async def bounded(*args: P.args, **kwargs: P.kwargs) -> T:
+            storage = args[0]
+            assert isinstance(storage, PostgresStorage)
+            return await storage._answered(method(*args, **kwargs), what, wait)
+
+        return bounded
+
+    return bound
 
 
 @dataclass(eq=False)
@@ -555,10 +575,8 @@ class PostgresStorage:
 
     # -- leases ----------------------------------------------------------------------------
 
+    @_bounded("a claim of a table", ANSWER_WAIT)
     async def claim(self, table_id: str) -> Lease | None:
-        return await self._answered(self._claim(table_id), "a claim of a table", ANSWER_WAIT)
-
-    async def _claim(self, table_id: str) -> Lease | None:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 "SELECT o_won, o_epoch, o_address FROM rami_claim_as(%s, %s, %s, %s, %s)",
@@ -569,10 +587,8 @@ class PostgresStorage:
             return None
         return Lease(int(r[1])) if r[0] else Lease(None, r[2])
 
+    @_bounded("the renewal of its leases")
     async def renew(self, held: Mapping[str, int]) -> list[str]:
-        return await self._answered(self._renew(held), "the renewal of its leases")
-
-    async def _renew(self, held: Mapping[str, int]) -> list[str]:
         if not held:
             return []
         ids, epochs = list(held), [held[t] for t in held]
@@ -590,10 +606,8 @@ class PostgresStorage:
     def twin_seen(self) -> None:
         self.twin = True
 
+    @_bounded("the release of its leases")
     async def release(self, held: Mapping[str, int]) -> None:
-        return await self._answered(self._release(held), "the release of its leases")
-
-    async def _release(self, held: Mapping[str, int]) -> None:
         if not held:
             return
         ids, epochs = list(held), [held[t] for t in held]
@@ -605,10 +619,8 @@ class PostgresStorage:
                 (ids, epochs, self.server_id),
             )
 
+    @_bounded("which tables may be claimed")
     async def claimable(self, own: bool = False) -> list[str]:
-        return await self._answered(self._claimable(own), "which tables may be claimed")
-
-    async def _claimable(self, own: bool) -> list[str]:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 "SELECT t.table_id FROM rami_tables t"
@@ -621,10 +633,8 @@ class PostgresStorage:
             )
             return [r[0] for r in await cur.fetchall()]
 
+    @_bounded("a table's owner", ANSWER_WAIT)
     async def owner_of(self, table_id: str) -> tuple[str, bool]:
-        return await self._answered(self._owner_of(table_id), "a table's owner", ANSWER_WAIT)
-
-    async def _owner_of(self, table_id: str) -> tuple[str, bool]:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 "SELECT address, owner FROM rami_leases WHERE table_id = %s AND expiry >= now()",
@@ -633,10 +643,8 @@ class PostgresStorage:
             r = await cur.fetchone()
         return (str(r[0]), r[1] == self.server_id) if r else ("", False)
 
+    @_bounded("how many servers hold leases")
     async def servers(self) -> int:
-        return await self._answered(self._servers(), "how many servers hold leases")
-
-    async def _servers(self) -> int:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 "SELECT count(DISTINCT owner) FROM rami_leases"
@@ -671,14 +679,19 @@ class PostgresStorage:
         """Cancel a call nobody waits for any more, and let it end on its own."""
         task.cancel()
         self._abandoned.add(task)
-        task.add_done_callback(_forgotten(self._abandoned))
+        task.add_done_callback(self._forget)
+
+    def _forget(self, task: asyncio.Future[Any]) -> None:
+        """A call given up on has ended: forget it, and take its end (a cancellation, or the
+        failure it came to), which nobody waits for any more."""
+        self._abandoned.discard(task)
+        if not task.cancelled():
+            task.exception()
 
     # -- logs -------------------------------------------------------------------------------
 
+    @_bounded("a table's load", ANSWER_WAIT)
     async def load_table(self, table_id: str) -> StoredTable | None:
-        return await self._answered(self._load_table(table_id), "a table's load", ANSWER_WAIT)
-
-    async def _load_table(self, table_id: str) -> StoredTable | None:
         # One snapshot for the row and the entries: the row's number is the log's last.
         async with self._pool.connection() as conn, conn.transaction():
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -848,18 +861,6 @@ def _network_settings(url: str) -> dict[str, str]:
 
     given = conninfo_to_dict(url)
     return {k: v for k, v in NETWORK_SETTINGS.items() if k not in given}
-
-
-def _forgotten(abandoned: set[asyncio.Future[Any]]) -> Callable[[asyncio.Future[Any]], None]:
-    """A done callback for a call given up on: forget it, and take its end (a cancellation,
-    or the failure it came to), which nobody waits for any more."""
-
-    def forget(task: asyncio.Future[Any]) -> None:
-        abandoned.discard(task)
-        if not task.cancelled():
-            task.exception()
-
-    return forget
 
 
 async def _created_by(conn: Any, key: str) -> Created | None:
