@@ -21,8 +21,10 @@
 // A refused command (FAILED_PRECONDITION, INVALID_ARGUMENT) is counted and answered with a safe
 // move; ABORTED means the game moved on: the bot decides again on the next view; a command
 // refused as RESOURCE_EXHAUSTED (too fast) is sent again a little later. A dropped or silent
-// stream is resumed with `after` = the last update number seen, less one. It exits 0 when the
-// game is over, printing one summary line.
+// stream is resumed with `after` = the last update number seen, less one. A table behind what
+// the bot saw (its server restored from an older backup: the resume is refused
+// INVALID_ARGUMENT BAD_NUMBER, or opens with a heartbeat below the last update seen) is
+// followed anew, from where it is. It exits 0 when the game is over, printing one summary line.
 //
 //	rami-go-bot HOST:PORT TABLE_ID [NAME] [--seat N] [--token TOKEN] [--timeout SECONDS] [--quiet]
 package main
@@ -210,6 +212,28 @@ func resumable(err error) bool {
 	return false
 }
 
+// errBehind ends a stream whose heartbeat is below the newest update seen.
+type errBehind struct{ why string }
+
+func (e errBehind) Error() string { return "the table is behind: " + e.why }
+
+// behind says why a stream that ended with err shows the table behind the updates seen, or
+// "": its resume (`after`) refused INVALID_ARGUMENT BAD_NUMBER ("update N has not happened:
+// the table is at M"), or a heartbeat below the newest update seen (a table one update behind:
+// a resume one update early is not refused then).
+func (b *bot) behind(err error) string {
+	var e errBehind
+	switch {
+	case !b.haveLast: // no `after` sent: not a restore
+		return ""
+	case errors.As(err, &e):
+		return e.why
+	case reasonOf(err) == ramiv1.ErrorReason_ERROR_REASON_BAD_NUMBER:
+		return status.Convert(err).Message()
+	}
+	return ""
+}
+
 // ---- the bot ---------------------------------------------------------------------------------
 
 type stats struct {
@@ -223,10 +247,10 @@ type bot struct {
 
 	tableID, name, token string
 	quiet                bool
-	seat                 int32 // -1 until known
-	last                 uint64
-	haveLast             bool // last is the number of an update seen
-	analysisOff          bool // the table refused AnalyseMyHand (ANALYSIS_OFF): safe moves only
+	seat                 int32  // -1 until known
+	last                 uint64 // the number of the newest update seen
+	haveLast             bool   // an update was seen (since the bot last followed the table anew)
+	analysisOff          bool   // the table refused AnalyseMyHand (ANALYSIS_OFF): safe moves only
 	stats                stats
 }
 
@@ -298,25 +322,38 @@ func (b *bot) run(ctx context.Context) (*ramiv1.View, error) {
 		if err == nil {
 			return view, nil
 		}
-		if ctx.Err() != nil || !resumable(err) {
+		why := b.behind(err)
+		if ctx.Err() != nil || (why == "" && !resumable(err)) {
 			return nil, err
 		}
 		b.stats.reconnects++
 		if b.stats.reconnects > maxReconnects {
 			return nil, fmt.Errorf("gave up after %d reconnects: %v", maxReconnects, err)
 		}
-		// Resume one update early: if the stream dropped on our turn, its view comes again and
-		// is decided anew (a copy of a command that already got through is only ABORTED).
-		if b.haveLast && b.last > 0 {
-			b.last--
+		if why != "" {
+			// Its server was restored from an older backup: follow the table from where it is
+			// now (a stream with no `after`), forgetting the updates seen.
+			b.last, b.haveLast = 0, false
+			b.logf("the table is behind what this bot saw (%s): following it anew", why)
+		} else {
+			b.logf("stream lost (%s); resuming after update %d", describe(err), b.after())
 		}
-		b.logf("stream lost (%s); resuming after update %d", describe(err), b.last)
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-time.After(time.Duration(50*b.stats.reconnects) * time.Millisecond):
 		}
 	}
+}
+
+// after is where a resumed stream starts: one update before the newest seen, so that if the
+// stream dropped on our turn its view comes again and is decided anew (a copy of a command that
+// already got through is only ABORTED). Tries that fail in a row all start there.
+func (b *bot) after() uint64 {
+	if b.last > 0 {
+		return b.last - 1
+	}
+	return 0
 }
 
 // A command sent on the Play stream and not yet answered.
@@ -343,7 +380,7 @@ func (b *bot) session(parent context.Context) (*ramiv1.View, error) {
 	}
 	open := &ramiv1.WatchRequest{TableId: b.tableID}
 	if b.haveLast {
-		open.After = proto.Uint64(b.last)
+		open.After = proto.Uint64(b.after())
 	}
 	if err := stream.Send(&ramiv1.PlayRequest{Kind: &ramiv1.PlayRequest_Open{Open: open}}); err != nil {
 		return nil, err
@@ -405,6 +442,11 @@ func (b *bot) session(parent context.Context) (*ramiv1.View, error) {
 			}
 			quiet.Reset(silence)
 			switch k := r.msg.GetKind().(type) {
+			case *ramiv1.PlayResponse_Heartbeat:
+				// The stream is alive. Below the newest update seen, the table is behind it.
+				if n := k.Heartbeat.GetNumber(); b.haveLast && n < b.last {
+					return nil, errBehind{fmt.Sprintf("the table is at %d, the bot saw %d", n, b.last)}
+				}
 			case *ramiv1.PlayResponse_Update:
 				u := k.Update
 				b.last, b.haveLast = u.GetNumber(), true
