@@ -14,9 +14,11 @@
 //
 // A refused command (FAILED_PRECONDITION, INVALID_ARGUMENT) is counted and answered with a safe
 // move; ABORTED means the game moved on: the bot waits for the next update. A dropped stream is
-// resumed with `after` = the last update number seen, and so is one that brings nothing for 45 s
-// (the server sends a heartbeat every 15 s: a frozen or cut-off server ends no connection). It
-// exits 0 when the game is over, printing one summary line.
+// resumed with `after` = the newest update number seen, less one (every try in a row), and so
+// is one that brings nothing for 45 s (the server sends a heartbeat every 15 s: a frozen or
+// cut-off server ends no connection). A table behind what the bot saw (its server restored from
+// an older backup) is followed anew. It exits 0 when the game is over, printing one summary
+// line.
 //
 //   node bot.js HOST:PORT TABLE_ID [NAME] [--seat N] [--token TOKEN] [--timeout SECONDS] [--quiet]
 'use strict';
@@ -313,7 +315,7 @@ class Bot {
       this.stats.reconnects += 1;
       // Resume one update early, and forget what was acted on: if the stream dropped on our
       // turn, the view comes again and is decided anew (a stale retry is only ABORTED).
-      if (this.last) this.last -= 1;
+      this.resumeEarly();
       this.handled = -1;
       if (this.stats.reconnects > 20) {
         this.fail(new Error(`gave up after 20 reconnects (${why})`));
@@ -327,7 +329,7 @@ class Bot {
       if (stream === this.stream && this.follow(err)) {
         // Resumed at the table's owner, after the last update seen (not a reconnect).
         this.stream = null;
-        if (this.last) this.last -= 1;
+        this.resumeEarly();
         this.handled = -1;
         setTimeout(() => this.watch(), 50);
         return;
@@ -352,6 +354,13 @@ class Bot {
       else this.fail(err);
     });
     stream.on('end', () => retry('the server ended the stream'));
+  }
+
+  // Where the next stream starts: one update before the newest seen. Every try in a row starts
+  // there (not each one earlier than the last: a try past a restored table's number would not
+  // be refused).
+  resumeEarly() {
+    if (this.seen) this.last = this.seen - 1;
   }
 
   // The table is behind the updates seen (its server restored from an older backup): follow

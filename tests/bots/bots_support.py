@@ -1,19 +1,28 @@
-"""Helpers of the bot tests: where the repository is, blocking stubs to set tables up, and a
-server that can be restarted on the port it had."""
+"""Helpers of the bot tests: where the repository is, blocking stubs to set tables up, a
+server that can be restarted on the port it had, and one restored from an older backup."""
 
 from __future__ import annotations
 
+import shutil
 import socket
+import sqlite3
 import subprocess
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import grpc
 
 from rami.server.table import TableConfig
-from rami.server.testing import ServerThread
-from rami.v1 import game_pb2, lobby_service_pb2, lobby_service_pb2_grpc, table_service_pb2_grpc
+from rami.server.testing import ServerThread, deck_to_proto, stacked_deck
+from rami.v1 import (
+    game_pb2,
+    lobby_service_pb2,
+    lobby_service_pb2_grpc,
+    table_service_pb2,
+    table_service_pb2_grpc,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = {
@@ -129,3 +138,126 @@ class FixedPortServer(ServerThread):
             )
         )
         return self
+
+
+# -- a server restored from an older backup, under a bot ---------------------------------------
+
+
+def back_up(db: str, backup: str) -> int:
+    """Copy the live SQLite database ``db`` (and its key) to ``backup``, consistent while the
+    server runs; returns the newest update number the copy holds."""
+    Path(backup).parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(db) as live, sqlite3.connect(backup) as copy:
+        live.backup(copy)
+    shutil.copy(db + ".key", backup + ".key")
+    with sqlite3.connect(backup) as copy:
+        return int(copy.execute("SELECT max(number) FROM entries").fetchone()[0])
+
+
+@dataclass
+class Restored:
+    """How a bot's run went when its server came back from an older backup."""
+
+    run: subprocess.CompletedProcess
+    #: The newest update the backup holds.
+    saved: int
+    status: int
+
+
+def restored_under(
+    tmp_path: Path, command: Callable[[str, str, str], list[str]], cwd: Path, one_behind: bool
+) -> Restored:
+    """Start a bot (``command(target, table_id, name)``) on a 2-player portuguese table with a
+    built-in bot, back the database up during the game, let the game go on, and start the
+    server again from the backup; the bot's run, once it ends.
+
+    ``one_behind`` False: the game goes on some 8 updates past the backup, and the server is
+    down for 1.5 s, so that the bot's resume (``after``) is refused BAD_NUMBER. True: the
+    backup is the table right after the bot's draw, and the server stops right after its
+    discard (the built-in bot waits 3 s a move, and a command a second gives the backup its
+    time), so that the bot resumes one update early, at the number the backup holds: not
+    refused, a heartbeat below what it saw.
+    """
+    db, backup, port = str(tmp_path / "rami.db"), str(tmp_path / "backup" / "rami.db"), free_port()
+    first = FixedPortServer(db, port)
+    if one_behind:
+        first.table_config = replace(first.table_config, bot_delay=3.0)
+        first.lobby_config = replace(first.lobby_config, commands_per_second=1.0, command_burst=1.0)
+    first.start()
+    target = f"127.0.0.1:{port}"
+    channel = grpc.insecure_channel(target)
+    tables = Tables(target, channel)
+    second: FixedPortServer | None = None
+    bot: subprocess.Popen[str] | None = None
+    first_running = True
+    name = "restored"
+    try:
+        if one_behind:
+            # Junk for both seats: no declaration ends the round on the bot's first turn.
+            deck = deck_to_proto(stacked_deck("portuguese", [None, None], "3c"))
+            table_id = tables.create("portuguese", 2, ("greedy",), (deck,), rounds=1)
+        else:
+            table_id = tables.create("portuguese", 2, ("greedy",), rounds=2)
+        bot = subprocess.Popen(
+            command(target, table_id, name),
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 30
+        if one_behind:
+            saved = _back_up_after_draw(tables, table_id, name, db, backup)
+            # The bot's discard is stored, and reaches the bot; the built-in bot has not moved.
+            while tables.info(table_id).number < saved + 1:
+                assert time.monotonic() < deadline, "the bot did not discard"
+                assert bot.poll() is None, bot.communicate()
+                time.sleep(0.01)
+            time.sleep(0.3)
+            assert tables.info(table_id).number == saved + 1
+        else:
+            while tables.info(table_id).number < 6:
+                assert time.monotonic() < deadline, "the game did not start"
+                assert bot.poll() is None, bot.communicate()
+                time.sleep(0.02)
+            saved = back_up(db, backup)
+            while tables.info(table_id).number < saved + 8:
+                assert time.monotonic() < deadline, "the game did not go on"
+                assert bot.poll() is None, bot.communicate()
+                time.sleep(0.02)
+        first.stop()
+        first_running = False
+        if not one_behind:
+            time.sleep(1.5)  # down a while: the bot tries to resume some times
+        second = FixedPortServer(backup, port).start()
+        out, err = bot.communicate(timeout=GAME_SECONDS + 15)
+        run = subprocess.CompletedProcess(bot.args, bot.returncode, out, err)
+        return Restored(run, saved, tables.info(table_id).status)
+    finally:
+        if bot is not None and bot.poll() is None:
+            bot.kill()
+            bot.wait(timeout=5)
+        channel.close()
+        if second is not None:
+            second.stop()
+        if first_running:
+            first.stop()
+
+
+def _back_up_after_draw(tables: Tables, table_id: str, name: str, db: str, backup: str) -> int:
+    """Back ``db`` up at the first view of ``name``'s play phase (after its draw), seen by a
+    spectator's stream; returns that view's number."""
+    watch = tables.table.Watch(table_service_pb2.WatchRequest(table_id=table_id), timeout=30)
+    try:
+        for msg in watch:
+            view = msg.update.view
+            names = {p.seat: p.name for p in view.players}
+            if view.phase == game_pb2.PHASE_PLAY and names.get(view.turn) == name:
+                break
+        else:
+            raise AssertionError("the bot's turn did not come")
+    finally:
+        watch.cancel()
+    saved = back_up(db, backup)
+    assert saved == view.number, (saved, view.number)
+    return saved

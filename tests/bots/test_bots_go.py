@@ -15,18 +15,24 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 import subprocess
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import grpc
 import pytest
-from bots_support import GAME_SECONDS, ROOT, FixedPortServer, Tables, free_port, run_all
+from bots_support import (
+    GAME_SECONDS,
+    ROOT,
+    FixedPortServer,
+    Tables,
+    free_port,
+    restored_under,
+    run_all,
+)
 
 from rami.server.testing import ServerThread, deck_to_proto, stacked_deck
-from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2, table_service_pb2_grpc
+from rami.v1 import lobby_service_pb2, table_service_pb2, table_service_pb2_grpc
 
 BUILT_IN = ("strong", "greedy", "random")
 #: The Go import path of the contract (docs/bots.md, "Worked example: Go").
@@ -153,67 +159,20 @@ def test_go_bot_resumes_after_a_server_restart(go_bot: Path, tmp_path: Path) -> 
             first.stop()
 
 
-def _back_up(db: str, backup: str) -> int:
-    """Copy the live SQLite database ``db`` (and its key) to ``backup``, consistent while the
-    server runs; returns the newest update number the copy holds."""
-    Path(backup).parent.mkdir(parents=True, exist_ok=True)
-    with sqlite3.connect(db) as live, sqlite3.connect(backup) as copy:
-        live.backup(copy)
-    shutil.copy(db + ".key", backup + ".key")
-    with sqlite3.connect(backup) as copy:
-        return int(copy.execute("SELECT max(number) FROM entries").fetchone()[0])
-
-
 def test_go_bot_follows_a_table_restored_from_an_older_backup(go_bot: Path, tmp_path: Path) -> None:
     """The server comes back from a backup taken some updates before what the bot saw: its
     resume (`after`) is refused INVALID_ARGUMENT BAD_NUMBER. The bot follows the table anew,
     from where it is, and plays the game to its end, rather than stop on a refusal it would
     take for a bug of its own."""
-    db, backup, port = str(tmp_path / "rami.db"), str(tmp_path / "backup" / "rami.db"), free_port()
-    first = FixedPortServer(db, port).start()
-    target = f"127.0.0.1:{port}"
-    channel = grpc.insecure_channel(target)
-    tables = Tables(target, channel)
-    second: FixedPortServer | None = None
-    bot: subprocess.Popen[str] | None = None
-    first_running = True
-    try:
-        table_id = tables.create("portuguese", 2, ("greedy",), rounds=2)
-        bot = subprocess.Popen(
-            _command(go_bot, target, table_id, "Go restored"),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        deadline = time.monotonic() + 30
-        while tables.info(table_id).number < 6:
-            assert time.monotonic() < deadline, "the game did not start"
-            assert bot.poll() is None, bot.communicate()
-            time.sleep(0.02)
-        saved = _back_up(db, backup)
-        while tables.info(table_id).number < saved + 8:
-            assert time.monotonic() < deadline, "the game did not go on"
-            assert bot.poll() is None, bot.communicate()
-            time.sleep(0.02)
-        first.stop()
-        first_running = False
-        second = FixedPortServer(backup, port).start()
-        out, err = bot.communicate(timeout=GAME_SECONDS + 15)
-        found = _summary(subprocess.CompletedProcess(bot.args, bot.returncode, out, err))
-        # Its one line says why: the server's refusal ("update N has not happened: ...").
-        assert "the table is behind what this bot saw" in err, err
-        assert "has not happened" in err, err
-        assert found["rounds"] == "2" and found["refused"] == "0", f"{found.string}\n{err}"
-        assert tables.info(table_id).status == lobby_service_pb2.TABLE_STATUS_FINISHED
-    finally:
-        if bot is not None and bot.poll() is None:
-            bot.kill()
-            bot.wait(timeout=5)
-        channel.close()
-        if second is not None:
-            second.stop()
-        if first_running:
-            first.stop()
+    restored = restored_under(
+        tmp_path, lambda t, table, name: _command(go_bot, t, table, name), go_bot.parent, False
+    )
+    found, err = _summary(restored.run), restored.run.stderr
+    # Its one line says why: the server's refusal ("update N has not happened: ...").
+    assert "the table is behind what this bot saw" in err, err
+    assert "has not happened" in err, err
+    assert found["rounds"] == "2" and found["refused"] == "0", f"{found.string}\n{err}"
+    assert restored.status == lobby_service_pb2.TABLE_STATUS_FINISHED
 
 
 def test_go_bot_follows_a_table_restored_one_update_behind(go_bot: Path, tmp_path: Path) -> None:
@@ -221,69 +180,13 @@ def test_go_bot_follows_a_table_restored_one_update_behind(go_bot: Path, tmp_pat
     update early, the stream is not refused: it opens with a heartbeat whose number is below
     the bot's last update. The bot follows the table anew and plays its turn again; else the
     table waits on the bot, and the bot on an update, until its --timeout."""
-    db, backup, port = str(tmp_path / "rami.db"), str(tmp_path / "backup" / "rami.db"), free_port()
-    first = FixedPortServer(db, port)
-    # The built-in bot waits 3 s before each move: time to stop the server after the Go bot's
-    # discard. One command a second: its discard waits about a second after its draw, time to
-    # take the backup in between.
-    first.table_config = replace(first.table_config, bot_delay=3.0)
-    first.lobby_config = replace(first.lobby_config, commands_per_second=1.0, command_burst=1.0)
-    first.start()
-    target = f"127.0.0.1:{port}"
-    channel = grpc.insecure_channel(target)
-    tables = Tables(target, channel)
-    second: FixedPortServer | None = None
-    bot: subprocess.Popen[str] | None = None
-    first_running = True
-    name = "Go one behind"
-    try:
-        # Junk for both seats: no declaration ends the round on the Go bot's first turn.
-        deck = deck_to_proto(stacked_deck("portuguese", [None, None], "3c"))
-        table_id = tables.create("portuguese", 2, ("greedy",), (deck,), rounds=1)
-        bot = subprocess.Popen(
-            _command(go_bot, target, table_id, name),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        # A spectator's stream: the first view of the Go bot's play phase (after its draw).
-        watch = tables.table.Watch(table_service_pb2.WatchRequest(table_id=table_id), timeout=30)
-        try:
-            for msg in watch:
-                view = msg.update.view
-                names = {p.seat: p.name for p in view.players}
-                if view.phase == game_pb2.PHASE_PLAY and names.get(view.turn) == name:
-                    break
-            else:
-                pytest.fail("the Go bot's turn did not come")
-        finally:
-            watch.cancel()
-        saved = _back_up(db, backup)
-        assert saved == view.number, (saved, view.number)
-        deadline = time.monotonic() + 10
-        while tables.info(table_id).number < saved + 1:  # the Go bot's discard is stored
-            assert time.monotonic() < deadline, "the Go bot did not discard"
-            assert bot.poll() is None, bot.communicate()
-            time.sleep(0.01)
-        time.sleep(0.3)  # and reaches the bot; the built-in bot has not moved yet
-        assert tables.info(table_id).number == saved + 1
-        first.stop()
-        first_running = False
-        second = FixedPortServer(backup, port).start()
-        out, err = bot.communicate(timeout=GAME_SECONDS + 15)
-        found = _summary(subprocess.CompletedProcess(bot.args, bot.returncode, out, err))
-        assert f"the table is at {saved}, the bot saw {saved + 1}" in err, err
-        assert found["rounds"] == "1" and found["refused"] == "0", f"{found.string}\n{err}"
-        assert tables.info(table_id).status == lobby_service_pb2.TABLE_STATUS_FINISHED
-    finally:
-        if bot is not None and bot.poll() is None:
-            bot.kill()
-            bot.wait(timeout=5)
-        channel.close()
-        if second is not None:
-            second.stop()
-        if first_running:
-            first.stop()
+    restored = restored_under(
+        tmp_path, lambda t, table, name: _command(go_bot, t, table, name), go_bot.parent, True
+    )
+    found, err, saved = _summary(restored.run), restored.run.stderr, restored.saved
+    assert f"the table is at {saved}, the bot saw {saved + 1}" in err, err
+    assert found["rounds"] == "1" and found["refused"] == "0", f"{found.string}\n{err}"
+    assert restored.status == lobby_service_pb2.TABLE_STATUS_FINISHED
 
 
 def test_the_go_example_is_gofmt_clean_and_vets(go_bot: Path) -> None:

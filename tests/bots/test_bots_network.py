@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import grpc
-from bots_support import GAME_SECONDS, ROOT, Tables, run_all
+from bots_support import GAME_SECONDS, ROOT, Tables, restored_under, run_all
 from typer.testing import CliRunner
 
 from rami.client.bot_cli import app, normalise_target
@@ -75,6 +75,47 @@ def test_the_js_bots_safe_move_discards_a_card_it_holds(js_bot: Path) -> None:
     laid, held = run.stdout.split()
     assert json.loads(laid) == {"discard": {"card": "CARD_HEARTS_KING"}}
     assert json.loads(held) == {"discard": {"card": "CARD_CLUBS_2"}}
+
+
+def _js_command(js_bot: Path, target: str, table_id: str, name: str) -> list[str]:
+    return ["node", str(js_bot), target, table_id, name, "--timeout", str(GAME_SECONDS)]
+
+
+def _js_game_over(run: subprocess.CompletedProcess, rounds: int) -> None:
+    assert run.returncode == 0, f"exit {run.returncode}\n{run.stdout}\n{run.stderr}"
+    summary = run.stdout.strip().splitlines()[-1]
+    assert f"game over after {rounds} rounds" in summary, f"{summary}\n{run.stderr}"
+    assert re.search(r"refused 0\b", summary), f"{summary}\n{run.stderr}"
+
+
+def test_js_bot_follows_a_table_restored_from_an_older_backup(js_bot: Path, tmp_path: Path) -> None:
+    """Its resume (`after`) refused BAD_NUMBER by a server restored from a backup older than
+    what it saw, the JavaScript bot follows the table anew and plays the game to its end. Its
+    tries to resume while the server is down all start from the newest update seen, less
+    one: each one earlier, as they once were, could pass the backup's number unrefused."""
+    restored = restored_under(
+        tmp_path, lambda t, table, name: _js_command(js_bot, t, table, name), js_bot.parent, False
+    )
+    err = restored.run.stderr
+    assert "the table is behind what this bot saw" in err, err
+    assert "has not happened" in err, err
+    tries = re.findall(r"resuming after update (\d+)", err)
+    assert tries and len(set(tries)) == 1, err
+    _js_game_over(restored.run, 2)
+    assert restored.status == lobby_service_pb2.TABLE_STATUS_FINISHED
+
+
+def test_js_bot_follows_a_table_restored_one_update_behind(js_bot: Path, tmp_path: Path) -> None:
+    """The backup one update older than what the JavaScript bot saw (its own discard): the
+    resumed stream opens with a heartbeat below it, and the bot follows the table anew and
+    plays its turn again, instead of waiting for ever."""
+    restored = restored_under(
+        tmp_path, lambda t, table, name: _js_command(js_bot, t, table, name), js_bot.parent, True
+    )
+    saved, err = restored.saved, restored.run.stderr
+    assert f"the table is at {saved}, the bot saw {saved + 1}" in err, err
+    _js_game_over(restored.run, 1)
+    assert restored.status == lobby_service_pb2.TABLE_STATUS_FINISHED
 
 
 def test_python_example_bot_plays_a_whole_game_of_every_variant(
