@@ -4,6 +4,9 @@ time, one after another per client, and charged whatever becomes of the call."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
+import time
 from pathlib import Path
 
 import pytest
@@ -45,6 +48,32 @@ def test_an_analysis_whose_caller_goes_is_charged_and_keeps_the_clients_turn() -
             workers.close()
 
     asyncio.run(main())
+
+
+def test_a_call_dropped_by_a_stopping_server_logs_no_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A search under way when the server stops: its caller is cancelled (the table's task
+    ends), then the workers are killed. The call's failure (BrokenProcessPool) has nobody to
+    wait for it; it is dropped quietly, not logged by asyncio at ERROR as "Future exception
+    was never retrieved" (which it was, in some stops)."""
+
+    async def main() -> None:
+        workers = Workers(1, 30.0, "bot move")
+        await workers.run(len, ())  # spawned
+        caller = asyncio.create_task(workers.run(time.sleep, 5.0))
+        await asyncio.sleep(0.2)  # in its worker
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        workers.close()
+        for _ in range(100):  # the pool's thread tells the loop of the killed worker
+            await asyncio.sleep(0.02)
+
+    with caplog.at_level(logging.ERROR):
+        asyncio.run(main())
+        gc.collect()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
 
 
 def test_an_analysis_asked_of_a_stopping_server_is_refused_unavailable() -> None:

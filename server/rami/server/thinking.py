@@ -101,6 +101,11 @@ def _processes(pool: ProcessPoolExecutor) -> list[multiprocessing.process.BasePr
     return list((getattr(pool, "_processes", None) or {}).values())
 
 
+def _outcome_taken(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
 class Workers:
     """Worker processes for CPU-bound calls that must not hold up the event loop: at most
     ``workers`` calls are in their hands at once, the others wait their turn. Spawned with the
@@ -188,12 +193,14 @@ class Workers:
                 loop.call_soon_threadsafe(self._slots.release)
 
         future.add_done_callback(done)
+        waited = asyncio.wrap_future(future)
+        # A caller that went leaves its outcome to nobody (a worker killed as the server
+        # stops fails it): taken here, not logged by asyncio as never retrieved.
+        waited.add_done_callback(_outcome_taken)
         try:
             # Shielded: a call in the pool is never cancelled (a caller that goes stops
             # waiting for it, and it ends in its worker as it would have).
-            result: T = await asyncio.wait_for(
-                asyncio.shield(asyncio.wrap_future(future)), self.timeout
-            )
+            result: T = await asyncio.wait_for(asyncio.shield(waited), self.timeout)
         except BrokenProcessPool:
             self._replace(pool, kill=True)
             log.error("a %s worker process died: new ones take the next calls", self.what)
