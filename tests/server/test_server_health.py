@@ -502,6 +502,12 @@ def test_analyse_hand_finds_the_best_split(stubs: Stubs) -> None:
             ),
             "BAD_OPTION",
         ),
+        (
+            rules_service_pb2.AnalyseHandRequest(
+                variant=VARIANTS["tallage"], hand=cards("3c 4c 5c"), bar=-(2**31)
+            ),
+            "BAD_OPTION",
+        ),
     ):
         with pytest.raises(grpc.RpcError) as info:
             stubs.rules.AnalyseHand(request, timeout=T)

@@ -299,6 +299,8 @@ class RulesService(rules_service_pb2_grpc.RulesServiceServicer):
         variant = convert.variant_from_proto(request.variant)
         options = convert.options_from_proto(request.options)
         options.check_variant(variant)
+        if request.bar < 0:
+            raise Invalid("BAD_OPTION", f"bar is 0 or more (the points to beat), not {request.bar}")
         hand = convert.cards_from_proto(request.hand)
         found = await analysis(
             self.work, self.analysts, _client(context), variant, options, hand, request.bar
