@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import grpc
 import pytest
@@ -388,6 +390,43 @@ def test_commands_sent_back_to_back_are_answered_in_the_order_sent(
             await ch.close()
 
     asyncio.run(run())
+
+
+def test_messages_that_are_not_commands_count_against_the_seats_commands(tmp_path: Path) -> None:
+    """A stream that sends messages which are not commands (a second `open`, an empty
+    message), as fast as it can, was answered every one, never slowed: each now counts as a
+    command does. Past the seat's burst they are refused RATE_LIMITED, and the stream is read
+    no faster than the seat's rate (its next message waits for the refusal's
+    retry_after_ms)."""
+
+    async def run(target: str) -> None:
+        ch, tid, tokens = await _table(target, game_pb2.VARIANT_TALLAGE)
+        stub = table_service_pb2_grpc.TableServiceStub(ch)
+        stream = PlayStream(stub, tid, tokens[0]).start()
+        try:
+            await stream.wait(lambda r: r.HasField("update"))
+            again = table_service_pb2.PlayRequest(open=table_service_pb2.WatchRequest(table_id=tid))
+            started = time.monotonic()
+            ids = [stream.send(table_service_pb2.PlayRequest(open=again.open)) for _ in range(8)]
+            ids += [stream.send(table_service_pb2.PlayRequest()) for _ in range(4)]
+            answers = [await stream.answer(i) for i in ids]
+            took = time.monotonic() - started
+            reasons = [a.refused.reason for a in answers]
+            assert reasons[:3] == ["NOT_A_COMMAND"] * 3, reasons
+            assert "RATE_LIMITED" in reasons, reasons
+            limited = answers[reasons.index("RATE_LIMITED")].refused
+            assert limited.code == grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]
+            assert int(limited.metadata["retry_after_ms"]) > 0
+            # Some answered at the seat's rate (4 a second): not all at once.
+            assert took >= 0.5, (took, reasons)
+        finally:
+            await stream.close()
+            await ch.close()
+
+    with ServerThread(
+        str(tmp_path / "rami.db"), commands_per_second=4.0, command_burst=3.0
+    ) as server:
+        asyncio.run(run(server.target))
 
 
 def test_a_play_stream_needs_open_first_a_table_and_a_seat_token(server: ServerThread) -> None:

@@ -58,6 +58,7 @@ from .limits import client_address as _client
 from .lobby import Lobby
 from .records import record_inputs, record_json
 from .refusals import (
+    Exhausted,
     Invalid,
     PermissionDenied,
     Precondition,
@@ -1022,6 +1023,14 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
                 except Exception as e:
                     while queued:  # told after the answers of the commands sent before it
                         await queued.popleft()
+                    try:
+                        # Refused before it reached the table, it counts as a command does:
+                        # a stream of such messages is answered at the seat's rate.
+                        self.commands.take(f"{table.table_id}:{watcher.holder}")
+                    except Exhausted as limited:
+                        failed(command_id, limited)
+                        await asyncio.sleep(int(limited.metadata["retry_after_ms"]) / 1000)
+                        continue
                     failed(command_id, e)
             # The stream's end waits for its commands (its cancellation drops those not
             # begun, as it does a command being waited for).
