@@ -412,7 +412,8 @@ def test_messages_that_are_not_commands_count_against_the_seats_commands(tmp_pat
             answers = [await stream.answer(i) for i in ids]
             took = time.monotonic() - started
             reasons = [a.refused.reason for a in answers]
-            assert reasons[:3] == ["NOT_A_COMMAND"] * 3, reasons
+            # The burst is 3, and the stream's open counted as one.
+            assert reasons[:2] == ["NOT_A_COMMAND"] * 2, reasons
             assert "RATE_LIMITED" in reasons, reasons
             limited = answers[reasons.index("RATE_LIMITED")].refused
             assert limited.code == grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]

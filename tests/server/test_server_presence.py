@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import logging
 import queue
 import re
 import threading
@@ -496,3 +497,60 @@ def test_a_seat_that_plays_by_act_alone_has_the_grace_of_each_turn(
         ).table.seats
         assert not seats[1].away, seats
         stream.cancel()
+
+
+def _flap(stubs: Stubs, table_id: str, token: str, times: int) -> list[str]:
+    """Open a seat's stream, read its snapshot, close it: ``times`` over; the reasons of the
+    opens refused."""
+    refused = []
+    for _ in range(times):
+        call = stubs.table.Watch(
+            table_service_pb2.WatchRequest(table_id=table_id), metadata=md(token), timeout=T
+        )
+        try:
+            next(call)
+        except grpc.RpcError as e:
+            refused.append(error_of(e).reason)
+        finally:
+            call.cancel()
+    return refused
+
+
+def test_a_seats_streams_opened_over_and_over_count_as_its_commands(tmp_path: Path) -> None:
+    """Each open of a seat's stream tells every stream at the table of its presence (and the
+    log, below): opened and closed as fast as a client can, they count against the seat's
+    commands a second, and past its burst an open is refused RATE_LIMITED, changing nothing."""
+    with (
+        ServerThread(str(tmp_path / "rami.db"), commands_per_second=1.0, command_burst=3.0) as srv,
+        Stubs(srv.target) as stubs,
+    ):
+        table_id = new_table(stubs, game_pb2.VARIANT_TALLAGE, 2)
+        tokens = [join(stubs, table_id, name) for name in ("Eva", "Bruno")]
+        refused = _flap(stubs, table_id, tokens[0], 6)
+        assert refused and set(refused) == {"RATE_LIMITED"}, refused
+        assert len(refused) <= 3, refused
+        # Another seat's streams are not held up.
+        assert _flap(stubs, table_id, tokens[1], 1) == []
+
+
+def test_a_seat_flapping_is_logged_once_in_a_while(
+    server: ServerThread, stubs: Stubs, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A seat's stream opened and closed over and over: "connected" and "dropped" are told at
+    INFO four times, the last saying so, then at DEBUG for some seconds (a client flapping its
+    stream filled the log with two lines an open, some 800 a second)."""
+    table_id = new_table(stubs, game_pb2.VARIANT_TALLAGE, 2)
+    tokens = [join(stubs, table_id, name) for name in ("Eva", "Bruno")]
+    with caplog.at_level(logging.DEBUG, logger="rami.server"):
+        assert _flap(stubs, table_id, tokens[0], 8) == []
+        end = time.monotonic() + WAIT
+        said = re.compile(rf"table {table_id}: seat 0 (connected|dropped)")
+        while time.monotonic() < end:  # the last close, told
+            lines = [r for r in caplog.records if said.search(r.getMessage())]
+            if len([r for r in lines if "dropped" in r.getMessage()]) >= 8:
+                break
+            time.sleep(0.05)
+    info = [r.getMessage() for r in lines if r.levelno == logging.INFO]
+    assert len(lines) == 16, [r.getMessage() for r in lines]
+    assert len(info) == 4, info
+    assert info[-1].endswith("(its next changes for a while at debug level)"), info

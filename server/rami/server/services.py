@@ -865,6 +865,10 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
             if seat is None
             else (self.seat_streams, f"{table.table_id}:{holder}")
         )
+        if seat is not None:
+            # An open tells every stream at the table of the seat's presence: it counts as
+            # one of the seat's commands.
+            self.commands.take(key)
         counter.open(key, take_over=request.take_over and seat is not None)
         pace = None
         try:
@@ -911,6 +915,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
 
         seat, now, holder = await self.read(table, seat_of)
         key = f"{table.table_id}:{holder}"
+        self.commands.take(key)  # an open counts as a command, as a Watch's does
         self.seat_streams.open(key, take_over=first.open.take_over)
         watcher = table.watcher(seat, holder)
         commands: asyncio.Task[None] | None = None

@@ -354,6 +354,9 @@ class _Answered(BaseException):
 _change_of = builder(Change)
 _committed = builder(Committed)
 
+#: A seat's presence changes logged at INFO in a window of so many seconds (the others of the
+#: window at DEBUG).
+_PRESENCE_LINES, _PRESENCE_WINDOW = 4, 10.0
 #: The most updates one slice of a replay encodes (its memory, whatever the machine's speed).
 _SLICE_ITEMS = 128
 
@@ -460,6 +463,7 @@ class Table:
         "_gone",
         "_grace",
         "_presence_due",
+        "_presence_logged",
         "_queue",
         "_refused",
         "_sent",
@@ -555,6 +559,8 @@ class Table:
         self._turn_began: tuple[int, int, float] | None = None
         self._grace: asyncio.TimerHandle | None = None
         self._presence_due = False
+        #: Each seat's window of presence lines: (its start, lines in it) (see _log_presence).
+        self._presence_logged: dict[int, tuple[float, int]] | None = None
         if state.status in (WAITING, PLAYING):
             # Loaded (or made) now: no stream of its players is open yet, whether its game
             # is under way or waits for the seats still free.
@@ -1200,15 +1206,34 @@ class Table:
         player = seat < len(self.state.seats) and self.state.seats[seat].kind == "player"
         if live:
             if self._gone.pop(seat, None) is not None and self.state.status == PLAYING:
-                log.info("table %s: seat %d connected (a stream opened)", self.table_id, seat)
+                self._log_presence(seat, "connected (a stream opened)")
         elif player:
             self._gone[seat] = time.monotonic()
             if self.state.status == PLAYING:
-                log.info("table %s: seat %d dropped (no stream open)", self.table_id, seat)
+                self._log_presence(seat, "dropped (no stream open)")
         self._arm_grace()
         if not self._presence_due:
             self._presence_due = True
             asyncio.get_running_loop().call_soon(self._tell_presence)
+
+    def _log_presence(self, seat: int, what: str) -> None:
+        """Log a seat's presence changing: at INFO, the first ``_PRESENCE_LINES`` changes of
+        the seat in ``_PRESENCE_WINDOW`` seconds, the others at DEBUG (a stream opened and
+        closed over and over wrote two lines an open)."""
+        now = time.monotonic()
+        logged = self._presence_logged
+        if logged is None:
+            logged = self._presence_logged = {}
+        began, count = logged.get(seat, (now, 0))
+        if now - began >= _PRESENCE_WINDOW:
+            began, count = now, 0
+        count += 1
+        logged[seat] = (began, count)
+        if count > _PRESENCE_LINES:
+            log.debug("table %s: seat %d %s", self.table_id, seat, what)
+            return
+        more = " (its next changes for a while at debug level)" if count == _PRESENCE_LINES else ""
+        log.info("table %s: seat %d %s%s", self.table_id, seat, what, more)
 
     def _tell_presence(self) -> None:
         self._presence_due = False
