@@ -503,8 +503,8 @@ def test_rematch_creates_a_table_like_the_last_and_seats_its_bots(
         d.expect(r"Game over after 1 round: You win with 0\.")
         d.type("rematch")
         found = d.expect(
-            r"Rematch: a new table (\S+) with the same game and options; you sit there and its "
-            r"bot seat gets the same bot\."
+            r"Rematch: a new table (\S+) with the same game and options; you sit there at your "
+            r"seat and its bot seat gets the same bot, where the seats are free\."
         )
         new_id = found.group(1)
         d.expect(r"You sit at seat 0: portuguese e2e \(rematch\): portuguese")
@@ -515,6 +515,44 @@ def test_rematch_creates_a_table_like_the_last_and_seats_its_bots(
     table = stubs.lobby.GetTable(lobby_service_pb2.GetTableRequest(table_id=new_id)).table
     assert table.variant == game_pb2.VARIANT_PORTUGUESE
     assert table.options.rounds == 1 and table.options.players == 2
+
+
+def test_a_rematch_keeps_the_seats_and_the_bots_names(server: ServerThread, stubs: Stubs) -> None:
+    """The bot sat first (seat 0, a name of its owner's), the player second: the rematch had
+    the player at seat 0 and a bot of another name at seat 1, where "its bot seat gets the
+    same bot" was said."""
+    deck = stacked_deck("portuguese", [None, PORTUGUESE_HAND], "3s", "2s 2s")
+    created = stubs.lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            name="portuguese e2e",
+            variant=VARIANT_IDS["portuguese"],
+            options=game_pb2.Options(players=2, rounds=1),
+            stacked_decks=[lobby_service_pb2.Deck(cards=[c + 1 for c in deck])],
+        )
+    )
+    stubs.lobby.AddBot(
+        lobby_service_pb2.AddBotRequest(
+            table_id=created.table.table_id, policy="greedy", seat=0, name="Old Greedy"
+        ),
+        metadata=(("rami-token", created.owner_token),),
+    )
+    d = _client(server)
+    try:
+        d.expect(r"Connected to 127\.0\.0\.1")
+        d.type("join 1")
+        d.expect(r"You sit at seat 1")
+        d.expect(r"It's your turn: take a card")
+        d.type("draw stock")
+        d.expect(r"You drew 2♠ from the stock\.")
+        d.type("declare 2s")
+        d.expect(r"Game over after 1 round: You win with 0\.")
+        d.type("rematch")
+        d.expect(r"you sit there at your seat and its bot seat gets the same bot, where the")
+        d.expect(r"You sit at seat 1: portuguese e2e \(rematch\): portuguese")
+        d.expect(r"Old Greedy \(a bot\) sat down at seat 0\.")
+        d.expect(r"The game begins: ")
+    finally:
+        d.close()
 
 
 def test_a_rematch_of_a_long_named_table_has_a_name_the_server_takes() -> None:
@@ -761,6 +799,8 @@ def test_a_question_has_its_own_prompt_until_it_is_answered(
         d.expect(r"You drew 2♠ from the stock\.")
         d.type("declare 3d")
         d.expect(r"Type y \(or yes\) to declare anyway; anything else does not\.")
+        # A word typed there that is a command answers no, then runs: the question says so.
+        d.expect(r"A command typed instead answers no, then runs\.")
         d.expect(r"declare anyway\? \[y/N\]> ")
         d.type("n")
         d.expect(r"Not declared\.")
@@ -771,6 +811,9 @@ def test_a_question_has_its_own_prompt_until_it_is_answered(
         d.type("no")
         d.expect(r"You stay at the table\.")
         d.expect(r"your turn> ")
+        # Portuguese stages nothing: undo says so, without tallage's words.
+        d.type("undo")
+        d.expect(r"Nothing to undo: in portuguese every command is sent as it is typed, and")
     finally:
         d.close()
 

@@ -64,6 +64,10 @@ def test_a_line_splits_into_a_command_and_its_arguments() -> None:
     assert suggest("clear") == "declare"
     assert suggest("clear", available(LOBBY)) != "declare"
     assert suggest("clear", cutoff=0.75) is None and suggest("dicsard", cutoff=0.75) == "discard"
+    # A word too short to be alike any: the commands it begins, all of them.
+    some = suggest("d", available(PLAYING))
+    assert some is not None and some.endswith(" or declare"), some
+    assert set(some.replace(" or ", ", ").split(", ")) == {"draw", "discard", "declare"}, some
 
 
 def test_each_place_has_its_own_commands() -> None:

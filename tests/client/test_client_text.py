@@ -658,6 +658,32 @@ def test_a_hint_of_a_finish_says_which_one_card_may_be_kept() -> None:
     ) in said, said
 
 
+def test_a_simple_hint_says_why_melds_of_all_but_one_card_are_no_finish() -> None:
+    """Simple: every card but one in melds, but no clean set among them: the hint showed the
+    arrangement and said nothing, and a player took it for a finish (the lay is refused)."""
+    options = options_to_proto(dataclasses.asdict(Options(players=2)))
+
+    def said(hand: str, left: str) -> str:
+        proto = _view(
+            variant=game_pb2.VARIANT_SIMPLE,
+            hand=[c + 1 for c in parse_cards(hand)],
+            options=options,
+            melds=[],
+        )
+        analysis = game_pb2.Analysis(left=[c + 1 for c in parse_cards(left)], points_left=5)
+        return " ".join(lines(hint_lines(analysis, view_from_proto(proto), LOOK)))
+
+    runs_only = said("Ac 2c 3c 4d 5d 6d 7h 8h 9h 10s Js Qs Ks 5c", "5c")
+    assert "a finish needs a clean set among them (three or four of one rank" in runs_only, (
+        runs_only
+    )
+    sets_only = said("4c 4d 4s Kd Kh Ks 9c 9d 9h 2c 2d 2h 7s", "7s")
+    assert "a finish needs a clean run among them (three in a row" in sets_only, sets_only
+    # Both there (a set and a run): no word of what is missing.
+    both = said("4c 4d 4s 5h 6h 7h 9c 9d 9h 2c 2d 2h 7s", "7s")
+    assert "a finish needs" not in both, both
+
+
 def test_a_hint_says_which_play_is_a_rami_sec() -> None:
     """Tallage, nobody has laid this round: a play that lays every card but one is a Rami sec
     (everyone else pays 200), and the hint says so beside it; once someone has laid, not."""

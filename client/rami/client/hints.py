@@ -222,6 +222,23 @@ def _why_no_melds(analysis: game_pb2.Analysis, view: View, look: Look) -> str | 
     )
 
 
+def _finish_lacks(analysis: game_pb2.Analysis, view: View) -> str:
+    """Simple: what a hand whose best split leaves at most one card lacks to finish (a clean
+    set, a clean run, or both), or "" when it lacks neither (or is no such hand)."""
+    if not view.variant.lays_whole_hand or view.hand is None or analysis.finish_discards:
+        return ""
+    if len(analysis.left) > 1 or len(view.hand) < 2:
+        return ""
+    kinds, what = [], []
+    if not clean_sets(view.hand):
+        kinds.append("a clean set")
+        what.append("three or four of one rank, all suits different, no joker")
+    if not clean_runs(view.hand):
+        kinds.append("a clean run")
+        what.append("three in a row of one suit, no joker")
+    return f"{' and '.join(kinds)} among them ({'; '.join(what)})" if kinds else ""
+
+
 def _discard_lays(view: View) -> str:
     """What the card on the pile, taken now, lets the hand lay: "open" (a lay that opens, or
     adds once opened), "finish" (only a whole-hand lay: all cards but one, which needs no
@@ -275,6 +292,13 @@ def _variant_facts(analysis: game_pb2.Analysis, view: View, look: Look) -> list[
         facts.append(f"You can declare{times}, putting face down: {names}.")
     elif variant.declares and analysis.multiplier:
         facts.append("Your 13 cards are complete: draw, then declare the card you don't need.")
+    lacks = _finish_lacks(analysis, view)
+    if lacks:
+        none = "neither" if " and " in lacks.split(" among ")[0] else "none"
+        facts.append(
+            f"Your melds would leave at most one card, but a finish needs {lacks}, and you"
+            f" have {none} yet: no finish."
+        )
     if analysis.finish_discards and variant.has_finish:
         # Any one of them is the card kept: "5♣, 9♣ or K♦".
         kept = [look.card_text(c) for c in cards(analysis.finish_discards)]

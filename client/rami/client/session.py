@@ -528,7 +528,7 @@ class ClientSession:
         no). ``applies``: whether the question still stands for the table's latest view; an
         update after which it does not drops it, saying ``gone`` (a yes typed then would
         answer a question that no longer makes sense)."""
-        self.out.warn(question)
+        self.out.warn(f"{question} A command typed instead answers no, then runs.")
         self._question = _Question(prompt, no, yes, applies, gone)
 
     async def _move(self, name: str, args: str, *, confirmed: bool = False) -> None:
@@ -1033,6 +1033,13 @@ class ClientSession:
     async def _do_undo(self, args: str) -> None:
         if self.stage.empty or not self._staged_before:
             self._staged_before = []
+            variant = self._variant()
+            if variant is not None and not variant.has_opening:
+                self.out.info(
+                    f"Nothing to undo: in {variant.id} every command is sent as it is typed,"
+                    " and what was sent can't be undone."
+                )
+                return
             self.out.info(
                 "Nothing is staged to undo: undo takes back a command staged and not yet sent"
                 " (a draw discard waiting for its lay, a take waiting for its joker's place);"
@@ -1140,11 +1147,13 @@ class ClientSession:
             if p.kind == game_pb2.SEAT_KIND_PLAYER and p.seat != me
         ]
         seated = (
-            "you sit there"
+            "you sit there at your seat"
             if not bots
-            else "you sit there and its bot seat gets the same bot"
+            else "you sit there at your seat and its bot seat gets the same bot, where the seats"
+            " are free"
             if len(bots) == 1
-            else f"you sit there and its {len(bots)} bot seats get the same bots"
+            else f"you sit there at your seat and its {len(bots)} bot seats get the same bots,"
+            " where the seats are free"
         )
         self.out.info(f"Rematch: a new table {new_id} with the same game and options; {seated}.")
         told = ""
@@ -1161,10 +1170,22 @@ class ClientSession:
                     f"they could not be told in the chat ({sentence(str(e))}): give them {new_id}"
                 )
         await self._leave()
-        await self.join(created.table)
-        for policy in bots:
-            bot = lobby_service_pb2.AddBotRequest(table_id=new_id, policy=policy or "strong")
-            await self.link.call(self.link.lobby.AddBot, bot, token=self.token)
+        await self.join(created.table, seat=me)
+        for p in view.players:
+            if p.kind != game_pb2.SEAT_KIND_BOT:
+                continue
+            # The same bot at the same seat, by the same name, where the seat is still free.
+            bot = lobby_service_pb2.AddBotRequest(
+                table_id=new_id, policy=p.policy or "strong", seat=p.seat, name=p.name
+            )
+            try:
+                await self.link.call(self.link.lobby.AddBot, bot, token=self.token)
+            except Refused as e:
+                if e.reason not in ("SEAT_TAKEN", "NAME_TAKEN", "BAD_NAME"):
+                    raise
+                bot.ClearField("seat")
+                bot.name = ""
+                await self.link.call(self.link.lobby.AddBot, bot, token=self.token)
         begun = self.view is not None and self.view.phase != game_pb2.PHASE_WAITING
         if others and not begun:
             self.out.info(
@@ -1196,7 +1217,7 @@ class ClientSession:
             f"Rematch: another player of this game made table {new_id} for it; you take a "
             "seat there."
         )
-        await self.join(table)
+        await self.join(table, seat=my_seat(self.view) if self.view is not None else None)
 
     # -- the lobby ---------------------------------------------------------------------------
 
@@ -1295,8 +1316,9 @@ class ClientSession:
                 f"the game at that table has begun: no seat can be taken. watch {name} follows it"
             ) from None
 
-    async def join(self, table: lobby_service_pb2.TableInfo) -> None:
-        """Take a seat at ``table`` (or take back the one held there) and follow it."""
+    async def join(self, table: lobby_service_pb2.TableInfo, seat: int | None = None) -> None:
+        """Take a seat at ``table`` (or take back the one held there) and follow it: ``seat``
+        if it is free (a rematch's player keeps the game's seat), else the first free one."""
         saved = self._saved(table)
         if saved is not None:
             self.out.line(
@@ -1324,9 +1346,15 @@ class ClientSession:
             return
         # 32 bytes of this client's own randomness go into every deal (docs/records.md).
         request = lobby_service_pb2.JoinTableRequest(
-            table_id=table.table_id, name=self.name, entropy=secrets.token_bytes(32)
+            table_id=table.table_id, name=self.name, entropy=secrets.token_bytes(32), seat=seat
         )
-        joined = await self.link.call(self.link.lobby.JoinTable, request)
+        try:
+            joined = await self.link.call(self.link.lobby.JoinTable, request)
+        except Refused as e:
+            if seat is None or e.reason != "SEAT_TAKEN":
+                raise
+            request.ClearField("seat")  # taken meanwhile: the first free one
+            joined = await self.link.call(self.link.lobby.JoinTable, request)
         if self.seats is not None:
             self.seats.save(
                 SavedSeat(self.link.target, table.table_id, joined.seat, joined.token, table.name)
