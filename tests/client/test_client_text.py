@@ -1278,6 +1278,21 @@ def test_a_portuguese_rounds_kept_melds_are_shown_apart() -> None:
     assert kept.count("[") == kept.count("]") >= 3, table
 
 
+def test_a_portuguese_hand_without_a_clean_run_says_why_its_sets_pay() -> None:
+    """Three sets and no clean run: every card pays (sets count only beside a run). The
+    score showed the cards, and a new player could not tell why the sets were paid for."""
+    from rami.engine import VARIANTS as ALL
+
+    sets = tuple(parse_cards("4c 9c Kc 4d 9d Kd 2h 3h 5h 4s 9s Ks JK"))
+    result = ev.RoundResult(1, "declare", 1, (79, 0), (79, 0), hands=(sets, ()))
+    table = text(round_table(result, ["You", "Sara"], LOOK, ALL["portuguese"]))
+    assert "(no clean run: its sets pay too)" in table, table
+    kept = tuple(parse_cards("Ad 2d 3d 4d 4s JK 6c 6d 6s 7c 7d 7s 9h"))
+    result = ev.RoundResult(1, "declare", 1, (9, 0), (9, 0), hands=(kept, ()))
+    table = text(round_table(result, ["You", "Sara"], LOOK, ALL["portuguese"]))
+    assert "no clean run" not in table, table
+
+
 def test_a_chained_draw_of_the_discard_counts_its_card_as_held() -> None:
     """``draw discard; take 1 3c; add 1 JK high``, the line hint prints when the discard takes
     a joker back: the card taken from the pile is in the hand the rest of the line plays from

@@ -91,6 +91,8 @@ def round_table(
             times = result.multiplier if result.ending == "declare" else 1
             if times > 1 and paid and paid % times == 0:
                 out.append(("class:dim", f"  ({paid // times} x{times})"))
+            if _sets_paid(result, variant, hand, melds):
+                out.append(("class:dim", "  (no clean run: its sets pay too)"))
         else:
             out.append(("class:dim", "-"))
         out.append(("", "\n"))
@@ -101,6 +103,20 @@ def round_table(
                 out += [("", " ["), *meld_fragments(meld, look), ("", "]")]
             out.append(("", "\n"))
     return out
+
+
+def _sets_paid(
+    result: RoundResult, variant: Variant | None, hand: Sequence[Card], melds: Sequence[Meld]
+) -> bool:
+    """After a declaration, where sets count only beside a run: a hand that kept no meld
+    though it holds a set (three suits of a rank) paid for it, having no clean run."""
+    if result.ending != "declare" or variant is None or not variant.sets_need_run or melds:
+        return False
+    suits: dict[int, set[int]] = {}
+    for c in hand:
+        if not c.is_joker:
+            suits.setdefault(c.rank, set()).add(c.suit)
+    return any(len(held) >= 3 for held in suits.values())
 
 
 def ending_note(result: RoundResult, names: Sequence[str]) -> str:
