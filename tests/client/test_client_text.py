@@ -1465,3 +1465,13 @@ def test_an_add_or_take_without_its_meld_says_how_it_is_typed(
         parse_move(name, typed, parse_cards("2c 5s 10h"))
     said = str(refused.value)
     assert f"{example}, for instance" in said and "number" in said, said
+
+
+def test_the_note_of_a_lost_connection_says_for_how_long() -> None:
+    """A player waited through a long outage with "connection lost: reconnecting..." and no
+    sign of how long it had been: the toolbar, redrawn every second, now counts it."""
+    from rami.client.session import lost_note
+
+    assert lost_note(0.5) == "connection lost: reconnecting..."
+    assert lost_note(12.9) == "connection lost for 12 s: reconnecting..."
+    assert lost_note(70) == "connection lost for 1 min 10 s: reconnecting..."

@@ -169,6 +169,16 @@ def _timed_out(update: table_service_pb2.Update, seat: int | None) -> bool:
     )
 
 
+def lost_note(seconds: float) -> str:
+    """The toolbar's note while the connection is lost, with how long it has been, once it
+    is more than a few seconds."""
+    whole = int(seconds)
+    if whole < 5:
+        return "connection lost: reconnecting..."
+    took = f"{whole // 60} min {whole % 60:02d} s" if whole >= 60 else f"{whole} s"
+    return f"connection lost for {took}: reconnecting..."
+
+
 class ClientSession:
     """The interactive client's state and commands."""
 
@@ -236,6 +246,8 @@ class ClientSession:
         #: The hand sorted by rank (else by suit): the profile's choice, kept between runs.
         self.by_rank = self.prefs is not None and self.prefs.preference("sort") == "rank"
         self.note = ""
+        #: Since when (monotonic) the connection is lost, while it is.
+        self._lost_since: float | None = None
         self.done = False
         self._watcher: asyncio.Task[None] | None = None
         self._followed = asyncio.Event()
@@ -325,10 +337,13 @@ class ClientSession:
 
     def _toolbar(self) -> StyleAndTextTuples:
         size = self._terminal()
+        note = self.note
+        if note and self._lost_since is not None:  # redrawn every second: the time counts
+            note = lost_note(time.monotonic() - self._lost_since)
         return toolbar_fragments(
             self.view,
             self.look,
-            note=self.note,
+            note=note,
             width=size.columns,
             rows=size.rows,
             staged=not self.stage.empty,
@@ -699,10 +714,12 @@ class ClientSession:
             self._refresh()
             return
         if status == "lost":
-            self.note = "connection lost: reconnecting..."
+            self.note = lost_note(0)
+            self._lost_since = time.monotonic()
             self.out.warn("The connection to the server dropped; reconnecting...")
         else:
             self.note = ""
+            self._lost_since = None
             self.out.info("Reconnected: the table is up to date.")
         self._refresh()
 
