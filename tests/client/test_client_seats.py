@@ -259,6 +259,46 @@ def test_a_game_that_ended_while_away_is_told_and_its_seat_taken_back_to_see_the
         assert book.at(server.target) == []  # seen to its end: nothing left to take back
 
 
+def test_a_game_that_ended_while_away_names_its_rematch(tmp_path: Path) -> None:
+    """Another player of the game made its rematch while this one was away: the list's line
+    about the game names the rematch's table (it was learnt only from the old table's chat,
+    after joining it)."""
+    brisk = TableConfig(bot_delay=0.02, round_pause=0.02, away_delay=0.02, heartbeat=0.5)
+    book = SeatBook(tmp_path / "seats.json")
+    with ServerThread(str(tmp_path / "rami.db"), brisk) as server, Stubs(server.target) as stubs:
+        _simple_table(stubs)
+        first = _client(server, book)
+        try:
+            first.expect(r"1  [a-z2-7]{6,16}  waiting")
+            first.type("join 1")
+            first.expect(r"You sit at seat 0")
+            first.type("bot greedy")
+            first.expect(r"The game begins")
+            _quit_mid_game(first)
+        finally:
+            first.close()
+        _wait_for_the_end(stubs)
+        (held,) = book.at(server.target)
+        old = stubs.lobby.GetTable(lobby_service_pb2.GetTableRequest(table_id=held.table_id))
+        made = stubs.lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                name="again",
+                variant=old.table.variant,
+                options=old.table.options,
+                rematch_of=held.table_id,
+            ),
+            metadata=(("rami-token", held.token),),
+        )
+        second = _client(server, book)
+        try:
+            second.expect(
+                r"ended while you were away: join \d tells how; its rematch is table "
+                rf"{made.table.table_id}: join {made.table.table_id} to play\s+again\."
+            )
+        finally:
+            second.close()
+
+
 @pytest.mark.parametrize(("ending", "away"), [("quit", 1.0), ("crash", 1.0), ("quit", 2.5)])
 def test_taking_a_seat_back_tells_what_happened_while_away(
     tmp_path: Path, ending: str, away: float

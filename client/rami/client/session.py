@@ -179,6 +179,13 @@ def lost_note(seconds: float) -> str:
     return f"connection lost for {took}: reconnecting..."
 
 
+def _its_rematch(table: lobby_service_pb2.TableInfo) -> str:
+    """Where a finished table's rematch is, if one of its players made it, for a line of the
+    lobby ("; its rematch is table T: join T to play again"), else ""."""
+    made = safe(table.rematch_table_id, 32)
+    return f"; its rematch is table {made}: join {made} to play again" if made else ""
+
+
 class ClientSession:
     """The interactive client's state and commands."""
 
@@ -1256,7 +1263,7 @@ class ClientSession:
             if t.status == lobby_service_pb2.TABLE_STATUS_FINISHED:
                 self.out.info(
                     f"The game at {where}, where you held seat {saved.seat}, ended while you"
-                    f" were away: join {t.table_id} tells how."
+                    f" were away: join {t.table_id} tells how{_its_rematch(t)}."
                 )
             else:
                 self.out.info(
@@ -1269,7 +1276,7 @@ class ClientSession:
             if t.status == lobby_service_pb2.TABLE_STATUS_FINISHED:
                 self.out.info(
                     f"The game at table {i}, where you held seat {saved.seat}, ended while you"
-                    f" were away: join {i} tells how."
+                    f" were away: join {i} tells how{_its_rematch(t)}."
                 )
             else:
                 self.out.info(f"You hold seat {saved.seat} at table {i}: join {i} takes it back.")
