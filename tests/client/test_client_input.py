@@ -65,9 +65,12 @@ def test_a_line_splits_into_a_command_and_its_arguments() -> None:
     assert suggest("clear", available(LOBBY)) != "declare"
     assert suggest("clear", cutoff=0.75) is None and suggest("dicsard", cutoff=0.75) == "discard"
     # A word too short to be alike any: the commands it begins, all of them.
-    some = suggest("d", available(PLAYING))
+    some = suggest("d", available(PLAYING), begun=True)
     assert some is not None and some.endswith(" or declare"), some
     assert set(some.replace(" or ", ", ").split(", ")) == {"draw", "discard", "declare"}, some
+    # Only among the commands that run where the person is: in the lobby, no move.
+    assert suggest("d", available(LOBBY), begun=True) != some
+    assert suggest("d") is None  # (help's guess: one name, never a list)
 
 
 def test_each_place_has_its_own_commands() -> None:

@@ -1475,3 +1475,23 @@ def test_the_note_of_a_lost_connection_says_for_how_long() -> None:
     assert lost_note(0.5) == "connection lost: reconnecting..."
     assert lost_note(12.9) == "connection lost for 12 s: reconnecting..."
     assert lost_note(70) == "connection lost for 1 min 10 s: reconnecting..."
+
+
+def test_an_acts_answer_older_than_the_streams_update_leaves_the_newer_view() -> None:
+    """The answer of a move (its view, update N) may be read after the stream's next update
+    (N + 1, the next seat's move, which made it this seat's turn again): on a busy machine
+    the answer's view replaced the newer one, the client showed the other seat's turn and
+    refused every move typed ("it is Sara's turn"), while the table waited for this seat."""
+    import asyncio
+
+    from rami.client.link import Link
+    from rami.client.session import ClientSession
+
+    async def run() -> ClientSession:
+        session = ClientSession(Link("127.0.0.1:9"), name="Ana", look=Look())
+        session._set_view(_view(number=41, turn=0, phase=game_pb2.PHASE_DRAW))  # the stream's
+        session._set_answer_view(_view(number=40, turn=1, phase=game_pb2.PHASE_DRAW))
+        return session
+
+    session = asyncio.run(run())
+    assert session.view is not None and session.view.number == 41 and session.view.turn == 0

@@ -374,16 +374,18 @@ def available(where: str, variant: Variant | None = None) -> list[Command]:
     return [c for c in COMMANDS if where in c.where and c.name not in hidden]
 
 
-def suggest(word: str, among: Iterable[Command] = COMMANDS, cutoff: float = 0.6) -> str | None:
+def suggest(
+    word: str, among: Iterable[Command] = COMMANDS, cutoff: float = 0.6, begun: bool = False
+) -> str | None:
     """The command a mistyped word most likely meant, of those ``among`` (by default every
     command; a session asks first of those it could run where the person is), if one is at
-    least ``cutoff`` alike (difflib's ratio); else the commands the word begins, if any
-    ("draw, discard or declare" for "d")."""
+    least ``cutoff`` alike (difflib's ratio); else, with ``begun``, the commands the word
+    begins, if any ("draw, discard or declare" for "d")."""
     names = [c.name for c in among]
     found = difflib.get_close_matches(word.lower(), names, n=1, cutoff=cutoff)
     if found:
         return found[0]
-    begun = [n for n in names if word and n.startswith(word.lower())]
-    if len(begun) > 1:
-        return f"{', '.join(begun[:-1])} or {begun[-1]}"
-    return begun[0] if begun else None
+    starts = [n for n in names if begun and word and n.startswith(word.lower())]
+    if len(starts) > 1:
+        return f"{', '.join(starts[:-1])} or {starts[-1]}"
+    return starts[0] if starts else None

@@ -486,7 +486,7 @@ class ClientSession:
             # What could run here first; a command of elsewhere only if the word is a near
             # miss of it ("dicsard" in the lobby, told then where it runs; "clear" is no
             # "declare").
-            guess = suggest(name, available(self.where, self._variant())) or suggest(
+            guess = suggest(name, available(self.where, self._variant()), begun=True) or suggest(
                 name, cutoff=0.75
             )
             also = f" Did you mean {guess}?" if guess else ""
@@ -648,7 +648,16 @@ class ClientSession:
         self.stage = decided.stage
         if decided.note:  # what the move replaced (a staged draw of the discard): once made
             self.out.info(sentence(decided.note))
-        self._set_view(response.view)
+        self._set_answer_view(response.view)
+
+    def _set_answer_view(self, view: game_pb2.View) -> None:
+        """Show the view an Act's answer brings, unless the stream's update after it came
+        first (the next seat's move, read before the answer on a busy machine): the newer
+        view stays."""
+        shown = self.view
+        if shown is not None and shown.table_id == view.table_id and shown.number > view.number:
+            return
+        self._set_view(view)
 
     # -- the watch stream --------------------------------------------------------------------
 
@@ -1202,14 +1211,8 @@ class ClientSession:
             bot = lobby_service_pb2.AddBotRequest(
                 table_id=new_id, policy=p.policy or "strong", seat=p.seat, name=p.name
             )
-            try:
-                await self.link.call(self.link.lobby.AddBot, bot, token=self.token)
-            except Refused as e:
-                if e.reason not in ("SEAT_TAKEN", "NAME_TAKEN", "BAD_NAME"):
-                    raise
-                bot.ClearField("seat")
-                bot.name = ""
-                await self.link.call(self.link.lobby.AddBot, bot, token=self.token)
+            if not await self._seat_bot(bot):
+                break
         begun = self.view is not None and self.view.phase != game_pb2.PHASE_WAITING
         if others and not begun:
             self.out.info(
@@ -1217,6 +1220,26 @@ class ClientSession:
                 f"{'sits' if len(others) == 1 else 'sit'} down ({told}); start begins it with "
                 "whoever is seated."
             )
+
+    async def _seat_bot(self, bot: lobby_service_pb2.AddBotRequest) -> bool:
+        """Seat a rematch's bot: at its seat by its name, or, refused either, without what
+        was refused. False, saying so, when the table has no room for it any more (a player
+        took the last seat, or the game began)."""
+        for _ in range(3):
+            try:
+                await self.link.call(self.link.lobby.AddBot, bot, token=self.token)
+                return True
+            except Refused as e:
+                if e.reason == "SEAT_TAKEN" and bot.HasField("seat"):
+                    bot.ClearField("seat")
+                elif e.reason in ("NAME_TAKEN", "BAD_NAME") and bot.name:
+                    bot.name = ""
+                elif e.reason in ("TABLE_FULL", "TABLE_STARTED"):
+                    self.out.info(f"The rematch's {bot.policy} bot has no seat: {sentence(str(e))}")
+                    return False
+                else:
+                    raise
+        return False
 
     async def _join_rematch(self, table: lobby_service_pb2.TableInfo) -> None:
         """Sit at the rematch another player of this game made, or say why not (staying at

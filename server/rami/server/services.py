@@ -1029,9 +1029,12 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
                     while queued:  # told after the answers of the commands sent before it
                         await queued.popleft()
                     try:
-                        # Refused before it reached the table, it counts as a command does:
-                        # a stream of such messages is answered at the seat's rate.
-                        self.commands.take(f"{table.table_id}:{watcher.holder}")
+                        if isinstance(e, Invalid):
+                            # A message the stream refused itself (not a command, another
+                            # table's, malformed) counts as a command does: a stream of such
+                            # messages is answered at the seat's rate. (A table gone, moved
+                            # or closing, is told as it is.)
+                            self.commands.take(f"{table.table_id}:{watcher.holder}")
                     except Exhausted as limited:
                         failed(command_id, limited)
                         await asyncio.sleep(int(limited.metadata["retry_after_ms"]) / 1000)
