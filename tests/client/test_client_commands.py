@@ -675,7 +675,10 @@ def test_rematch_tells_the_other_players_the_new_table_in_the_chat(
     try:
         new_id = _ana_makes_the_rematch(ana)
         ana.expect(r"The game starts when Bea sits down \(they were told its id in this table's")
-        bea.expect(rf"Ana: Rematch at table {new_id}: join {new_id} to play again\.")
+        bea.expect(
+            rf"Ana: Rematch at table {new_id}: type rematch \(or join {new_id} from the lobby\)"
+            r" to play again\."
+        )
         bea.type("leave")
         bea.expect(r"You are back in the lobby")
         bea.type(f"join {new_id}")
@@ -692,7 +695,10 @@ def test_the_second_players_rematch_sits_at_the_table_the_first_one_made(
     ana, bea = _pair_game_over(server, stubs)
     try:
         new_id = _ana_makes_the_rematch(ana)
-        bea.expect(rf"Ana: Rematch at table {new_id}: join {new_id} to play again\.")
+        bea.expect(
+            rf"Ana: Rematch at table {new_id}: type rematch \(or join {new_id} from the lobby\)"
+            r" to play again\."
+        )
         bea.type("rematch")  # not join: the same table, not another one
         bea.expect(rf"Rematch: another player of this game made table {new_id} for it")
         bea.expect(r"You sit at seat 1: pair \(rematch\)")

@@ -262,17 +262,29 @@ def test_a_game_that_ended_while_away_is_told_and_its_seat_taken_back_to_see_the
 def test_a_game_that_ended_while_away_names_its_rematch(tmp_path: Path) -> None:
     """Another player of the game made its rematch while this one was away: the list's line
     about the game names the rematch's table (it was learnt only from the old table's chat,
-    after joining it)."""
+    after joining it), and join takes the seat held in the game there (the first free seat
+    was taken: seat 0, where the bot had sat)."""
     brisk = TableConfig(bot_delay=0.02, round_pause=0.02, away_delay=0.02, heartbeat=0.5)
     book = SeatBook(tmp_path / "seats.json")
     with ServerThread(str(tmp_path / "rami.db"), brisk) as server, Stubs(server.target) as stubs:
-        _simple_table(stubs)
+        created = stubs.lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                name="kept",
+                variant=VARIANT_IDS["simple"],
+                options=game_pb2.Options(players=2, round_cap=1),
+            )
+        )
+        stubs.lobby.AddBot(
+            lobby_service_pb2.AddBotRequest(
+                table_id=created.table.table_id, policy="greedy", seat=0
+            ),
+            metadata=(("rami-token", created.owner_token),),
+        )
         first = _client(server, book)
         try:
             first.expect(r"1  [a-z2-7]{6,16}  waiting")
             first.type("join 1")
-            first.expect(r"You sit at seat 0")
-            first.type("bot greedy")
+            first.expect(r"You sit at seat 1")
             first.expect(r"The game begins")
             _quit_mid_game(first)
         finally:
@@ -289,12 +301,15 @@ def test_a_game_that_ended_while_away_names_its_rematch(tmp_path: Path) -> None:
             ),
             metadata=(("rami-token", held.token),),
         )
+        new_id = made.table.table_id
         second = _client(server, book)
         try:
             second.expect(
-                r"ended while you were away: join \d tells how; its rematch is table "
-                rf"{made.table.table_id}: join {made.table.table_id} to play\s+again\."
+                r"held seat 1, ended while you were away: join \d tells how; its rematch is "
+                rf"table {new_id}: join {new_id} to play\s+again\."
             )
+            second.type(f"join {new_id}")
+            second.expect(r"You sit at seat 1: again")
         finally:
             second.close()
 

@@ -255,6 +255,9 @@ class ClientSession:
         self.note = ""
         #: Since when (monotonic) the connection is lost, while it is.
         self._lost_since: float | None = None
+        #: The rematches the lobby named (a game that ended while away) -> the seat held in
+        #: that game: join takes it there, where it is free.
+        self._rematch_seats: dict[str, int] = {}
         self.done = False
         self._watcher: asyncio.Task[None] | None = None
         self._followed = asyncio.Event()
@@ -1192,8 +1195,11 @@ class ClientSession:
         told = ""
         if others:
             # The other players learn the new table from the old table's chat.
+            # rematch, typed at this table, takes the seat held in this game there.
             chat = table_service_pb2.ChatRequest(
-                table_id=old_id, text=f"Rematch at table {new_id}: join {new_id} to play again."
+                table_id=old_id,
+                text=f"Rematch at table {new_id}: type rematch (or join {new_id} from the lobby)"
+                " to play again.",
             )
             try:
                 await self.link.call(self.link.table.Chat, chat, token=self.token)
@@ -1284,6 +1290,7 @@ class ClientSession:
                 continue
             where = f"the private table {t.table_id} ({safe(t.name, 40)})"
             if t.status == lobby_service_pb2.TABLE_STATUS_FINISHED:
+                self._note_rematch(t, saved.seat)
                 self.out.info(
                     f"The game at {where}, where you held seat {saved.seat}, ended while you"
                     f" were away: join {t.table_id} tells how{_its_rematch(t)}."
@@ -1297,12 +1304,17 @@ class ClientSession:
             if saved is None:
                 continue
             if t.status == lobby_service_pb2.TABLE_STATUS_FINISHED:
+                self._note_rematch(t, saved.seat)
                 self.out.info(
                     f"The game at table {i}, where you held seat {saved.seat}, ended while you"
                     f" were away: join {i} tells how{_its_rematch(t)}."
                 )
             else:
                 self.out.info(f"You hold seat {saved.seat} at table {i}: join {i} takes it back.")
+
+    def _note_rematch(self, table: lobby_service_pb2.TableInfo, seat: int) -> None:
+        if table.rematch_table_id and len(self._rematch_seats) < 100:
+            self._rematch_seats[table.rematch_table_id] = seat
 
     async def _do_name(self, args: str) -> None:
         if not args:
@@ -1353,7 +1365,7 @@ class ClientSession:
                 raise ValueError("no table has a free seat: create tallage bots=3 starts one")
             table = (mine or free)[0]
         try:
-            await self.join(table)
+            await self.join(table, seat=self._rematch_seats.get(table.table_id))
         except Refused as e:
             if e.reason != "TABLE_STARTED":
                 raise
