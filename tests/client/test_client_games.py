@@ -734,6 +734,42 @@ def test_a_table_stream_silent_past_its_bound_is_opened_again(
     assert time.monotonic() - started < 15
 
 
+def test_a_seats_stream_open_refused_rate_limited_is_no_lost_connection(tmp_path: Path) -> None:
+    """Each open of a seat's stream counts as one of its commands: an open refused
+    RATE_LIMITED (the seat's burst spent) is waited out for its retry_after_ms, not told to
+    the player as a lost connection and tried every 0.2 s."""
+    import asyncio
+
+    from rami.server.testing import ServerThread as Server
+    from rami.server.testing import Stubs as Blocking
+
+    with (
+        Server(str(tmp_path / "rami.db"), commands_per_second=1.0, command_burst=1.0) as srv,
+        Blocking(srv.target) as stubs,
+    ):
+        table_id = _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+        joined = stubs.lobby.JoinTable(
+            lobby_service_pb2.JoinTableRequest(table_id=table_id, name="Ana"), timeout=10
+        )
+        said: list[str] = []
+
+        async def go() -> float:
+            link = Link(srv.target)
+            spent = link.updates(table_id, joined.token, said.append)
+            await anext(spent)  # the burst's one token: this open
+            started = time.monotonic()
+            async for _ in link.updates(table_id, joined.token, said.append):
+                break  # the next open, once a token has come
+            took = time.monotonic() - started
+            await spent.aclose()
+            await link.close()
+            return took
+
+        took = asyncio.run(go())
+    assert "lost" not in said, said
+    assert took >= 0.5, took
+
+
 @pytest.mark.parametrize("behind", ["one update", "a few updates"])
 def test_a_table_restored_from_an_older_backup_is_followed_from_where_it_is(
     server: ServerThread, stubs: Stubs, behind: str

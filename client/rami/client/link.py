@@ -218,6 +218,20 @@ def moved_to(error: grpc.aio.AioRpcError) -> str | None:
     return str(info.metadata.get("owner", ""))
 
 
+def _rate_limited(error: grpc.aio.AioRpcError) -> float | None:
+    """The seconds a call refused RATE_LIMITED is to wait (its retry_after_ms, at most 5 s),
+    or None for any other error."""
+    if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return None
+    info = _info(error)
+    if info is None or info.reason != "RATE_LIMITED":
+        return None
+    try:
+        return min(5.0, max(0.05, int(info.metadata["retry_after_ms"]) / 1000))
+    except (KeyError, ValueError):
+        return 1.0
+
+
 def _info(error: grpc.aio.AioRpcError) -> Any:
     """The google.rpc.ErrorInfo of a refusal, or None."""
     try:
@@ -598,6 +612,13 @@ class Link:
                 if self.follow(e):
                     await asyncio.sleep(0.05)
                     continue  # resumed on the server that plays the table now
+                wait = _rate_limited(e)
+                if wait is not None:
+                    # The open counted as one of the seat's commands, over its rate: not a
+                    # lost connection; opened again once the server's wait is over.
+                    stream.cancel()
+                    await asyncio.sleep(wait)
+                    continue
                 if isinstance(error, Refused) and error.reason == "BAD_NUMBER":
                     behind = True  # the server lost updates we saw: start from a snapshot
                 elif e.code() not in _LOST and e.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
