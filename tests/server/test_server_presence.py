@@ -554,3 +554,26 @@ def test_a_seat_flapping_is_logged_once_in_a_while(
     assert len(lines) == 16, [r.getMessage() for r in lines]
     assert len(info) == 4, info
     assert info[-1].endswith("(its next changes for a while at debug level)"), info
+
+
+def test_a_seats_stream_refused_for_too_many_spends_none_of_its_commands(tmp_path: Path) -> None:
+    """An open counts as one of the seat's commands only once it is let in: one refused
+    TOO_MANY_STREAMS spent a token all the same, and the next was refused RATE_LIMITED."""
+    with (
+        ServerThread(
+            str(tmp_path / "rami.db"),
+            streams_per_seat=1,
+            commands_per_second=0.01,
+            command_burst=3.0,
+        ) as srv,
+        Stubs(srv.target) as stubs,
+    ):
+        table_id = new_table(stubs, game_pb2.VARIANT_TALLAGE, 2)
+        tokens = [join(stubs, table_id, name) for name in ("Eva", "Bruno")]
+        held = watch(stubs, table_id, tokens[0])  # its one stream: one token spent
+        held.expect(lambda m: m.WhichOneof("kind") == "update", "(the snapshot)")
+        try:
+            refused = _flap(stubs, table_id, tokens[0], 3)
+        finally:
+            held.cancel()
+        assert refused == ["TOO_MANY_STREAMS"] * 3, refused

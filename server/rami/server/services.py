@@ -865,11 +865,15 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
             if seat is None
             else (self.seat_streams, f"{table.table_id}:{holder}")
         )
-        if seat is not None:
-            # An open tells every stream at the table of the seat's presence: it counts as
-            # one of the seat's commands.
-            self.commands.take(key)
         counter.open(key, take_over=request.take_over and seat is not None)
+        if seat is not None:
+            # Let in, an open tells every stream at the table of the seat's presence: it
+            # counts as one of the seat's commands.
+            try:
+                self.commands.take(key)
+            except Exhausted:
+                counter.close(key)
+                raise
         pace = None
         try:
             pace = self._pace(client, after, number)
@@ -915,8 +919,12 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
 
         seat, now, holder = await self.read(table, seat_of)
         key = f"{table.table_id}:{holder}"
-        self.commands.take(key)  # an open counts as a command, as a Watch's does
         self.seat_streams.open(key, take_over=first.open.take_over)
+        try:
+            self.commands.take(key)  # let in, an open counts as a command, as a Watch's does
+        except Exhausted:
+            self.seat_streams.close(key)
+            raise
         watcher = table.watcher(seat, holder)
         commands: asyncio.Task[None] | None = None
         pace = None
