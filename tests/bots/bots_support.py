@@ -154,6 +154,72 @@ def back_up(db: str, backup: str) -> int:
         return int(copy.execute("SELECT max(number) FROM entries").fetchone()[0])
 
 
+class Restart:
+    """A server on a port of its own, a bot under it, and the server started again on that
+    port (on its database, or another: a backup); what runs is stopped at the block's end::
+
+        with Restart(db) as r:
+            table_id = r.tables.create(...)
+            r.launch(argv)
+            r.wait_until(table_id, 12, "the game did not start")
+            r.restart(db, down=0.3)
+            run = r.finish()
+    """
+
+    def __init__(self, db: str, configure: Callable[[FixedPortServer], None] | None = None):
+        self.port = free_port()
+        self.target = f"127.0.0.1:{self.port}"
+        self.first: FixedPortServer | None = FixedPortServer(db, self.port)
+        if configure is not None:
+            configure(self.first)
+        self.first.start()
+        self.channel = grpc.insecure_channel(self.target)
+        self.tables = Tables(self.target, self.channel)
+        self.second: FixedPortServer | None = None
+        self.bot: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> Restart:
+        return self
+
+    def launch(self, argv: list[str], cwd: Path | None = None) -> None:
+        """Start the bot, its output and log piped."""
+        self.bot = subprocess.Popen(
+            argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+
+    def wait_until(self, table_id: str, number: int, what: str, seconds: float = 30) -> None:
+        """Until the table is at update ``number`` (or later), the bot running all along."""
+        assert self.bot is not None
+        deadline = time.monotonic() + seconds
+        while self.tables.info(table_id).number < number:
+            assert time.monotonic() < deadline, what
+            assert self.bot.poll() is None, self.bot.communicate()
+            time.sleep(0.01)
+
+    def restart(self, db: str, down: float = 0.0) -> None:
+        """Stop the server, wait ``down`` seconds, and start it again on ``db``."""
+        assert self.first is not None
+        self.first.stop()
+        self.first = None
+        time.sleep(down)
+        self.second = FixedPortServer(db, self.port).start()
+
+    def finish(self, timeout: float = GAME_SECONDS + 15) -> subprocess.CompletedProcess:
+        """The bot's run, once it ends."""
+        assert self.bot is not None
+        out, err = self.bot.communicate(timeout=timeout)
+        return subprocess.CompletedProcess(self.bot.args, self.bot.returncode, out, err)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bot is not None and self.bot.poll() is None:
+            self.bot.kill()
+            self.bot.wait(timeout=5)
+        self.channel.close()
+        for server in (self.second, self.first):
+            if server is not None:
+                server.stop()
+
+
 @dataclass
 class Restored:
     """How a bot's run went when its server came back from an older backup."""
@@ -178,70 +244,37 @@ def restored_under(
     time), so that the bot resumes one update early, at the number the backup holds: not
     refused, a heartbeat below what it saw.
     """
-    db, backup, port = str(tmp_path / "rami.db"), str(tmp_path / "backup" / "rami.db"), free_port()
-    first = FixedPortServer(db, port)
-    if one_behind:
-        first.table_config = replace(first.table_config, bot_delay=3.0)
-        first.lobby_config = replace(first.lobby_config, commands_per_second=1.0, command_burst=1.0)
-    first.start()
-    target = f"127.0.0.1:{port}"
-    channel = grpc.insecure_channel(target)
-    tables = Tables(target, channel)
-    second: FixedPortServer | None = None
-    bot: subprocess.Popen[str] | None = None
-    first_running = True
+    db, backup = str(tmp_path / "rami.db"), str(tmp_path / "backup" / "rami.db")
+
+    def slow(server: FixedPortServer) -> None:
+        server.table_config = replace(server.table_config, bot_delay=3.0)
+        server.lobby_config = replace(
+            server.lobby_config, commands_per_second=1.0, command_burst=1.0
+        )
+
     name = "restored"
-    try:
+    with Restart(db, slow if one_behind else None) as r:
         if one_behind:
             # Junk for both seats: no declaration ends the round on the bot's first turn.
             deck = deck_to_proto(stacked_deck("portuguese", [None, None], "3c"))
-            table_id = tables.create("portuguese", 2, ("greedy",), (deck,), rounds=1)
+            table_id = r.tables.create("portuguese", 2, ("greedy",), (deck,), rounds=1)
         else:
-            table_id = tables.create("portuguese", 2, ("greedy",), rounds=2)
-        bot = subprocess.Popen(
-            command(target, table_id, name),
-            cwd=cwd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        deadline = time.monotonic() + 30
+            table_id = r.tables.create("portuguese", 2, ("greedy",), rounds=2)
+        r.launch(command(r.target, table_id, name), cwd)
         if one_behind:
-            saved = _back_up_after_draw(tables, table_id, name, db, backup)
+            saved = _back_up_after_draw(r.tables, table_id, name, db, backup)
             # The bot's discard is stored, and reaches the bot; the built-in bot has not moved.
-            while tables.info(table_id).number < saved + 1:
-                assert time.monotonic() < deadline, "the bot did not discard"
-                assert bot.poll() is None, bot.communicate()
-                time.sleep(0.01)
+            r.wait_until(table_id, saved + 1, "the bot did not discard")
             time.sleep(0.3)
-            assert tables.info(table_id).number == saved + 1
+            assert r.tables.info(table_id).number == saved + 1
         else:
-            while tables.info(table_id).number < 6:
-                assert time.monotonic() < deadline, "the game did not start"
-                assert bot.poll() is None, bot.communicate()
-                time.sleep(0.02)
+            r.wait_until(table_id, 6, "the game did not start")
             saved = back_up(db, backup)
-            while tables.info(table_id).number < saved + 8:
-                assert time.monotonic() < deadline, "the game did not go on"
-                assert bot.poll() is None, bot.communicate()
-                time.sleep(0.02)
-        first.stop()
-        first_running = False
-        if not one_behind:
-            time.sleep(1.5)  # down a while: the bot tries to resume some times
-        second = FixedPortServer(backup, port).start()
-        out, err = bot.communicate(timeout=GAME_SECONDS + 15)
-        run = subprocess.CompletedProcess(bot.args, bot.returncode, out, err)
-        return Restored(run, saved, tables.info(table_id).status)
-    finally:
-        if bot is not None and bot.poll() is None:
-            bot.kill()
-            bot.wait(timeout=5)
-        channel.close()
-        if second is not None:
-            second.stop()
-        if first_running:
-            first.stop()
+            r.wait_until(table_id, saved + 8, "the game did not go on")
+        # Not one behind: down a while, the bot tries to resume some times.
+        r.restart(backup, down=0.0 if one_behind else 1.5)
+        run = r.finish()
+        return Restored(run, saved, r.tables.info(table_id).status)
 
 
 def _back_up_after_draw(tables: Tables, table_id: str, name: str, db: str, backup: str) -> int:

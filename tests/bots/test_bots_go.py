@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import grpc
@@ -24,9 +23,8 @@ import pytest
 from bots_support import (
     GAME_SECONDS,
     ROOT,
-    FixedPortServer,
+    Restart,
     Tables,
-    free_port,
     restored_under,
     run_all,
 )
@@ -118,45 +116,17 @@ def test_go_bot_sends_a_rate_limited_command_again(go_bot: Path, tmp_path: Path)
 
 
 def test_go_bot_resumes_after_a_server_restart(go_bot: Path, tmp_path: Path) -> None:
-    db, port = str(tmp_path / "rami.db"), free_port()
-    first = FixedPortServer(db, port).start()
-    target = f"127.0.0.1:{port}"
-    channel = grpc.insecure_channel(target)
-    tables = Tables(target, channel)
-    second: FixedPortServer | None = None
-    bot: subprocess.Popen[str] | None = None
-    first_running = True
-    try:
-        table_id = tables.create("portuguese", 2, ("greedy",), rounds=2)
-        bot = subprocess.Popen(
-            _command(go_bot, target, table_id, "Go resumed"),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        deadline = time.monotonic() + 30
-        while tables.info(table_id).number < 12:  # a few turns into the game
-            assert time.monotonic() < deadline, "the game did not start"
-            assert bot.poll() is None, bot.communicate()
-            time.sleep(0.05)
-        first.stop()
-        first_running = False
-        time.sleep(0.3)
-        second = FixedPortServer(db, port).start()
-        out, err = bot.communicate(timeout=GAME_SECONDS + 15)
-        found = _summary(subprocess.CompletedProcess(bot.args, bot.returncode, out, err))
-        assert found["rounds"] == "2" and found["refused"] == "0", f"{found.string}\n{err}"
+    db = str(tmp_path / "rami.db")
+    with Restart(db) as r:
+        table_id = r.tables.create("portuguese", 2, ("greedy",), rounds=2)
+        r.launch(_command(go_bot, r.target, table_id, "Go resumed"))
+        r.wait_until(table_id, 12, "the game did not start")  # a few turns into the game
+        r.restart(db, down=0.3)
+        run = r.finish()
+        found = _summary(run)
+        assert found["rounds"] == "2" and found["refused"] == "0", f"{found.string}\n{run.stderr}"
         assert int(found["reconnects"]) >= 1, found.string
-        assert tables.info(table_id).status == lobby_service_pb2.TABLE_STATUS_FINISHED
-    finally:
-        if bot is not None and bot.poll() is None:
-            bot.kill()
-            bot.wait(timeout=5)
-        channel.close()
-        if second is not None:
-            second.stop()
-        if first_running:
-            first.stop()
+        assert r.tables.info(table_id).status == lobby_service_pb2.TABLE_STATUS_FINISHED
 
 
 def test_go_bot_follows_a_table_restored_from_an_older_backup(go_bot: Path, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from bots_support import ROOT, FixedPortServer, Tables, free_port, restored_under
+from bots_support import ROOT, FixedPortServer, Restart, Tables, free_port, restored_under
 
 from rami.v1 import lobby_service_pb2
 
@@ -34,28 +34,15 @@ def _greedy_bot(target: str, table_id: str, *more: str) -> subprocess.Popen[str]
 # (its lease, 10 s by default, and a sweep): the bot keeps trying that long.
 @pytest.mark.parametrize("down", [0.3, 15.0])
 def test_connect_resumes_after_a_server_restart(tmp_path: Path, down: float) -> None:
-    db, port = str(tmp_path / "rami.db"), free_port()
-    first = FixedPortServer(db, port).start()
-    target = f"127.0.0.1:{port}"
-    channel = grpc.insecure_channel(target)
-    tables = Tables(target, channel)
-    second: FixedPortServer | None = None
-    bot: subprocess.Popen[str] | None = None
-    first_running = True
-    try:
-        table_id = tables.create("portuguese", 2, ("greedy",), rounds=2)
-        bot = _greedy_bot(target, table_id, "--verbose")  # each try's "resuming after N" logged
-        deadline = time.monotonic() + 30
-        while tables.info(table_id).number < 12:  # a few turns into the game
-            assert time.monotonic() < deadline, "the game did not start"
-            assert bot.poll() is None, bot.communicate()
-            time.sleep(0.05)
-        first.stop()
-        first_running = False
-        time.sleep(down)
-        second = FixedPortServer(db, port).start()
-        out, err = bot.communicate(timeout=70)
-        assert bot.returncode == 0, f"{out}\n{err}"
+    db = str(tmp_path / "rami.db")
+    with Restart(db) as r:
+        table_id = r.tables.create("portuguese", 2, ("greedy",), rounds=2)
+        r.bot = _greedy_bot(r.target, table_id, "--verbose")  # each try's "resuming after N"
+        r.wait_until(table_id, 12, "the game did not start")  # a few turns into the game
+        r.restart(db, down=down)
+        run = r.finish(timeout=70)
+        out, err = run.stdout, run.stderr
+        assert run.returncode == 0, f"{out}\n{err}"
         line = out.strip().splitlines()[-1]
         assert " 0 refused" in line and "game over after 2 rounds" in line, line
         reconnects = int(line.split(" reconnects")[0].rsplit(" ", 1)[1])
@@ -64,17 +51,8 @@ def test_connect_resumes_after_a_server_restart(tmp_path: Path, down: float) -> 
         # try failed used to move it back one update more: 13, 12, 11, ...).
         resumed = [int(n) for n in re.findall(r"resuming after (\d+)", err)]
         assert len(resumed) == reconnects and resumed == sorted(resumed), resumed
-        info = tables.info(table_id)
+        info = r.tables.info(table_id)
         assert info.status == lobby_service_pb2.TABLE_STATUS_FINISHED
-    finally:
-        if bot is not None and bot.poll() is None:
-            bot.kill()
-            bot.wait(timeout=5)
-        channel.close()
-        if second is not None:
-            second.stop()
-        if first_running:
-            first.stop()
 
 
 def test_a_killed_bot_s_seat_is_taken_back_with_the_token_it_printed(tmp_path: Path) -> None:
