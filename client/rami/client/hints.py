@@ -222,21 +222,20 @@ def _why_no_melds(analysis: game_pb2.Analysis, view: View, look: Look) -> str | 
     )
 
 
-def _finish_lacks(analysis: game_pb2.Analysis, view: View) -> str:
-    """Simple: what a hand whose best split leaves at most one card lacks to finish (a clean
-    set, a clean run, or both), or "" when it lacks neither (or is no such hand)."""
+def _finish_lacks(analysis: game_pb2.Analysis, view: View) -> list[tuple[str, str]]:
+    """Simple: what a hand whose best split leaves at most one card lacks to finish, each as
+    (the meld, what it is): a clean set, a clean run, or both; none when it lacks neither (or
+    is no such hand)."""
     if not view.variant.lays_whole_hand or view.hand is None or analysis.finish_discards:
-        return ""
+        return []
     if len(analysis.left) > 1 or len(view.hand) < 2:
-        return ""
-    kinds, what = [], []
+        return []
+    lacks = []
     if not clean_sets(view.hand):
-        kinds.append("a clean set")
-        what.append("three or four of one rank, all suits different, no joker")
+        lacks.append(("a clean set", "three or four of one rank, all suits different, no joker"))
     if not clean_runs(view.hand):
-        kinds.append("a clean run")
-        what.append("three in a row of one suit, no joker")
-    return f"{' and '.join(kinds)} among them ({'; '.join(what)})" if kinds else ""
+        lacks.append(("a clean run", "three in a row of one suit, no joker"))
+    return lacks
 
 
 def _discard_lays(view: View) -> str:
@@ -294,10 +293,12 @@ def _variant_facts(analysis: game_pb2.Analysis, view: View, look: Look) -> list[
         facts.append("Your 13 cards are complete: draw, then declare the card you don't need.")
     lacks = _finish_lacks(analysis, view)
     if lacks:
-        none = "neither" if " and " in lacks.split(" among ")[0] else "none"
+        melds = " and ".join(meld for meld, _ in lacks)
+        what = "; ".join(what for _, what in lacks)
+        none = "neither" if len(lacks) > 1 else "none"
         facts.append(
-            f"Your melds would leave at most one card, but a finish needs {lacks}, and you"
-            f" have {none} yet: no finish."
+            f"Your melds would leave at most one card, but a finish needs {melds} among them"
+            f" ({what}), and you have {none} yet: no finish."
         )
     if analysis.finish_discards and variant.has_finish:
         # Any one of them is the card kept: "5♣, 9♣ or K♦".
