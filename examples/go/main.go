@@ -20,13 +20,14 @@
 //
 // A refused command (FAILED_PRECONDITION, INVALID_ARGUMENT) is counted and answered with a safe
 // move; ABORTED means the game moved on: the bot decides again on the next view; a command
-// refused as RESOURCE_EXHAUSTED (too fast) is sent again a little later. A dropped or silent
-// stream is resumed with `after` = the last update number seen, less one. A table behind what
+// refused as RESOURCE_EXHAUSTED (too fast) is sent again a little later. A dropped stream, or
+// one silent for 45 s (`--silence`; the server's heartbeat comes every 15 s), is resumed with `after` = the last update number seen, less one. A table behind what
 // the bot saw (its server restored from an older backup: the resume is refused
 // INVALID_ARGUMENT BAD_NUMBER, or opens with a heartbeat below the last update seen) is
 // followed anew, from where it is. It exits 0 when the game is over, printing one summary line.
 //
-//	rami-go-bot HOST:PORT TABLE_ID [NAME] [--seat N] [--token TOKEN] [--timeout SECONDS] [--quiet]
+//	rami-go-bot HOST:PORT TABLE_ID [NAME] [--seat N] [--token TOKEN] [--timeout SECONDS]
+//	            [--silence SECONDS] [--quiet]
 package main
 
 import (
@@ -55,8 +56,6 @@ const (
 	tokenMetadata = "rami-token"
 	joker         = ramiv1.Card_CARD_JOKER
 	noCard        = ramiv1.Card_CARD_UNSPECIFIED
-	// The server sends a heartbeat after 15 quiet seconds: three missed ones mean a dead stream.
-	silence       = 45 * time.Second
 	maxReconnects = 20
 	callTimeout   = 15 * time.Second
 )
@@ -197,11 +196,13 @@ func describe(err error) string {
 	return fmt.Sprintf("%s: %s", st.Code(), st.Message())
 }
 
-var errSilent = errors.New("no message for 45 s")
+// errSilent ends a stream that brought nothing for the bot's `silence` (a frozen or cut-off
+// server closes nothing): it is opened again.
+var errSilent = errors.New("no message")
 
 // resumable says whether a Play stream that ended so may be opened again with `after`.
 func resumable(err error) bool {
-	if err == io.EOF || err == errSilent {
+	if err == io.EOF || errors.Is(err, errSilent) {
 		return true
 	}
 	switch status.Code(err) {
@@ -247,10 +248,11 @@ type bot struct {
 
 	tableID, name, token string
 	quiet                bool
-	seat                 int32  // -1 until known
-	last                 uint64 // the number of the newest update seen
-	haveLast             bool   // an update was seen (since the bot last followed the table anew)
-	analysisOff          bool   // the table refused AnalyseMyHand (ANALYSIS_OFF): safe moves only
+	silence              time.Duration // a stream that brings nothing this long is dead
+	seat                 int32         // -1 until known
+	last                 uint64        // the number of the newest update seen
+	haveLast             bool          // an update was seen (since the bot last followed the table anew)
+	analysisOff          bool          // the table refused AnalyseMyHand (ANALYSIS_OFF): safe moves only
 	stats                stats
 }
 
@@ -427,12 +429,12 @@ func (b *bot) session(parent context.Context) (*ramiv1.View, error) {
 		pending = &command{id: nextID, view: v, act: act, safe: safe}
 		return send(pending)
 	}
-	quiet := time.NewTimer(silence)
+	quiet := time.NewTimer(b.silence)
 	defer quiet.Stop()
 	for {
 		select {
 		case <-quiet.C:
-			return nil, errSilent
+			return nil, fmt.Errorf("%w for %s", errSilent, b.silence)
 		case r := <-msgs:
 			if r.err != nil {
 				return nil, r.err
@@ -440,7 +442,7 @@ func (b *bot) session(parent context.Context) (*ramiv1.View, error) {
 			if !quiet.Stop() {
 				<-quiet.C
 			}
-			quiet.Reset(silence)
+			quiet.Reset(b.silence)
 			switch k := r.msg.GetKind().(type) {
 			case *ramiv1.PlayResponse_Heartbeat:
 				// The stream is alive. Below the newest update seen, the table is behind it.
@@ -851,13 +853,15 @@ func (b *bot) end(ctx context.Context, v *ramiv1.View) (*ramiv1.ActRequest, erro
 // ---- main ------------------------------------------------------------------------------------
 
 const usage = "usage: rami-go-bot HOST:PORT TABLE_ID [NAME] [--seat N] [--token TOKEN] " +
-	"[--timeout SECONDS] [--quiet]"
+	"[--timeout SECONDS] [--silence SECONDS] [--quiet]"
 
 func main() {
 	fs := flag.NewFlagSet("rami-go-bot", flag.ContinueOnError)
 	seat := fs.Int("seat", -1, "the seat wanted (default: the first free one)")
 	token := fs.String("token", "", "take a seat back with its token instead of joining")
 	timeout := fs.Float64("timeout", 0, "give up (exit 3) when the game is not over after this many seconds")
+	// The server sends a heartbeat after 15 quiet seconds: three missed ones mean a dead stream.
+	silence := fs.Float64("silence", 45, "open the stream again when it brings nothing for this many seconds")
 	quiet := fs.Bool("quiet", false, "no log on stderr")
 	fs.Usage = func() { fmt.Fprintln(os.Stderr, usage); fs.PrintDefaults() }
 	// Flags may come before, between or after the positional arguments.
@@ -877,6 +881,10 @@ func main() {
 	}
 	if len(positional) < 2 || len(positional) > 3 {
 		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
+	}
+	if *silence < 0.1 {
+		fmt.Fprintf(os.Stderr, "rami-go-bot: --silence needs at least 0.1 seconds, not %g\n", *silence)
 		os.Exit(2)
 	}
 	name := "Go bot"
@@ -903,6 +911,7 @@ func main() {
 		name:    name,
 		token:   *token,
 		quiet:   *quiet,
+		silence: time.Duration(*silence * float64(time.Second)),
 		seat:    -1,
 	}
 	code := play(ctx, b, *seat)

@@ -15,12 +15,13 @@
 // A refused command (FAILED_PRECONDITION, INVALID_ARGUMENT) is counted and answered with a safe
 // move; ABORTED means the game moved on: the bot waits for the next update. A dropped stream is
 // resumed with `after` = the newest update number seen, less one (every try in a row), and so
-// is one that brings nothing for 45 s (the server sends a heartbeat every 15 s: a frozen or
-// cut-off server ends no connection). A table behind what the bot saw (its server restored from
+// is one that brings nothing for 45 s (`--silence`; the server sends a heartbeat every 15 s: a
+// frozen or cut-off server ends no connection). A table behind what the bot saw (its server restored from
 // an older backup) is followed anew. It exits 0 when the game is over, printing one summary
 // line.
 //
-//   node bot.js HOST:PORT TABLE_ID [NAME] [--seat N] [--token TOKEN] [--timeout SECONDS] [--quiet]
+//   node bot.js HOST:PORT TABLE_ID [NAME] [--seat N] [--token TOKEN] [--timeout SECONDS]
+//               [--silence SECONDS] [--quiet]
 'use strict';
 
 const crypto = require('crypto');
@@ -36,7 +37,7 @@ const PROTO_FILES = [
 ];
 const TOKEN_METADATA = 'rami-token';
 // A stream silent this long is dead (three heartbeats missed): it is opened again.
-const SILENCE_MS = 45000;
+const SILENCE_SECONDS = 45;
 
 if (!require('fs').existsSync(path.join(PROTO_ROOT, PROTO_FILES[1]))) {
   console.error(
@@ -151,22 +152,41 @@ function errorReason(err) {
 // ---- arguments ----------------------------------------------------------------------------------
 
 function parseArgs(argv) {
-  const args = { positional: [], seat: undefined, token: undefined, timeout: 0, quiet: false };
+  const args = {
+    positional: [],
+    seat: undefined,
+    token: undefined,
+    timeout: 0,
+    silence: SILENCE_SECONDS,
+    quiet: false,
+  };
+  const number = (flag, text, least) => {
+    const n = Number(text);
+    if (text === undefined || !Number.isFinite(n) || n < least) {
+      throw new Error(`${flag} needs a number of at least ${least}, not ${JSON.stringify(text)}`);
+    }
+    return n;
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
-    if (a === '--seat') args.seat = Number(argv[++i]);
+    if (a === '--seat') args.seat = number(a, argv[++i], 0);
     else if (a === '--token') args.token = argv[++i];
-    else if (a === '--timeout') args.timeout = Number(argv[++i]);
+    else if (a === '--timeout') args.timeout = number(a, argv[++i], 0);
+    else if (a === '--silence') args.silence = number(a, argv[++i], 0.1);
     else if (a === '--quiet') args.quiet = true;
     else if (a === '--help' || a === '-h') args.help = true;
+    else if (a.startsWith('-')) throw new Error(`unknown option ${a}`);
     else args.positional.push(a);
+  }
+  if (!args.help && (args.positional.length < 2 || args.positional.length > 3)) {
+    throw new Error(`HOST:PORT and TABLE_ID are needed, and a NAME may follow: got ${args.positional.length} arguments`);
   }
   return args;
 }
 
 const USAGE =
   'usage: node bot.js HOST:PORT TABLE_ID [NAME] [--seat N] [--token TOKEN] ' +
-  '[--timeout SECONDS] [--quiet]';
+  '[--timeout SECONDS] [--silence SECONDS] [--quiet]';
 
 // ---- the bot ------------------------------------------------------------------------------------
 
@@ -286,9 +306,9 @@ class Bot {
     const heard = () => {
       clearTimeout(this.silent);
       this.silent = setTimeout(() => {
-        retry(`nothing came for ${SILENCE_MS / 1000} s`);
+        retry(`nothing came for ${this.opts.silence} s`);
         stream.cancel();
-      }, SILENCE_MS);
+      }, this.opts.silence * 1000);
     };
     heard();
     stream.on('data', (msg) => {
@@ -592,10 +612,16 @@ function newMeld(m) {
 }
 
 async function main() {
-  const args = parseArgs(process.argv.slice(2));
-  if (args.help || args.positional.length < 2) {
+  let args;
+  try {
+    args = parseArgs(process.argv.slice(2));
+  } catch (err) {
+    console.error(`rami-js-bot: ${err.message}\n${USAGE}`);
+    process.exit(2);
+  }
+  if (args.help) {
     console.error(USAGE);
-    process.exit(args.help ? 0 : 2);
+    process.exit(0);
   }
   const [target, tableId, name = 'JS bot'] = args.positional;
   const bot = new Bot(target, tableId, name, args);

@@ -277,6 +277,25 @@ def restored_under(
         return Restored(run, saved, r.tables.info(table_id).status)
 
 
+def silenced_under(command: Callable[[str, str, str], list[str]], cwd: Path, db: str) -> str:
+    """Start a bot (``command(target, table_id, name)``, told to take a stream silent for 1 s
+    for dead) on a 2-player portuguese table with a built-in bot; once the game is under way,
+    hold the server's event loop for 3 s (a frozen server, or one cut off by the network while
+    its connection stays open: no heartbeat comes, nothing is closed; its heartbeat is 0.5 s).
+    Returns the bot's log, once it has played the game to its end."""
+    with Restart(db) as r:
+        table_id = r.tables.create("portuguese", 2, ("greedy",), rounds=1)
+        r.launch(command(r.target, table_id, "silenced"), cwd)
+        r.wait_until(table_id, 6, "the game did not start")
+        assert r.first is not None
+        r.first.loop.call_soon_threadsafe(time.sleep, 3.0)
+        run = r.finish()
+        assert run.returncode == 0, f"exit {run.returncode}\n{run.stdout}\n{run.stderr}"
+        assert "game over" in run.stdout, f"{run.stdout}\n{run.stderr}"
+        assert r.tables.info(table_id).status == lobby_service_pb2.TABLE_STATUS_FINISHED
+        return run.stderr
+
+
 def _back_up_after_draw(tables: Tables, table_id: str, name: str, db: str, backup: str) -> int:
     """Back ``db`` up at the first view of ``name``'s play phase (after its draw), seen by a
     spectator's stream; returns that view's number."""

@@ -27,6 +27,7 @@ from bots_support import (
     Tables,
     restored_under,
     run_all,
+    silenced_under,
 )
 
 from rami.server.testing import ServerThread, deck_to_proto, stacked_deck
@@ -157,6 +158,20 @@ def test_go_bot_follows_a_table_restored_one_update_behind(go_bot: Path, tmp_pat
     assert f"the table is at {saved}, the bot saw {saved + 1}" in err, err
     assert found["rounds"] == "1" and found["refused"] == "0", f"{found.string}\n{err}"
     assert restored.status == lobby_service_pb2.TABLE_STATUS_FINISHED
+
+
+def test_go_bot_opens_its_stream_again_when_the_server_goes_silent(
+    go_bot: Path, tmp_path: Path
+) -> None:
+    """A server that stops answering without closing anything sends no heartbeat: the Go bot
+    takes its stream for dead after ``--silence`` seconds and opens a new one, and plays the
+    game to its end, rather than wait on a stream nothing will come on."""
+
+    def command(target: str, table_id: str, name: str) -> list[str]:
+        return [*_command(go_bot, target, table_id, name), "--silence", "1"]
+
+    err = silenced_under(command, ROOT, str(tmp_path / "rami.db"))
+    assert "stream lost (no message for 1s)" in err, err
 
 
 def test_the_go_example_is_gofmt_clean_and_vets(go_bot: Path) -> None:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import grpc
-from bots_support import GAME_SECONDS, ROOT, Tables, restored_under, run_all
+from bots_support import GAME_SECONDS, ROOT, Tables, restored_under, run_all, silenced_under
 from typer.testing import CliRunner
 
 from rami.client.bot_cli import app, normalise_target
@@ -116,6 +116,20 @@ def test_js_bot_follows_a_table_restored_one_update_behind(js_bot: Path, tmp_pat
     assert f"the table is at {saved}, the bot saw {saved + 1}" in err, err
     _js_game_over(restored.run, 1)
     assert restored.status == lobby_service_pb2.TABLE_STATUS_FINISHED
+
+
+def test_js_bot_opens_its_stream_again_when_the_server_goes_silent(
+    js_bot: Path, tmp_path: Path
+) -> None:
+    """A server that stops answering without closing anything sends no heartbeat: the
+    JavaScript bot takes its stream for dead after ``--silence`` seconds and opens a new one,
+    and plays the game to its end."""
+
+    def command(target: str, table_id: str, name: str) -> list[str]:
+        return [*_js_command(js_bot, target, table_id, name), "--silence", "1"]
+
+    err = silenced_under(command, js_bot.parent, str(tmp_path / "rami.db"))
+    assert "nothing came for 1 s" in err, err
 
 
 def test_python_example_bot_plays_a_whole_game_of_every_variant(
