@@ -132,6 +132,24 @@ def test_js_bot_opens_its_stream_again_when_the_server_goes_silent(
     assert "nothing came for 1 s" in err, err
 
 
+def test_the_js_bot_refuses_an_option_it_does_not_know(js_bot: Path) -> None:
+    """A mistyped option is refused before anything is sent (exit 2, saying which): it was
+    taken for the bot's name, or left out, and the bot ran without what was asked of it."""
+    for argv, said in (
+        (["127.0.0.1:1", "T", "--silense", "1"], "unknown option --silense"),
+        (["127.0.0.1:1", "T", "name", "extra"], "got 4 arguments"),
+        (
+            ["127.0.0.1:1", "T", "--timeout", "soon"],
+            '--timeout needs a number of at least 0, not "soon"',
+        ),
+    ):
+        run = subprocess.run(
+            ["node", str(js_bot), *argv], capture_output=True, text=True, timeout=30
+        )
+        assert run.returncode == 2, f"{argv}: exit {run.returncode}\n{run.stderr}"
+        assert said in run.stderr and "usage: node bot.js" in run.stderr, run.stderr
+
+
 def test_python_example_bot_plays_a_whole_game_of_every_variant(
     tables: Tables, server: ServerThread
 ) -> None:
