@@ -434,7 +434,9 @@ def test_closing_refuses_a_change_its_caller_runs_when_its_store_does_not_answer
         await table.closing(timeout=0.05)
         with pytest.raises(Unavailable) as info:
             await asyncio.wait_for(under_way, 2)
-        assert info.value.reason == "SHUTTING_DOWN"
+        # Handed to storage, unanswered: it may yet be stored, and the caller is told so.
+        assert info.value.reason == "STORAGE_FAILED"
+        assert "may or may not have been stored" in str(info.value)
         assert table.state.number == table.number == 0 and not table._dirty
         storage.submit = store  # type: ignore[method-assign]
         lobby.close()
@@ -479,6 +481,57 @@ def test_a_change_stored_as_the_table_is_stopped_is_committed_and_answered(
         assert await asyncio.gather(call, return_exceptions=True) == ["ok"]
         assert table.number == table.state.number == 1 and not table._dirty
         await stream.aclose()
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+
+    run(main)
+
+
+@pytest.mark.parametrize("run_by", ["caller", "task"])
+def test_a_change_the_store_answers_only_after_the_stop_is_not_said_undone(
+    backend: Backend, run_by: str
+) -> None:
+    """The store takes the change's append but answers only after closing has given up on it
+    (a database that hangs: its commit on the way, or in its socket): the change is stored
+    after all. Its caller must not be told that nothing changed (TABLE_MOVED or SHUTTING_DOWN
+    ask for the call again, which would post a chat line twice): it is told that the change
+    may or may not have been stored. Run by its caller (a unary call at an idle table) or by
+    the table's task (queued behind another change)."""
+
+    async def main() -> None:
+        storage = await backend.open()
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table = await new_table(lobby, players=3)
+        store = storage.submit
+        late: list[tuple[Any, asyncio.Future[None]]] = []
+
+        def slow(append: Any) -> asyncio.Future[None]:
+            answer: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            late.append((append, answer))  # taken, stored later, answered later
+            return answer
+
+        storage.submit = slow  # type: ignore[method-assign]
+        if run_by == "caller":
+            call = asyncio.ensure_future(table.change(joining("Ana"), lambda _: "ok"))
+        else:
+            call = table.queue(Change(joining("Ana"), lambda _: "ok"))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert table._busy and table._dirty and len(late) == 1
+        table.close(moved_to="")
+        await table.closing(timeout=0.05)
+        (outcome,) = await asyncio.gather(call, return_exceptions=True)
+        storage.submit = store  # type: ignore[method-assign]
+        append, answer = late[0]
+        await store(append)  # the commit goes through at last
+        if not answer.done():  # (awaited by the task: cancelled with it)
+            answer.set_result(None)
+        assert backend.stored_numbers(table.table_id) == [1]
+        assert isinstance(outcome, Unavailable), outcome
+        assert outcome.reason == "STORAGE_FAILED", outcome
+        assert "may or may not have been stored" in str(outcome)
+        assert not table._dirty
         lobby.close()
         await lobby.closing()
         await storage.close()
@@ -670,8 +723,9 @@ def test_closing_a_table_answers_every_queued_change_even_when_it_stops_one_unde
     backend: Backend,
 ) -> None:
     """A table closed while its task stores a change, and stopped before it ends (``closing``
-    with no time left): that change and those queued behind it are all answered, refused
-    (none waits for ever), and a change sent later is refused at once."""
+    with no time left): that change and those queued behind it are all answered (none waits
+    for ever): the one handed to storage may or may not be stored, the queued ones are
+    refused, and a change sent later is refused at once."""
 
     async def main() -> None:
         storage = await backend.open()
@@ -690,10 +744,12 @@ def test_closing_a_table_answers_every_queued_change_even_when_it_stops_one_unde
         assert table._busy and len(table._queue) == 2
         table.close()
         await table.closing(timeout=0)
-        for call in (under_way, *queued):
+        for call, reason in zip(
+            (under_way, *queued), ("STORAGE_FAILED", "SHUTTING_DOWN", "SHUTTING_DOWN"), strict=True
+        ):
             with pytest.raises(Unavailable) as info:
                 await asyncio.wait_for(call, 2)
-            assert info.value.reason == "SHUTTING_DOWN"
+            assert info.value.reason == reason
         with pytest.raises(Unavailable):
             await table.change(joining("Di"), lambda _: None)
         lobby.close()

@@ -28,6 +28,7 @@ from server_support import (
     stacked_deck,
     without_presence,
 )
+from storage_backends import Backend
 
 import rami.server.table as table_module
 from rami.server.table import TableConfig
@@ -648,6 +649,58 @@ def test_no_such_table_is_not_found(stubs: Stubs) -> None:
     ]
     for call in calls:
         refused(call, nf, "NO_SUCH_TABLE")
+
+
+def test_a_table_id_no_store_can_hold_is_not_found(backend: Backend, tmp_path: Path) -> None:
+    """A table id with a NUL or another control character in it names no table, on either
+    backend: NOT_FOUND, as any unknown id (PostgreSQL refuses such a string outright, which
+    was answered INTERNAL, and logged as an unexpected error, to anyone who sent one)."""
+    key = str(tmp_path / "server.key")
+    with ServerThread(backend.db, secret_file=key) as server, Stubs(server.target) as s:
+        created = s.lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                variant=game_pb2.VARIANT_PORTUGUESE, options=game_pb2.Options(players=2)
+            ),
+            timeout=T,
+        )
+        real = created.table.table_id
+        owner = md(created.owner_token)
+        for bad in (real + "\x00", "\x00", real[:5] + "\x01" + real[6:], real + "\n"):
+            calls: list[Callable[[], object]] = [
+                lambda b=bad: s.lobby.GetTable(
+                    lobby_service_pb2.GetTableRequest(table_id=b), timeout=T
+                ),
+                lambda b=bad: s.lobby.JoinTable(
+                    lobby_service_pb2.JoinTableRequest(table_id=b, name="Ana"), timeout=T
+                ),
+                lambda b=bad: s.lobby.StartTable(
+                    lobby_service_pb2.StartTableRequest(table_id=b),
+                    metadata=owner,
+                    timeout=T,
+                ),
+                lambda b=bad: s.lobby.CreateTable(
+                    lobby_service_pb2.CreateTableRequest(
+                        variant=game_pb2.VARIANT_PORTUGUESE, rematch_of=b
+                    ),
+                    metadata=owner,
+                    timeout=T,
+                ),
+                lambda b=bad: s.table.Chat(
+                    table_service_pb2.ChatRequest(table_id=b, text="hi"),
+                    metadata=owner,
+                    timeout=T,
+                ),
+                lambda b=bad: s.table.ExportRecord(
+                    table_service_pb2.ExportRecordRequest(table_id=b), timeout=T
+                ),
+                lambda b=bad: next(
+                    s.table.Watch(table_service_pb2.WatchRequest(table_id=b), timeout=T)
+                ),
+            ]
+            for call in calls:
+                refused(call, Code.NOT_FOUND, "NO_SUCH_TABLE")
+        info = s.lobby.GetTable(lobby_service_pb2.GetTableRequest(table_id=real), timeout=T)
+        assert info.table.number == created.table.number
 
 
 def test_no_token_or_a_bad_token_is_unauthenticated(stubs: Stubs) -> None:

@@ -126,6 +126,13 @@ def new_table_id() -> str:
     return base64.b32encode(secrets.token_bytes(10)).decode().lower()
 
 
+def could_name_a_table(table_id: str) -> bool:
+    """Whether a table id sent by a client may name a stored table: at most 64 characters,
+    none of them a control character (PostgreSQL refuses a NUL in a string outright). Any
+    other id is no table's, as an id never made is, and storage is not asked."""
+    return len(table_id) <= 64 and table_id.isprintable()
+
+
 def summary_of_row(row: TableRow) -> TableSummary:
     """A table as the directory lists it, without loading it."""
     spec = TableSpec.from_dict(row.spec)
@@ -671,7 +678,7 @@ class Lobby:
         stored, its game over, and the token its seat's. Returns its directory row (its
         ``rematch``: its rematch's id, '' while it has none). Read from the directory, so that
         any server of a cluster answers alike."""
-        row = await self.storage.get_table(table_id) if len(table_id) <= 64 else None
+        row = await self.storage.get_table(table_id) if could_name_a_table(table_id) else None
         if row is None:
             raise NotFound("NO_SUCH_TABLE", f"no table {table_id!r} to make a rematch of")
         if not token:
@@ -715,7 +722,7 @@ class Lobby:
         table = self.tables.get(table_id)
         if table is not None:
             return table
-        table = await self._load(table_id) if len(table_id) <= 64 else None
+        table = await self._load(table_id) if could_name_a_table(table_id) else None
         if table is None:
             raise NotFound("NO_SUCH_TABLE", f"no table {table_id!r}")
         return table
@@ -727,7 +734,7 @@ class Lobby:
         table = self.tables.get(table_id)
         if table is not None and table.status != FINISHED:
             return table.summary
-        row = await self.storage.get_table(table_id) if len(table_id) <= 64 else None
+        row = await self.storage.get_table(table_id) if could_name_a_table(table_id) else None
         if table is not None:
             return replace(table.summary, rematch=row.rematch if row is not None else "")
         if row is None:

@@ -339,6 +339,19 @@ def _plain(entries: Sequence[Entry]) -> bool:
     return all(type(e) in _PLAIN for e in entries)
 
 
+def _unanswered() -> Refusal:
+    """What the caller of a change is told when the table stops (the server stops, or the
+    table moves) with the change's append handed to storage and not answered: it may yet be
+    stored (a commit on its way to a database that hangs goes through when it wakes up), so
+    it is neither "nothing changed" nor a call to send again. Memory puts it back; the stored
+    log, which the table is loaded from next, has it or not."""
+    return Unavailable(
+        "STORAGE_FAILED",
+        "the table stopped before the store answered: this change may or may not have been "
+        "stored; resume the table's stream to see (a retry with the same request id is safe)",
+    )
+
+
 class _Answered(BaseException):
     """The table's task was stopped once the storage had answered its change: the change's
     answer, its reply (committed) or the storage's refusal (put back)."""
@@ -787,7 +800,7 @@ class Table:
         """The wait of a caller that runs its change (see :meth:`change`) for the storage's
         answer: a turn of the loop, at whose end the group commit writes the tick's appends,
         and more if that does not answer it, until it does or :meth:`closing` stops the
-        table (then the change is put back and refused)."""
+        table (then the change is put back, and its caller told it may or may not be stored)."""
         stored = staged.stored
         try:
             await asyncio.sleep(0)
@@ -811,7 +824,7 @@ class Table:
             raise
         if not stored.done():  # stopped
             self._rollback(staged.clock)
-            raise self._gone_refusal()
+            raise _unanswered()
 
     def _stage(self, job: Change[T]) -> _Staged[T] | None:
         """Plan, apply and encode the change, and hand its entries to storage (None: the
@@ -876,10 +889,11 @@ class Table:
 
     def _stopped(self, staged: _Staged[T]) -> T:
         """The end of a change whose wait for the storage the table's stop cut short: the
-        storage's answer, if it came (committed, or refused); else put back and refused."""
+        storage's answer, if it came (committed, or refused); else put back, and its caller
+        told that it may or may not be stored (:func:`_unanswered`)."""
         if not staged.stored.done() or staged.stored.cancelled():
             self._rollback(staged.clock)
-            raise self._gone_refusal()
+            raise _unanswered()
         return self._stored(staged)
 
     def _settle_now(self, staged: _Staged[Any], done: asyncio.Future[Any]) -> None:
@@ -1455,8 +1469,9 @@ class Table:
     async def closing(self, timeout: float = 5.0) -> None:
         """Until the change under way has ended (the task's, or one its caller runs) and the
         task has refused what was queued after :meth:`close` (at most ``timeout`` seconds);
-        then stop them: a change whose storage has not answered is put back and refused, what
-        the task had not reached is refused, and a cancelled caller's change is settled."""
+        then stop them: a change whose storage has not answered is put back and its caller
+        told it may or may not be stored, what the task had not reached is refused (nothing
+        changed), and a cancelled caller's change is settled."""
         end = time.monotonic() + timeout
         while (self._busy or self._queue) and time.monotonic() < end:
             await asyncio.sleep(0.005)
