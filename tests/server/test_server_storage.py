@@ -6,7 +6,10 @@ Every PostgreSQL test runs on a real server the tests start (``postgres_support`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -903,6 +906,63 @@ def test_a_call_during_a_postgresql_outage_fails_within_seconds() -> None:
                 assert took < 5.0, f"call {call}: an outage was told after {took:.1f} s"
         finally:
             await asyncio.wait_for(storage.close(), 30)
+
+    _on_own_postgres(main)
+
+
+def _postgres_pids(pg: Any) -> list[int]:
+    """The processes of ``pg``: its postmaster and every process it started."""
+    postmaster = int((pg.data / "postmaster.pid").read_text().split()[0])
+    pids = [postmaster]
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
+                pids.append(int(stat.parent.name))
+    return pids
+
+
+def test_closing_the_storage_while_postgresql_hangs_ends_within_seconds() -> None:
+    """Every process of the database stopped (SIGSTOP: a database that hangs, or a network
+    that drops every packet after the kernel took them) with a group commit sent: closing the
+    storage, the last step of a server's stop, gives the commit up within seconds, and tells
+    its appends that they may or may not be stored; it waited until the database woke up,
+    and so did the server's SIGTERM. Woken, the database may yet commit what it had read:
+    hence "may or may not"."""
+    from rami.server.storage import Unknown
+    from rami.server.storage_postgres import PostgresStorage
+
+    async def main(pg: Any) -> None:
+        url = pg.database()
+        storage = await PostgresStorage.open(url)
+        await storage.create_table("a", spec(), SEATS, "")
+        pids = _postgres_pids(pg)
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            append = asyncio.ensure_future(
+                storage.append(Append("a", 1, [entry(1)], "playing", None, None))
+            )
+            await asyncio.sleep(0.5)
+            assert not append.done()
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            await asyncio.wait_for(storage.close(), 30)
+            took = loop.time() - start
+            assert took < 6.0, f"the storage closed {took:.1f} s after it was asked to"
+            with pytest.raises(Unknown):
+                await asyncio.wait_for(append, 5)
+        finally:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+        await asyncio.sleep(1.0)
+        again = await PostgresStorage.open(url)
+        try:
+            stored = await again.load_table("a")
+            # The commit had reached the database's socket: awake, it read it and stored it.
+            assert stored is not None and stored.entries == [entry(1)]
+        finally:
+            await again.close()
 
     _on_own_postgres(main)
 

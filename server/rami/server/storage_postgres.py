@@ -34,6 +34,7 @@ import asyncio
 import contextlib
 import functools
 import json
+import logging
 import os
 import re
 import secrets
@@ -69,6 +70,8 @@ __all__ = [
     "is_postgres_url",
     "redacted",
 ]
+
+log = logging.getLogger("rami.server")
 
 #: The version of the PostgreSQL schema this code writes (the row of ``rami_schema``).
 PG_SCHEMA_VERSION = 2
@@ -299,6 +302,8 @@ def _missing_driver() -> PostgresUnavailable:
 
 #: Seconds a call waits for one of the pool's connections before it fails as an outage.
 POOL_WAIT = 3.0
+#: Seconds the storage's close waits for a group commit the database has not answered.
+CLOSE_WAIT = 2.0
 #: The time a call that a client's request waits for (a claim of a table, its load, its
 #: owner) is given before the database counts as out of reach (:meth:`PostgresStorage.
 #: _answered`): the pool's wait and a second, well inside a client's own wait (the bot kit's
@@ -356,6 +361,8 @@ class PostgresStorage:
     _pending: list[tuple[Append, asyncio.Future[None]]] = field(default_factory=list)
     _scheduled: bool = False
     _writing: asyncio.Task[None] | None = None
+    #: The connection the group commit under way is written on (see :meth:`close`).
+    _writing_on: Any = None
     #: Transactions of appends committed so far (for tests and benchmarks).
     commits: int = 0
     #: Called just before each group commit, inside its transaction (tests use it).
@@ -755,6 +762,7 @@ class PostgresStorage:
         results: list[list[str] | None] = []
         try:
             async with self._pool.connection() as conn:
+                self._writing_on = conn
                 # BEGIN, the appends and COMMIT go out together, and the pipeline's one sync
                 # at its end waits for all their answers: one round trip. Should anything
                 # fail in it, the server aborts the transaction, and the rest is not run.
@@ -774,6 +782,7 @@ class PostgresStorage:
                     row = await cur.fetchone()
                     results.append(row[0] if row else ["conflict", "no answer from the database"])
         except BaseException as e:
+            self._writing_on = None
             stored: list[bool | None] = [False] * len(batch)
             if isinstance(e, Exception):
                 # The commit may have happened with its answer lost (the connection dropped):
@@ -797,6 +806,7 @@ class PostgresStorage:
             if not isinstance(e, Exception):
                 raise
             return
+        self._writing_on = None
         self.commits += 1
         for (_, done), why in zip(batch, results, strict=True):
             if done.done():
@@ -828,13 +838,34 @@ class PostgresStorage:
             return [None] * len(batch)
         return found
 
-    async def close(self) -> None:
+    async def close(self, timeout: float = CLOSE_WAIT) -> None:
+        """Write what is queued, then close the pool. A group commit the database has not
+        answered within ``timeout`` seconds (a database that hangs: stopped, or behind a
+        network that drops every packet once the kernel took them) is given up: its
+        connection is closed under it, and its appends are told :class:`Unknown` (the
+        database, awake again, may yet commit what it had read), and so are those queued
+        behind it. A server's stop waits for nothing longer than that."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
         while self._pending or self._writing is not None:
-            if self._writing is not None:
-                await asyncio.wait([self._writing])
-            else:
+            if self._writing is None:
                 self._flush()
-        await self._pool.close()
+                continue
+            left = end - loop.time()
+            if left <= 0:
+                log.warning(
+                    "the database has not answered a commit for %g s: the storage closes "
+                    "without its answer (its appends may or may not be stored)",
+                    timeout,
+                )
+                conn, self._writing_on = self._writing_on, None
+                if conn is not None:
+                    conn.pgconn.finish()  # the commit's wait ends now, with an error
+                writing = self._writing
+                await asyncio.wait([writing], timeout=1.0)
+                break
+            await asyncio.wait([self._writing], timeout=left)
+        await self._pool.close(timeout=1.0)
 
 
 #: libpq's settings for a connection whose network goes silent (the URL's own win): a new
