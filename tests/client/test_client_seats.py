@@ -158,6 +158,55 @@ def _play_across_two_clients(server: ServerThread, stubs: Stubs, book: SeatBook)
     assert book.at(server.target) == []  # the game is over: nothing to take back
 
 
+def test_the_list_printed_again_when_it_moved_says_again_where_the_seat_is(
+    tmp_path: Path,
+) -> None:
+    """``join 1`` refused because the list moved under the number prints the list again, and
+    with it the line that says which number now holds the player's seat (it said nothing of
+    the seat, the number having changed). And a list that is empty, or holds only games
+    that are over, is a list: a number typed after it is out of it, and the line says that
+    there are tables whose games are over rather than none at all."""
+    with ServerThread(str(tmp_path / "rami.db"), PATIENT) as server, Stubs(server.target) as stubs:
+        book = SeatBook(tmp_path / "seats.json")
+        _kept_table(stubs)
+        first = _client(server, book)
+        try:
+            _sit_to_turn(first)
+            first.type("quit")
+            first.expect(r"if you quit, the server plays your seat")
+            first.type("yes")
+            first.expect(r"You left the game")
+        finally:
+            first.close()
+        second = _client(server, book)
+        try:
+            second.expect(r"You hold seat 0 at table 1: join 1 takes it back\.")
+            _kept_table(stubs)  # a new table, listed first
+            second.type("join 1")
+            second.expect(r"The tables have changed since the list you saw")
+            second.expect(r"You hold seat 0 at table 2: join 2 takes it back\.")
+        finally:
+            second.close()
+    with ServerThread(str(tmp_path / "other.db"), PATIENT) as server, Stubs(server.target) as stubs:
+        created = stubs.lobby.CreateTable(
+            lobby_service_pb2.CreateTableRequest(
+                name="shut", variant=VARIANT_IDS["simple"], options=game_pb2.Options(players=2)
+            )
+        )
+        stubs.lobby.CloseTable(
+            lobby_service_pb2.CloseTableRequest(table_id=created.table.table_id),
+            metadata=(("rami-token", created.owner_token),),
+        )
+        d = _client(server, SeatBook(tmp_path / "other.json"))
+        try:
+            d.expect(r"No open tables: create tallage bots=3 starts one with bots\.")
+            d.expect(r"1 table whose game is over is not listed: tables all lists it\.")
+            d.type("join 1")
+            d.expect(r"The list you saw has no table: tables all lists those whose games are over")
+        finally:
+            d.close()
+
+
 def test_a_seat_taken_back_after_its_draw_is_told_it_drew_not_that_it_plays_first(
     tmp_path: Path,
 ) -> None:

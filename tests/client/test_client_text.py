@@ -733,6 +733,13 @@ def test_a_hint_says_a_finish_by_another_costs_the_whole_hand_where_it_does() ->
         "nothing left over. Another player going out now would cost you every card you hold: "
         "41 points."
     ), first
+    # After the draw, nobody goes out before the discard: the card thrown is not paid.
+    drawn = dataclasses.replace(view, phase=Phase.PLAY)
+    first = lines(hint_lines(analysis, drawn, LOOK))[0]
+    assert first.endswith(
+        "(17 points). Once you have discarded, another player going out would cost you every "
+        "card you still hold: 41 points less the card you throw."
+    ), first
     # Nobody has laid yet: a whole hand laid at once is a Rami sec.
     view = dataclasses.replace(view, melds=())
     first = lines(hint_lines(analysis, view, LOOK))[0]

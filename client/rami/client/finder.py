@@ -7,7 +7,7 @@ id is any start of a table's id that no other listed table shares (``tablelist.s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 
 import grpc
 
@@ -38,6 +38,10 @@ class TableFinder:
         self.held = held
         #: The list as last printed: ``join 2`` means its second table.
         self.seen: list[TableInfo] = []
+        #: Whether a list was printed (one with no table is a list all the same).
+        self.printed = False
+        #: Said after every list printed, with the list (the seats held at its tables).
+        self.after_print: Callable[[list[TableInfo]], Awaitable[None]] | None = None
         #: Whether it listed the tables whose game is over too (``tables all``).
         self.everything = False
 
@@ -63,21 +67,24 @@ class TableFinder:
         listed, but for those where the person holds a seat."""
         self.everything = everything
         every = await self.listed()
-        self._print(every, self._shown(every))
+        await self._print(every, self._shown(every))
         return self.seen
 
-    def _print(self, every: list[TableInfo], shown: list[TableInfo]) -> None:
-        """Print ``shown`` (of the server's ``every``) as the list seen from now on, and how
-        many it leaves out."""
+    async def _print(self, every: list[TableInfo], shown: list[TableInfo]) -> None:
+        """Print ``shown`` (of the server's ``every``) as the list seen from now on, how many
+        it leaves out, and what :attr:`after_print` says of it."""
         self.seen = shown
-        self.out.lines(table_list_lines(shown))
+        self.printed = True
         left = len(every) - len(shown)
+        self.out.lines(table_list_lines(shown, others=left > 0))
         if left:
             self.out.info(
                 f"{left} table{' whose game is' if left == 1 else 's whose games are'} over "
                 f"{'is' if left == 1 else 'are'} not listed: tables all lists "
                 f"{'it' if left == 1 else 'them'}."
             )
+        if self.after_print is not None:
+            await self.after_print(shown)
 
     async def resolve(self, ref: str) -> TableInfo | None:
         """The table ``ref`` means: its number in the list as printed, its short id, or its
@@ -105,10 +112,19 @@ class TableFinder:
 
     async def _numbered(self, number: int) -> TableInfo | None:
         """Table ``number`` of the list as printed, if the server's list still has it there."""
-        if not self.seen:
+        if not self.printed and not self.seen:
             raise ValueError(
                 f"there is no list to count {number} in yet: tables lists the tables, then "
                 "join N or join ID"
+            )
+        if not self.seen:
+            raise ValueError(
+                "the list you saw has no table: "
+                + (
+                    "tables lists them anew"
+                    if self.everything
+                    else "tables all lists those whose games are over"
+                )
             )
         if not 1 <= number <= len(self.seen):
             has = "only table 1" if len(self.seen) == 1 else f"tables 1 to {len(self.seen)}"
@@ -135,5 +151,5 @@ class TableFinder:
             f"The tables have changed since the list you saw: {now}, and {then}. Nothing was "
             "done; here is the list again (a short id, join ID, stays the same)."
         )
-        self._print(every, fresh)
+        await self._print(every, fresh)
         return None

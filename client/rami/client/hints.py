@@ -128,9 +128,7 @@ def _arrangement(
     else:
         out.append(("class:good", "; nothing left over"))
     if whole is not None:  # melds in the hand pay as well
-        out.append(
-            ("", f". Another player going out now would cost you every card you hold: {whole}")
-        )
+        out.append(("", f". {whole}"))
     return out
 
 
@@ -331,12 +329,23 @@ def hint_lines(analysis: game_pb2.Analysis, view: View, look: Look) -> list[Styl
         # A finish makes the others pay every card they hold (a declaration, only those out
         # of their best melds: the points left over); a Rami sec, 200.
         values = view.options.hand_values(view.variant)
-        whole = f"{sum(values[c] for c in view.hand)} points"
+        cost = f"{sum(values[c] for c in view.hand)} points"
+        # After the draw, nobody else plays before the discard: the hand they would make pay
+        # is this one less the card thrown.
+        thrown = view.my_turn and view.phase == Phase.PLAY
         if view.variant.lays_whole_hand and view.options.simple_rami_sec:
-            whole = "200 points (every finish is a Rami sec at this table)"
-        elif view.variant.has_opening and not view.melds:
-            whole += " (200 if they lay their whole hand while nobody has laid: a Rami sec)"
-        whole += "."
+            cost = "200 points (every finish is a Rami sec at this table)"
+        else:
+            if thrown:
+                cost += " less the card you throw"
+            if view.variant.has_opening and not view.melds:
+                cost += " (200 if they lay their whole hand while nobody has laid: a Rami sec)"
+        whole = (
+            "Once you have discarded, another player going out would cost you every card you"
+            f" still hold: {cost}."
+            if thrown
+            else f"Another player going out now would cost you every card you hold: {cost}."
+        )
     lines: list[StyleAndTextTuples] = [_arrangement(analysis, look, whole)]
     if over:
         # What a turn could do cannot be done any more: the arrangement alone.

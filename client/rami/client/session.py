@@ -222,6 +222,7 @@ class ClientSession:
         self._streamed: game_pb2.View | None = None
         #: The tables as last listed, and what a table typed means.
         self.finder = TableFinder(link, self.out, self._held_here)
+        self.finder.after_print = self._say_seats_listed
         self.stage = Stage()
         #: The stages before each staged command, with what was typed (undo goes back one).
         self._staged_before: list[tuple[Stage, str]] = []
@@ -1282,7 +1283,11 @@ class ClientSession:
         word = args.strip().lower()
         if word not in ("", "all"):
             raise ValueError(f"tables takes nothing or all, not {args.strip()!r}")
-        listed = await self.finder.show(everything=word == "all")
+        await self.finder.show(everything=word == "all")
+
+    async def _say_seats_listed(self, listed: list[lobby_service_pb2.TableInfo]) -> None:
+        """After a list of the tables: the seats this client holds, at the tables listed and
+        at those the list leaves out (private ones, or games over)."""
         held = self._held_here()
         for t in await self._held_unlisted(listed):
             saved = self._saved(t)

@@ -59,10 +59,14 @@ def table_summary(table: lobby_service_pb2.TableInfo) -> str:
     )
 
 
-def table_list_lines(tables: Sequence[lobby_service_pb2.TableInfo]) -> list[StyleAndTextTuples]:
-    """The tables, numbered from 1, with their short ids and status."""
+def table_list_lines(
+    tables: Sequence[lobby_service_pb2.TableInfo], others: bool = False
+) -> list[StyleAndTextTuples]:
+    """The tables, numbered from 1, with their short ids and status; ``others``: the server
+    has tables not listed (games over)."""
     if not tables:
-        return [[("class:dim", "No tables yet: create tallage bots=3 starts one with bots.")]]
+        none = "No open tables" if others else "No tables yet"
+        return [[("class:dim", f"{none}: create tallage bots=3 starts one with bots.")]]
     lines: list[StyleAndTextTuples] = []
     shorts = short_ids([t.table_id for t in tables])
     for i, (t, short) in enumerate(zip(tables, shorts, strict=True), 1):
