@@ -589,3 +589,33 @@ def test_covers_are_the_splits_the_full_search_rebuilds(corpus: list[Case]) -> N
         return None
 
     _check_all(corpus, check)
+
+
+def test_the_memos_of_all_searches_together_stay_within_their_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The solver keeps a memo per objective between calls (a player's successive hands share
+    most of their sub-hands), each dropped whole past its own cap. A server plays every
+    variant's bots and safe moves in one process, a dozen objectives: capped one by one,
+    their memos grew to some 200 MB of its memory in minutes of play, and stayed. Together
+    they hold at most ``_MEMO_TOTAL`` entries: past it, the least recently used are dropped
+    (here with a small bound, over hands of six objectives in turn)."""
+    monkeypatch.setattr(solver, "_MEMO_TOTAL", 1_000)
+    solver.clear_caches()
+    rng = random.Random(11)
+    objectives = [
+        solver.Objective(tuple(-rng.randrange(1, 12) for _ in range(53)), ow, 1) for ow in range(6)
+    ]
+    deck = [*range(26), *range(26), 52, 52]  # two suits: many melds, many sub-hands
+    biggest = 0
+    try:
+        for i in range(300):
+            hand = rng.sample(deck, 14)
+            solver.best_split(hand, objectives[i % 6], jokers_per_meld=1)
+            memos = [len(s.memo) for s in solver._SEARCHES.values()]
+            # The search just used is last; the others were bounded before it ran.
+            assert sum(memos[:-1]) <= 1_000, memos
+            biggest = max(biggest, sum(memos))
+        assert biggest > 1_000  # the bound was met, and held
+    finally:
+        solver.clear_caches()

@@ -111,7 +111,7 @@ _Opt = tuple[int, int, int, int, str, int, tuple[int, ...]]
 
 # The options of a sub-hand do not depend on what a split is worth, so every search shares them.
 _OPTIONS: dict[int, tuple[_Opt, ...]] = {}
-_OPTIONS_CAP = 200_000
+_OPTIONS_CAP = 60_000
 _FACE_BIT: tuple[int, ...] = tuple(1 << (2 * _POS[f]) for f in range(52))
 # The low bit of every position: ``(faces | faces >> 1) & _PRESENT`` marks the faces held.
 _PRESENT = sum(1 << (2 * p) for p in range(52))
@@ -521,9 +521,16 @@ def _prepare(
 
 # Searches are pure functions of (objective, jokers per meld, cards): the memo of each pair is
 # kept between calls, since a player's successive hands share most of their sub-hands. It is
-# dropped whole when it grows past the cap, which keeps memory bounded and results unchanged.
+# dropped whole when it grows past its cap; and the memos of all searches together hold at
+# most _MEMO_TOTAL entries (some 340 bytes each), the least recently used dropped first. That
+# keeps memory bounded, and results unchanged. A server plays every variant's bots in one
+# process, a dozen objectives: with 100,000 entries a search and no bound on them together,
+# their memos grew to 200 MB in minutes of play. Bots played no faster with the larger caps
+# (the same CPU time over 450 four-seat games of strong bots with caps of 100,000, 10,000 and
+# 2,000 a search; expert's over tallage deals, with 100,000 and 30,000).
 _SEARCHES: dict[tuple[Objective, int], _Search] = {}
-_MEMO_CAP = 100_000
+_MEMO_CAP = 30_000
+_MEMO_TOTAL = 60_000
 _SEARCH_CAP = 12
 
 
@@ -544,6 +551,13 @@ def _search(objective: Objective, jokers_per_meld: int) -> _Search:
         s = _Search(objective, jokers_per_meld)
     elif len(s.memo) > _MEMO_CAP:
         s.memo.clear()
+    total = len(s.memo) + sum(len(other.memo) for other in _SEARCHES.values())
+    if total > _MEMO_TOTAL:
+        for other in _SEARCHES.values():  # the least recently used first
+            total -= len(other.memo)
+            other.memo.clear()
+            if total <= _MEMO_TOTAL:
+                break
     _SEARCHES[key] = s
     return s
 
