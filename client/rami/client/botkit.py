@@ -619,7 +619,9 @@ def _refused(
     if code == grpc.StatusCode.ABORTED:
         return
     if code == grpc.StatusCode.UNAVAILABLE and command.waits < 50:
-        command.waits += 1  # not stored (STORAGE_FAILED): the same command, a little later
+        # STORAGE_FAILED: not stored, or maybe stored (its answer lost): the same command
+        # with its request id, a little later, is applied once either way.
+        command.waits += 1
         send(command, min(1.0, 0.1 * command.waits))
         return
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and command.waits < 50:
