@@ -883,8 +883,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
 	}
-	if *silence < 0.1 {
-		fmt.Fprintf(os.Stderr, "rami-go-bot: --silence needs at least 0.1 seconds, not %g\n", *silence)
+	if !(*silence >= 0.1 && *silence <= 86400) { // NaN fails both
+		fmt.Fprintf(os.Stderr, "rami-go-bot: --silence needs 0.1 to 86400 seconds, not %g\n", *silence)
 		os.Exit(2)
 	}
 	name := "Go bot"

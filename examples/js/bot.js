@@ -160,19 +160,22 @@ function parseArgs(argv) {
     silence: SILENCE_SECONDS,
     quiet: false,
   };
-  const number = (flag, text, least) => {
+  // A number in [least, most]; setTimeout takes at most 2^31 - 1 ms (24.8 days).
+  const number = (flag, text, least, most, whole = false) => {
     const n = Number(text);
-    if (text === undefined || !Number.isFinite(n) || n < least) {
-      throw new Error(`${flag} needs a number of at least ${least}, not ${JSON.stringify(text)}`);
+    const ok = text !== undefined && text !== '' && n >= least && n <= most;
+    if (!ok || (whole && !Number.isInteger(n))) {
+      const kind = whole ? 'a whole number' : 'a number';
+      throw new Error(`${flag} needs ${kind} from ${least} to ${most}, not ${JSON.stringify(text)}`);
     }
     return n;
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
-    if (a === '--seat') args.seat = number(a, argv[++i], 0);
+    if (a === '--seat') args.seat = number(a, argv[++i], 0, 5, true);
     else if (a === '--token') args.token = argv[++i];
-    else if (a === '--timeout') args.timeout = number(a, argv[++i], 0);
-    else if (a === '--silence') args.silence = number(a, argv[++i], 0.1);
+    else if (a === '--timeout') args.timeout = number(a, argv[++i], 0, 86400);
+    else if (a === '--silence') args.silence = number(a, argv[++i], 0.1, 86400);
     else if (a === '--quiet') args.quiet = true;
     else if (a === '--help' || a === '-h') args.help = true;
     else if (a.startsWith('-')) throw new Error(`unknown option ${a}`);

@@ -140,7 +140,15 @@ def test_the_js_bot_refuses_an_option_it_does_not_know(js_bot: Path) -> None:
         (["127.0.0.1:1", "T", "name", "extra"], "got 4 arguments"),
         (
             ["127.0.0.1:1", "T", "--timeout", "soon"],
-            '--timeout needs a number of at least 0, not "soon"',
+            '--timeout needs a number from 0 to 86400, not "soon"',
+        ),
+        (
+            ["127.0.0.1:1", "T", "--silence", "1e9"],
+            '--silence needs a number from 0.1 to 86400, not "1e9"',
+        ),
+        (
+            ["127.0.0.1:1", "T", "--seat", "1.5"],
+            '--seat needs a whole number from 0 to 5, not "1.5"',
         ),
     ):
         run = subprocess.run(

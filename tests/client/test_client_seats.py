@@ -678,6 +678,9 @@ def test_a_seat_at_a_table_the_server_no_longer_has_is_forgotten(tmp_path: Path)
             d.expect(r"No tables yet")
             d.type("join")
             d.expect(r"> join\s+No tables yet")
+            # A number out of an empty list, with nothing left out of it.
+            d.type("join 1")
+            d.expect(r"The list you saw has no table: create makes one, tables lists them anew")
         finally:
             d.close()
         assert book.at(server.target) == []

@@ -413,11 +413,12 @@ def test_a_change_whose_caller_is_cancelled_while_it_is_stored_is_committed_all_
     run(main)
 
 
-def test_closing_refuses_a_change_its_caller_runs_when_its_store_does_not_answer_in_time(
+def test_closing_ends_a_change_its_caller_runs_when_its_store_does_not_answer_in_time(
     backend: Backend,
 ) -> None:
     """A change run by its caller at an idle table is the table's change under way: closing
-    stops it as it stops its task's, put back and refused, once the time is up."""
+    stops it as it stops its task's once the time is up, put back, its caller told it may
+    or may not be stored."""
 
     async def main() -> None:
         storage = await backend.open()

@@ -935,6 +935,9 @@ def test_closing_the_storage_while_postgresql_hangs_ends_within_seconds() -> Non
         url = pg.database()
         storage = await PostgresStorage.open(url)
         await storage.create_table("a", spec(), SEATS, "")
+        # Idle connections in the pool besides the one the commit takes: none of them is
+        # asked whether the commit went through (the database would not answer either).
+        await asyncio.gather(*(storage.list_tables() for _ in range(4)))
         pids = _postgres_pids(pg)
         for pid in pids:
             os.kill(pid, signal.SIGSTOP)

@@ -40,6 +40,8 @@ class TableFinder:
         self.seen: list[TableInfo] = []
         #: Whether a list was printed (one with no table is a list all the same).
         self.printed = False
+        #: The tables the server has that the list printed left out (games over).
+        self.unlisted = 0
         #: Said after every list printed, with the list (the seats held at its tables).
         self.after_print: Callable[[list[TableInfo]], Awaitable[None]] | None = None
         #: Whether it listed the tables whose game is over too (``tables all``).
@@ -75,7 +77,7 @@ class TableFinder:
         it leaves out, and what :attr:`after_print` says of it."""
         self.seen = shown
         self.printed = True
-        left = len(every) - len(shown)
+        left = self.unlisted = len(every) - len(shown)
         self.out.lines(table_list_lines(shown, others=left > 0))
         if left:
             self.out.info(
@@ -121,9 +123,9 @@ class TableFinder:
             raise ValueError(
                 "the list you saw has no table: "
                 + (
-                    "tables lists them anew"
-                    if self.everything
-                    else "tables all lists those whose games are over"
+                    "tables all lists those whose games are over"
+                    if self.unlisted
+                    else "create makes one, tables lists them anew"
                 )
             )
         if not 1 <= number <= len(self.seen):

@@ -128,8 +128,9 @@ def new_table_id() -> str:
 
 def could_name_a_table(table_id: str) -> bool:
     """Whether a table id sent by a client may name a stored table: at most 64 characters,
-    none of them a control character (PostgreSQL refuses a NUL in a string outright). Any
-    other id is no table's, as an id never made is, and storage is not asked."""
+    all of them printable (no control character: PostgreSQL refuses a NUL in a string
+    outright; made ids are base32). Any other id is no table's, as an id never made is, and
+    storage is not asked."""
     return len(table_id) <= 64 and table_id.isprintable()
 
 

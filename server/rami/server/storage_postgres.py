@@ -40,7 +40,7 @@ import re
 import secrets
 import socket
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 from urllib.parse import unquote
@@ -363,6 +363,8 @@ class PostgresStorage:
     _writing: asyncio.Task[None] | None = None
     #: The connection the group commit under way is written on (see :meth:`close`).
     _writing_on: Any = None
+    #: The storage's close gave up the commit under way (see :meth:`close`).
+    _gave_up: bool = False
     #: Transactions of appends committed so far (for tests and benchmarks).
     commits: int = 0
     #: Called just before each group commit, inside its transaction (tests use it).
@@ -761,8 +763,7 @@ class PostgresStorage:
         append is stored whole or not at all (its Conflict), whatever the others do."""
         results: list[list[str] | None] = []
         try:
-            async with self._pool.connection() as conn:
-                self._writing_on = conn
+            async with self._pool.connection() as conn, self._written_on(conn):
                 # BEGIN, the appends and COMMIT go out together, and the pipeline's one sync
                 # at its end waits for all their answers: one round trip. Should anything
                 # fail in it, the server aborts the transaction, and the rest is not run.
@@ -782,9 +783,12 @@ class PostgresStorage:
                     row = await cur.fetchone()
                     results.append(row[0] if row else ["conflict", "no answer from the database"])
         except BaseException as e:
-            self._writing_on = None
             stored: list[bool | None] = [False] * len(batch)
-            if isinstance(e, Exception):
+            if self._gave_up:
+                # The storage closes without the commit's answer (:meth:`close`): nothing is
+                # asked of a database that does not answer.
+                stored = [None] * len(batch)
+            elif isinstance(e, Exception):
                 # The commit may have happened with its answer lost (the connection dropped):
                 # an append whose entries are in the log, as written, was stored.
                 stored = await self._stored(batch)
@@ -793,7 +797,7 @@ class PostgresStorage:
                     continue
                 if was_stored:
                     done.set_result(None)
-                elif isinstance(e, asyncio.CancelledError):
+                elif isinstance(e, asyncio.CancelledError) and not self._gave_up:
                     done.cancel()
                 elif was_stored is None:
                     # Neither stored nor refused, as far as anyone can tell: the table must
@@ -806,7 +810,6 @@ class PostgresStorage:
             if not isinstance(e, Exception):
                 raise
             return
-        self._writing_on = None
         self.commits += 1
         for (_, done), why in zip(batch, results, strict=True):
             if done.done():
@@ -825,7 +828,7 @@ class PostgresStorage:
         try:
             if self.before_check is not None:
                 self.before_check()
-            async with self._pool.connection(timeout=5.0) as conn:
+            async with self._pool.connection(timeout=5.0) as conn, self._written_on(conn):
                 for a, _ in batch:
                     cur = await conn.execute(
                         "SELECT entry FROM rami_entries WHERE table_id = %s"
@@ -853,19 +856,48 @@ class PostgresStorage:
                 continue
             left = end - loop.time()
             if left <= 0:
-                log.warning(
-                    "the database has not answered a commit for %g s: the storage closes "
-                    "without its answer (its appends may or may not be stored)",
-                    timeout,
-                )
-                conn, self._writing_on = self._writing_on, None
-                if conn is not None:
-                    conn.pgconn.finish()  # the commit's wait ends now, with an error
-                writing = self._writing
-                await asyncio.wait([writing], timeout=1.0)
+                await self._give_up(timeout)
                 break
             await asyncio.wait([self._writing], timeout=left)
         await self._pool.close(timeout=1.0)
+
+    async def _give_up(self, waited: float) -> None:
+        """End the group commit under way without its answer: its appends are told
+        :class:`Unknown`, and those not yet sent are refused (nothing of them is stored)."""
+        log.warning(
+            "the database has not answered a commit for %g s: the storage closes without "
+            "its answer (its appends may or may not be stored)",
+            waited,
+        )
+        self._gave_up = True
+        pending, self._pending = self._pending, []
+        for _, done in pending:
+            if not done.done():
+                done.set_exception(ConnectionError("the storage closed before writing this"))
+        conn, writing = self._writing_on, self._writing
+        if conn is not None:
+            # The commit's wait ends as on a dropped connection: its socket is shut down (the
+            # descriptor stays psycopg's to close), and psycopg reads the end of it.
+            with contextlib.suppress(OSError):
+                shut = socket.socket(fileno=os.dup(conn.pgconn.socket))
+                try:
+                    shut.shutdown(socket.SHUT_RDWR)
+                finally:
+                    shut.close()
+        if writing is not None:
+            await asyncio.wait([writing], timeout=1.0)
+            if not writing.done():
+                writing.cancel()
+
+    @contextlib.asynccontextmanager
+    async def _written_on(self, conn: Any) -> AsyncIterator[None]:
+        """While a group commit is written, or checked, on ``conn`` (until it goes back to
+        the pool)."""
+        self._writing_on = conn
+        try:
+            yield
+        finally:
+            self._writing_on = None
 
 
 #: libpq's settings for a connection whose network goes silent (the URL's own win): a new
