@@ -840,7 +840,9 @@ def test_too_many_tables_for_one_client_is_resource_exhausted(tmp_path: Path) ->
         create(stubs, "portuguese", 2)
         before = tables()
         assert len(before) == 2
-        refused(lambda: create(stubs, "simple", 2), Code.RESOURCE_EXHAUSTED, "TOO_MANY_TABLES")
+        e = refused(lambda: create(stubs, "simple", 2), Code.RESOURCE_EXHAUSTED, "TOO_MANY_TABLES")
+        # What to do, which no backoff does: close a waiting table, or wait for games to end.
+        assert "CloseTable" in e.message and "--max-tables-per-client" in e.message, e.message
         assert tables() == before
         # The limit counts unfinished tables: once one is over, the client may create again.
         owner = md(first.owner_token)

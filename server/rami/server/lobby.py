@@ -606,7 +606,11 @@ class Lobby:
             most = self.config.max_tables_per_client
             if await self.storage.active_tables(client) >= most:
                 raise Exhausted(
-                    "TOO_MANY_TABLES", f"a client may have at most {most} unfinished tables"
+                    "TOO_MANY_TABLES",
+                    f"a client may have at most {most} unfinished tables: a table waiting for"
+                    " players can be closed (CloseTable, its owner's token); a game going on"
+                    " counts until it ends (the server's operator sets the bound:"
+                    " --max-tables-per-client)",
                 )
             if self._creations is not None:
                 # After the request's checks: a refused one spends none.
