@@ -170,18 +170,24 @@ async def scenario(target: str) -> None:
 
         # Extra streams of the flooding seat, and a client's spectator streams.
         refused_streams: Counter[str] = Counter()
+        settled: list[float] = []  # when each spectator hold was let in or refused
 
         async def hold(table_id: str, token: str | None) -> None:
             call = bad_table.Watch(
                 table_service_pb2.WatchRequest(table_id=table_id), metadata=md(token), timeout=120
             )
             streams.append(call)
+            unsettled = token is None  # a spectator's, until let in or refused
             try:
                 async for _ in call:
-                    pass
+                    if unsettled:
+                        settled.append(time.perf_counter())
+                        unsettled = False
             except grpc.aio.AioRpcError as e:
                 if e.code() != grpc.StatusCode.CANCELLED:
                     refused_streams[error_of(e).reason] += 1
+                    if unsettled:
+                        settled.append(time.perf_counter())
 
         for _ in range(5):
             tasks.append(asyncio.ensure_future(hold(flood_id, flood[0])))
@@ -303,7 +309,17 @@ async def scenario(target: str) -> None:
         assert chats <= 5 + 1 * flood_seconds + 1, (flooded, flood_seconds)
         # Extra streams refused: 4 per seat; 64 spectator streams per client address (the
         # calm table's spectator holds one of them).
-        assert refused_streams["TOO_MANY_STREAMS"] == (5 - 4) + (70 - 63), refused_streams
+        # (Exactly so while the spectator held its one stream: on a loaded machine its stream
+        # may end first, its game over or cut off for reading too slowly, and its place goes
+        # to one of the 70.)
+        held = spectator.resumes == 0 and spectator.arrived[-1] > max(settled)
+        expected = (5 - 4) + (70 - 63)
+        assert refused_streams["TOO_MANY_STREAMS"] in (
+            (expected,) if held else (expected, expected - 1)
+        ), (
+            refused_streams,
+            spectator.resumes,
+        )
         # The calm table's spectator saw every update once.
         assert spectator.final is not None
         assert spectator.numbers == list(range(spectator.numbers[0], spectator.numbers[-1] + 1))
