@@ -844,10 +844,10 @@ class PostgresStorage:
     async def close(self, timeout: float = CLOSE_WAIT) -> None:
         """Write what is queued, then close the pool. A group commit the database has not
         answered within ``timeout`` seconds (a database that hangs: stopped, or behind a
-        network that drops every packet once the kernel took them) is given up: its
-        connection is closed under it, and its appends are told :class:`Unknown` (the
-        database, awake again, may yet commit what it had read), and so are those queued
-        behind it. A server's stop waits for nothing longer than that."""
+        network that drops every packet once the kernel took them) is given up
+        (:meth:`_give_up`): its appends are told :class:`Unknown` (the database, awake again,
+        may yet commit what it had read), and those queued behind it are refused. A server's
+        stop waits for nothing longer than that."""
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
         while self._pending or self._writing is not None:
@@ -878,7 +878,7 @@ class PostgresStorage:
         if conn is not None:
             # The commit's wait ends as on a dropped connection: its socket is shut down (the
             # descriptor stays psycopg's to close), and psycopg reads the end of it.
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(Exception):  # (a connection psycopg closed already)
                 shut = socket.socket(fileno=os.dup(conn.pgconn.socket))
                 try:
                     shut.shutdown(socket.SHUT_RDWR)
