@@ -172,10 +172,7 @@ def test_the_list_printed_again_when_it_moved_says_again_where_the_seat_is(
         first = _client(server, book)
         try:
             _sit_to_turn(first)
-            first.type("quit")
-            first.expect(r"if you quit, the server plays your seat")
-            first.type("yes")
-            first.expect(r"You left the game")
+            _quit_mid_game(first)
         finally:
             first.close()
         second = _client(server, book)
