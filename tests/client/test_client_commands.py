@@ -42,11 +42,17 @@ TALLAGE_ONE_LEFT = "Qs Ks As 8c 8d 8h 7h 8h 9h 10h 4c JK 6c Jh 2d"
 PORTUGUESE_HAND = "3d 4d 5d 7c 8c 9c 10c Ks Kd Kh 9h JK Jh"
 
 
-def _table(
-    stubs: Stubs, variant: str, hand: str, stock: str, name: str = "", **options: int
-) -> str:
-    deck = stacked_deck(variant, [hand, None], "3s", stock)
-    response = stubs.lobby.CreateTable(
+def _created(
+    stubs: Stubs,
+    variant: str,
+    hands: list[str | None],
+    stock: str,
+    name: str = "",
+    **options: int,
+) -> lobby_service_pb2.CreateTableResponse:
+    """A two-player table dealt ``hands`` (None: any cards), 3♠ turned up, ``stock`` on top."""
+    deck = stacked_deck(variant, hands, "3s", stock)
+    return stubs.lobby.CreateTable(
         lobby_service_pb2.CreateTableRequest(
             name=name or f"{variant} e2e",
             variant=VARIANT_IDS[variant],
@@ -54,7 +60,12 @@ def _table(
             stacked_decks=[lobby_service_pb2.Deck(cards=[c + 1 for c in deck])],
         )
     )
-    return response.table.table_id
+
+
+def _table(
+    stubs: Stubs, variant: str, hand: str, stock: str, name: str = "", **options: int
+) -> str:
+    return _created(stubs, variant, [hand, None], stock, name, **options).table.table_id
 
 
 def _client(server: ServerThread, name: str = "Ana") -> Driver:
@@ -521,15 +532,7 @@ def test_a_rematch_keeps_the_seats_and_the_bots_names(server: ServerThread, stub
     """The bot sat first (seat 0, a name of its owner's), the player second: the rematch had
     the player at seat 0 and a bot of another name at seat 1, where "its bot seat gets the
     same bot" was said."""
-    deck = stacked_deck("portuguese", [None, PORTUGUESE_HAND], "3s", "2s 2s")
-    created = stubs.lobby.CreateTable(
-        lobby_service_pb2.CreateTableRequest(
-            name="portuguese e2e",
-            variant=VARIANT_IDS["portuguese"],
-            options=game_pb2.Options(players=2, rounds=1),
-            stacked_decks=[lobby_service_pb2.Deck(cards=[c + 1 for c in deck])],
-        )
-    )
+    created = _created(stubs, "portuguese", [None, PORTUGUESE_HAND], "2s 2s", rounds=1)
     stubs.lobby.AddBot(
         lobby_service_pb2.AddBotRequest(
             table_id=created.table.table_id, policy="greedy", seat=0, name="Old Greedy"

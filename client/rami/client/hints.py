@@ -38,7 +38,7 @@ from rami.v1 import game_pb2
 from .cardtext import cards_fragments, meld_fragments
 from .convert import cards, meld_from_proto
 from .look import Look
-from .scores import listed
+from .scores import clean_sets, listed
 
 __all__ = ["MAX_PLAYS", "command_text", "hint_lines", "plays_now"]
 
@@ -130,15 +130,6 @@ def _arrangement(
     if whole is not None:  # melds in the hand pay as well
         out.append(("", f". {whole}"))
     return out
-
-
-def clean_sets(hand: Sequence[Card]) -> list[tuple[Card, ...]]:
-    """The clean sets in ``hand``: each rank held in three or more suits, no joker."""
-    by_rank: dict[int, dict[int, Card]] = {}
-    for c in hand:
-        if not c.is_joker:
-            by_rank.setdefault(c.rank, {}).setdefault(c.suit, c)
-    return [tuple(sorted(s.values())) for _, s in sorted(by_rank.items()) if len(s) >= 3]
 
 
 def clean_runs(hand: Sequence[Card]) -> list[tuple[Card, ...]]:

@@ -14,7 +14,7 @@ from .cardtext import cards_fragments, meld_fragments
 from .look import Look
 from .safetext import cells, clip, ljust, rjust
 
-__all__ = ["ending_text", "game_table", "round_table", "score_sheet"]
+__all__ = ["clean_sets", "ending_text", "game_table", "round_table", "score_sheet"]
 
 
 def _name(names: Sequence[str], seat: int | None) -> str:
@@ -112,11 +112,16 @@ def _sets_paid(
     though it holds a set (three suits of a rank) paid for it, having no clean run."""
     if result.ending != "declare" or variant is None or not variant.sets_need_run or melds:
         return False
-    suits: dict[int, set[int]] = {}
+    return bool(clean_sets(hand))
+
+
+def clean_sets(hand: Sequence[Card]) -> list[tuple[Card, ...]]:
+    """The clean sets in ``hand``: each rank held in three or more suits, no joker."""
+    by_rank: dict[int, dict[int, Card]] = {}
     for c in hand:
         if not c.is_joker:
-            suits.setdefault(c.rank, set()).add(c.suit)
-    return any(len(held) >= 3 for held in suits.values())
+            by_rank.setdefault(c.rank, {}).setdefault(c.suit, c)
+    return [tuple(sorted(s.values())) for _, s in sorted(by_rank.items()) if len(s) >= 3]
 
 
 def ending_note(result: RoundResult, names: Sequence[str]) -> str:

@@ -843,6 +843,18 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
             text, complete = record_json(inputs)
         return table_service_pb2.ExportRecordResponse(record_json=text, complete=complete)
 
+    def _open_seat_stream(self, key: str, take_over: bool) -> None:
+        """Let a seat's Watch or Play stream in (``key``: the table and the seat's holder),
+        or refuse it TOO_MANY_STREAMS. Let in, its open tells every stream at the table of the
+        seat's presence, so it counts as one of the seat's commands: over their rate, it is
+        refused RATE_LIMITED and gives its place back."""
+        self.seat_streams.open(key, take_over=take_over)
+        try:
+            self.commands.take(key)
+        except Exhausted:
+            self.seat_streams.close(key)
+            raise
+
     @streaming
     async def Watch(
         self, request: table_service_pb2.WatchRequest, context: grpc.aio.ServicerContext
@@ -865,15 +877,10 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
             if seat is None
             else (self.seat_streams, f"{table.table_id}:{holder}")
         )
-        counter.open(key, take_over=request.take_over and seat is not None)
-        if seat is not None:
-            # Let in, an open tells every stream at the table of the seat's presence: it
-            # counts as one of the seat's commands.
-            try:
-                self.commands.take(key)
-            except Exhausted:
-                counter.close(key)
-                raise
+        if seat is None:
+            counter.open(key)
+        else:
+            self._open_seat_stream(key, request.take_over)
         pace = None
         try:
             pace = self._pace(client, after, number)
@@ -919,12 +926,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
 
         seat, now, holder = await self.read(table, seat_of)
         key = f"{table.table_id}:{holder}"
-        self.seat_streams.open(key, take_over=first.open.take_over)
-        try:
-            self.commands.take(key)  # let in, an open counts as a command, as a Watch's does
-        except Exhausted:
-            self.seat_streams.close(key)
-            raise
+        self._open_seat_stream(key, first.open.take_over)
         watcher = table.watcher(seat, holder)
         commands: asyncio.Task[None] | None = None
         pace = None
