@@ -150,6 +150,27 @@ def test_a_mask_is_the_match_legal_steps_and_an_agent_not_selected_has_none() ->
     assert e.match.game.phase in (Phase.DRAW, Phase.PLAY)
 
 
+@pytest.mark.parametrize("variant", ["tallage", "portuguese"])
+def test_after_an_illegal_step_no_agent_is_shown_a_mask(variant: str) -> None:
+    """The wrapped env ends the game on an illegal step, and PettingZoo then selects each agent
+    in turn to be stepped out: none may be shown a mask, least of all the offender's (its
+    steps name the offender's cards)."""
+    e = env(variant=variant, players=2)
+    e.reset(seed=1)
+    offender = e.agent_selection
+    obs, *_ = e.last()
+    e.step(int(np.flatnonzero(obs["action_mask"] == 0)[0]))
+    seen = []
+    for agent in e.agent_iter(max_iter=10):
+        obs, reward, terminated, truncated, _ = e.last()
+        seen.append(agent)
+        assert terminated and truncated  # as TerminateIllegalWrapper sets them (docs/rl.md)
+        assert not obs["action_mask"].any(), f"{agent} is shown a mask after the game ended"
+        assert reward == (-1 if agent == offender else 0)
+        e.step(None)
+    assert sorted(seen) == sorted(e.possible_agents)
+
+
 # -- OpenSpiel ---------------------------------------------------------------------------------
 
 
@@ -492,3 +513,20 @@ def test_gymnasium_makes_the_seat_env_by_its_id() -> None:
     assert e.unwrapped.spec is not None and e.unwrapped.spec.id == "rami/Seat-v0"
     assert isinstance(e.unwrapped, SeatEnv) and obs["action_mask"].any()
     e.step(int(np.flatnonzero(obs["action_mask"])[0]))
+
+
+def test_an_unseeded_reset_deals_seed_0_first_then_the_next_deals_of_the_last_seed() -> None:
+    """As docs/rl.md says: the first reset without a seed deals what seed 0 deals; a reset
+    without a seed after one with it deals that seed's next deal."""
+
+    def hands(e: raw_env) -> list[str]:
+        return [" ".join(map(str, h)) for h in e.match.game.hands]
+
+    unseeded, seeded = raw_env("tallage", 2), raw_env("tallage", 2)
+    unseeded.reset()
+    seeded.reset(seed=0)
+    assert hands(unseeded) == hands(seeded)
+    unseeded.reset(seed=5)
+    first = hands(unseeded)
+    unseeded.reset()
+    assert hands(unseeded) != first

@@ -75,7 +75,8 @@ class raw_env(AECEnv):  # PettingZoo's name for the unwrapped environment
             0.0, 2.0, (players * self.match.layout.size,), dtype=np.float32
         )
         self._seed: int | None = None
-        self._episodes = 0
+        #: Episodes since the last seed given (-1 before the first reset: deal 0 comes first).
+        self._episodes = -1
         self._start()
 
     def observation_space(self, agent: str) -> spaces.Space[Any]:
@@ -106,7 +107,14 @@ class raw_env(AECEnv):  # PettingZoo's name for the unwrapped environment
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         seat = self.possible_agents.index(agent)
-        selected = agent == self.agent_selection and not self.match.over
+        # The seat to move, selected, in a game still on: once an illegal step ended the game
+        # (env()), PettingZoo selects every agent in turn to step it out, and none may act.
+        selected = (
+            agent == self.agent_selection
+            and seat == self.match.to_move
+            and not self.match.over
+            and not (self.terminations.get(agent) or self.truncations.get(agent))
+        )
         mask = self.match.mask() if selected else np.zeros(self.match.space.size, np.int8)
         return {"observation": self.match.observe(seat), "action_mask": mask}
 

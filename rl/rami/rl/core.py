@@ -25,8 +25,10 @@ of copies divided by 2 (jokers by 4, so that every entry lies in [0, 1]):
 - ``turn``: one-hot, the slot of the seat to move;
 - ``phase``: one-hot of draw, play, taking (tallage: the discard taken, its lay being staged),
   over; ``bar`` (tallage: the opening to beat / 100), ``stock`` (cards left / deck size),
-  ``round`` (rounds played / the most a game may have), ``staged_steps`` (staging steps
-  used this turn / the most a turn allows).
+  ``round`` (the round under way / the most a game may have), ``staged_steps`` (staging
+  steps used this turn / the most a turn allows).
+
+Card blocks hold copies / 2 (jokers / 4); ``discard_top`` is a flag, 1 for its card.
 
 Nothing in it is hidden from the observer: other hands appear only as their sizes and the
 cards the table saw them take.
