@@ -277,7 +277,14 @@ def main(argv: list[str] | None = None) -> None:
 
         name = f"bench_{os.getpid()}_{time.monotonic_ns()}"
         with psycopg.connect(args.postgres, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
+            try:
+                conn.execute(f'CREATE DATABASE "{name}"')
+            except psycopg.errors.InsufficientPrivilege:
+                raise SystemExit(
+                    "--postgres: each run makes a database of its own there, and this role may"
+                    " not create one: name a role that may (CREATEDB), or leave --postgres out"
+                    " for a throwaway PostgreSQL"
+                ) from None
         return args.postgres.rsplit("/", 1)[0] + "/" + name
 
     try:

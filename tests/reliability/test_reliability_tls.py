@@ -125,6 +125,40 @@ def test_only_a_client_that_trusts_the_certificate_gets_in(tls_server: tuple[str
         lobby_service_pb2_grpc.LobbyServiceStub(channel).ListTables(request, timeout=T)
 
 
+def test_a_client_told_apart_a_tls_server_it_cannot_speak_to_from_no_server(
+    tls_server: tuple[str, Path],
+) -> None:
+    """rami-client said "no Rami server answers" to a TLS server both without --tls and with
+    a certificate it does not trust: it now says which, and what to give."""
+    from rami.client.link import Link, Unreachable
+
+    address, _ = tls_server
+
+    async def said(credentials: Any) -> str:
+        link = Link(address, credentials)
+        try:
+            with pytest.raises(Unreachable) as info:
+                await link.check()
+            return str(info.value)
+        finally:
+            await link.close()
+
+    plain = asyncio.run(said(None))
+    assert "one that speaks TLS needs --tls" in plain, plain
+    untrusted = asyncio.run(said(grpc.ssl_channel_credentials()))  # the system's roots
+    assert f"the server at {address} speaks TLS with a certificate" in untrusted, untrusted
+    assert "self signed certificate" in untrusted and "--ca FILE" in untrusted, untrusted
+    # rami-bot, given --tls but not the CA, no longer says "one that speaks TLS needs --tls".
+    bot = subprocess.run(
+        [str(BOT), "connect", address, "--table", "t", "--tls", "--timeout", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    last = bot.stderr.strip().splitlines()[-1]
+    assert bot.returncode == 1 and "a certificate --ca trusts" in last, bot.stderr
+
+
 def test_a_whole_game_over_tls_with_rami_bot(tls_server: tuple[str, Path]) -> None:
     address, cert = tls_server
     with grpc.secure_channel(address, grpc.ssl_channel_credentials(cert.read_bytes())) as ch:

@@ -618,8 +618,10 @@ def test_bad_lease_and_advertise_flags_are_refused_in_words(
 
     from server_support import SERVER
 
+    # Checked before the database is reached: this one is never connected to.
+    db = "postgresql://rami@127.0.0.1:1/rami"
     done = subprocess.run(
-        [str(SERVER), "--db", str(tmp_path / "r.db"), "--port", "0", *args],
+        [str(SERVER), "--db", db, "--secret-file", str(tmp_path / "key"), "--port", "0", *args],
         capture_output=True,
         text=True,
         timeout=30,

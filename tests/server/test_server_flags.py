@@ -50,6 +50,9 @@ def _serve(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         (("--idle-connection-seconds", "inf"), "--idle-connection-seconds"),
         (("--idle-connection-seconds", "3e6"), "--idle-connection-seconds"),
         (("--max-streams-per-connection", "99999999999"), "--max-streams-per-connection"),
+        # The settings of several servers on PostgreSQL, given to one on its SQLite file.
+        (("--advertise", "127.0.0.1:50051"), "--advertise and --lease-seconds are for"),
+        (("--lease-seconds", "5"), "--advertise and --lease-seconds are for"),
     ],
 )
 def test_a_flag_the_server_cannot_serve_with_is_refused_before_anything_is_made(
@@ -161,7 +164,11 @@ def test_a_server_started_with_sighup_ignored_keeps_running_on_sighup(tmp_path: 
 
 @pytest.mark.parametrize(
     ("text", "said"),
-    [("not hex at all\n", "is not hexadecimal: it holds"), ("abcd\n", "is too short: at least")],
+    [
+        ("not hex at all\n", "is not hexadecimal: it holds"),
+        ("abcd\n", "is too short: at least"),
+        ("7" * 65 + "\n", "holds an odd number of hex digits (65): two make a byte"),
+    ],
 )
 def test_a_key_file_the_server_cannot_read_as_a_key_says_what_one_is(
     tmp_path: Path, text: str, said: str

@@ -654,7 +654,7 @@ def test_without_the_driver_the_server_says_which_extra_to_install(tmp_path: Pat
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1, proc.stderr
-    assert "pip install 'rami[postgres]'" in proc.stderr
+    assert "pip install 'psycopg[binary,pool]'" in proc.stderr
 
 
 # -- one SQLite file, one server ---------------------------------------------------------------
@@ -674,6 +674,11 @@ def test_a_second_server_on_a_port_in_use_is_refused_at_start(tmp_path: Path) ->
         )
         assert second.returncode == 1, second.stderr
         assert f"could not listen on 127.0.0.1:{port}" in second.stderr, second.stderr
+        # Refused before anything is made: no database, no key, no lock file; and said in
+        # the server's own words only (no line of gRPC core's log before them).
+        made = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("b.db"))
+        assert made == [], made
+        assert "add_port" not in second.stderr, second.stderr
 
 
 def test_a_second_server_on_a_sqlite_file_in_use_is_refused_at_start(tmp_path: Path) -> None:
@@ -774,6 +779,27 @@ def test_a_url_whose_password_breaks_it_is_refused_in_words_without_the_password
     out = _refused_at_start(tmp_path, url)
     assert "cannot connect to PostgreSQL" in out, out
     assert "Leaked" not in out and "Traceback" not in out, out
+
+
+@pytest.mark.skipif(not Path("/sys").is_dir(), reason="no /sys on this system")
+def test_a_database_in_a_folder_the_server_cannot_write_is_refused_saying_so(
+    tmp_path: Path,
+) -> None:
+    """A folder the server may not write in (/sys: even root makes no file there; a
+    read-only file system alike) is said in words, with what to do, not as a bare errno."""
+    out = _refused_at_start(tmp_path, "/sys/rami.db")
+    assert "cannot make /sys/rami.db.lock" in out and "Permission denied" in out, out
+    assert "--db" in out and "Errno" not in out and "Traceback" not in out, out
+
+
+def test_a_url_with_a_setting_libpq_has_not_is_refused_naming_the_setting(tmp_path: Path) -> None:
+    """A mistyped setting in the URL's query is named (libpq's words, the settings' names
+    shown, their values not), not blamed on a password the URL does not have."""
+    url = "postgresql://rami@127.0.0.1:1/rami?password=Hunter2Secret&bogus=1"
+    out = _refused_at_start(tmp_path, url)
+    assert 'invalid URI query parameter: "bogus"' in out, out
+    assert "rami?password=***&bogus=***" in out, out
+    assert "Hunter2Secret" not in out and "percent-encode" not in out, out
 
 
 def _refused_at_start(folder: Path, db: str) -> str:

@@ -154,9 +154,14 @@ def connect(
         )
 
     def unreached(within: str = "") -> str:
+        hint = (
+            "with TLS, and a certificate --ca trusts? the lines above say why"
+            if credentials is not None
+            else "one that speaks TLS needs --tls"
+        )
         return (
             f"rami-bot: no Rami server answered at {target}{within} (is rami-server running"
-            " there? one that speaks TLS needs --tls)"
+            f" there? {hint})"
         )
 
     decide = policy_decider(

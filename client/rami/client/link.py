@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -405,6 +406,30 @@ class Route:
             await self.channel.close(None)
 
 
+_UNTRUSTED = re.compile(r"CERTIFICATE_VERIFY_FAILED:?\s*([^:]*)")
+
+
+def unreached(target: str, tls: bool, details: str) -> str:
+    """Why nothing answered at ``target``, from gRPC's ``details`` of the failed call, and
+    what to do: a server that speaks TLS to a client that does not, or with a certificate
+    the client does not trust, is no server to it, but not "no server"."""
+    untrusted = _UNTRUSTED.search(details)
+    if untrusted:
+        why = untrusted.group(1).strip() or "not trusted"
+        return (
+            f"the server at {target} speaks TLS with a certificate this client does not trust"
+            f" ({why}): give the CA that signed it with --ca FILE"
+        )
+    if tls and "handshake failed" in details.lower():
+        return f"the TLS handshake with the server at {target} failed: {details}"
+    if tls:
+        return f"no Rami server answers at {target} (is rami-server running there, with TLS?)"
+    return (
+        f"no Rami server answers at {target} (is rami-server running there? one that speaks"
+        " TLS needs --tls)"
+    )
+
+
 class Link:
     """One route to a server (:class:`Route`), with the services' stubs and calls in plain
     words."""
@@ -417,6 +442,8 @@ class Link:
     ) -> None:
         #: The address given: the one saved seats are kept under, and the way back.
         self.target = target
+        #: Whether it speaks TLS (for the words of a server it cannot reach).
+        self.tls = credentials is not None
         self.route = Route(target, credentials, options=_CHANNEL_OPTIONS)
         #: Seconds a table's stream may bring nothing before it is opened again.
         self.silence = silence
@@ -460,9 +487,7 @@ class Link:
                 return  # it answers: this address's lobby reads are spent for now
             error = plain_error(e, self.target)
             if isinstance(error, Unreachable) and not isinstance(error, Answered):
-                raise Unreachable(
-                    f"no Rami server answers at {self.target} (is rami-server running there?)"
-                ) from None
+                raise Unreachable(unreached(self.target, self.tls, e.details() or "")) from None
             raise error from None
 
     async def call(

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import signal
+import socket
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -111,6 +113,37 @@ class Server:
         await self.grpc_server.wait_for_termination()
 
 
+_NOT_LISTENING = "could not listen on {host}:{port} (is another server listening there?)"
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse an address another process listens on, as gRPC would at binding, but before the
+    server makes anything (its database, its key) and without a line of gRPC core's log.
+    Binds each of the host's addresses as gRPC does (SO_REUSEADDR: a port whose last
+    connections linger in TIME_WAIT is free), then lets it go; any other failure (a name
+    that resolves to nothing, a port below 1024) is left to gRPC's own binding to report."""
+    if port == 0:
+        return
+    try:
+        found = socket.getaddrinfo(
+            host.strip("[]") or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except (socket.gaierror, UnicodeError):
+        return
+    for family, kind, proto, _, address in found:
+        try:
+            probe = socket.socket(family, kind, proto)
+        except OSError:  # a family this system has not
+            continue
+        with probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as e:
+                if e.errno == errno.EADDRINUSE:
+                    raise OSError(_NOT_LISTENING.format(host=host, port=port)) from None
+
+
 async def serve(
     host: str = "127.0.0.1",
     port: int = 50051,
@@ -139,6 +172,7 @@ async def serve(
     files = open_file_limit()
     if is_postgres_url(db) and not secret_file:
         ServerKey.for_store(db, secret_file)  # refused, saying why, before connecting
+    check_port(host, port)  # before anything is made: a database, a key
     # The store first: a path that is no database this server can use makes no key file.
     storage = await open_storage(db, summarize, lease_seconds=lease_seconds)
     try:
@@ -206,7 +240,7 @@ async def serve(
         bound = 0
     if bound == 0:
         await storage.close()
-        raise OSError(f"could not listen on {host}:{port} (is another server listening there?)")
+        raise OSError(_NOT_LISTENING.format(host=host, port=port))
     if hasattr(storage, "address"):
         storage.address = advertise or advertised(host, bound)
     # Only the tables this server holds or may claim (on SQLite: every unfinished one).

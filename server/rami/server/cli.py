@@ -51,7 +51,8 @@ def serve(
         "rami.db",
         help="Where every table is kept across restarts: a SQLite file (':memory:' for none), or"
         " a PostgreSQL database that several servers may share, as a libpq URL such as"
-        " postgresql://host/db (it needs --secret-file, and pip install 'rami[postgres]').",
+        " postgresql://host/db (it needs --secret-file, and psycopg: pip install -e"
+        " '.[postgres]').",
     ),
     turn_seconds: int = typer.Option(
         0, min=0, max=3600, help="Default turn clock for new tables, in seconds (0: no clock)."
@@ -123,11 +124,12 @@ def serve(
         " the clients of its tables that call another server (default: the address it listens"
         " on; this host's name with 0.0.0.0).",
     ),
-    lease_seconds: float = typer.Option(
-        10.0,
+    lease_seconds: float | None = typer.Option(
+        None,
         help="With PostgreSQL: seconds this server's lease on a table lasts unless renewed (it"
         " renews every third of it); a dead server's tables are taken over after about this."
-        " From 0.3 to 3600.",
+        " From 0.3 to 3600.  [default: 10]",
+        show_default=False,
     ),
     watcher_queue: int = typer.Option(
         TableConfig().watcher_queue,
@@ -247,6 +249,16 @@ def serve(
             err=True,
         )
         raise typer.Exit(2)
+    if (advertise or lease_seconds is not None) and not is_postgres_url(db):
+        typer.echo(
+            "rami-server: --advertise and --lease-seconds are for several servers sharing a"
+            " PostgreSQL database (--db postgresql://...); on its SQLite file a server holds"
+            " its tables alone",
+            err=True,
+        )
+        raise typer.Exit(2)
+    if lease_seconds is None:
+        lease_seconds = 10.0
     if not 0.3 <= lease_seconds <= 3600:
         typer.echo("rami-server: --lease-seconds is from 0.3 to 3600", err=True)
         raise typer.Exit(2)

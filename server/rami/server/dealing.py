@@ -18,6 +18,7 @@ import hashlib
 import hmac
 import logging
 import os
+import re
 import secrets
 import stat
 
@@ -88,6 +89,13 @@ class ServerKey:
             raise ServerKeyError(f"cannot read the server key {p}: {e.strerror}") from None
         if mode & (stat.S_IRWXG | stat.S_IRWXO):
             log.warning("the server key %s can be read by others: chmod 600 it", p)
+        digits = re.sub(rb"\s", b"", text)
+        if len(digits) % 2 and re.fullmatch(rb"[0-9a-fA-F]+", digits):
+            raise ServerKeyError(
+                f"the server key {p} holds an odd number of hex digits ({len(digits)}): two make"
+                f" a byte, and a key is at least {2 * KEY_BYTES} hex digits (a server makes one:"
+                f" {KEY_BYTES} random bytes in hex), on one line"
+            )
         try:
             key = bytes.fromhex(text.decode("ascii"))
         except (UnicodeDecodeError, ValueError):

@@ -882,8 +882,8 @@ def is_postgres_url(db: str) -> bool:
 
 
 def redacted(db: str) -> str:
-    """``db`` as a log may show it: a URL's password (and its query, which may hold one) left
-    out."""
+    """``db`` as a log may show it: a URL's password left out, and the values of its query's
+    settings (``password=`` may be one of them), whose names stay."""
     if not is_postgres_url(db):
         return db
     # By hand, not by urllib: a password with / # ? not percent-encoded would end the
@@ -894,9 +894,13 @@ def redacted(db: str) -> str:
     if at:
         user, colon, _ = userinfo.partition(":")
         where = f"{user}{':***' if colon else ''}@{where}"
-    where, query, _ = where.partition("?")
+    where, mark, query = where.partition("?")
     where = where.partition("#")[0]
-    return f"{scheme}://{where}{'?***' if query else ''}"
+    settings = "&".join(
+        f"{name}=***" if equals else "***"
+        for name, equals, _ in (part.partition("=") for part in query.partition("#")[0].split("&"))
+    )
+    return f"{scheme}://{where}{'?' + settings if mark else ''}"
 
 
 #: A PostgreSQL connection string of keywords (libpq's ``host=... dbname=...``).
@@ -1044,7 +1048,14 @@ def _hold_alone(path: str) -> int:
     """Lock ``path`` + ".lock" for this process (released when it closes the lock or ends,
     however it ends); OSError when another process holds it. A second server on the file
     would load its tables and play them too, each refusing the other's changes."""
-    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as e:  # a folder it may not write in: a read-only file system, say
+        raise OSError(
+            f"cannot make {path}.lock, the file that keeps the database this server's alone:"
+            f" {e.strerror}. The server writes beside its database (its journal too): name a"
+            " --db in a folder it may write in"
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -1,10 +1,10 @@
 """Storage on PostgreSQL: the same directory and logs as :class:`SqliteStorage`, shared by
 every server that opens the same database (``rami-server --db postgresql://...``).
 
-The driver is psycopg 3 with its connection pool (``pip install rami[postgres]``): it takes
-any libpq connection string as libpq reads it (URLs, ``service=``, ``sslmode``, the
-``PG*`` environment variables, ``~/.pgpass``), and its pipeline mode sends the appends of a
-tick and their commit in one round trip.
+The driver is psycopg 3 with its connection pool (the extra ``postgres``: ``pip install -e
+'.[postgres]'``): it takes any libpq connection string as libpq reads it (URLs, ``service=``,
+``sslmode``, the ``PG*`` environment variables, ``~/.pgpass``), and its pipeline mode sends
+the appends of a tick and their commit in one round trip.
 
 The log's order is kept by the database, not by this process, so that it holds across
 servers: an append is a call of the function ``rami_append`` which, in one transaction,
@@ -296,7 +296,8 @@ def new_server_id() -> str:
 
 def _missing_driver() -> PostgresUnavailable:
     return PostgresUnavailable(
-        "PostgreSQL storage needs psycopg 3 and its pool: pip install 'rami[postgres]'"
+        "PostgreSQL storage needs psycopg 3 and its pool: pip install 'psycopg[binary,pool]'"
+        " (rami's extra postgres: pip install -e '.[postgres]' in its checkout)"
     )
 
 
@@ -409,10 +410,12 @@ class PostgresStorage:
             raise PostgresUnavailable(
                 f"cannot connect to PostgreSQL at {redacted(url)}: {_without_secret(url, e)}"
             ) from None
-        except psycopg.Error:  # libpq could not read the URL (its words may quote it)
+        except psycopg.Error as e:  # libpq could not read the URL (its words may quote it)
+            password = ":" in url.partition("://")[2].rpartition("@")[0]
             raise PostgresUnavailable(
-                f"cannot connect to PostgreSQL at {redacted(url)}: the URL does not read as one"
-                " (percent-encode / # ? @ : in the password)"
+                f"cannot connect to PostgreSQL at {redacted(url)}: libpq cannot read the URL:"
+                f" {_without_secret(url, e)}"
+                + (" (percent-encode / # ? @ : in the password)" if password else "")
             ) from None
         try:
             await _migrate(conn)
@@ -951,16 +954,21 @@ async def _rematch_made(conn: Any, table_id: str, request: Mark | None) -> Creat
 
 
 def _without_secret(url: str, error: Exception) -> str:
-    """libpq's words for ``error``, with every piece of the URL's password left out: a
-    password that breaks the URL (an unencoded @, say) is read in part as a host or a port,
-    which the words then name."""
+    """libpq's words for ``error``, with every piece of the URL's password (or of its query's
+    ``password=``) left out: a password that breaks the URL (an unencoded @, say) is read in
+    part as a host or a port, which the words then name."""
     # One line: the database's own message when it sent one (without the statement and the
     # caret it quotes under it), else libpq's, its lines joined.
     primary = getattr(getattr(error, "diag", None), "message_primary", None)
     words = primary if primary else " ".join(str(error).split())
     secret = url.partition("://")[2].rpartition("@")[0].partition(":")[2]
+    # A password given as a setting of the query (``?password=...``) as well.
+    given = re.findall(r"[?&]password=([^&#]*)", url)
     # As written, and as libpq decodes it (it names a host of "p%2Fq" as "p/q").
-    pieces = {*re.split(r"[/#?@:]", secret), *re.split(r"[/#?@:]", unquote(secret))}
+    pieces = {
+        *(p for s in (secret, *given) for p in re.split(r"[/#?@:]", s)),
+        *(p for s in (secret, *given) for p in re.split(r"[/#?@:]", unquote(s))),
+    }
     for piece in sorted(pieces, key=len, reverse=True):
         if len(piece) >= 3:
             words = words.replace(piece, "***")
