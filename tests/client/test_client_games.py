@@ -458,6 +458,11 @@ def test_a_portuguese_hint_says_a_set_needs_a_clean_run(server: ServerThread, st
         d.type("hint")
         d.expect(r"Best arrangement: no melds")
         d.expect(r"Your set K♦ K♥ K♠ counts only beside a clean run \(three in a row of one suit")
+        # Drawn, the hand holds 14 cards: its points left over count the one to be thrown.
+        d.type("draw stock")
+        d.expect(r"You drew 2♠ from the stock\.")
+        d.type("hint")
+        d.expect(r"The points left over count the card you are about to throw\.")
     finally:
         d.close()
 

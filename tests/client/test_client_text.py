@@ -1401,6 +1401,9 @@ def test_help_of_a_command_the_game_does_not_have_says_why() -> None:
     assert "nothing waits to be sent" in said and "take 2 5s" not in said, said
     said = " ".join(lines(help_lines("take", "playing", simple, 100)))
     assert "In simple nobody may take a joker back" in said, said
+    assert "To take the top of the discard pile, type draw discard." in said, said
+    said = " ".join(lines(help_lines("take", "playing", portuguese, 100)))
+    assert "Nothing is laid in portuguese" in said and "type draw discard" in said, said
     said = " ".join(lines(help_lines("lay", "playing", portuguese, 100)))
     assert "Nothing is laid in portuguese" in said, said
     # In the lobby (no game) and where the game has it, the command's own help.
@@ -1502,3 +1505,14 @@ def test_an_acts_answer_older_than_the_streams_update_leaves_the_newer_view() ->
 
     session = asyncio.run(run())
     assert session.view is not None and session.view.number == 41 and session.view.turn == 0
+
+
+def test_the_stand_in_is_told_as_the_game_has_it() -> None:
+    """Leaving a portuguese game, a player was told the stand-in "lays nothing" (nothing is
+    laid there) and did not expect it to throw the cards of their melds."""
+    from rami.client.session import STAND_IN, stand_in
+    from rami.engine import get_variant
+
+    said = stand_in(get_variant("portuguese"))
+    assert "never declares" in said and "break up your melds" in said, said
+    assert stand_in(get_variant("tallage")) == stand_in(get_variant("simple")) == STAND_IN

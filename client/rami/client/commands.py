@@ -342,10 +342,12 @@ def why_not_in_variant(name: str, variant: Variant) -> str:
             f"In {variant.id} nothing waits to be sent: every move goes to the table as you"
             f" type it, so there is nothing to {name}."
         )
+    # take: a rummy player's word for taking the discard, which is draw discard here.
+    pile = " To take the top of the discard pile, type draw discard." if name == "take" else ""
     if variant.declares and name in ("lay", "add", "take"):
-        return f"Nothing is laid in {variant.id}: hands stay closed; declare to finish."
+        return f"Nothing is laid in {variant.id}: hands stay closed; declare to finish.{pile}"
     what = "add to a meld" if name == "add" else "take a joker back"
-    return f"In {variant.id} nobody may {what}: you lay your whole hand at once."
+    return f"In {variant.id} nobody may {what}: you lay your whole hand at once.{pile}"
 
 
 #: Help that reads differently where the game has no opening (nothing is added or taken).

@@ -337,6 +337,10 @@ def hint_lines(analysis: game_pb2.Analysis, view: View, look: Look) -> list[Styl
             if thrown
             else f"Another player going out now would cost you every card you hold: {cost}."
         )
+    if view.variant.declares and view.my_turn and view.phase == Phase.PLAY and not over:
+        # Drawn, not yet thrown: the hand holds one card more than the one another player's
+        # declaration would make pay (a player counted 14 cards and took them for the bill).
+        whole = "The points left over count the card you are about to throw."
     lines: list[StyleAndTextTuples] = [_arrangement(analysis, look, whole)]
     if over:
         # What a turn could do cannot be done any more: the arrangement alone.

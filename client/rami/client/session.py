@@ -161,6 +161,17 @@ TOO_LATE = 3.0
 STAND_IN = "It only draws and discards for you: it lays nothing."
 
 
+def stand_in(variant: Variant | None) -> str:
+    """What the server's stand-in does for a seat that left, said before the player leaves
+    (a new player expected it to lay, and in portuguese, to keep their melds)."""
+    if variant is not None and variant.declares:
+        return (
+            "It only draws and discards for you: it never declares, and its discards may break"
+            " up your melds."
+        )
+    return STAND_IN
+
+
 def _timed_out(update: table_service_pb2.Update, seat: int | None) -> bool:
     """The update tells that ``seat``'s turn ran out: the server played for it."""
     return seat is not None and any(
@@ -980,7 +991,8 @@ class ClientSession:
         if seated and game_on and not confirmed:  # as quit does, asked first
             self.ask(
                 f"The game is still on: if you leave, the server plays your seat{back}."
-                f" {STAND_IN} Type y (or yes) to leave; anything else keeps you at the table.",
+                f" {stand_in(self._variant())} Type y (or yes) to leave; anything else keeps you"
+                " at the table.",
                 "leave?",
                 "You stay at the table.",
                 lambda: self._do_leave(args, confirmed=True),
@@ -1550,9 +1562,9 @@ class ClientSession:
                 )
             else:
                 then = "the server plays your seat from now on"
-            stand_in = "" if self.local else f" {STAND_IN}"
+            does = "" if self.local else f" {stand_in(self._variant())}"
             self.ask(
-                f"The game is still on: if you quit, {then}.{stand_in} Type y (or yes) to quit"
+                f"The game is still on: if you quit, {then}.{does} Type y (or yes) to quit"
                 " (Ctrl-D quits too); anything else keeps you at the table.",
                 "quit?",
                 "You stay at the table.",
