@@ -196,3 +196,32 @@ def test_each_log_record_is_one_line() -> None:
     assert record.getMessage() == "error connecting: a Is it?"
     plain = logging.LogRecord("rami", logging.INFO, __file__, 1, "two  spaces %d", (1,), None)
     assert one_line(plain) and plain.getMessage() == "two  spaces 1"
+
+
+def test_psycopg_s_repeated_lines_are_logged_once_in_a_while() -> None:
+    """While PostgreSQL is away, psycopg's pool logs each connection it discards and each try
+    to connect, about once a second: 36 of a server's 48 lines in a 40 s outage. Each of its
+    messages is logged at most once every 30 s, the next one counting those left out."""
+    import logging
+
+    from rami.server.cli import Repeats
+
+    repeats = Repeats(every=30.0)
+
+    def record(name: str, at: float, level: int = logging.WARNING) -> logging.LogRecord:
+        r = logging.LogRecord(
+            name, level, __file__, 1, "error connecting in %r: %s", ("rami", "x"), None
+        )
+        r.created = at
+        return r
+
+    kept = [repeats(record("psycopg.pool", 1000.0 + t)) for t in range(40)]
+    assert kept == [t in (0, 30) for t in range(40)], kept
+    said = record("psycopg.pool", 1061.0)
+    assert repeats(said)
+    assert said.getMessage().endswith("(and 9 more like it since the last one logged)"), (
+        said.getMessage()
+    )
+    # Rami's own lines, and errors, are never held back.
+    assert all(repeats(record("rami.server", 1000.0 + t)) for t in range(3))
+    assert all(repeats(record("psycopg.pool", 1000.0, logging.ERROR)) for _ in range(3))

@@ -33,6 +33,42 @@ def one_line(record: logging.LogRecord) -> bool:
     return True
 
 
+class Repeats:
+    """A log filter: a record of psycopg's (its pool says each connection it discards and
+    each try to connect, about once a second while PostgreSQL is away) at most once every
+    ``every`` seconds for each of its messages; the next one says how many were left out.
+    Rami's own lines say the outage (NOT_SERVING, the leases), once."""
+
+    def __init__(self, every: float = 30.0, prefix: str = "psycopg") -> None:
+        self.every = every
+        self.prefix = prefix
+        #: A message (its logger and template) -> when it was last let through, and how many
+        #: like it were left out since.
+        self._seen: dict[tuple[str, str], tuple[float, int]] = {}
+
+    def __call__(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith(self.prefix) or record.levelno >= logging.ERROR:
+            return True
+        key = (record.name, str(record.msg))
+        last, left_out = self._seen.get(key, (-math.inf, 0))
+        if record.created - last < self.every:
+            self._seen[key] = (last, left_out + 1)
+            return False
+        if len(self._seen) > 1000:  # the templates are few: never a bound that is reached
+            self._seen.clear()
+        self._seen[key] = (record.created, 0)
+        if left_out:
+            try:
+                message = record.getMessage()
+            except Exception:
+                return True
+            record.msg, record.args = (
+                f"{message} (and {left_out} more like it since the last one logged)",
+                None,
+            )
+        return True
+
+
 #: The most a count or a time in seconds given to gRPC may be (its C int, in milliseconds
 #: for the times).
 _MOST_COUNT = 2**31 - 1
@@ -184,8 +220,10 @@ def serve(
     logging.basicConfig(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    repeats = Repeats()
     for handler in logging.getLogger().handlers:
         handler.addFilter(one_line)
+        handler.addFilter(repeats)
     try:
         check_store(db)  # before a SQLite file's folder is made from a mistyped URL
     except OSError as e:
