@@ -59,5 +59,5 @@ def test_the_servers_help_shows_every_word_of_its_texts_at_80_columns() -> None:
     from rami.server.cli import app
 
     out = " ".join(CliRunner().invoke(app, ["--help"], terminal_width=80).output.split())
-    for words in ("pip install 'rami[postgres]'", "postgresql://host/db"):
+    for words in ("pip install -e '.[postgres]'", "postgresql://host/db"):
         assert words in out, out
