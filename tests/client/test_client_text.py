@@ -1516,3 +1516,27 @@ def test_the_stand_in_is_told_as_the_game_has_it() -> None:
     said = stand_in(get_variant("portuguese"))
     assert "never declares" in said and "break up your melds" in said, said
     assert stand_in(get_variant("tallage")) == stand_in(get_variant("simple")) == STAND_IN
+
+
+def test_a_tls_failure_is_said_as_what_to_do() -> None:
+    """gRPC's details of a failed TLS connection (as seen against rami-server) are told as
+    what the player can do, never as "no Rami server answers"."""
+    from rami.client.link import unreached
+
+    where = "127.0.0.1:50071"
+    base = "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:50071: "
+    said = unreached(where, True, base + "Tls handshake failed (TSI_PROTOCOL_FAILURE): "
+                     "SSL_ERROR_SSL: error:1000007d:SSL routines:OPENSSL_internal:"
+                     "CERTIFICATE_VERIFY_FAILED: certificate has expired: OK")  # fmt: skip
+    assert "out of date (certificate has expired)" in said and "--ca" not in said, said
+    said = unreached(where, True, base + "Hostname Verification Check failed.")
+    assert "made out to another name" in said, said
+    said = unreached(where, True, base + "Tls handshake failed (TSI_PROTOCOL_FAILURE): "
+                     "SSL_ERROR_SSL: error:100000f7:SSL routines:OPENSSL_internal:"
+                     "WRONG_VERSION_NUMBER")  # fmt: skip
+    assert "does not speak TLS: connect without --tls" in said, said
+    for said in (
+        unreached(where, False, base + "Socket closed"),
+        unreached(where, True, "failed to connect to all addresses; Connection refused"),
+    ):
+        assert said.startswith(f"no Rami server answers at {where}"), said

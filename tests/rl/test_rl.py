@@ -169,6 +169,8 @@ def test_after_an_illegal_step_no_agent_is_shown_a_mask(variant: str) -> None:
         assert reward == (-1 if agent == offender else 0)
         e.step(None)
     assert sorted(seen) == sorted(e.possible_agents)
+    # Every agent stepped out, PettingZoo selects the offender again: still no mask.
+    assert not any(e.unwrapped.observe(a)["action_mask"].any() for a in e.possible_agents)
 
 
 # -- OpenSpiel ---------------------------------------------------------------------------------

@@ -795,11 +795,28 @@ def test_a_database_in_a_folder_the_server_cannot_write_is_refused_saying_so(
 def test_a_url_with_a_setting_libpq_has_not_is_refused_naming_the_setting(tmp_path: Path) -> None:
     """A mistyped setting in the URL's query is named (libpq's words, the settings' names
     shown, their values not), not blamed on a password the URL does not have."""
-    url = "postgresql://rami@127.0.0.1:1/rami?password=Hunter2Secret&bogus=1"
-    out = _refused_at_start(tmp_path, url)
+    out = _refused_at_start(tmp_path, "postgresql://rami@127.0.0.1:1/rami?sslmode=require&bogus=1")
     assert 'invalid URI query parameter: "bogus"' in out, out
-    assert "rami?password=***&bogus=***" in out, out
-    assert "Hunter2Secret" not in out and "percent-encode" not in out, out
+    assert "rami?sslmode=***&bogus=***" in out and "percent-encode" not in out, out
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://rami@127.0.0.1:1/rami?password=Hunter2Secret&bogus=1",
+        # libpq quotes a token it cannot decode, and # does not end a setting's value.
+        "postgresql://rami@127.0.0.1:1/rami?password=Tr0ub#LeakedPart%or",
+        "postgresql://rami@127.0.0.1:1/rami?password=Se#LeakedPart%zz",
+        "postgresql://rami@127.0.0.1:1/rami?pass%77ord=LeakedPart%zz",
+        "postgresql://rami:Hunter2Secret@127.0.0.1:1/rami?bogus=1",
+    ],
+)
+def test_libpq_s_words_on_a_url_with_a_password_are_left_out(tmp_path: Path, url: str) -> None:
+    """libpq's words on a URL it cannot read may quote the password: they are shown only for a
+    URL that holds none."""
+    out = _refused_at_start(tmp_path, url)
+    assert "cannot connect to PostgreSQL" in out and "percent-encode" in out, out
+    assert "Leaked" not in out and "Hunter2" not in out and "Traceback" not in out, out
 
 
 def _refused_at_start(folder: Path, db: str) -> str:
@@ -1070,3 +1087,53 @@ def test_a_sqlite_database_restored_without_its_key_is_refused_at_start(tmp_path
     (tmp_path / "kept.key").rename(tmp_path / "rami.db.key")
     with rami_server(db, log):
         pass  # its own key starts it
+
+
+def test_the_port_check_refuses_only_what_grpc_would_not_bind() -> None:
+    """gRPC listens when any of the host's addresses binds: ``localhost`` with 127.0.0.1 in
+    use by another process still listens on ::1, and the server starts as before the check."""
+    import socket
+
+    from rami.server.app import check_port
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        with pytest.raises(OSError, match=f"could not listen on 127.0.0.1:{port}"):
+            check_port("127.0.0.1", port)
+        try:
+            with socket.socket(socket.AF_INET6) as v6:
+                v6.bind(("::1", port))
+        except OSError:
+            pytest.skip("no IPv6 loopback here to listen on beside 127.0.0.1")
+        check_port("localhost", port)  # ::1 is free: no refusal
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="makes a file another user cannot open")
+def test_a_lock_file_another_user_left_is_named_not_the_folder(tmp_path: Path) -> None:
+    """A lock file left by a server of another user (mode 0600): the folder is writable, the
+    file is the trouble, and the words say so."""
+    import shutil
+    import tempfile
+
+    # A folder the other user reaches (pytest's own sit in a folder only root may enter).
+    folder = Path(tempfile.mkdtemp(prefix="rami-lock-", dir="/tmp"))
+    try:
+        folder.chmod(0o777)
+        lock = folder / "rami.db.lock"
+        lock.write_text("1")
+        lock.chmod(0o600)
+        code = (
+            "import os\n"
+            "from rami.server.storage import _hold_alone\n"  # before: root's files stay root's
+            "os.setgid(65534); os.setuid(65534)\n"
+            f"_hold_alone({str(folder / 'rami.db')!r})\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+        )
+    finally:
+        shutil.rmtree(folder)
+    assert "cannot open" in done.stderr and "It is there already" in done.stderr, done.stderr
+    assert "in a folder it may write in" not in done.stderr, done.stderr

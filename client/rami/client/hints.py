@@ -337,7 +337,8 @@ def hint_lines(analysis: game_pb2.Analysis, view: View, look: Look) -> list[Styl
             if thrown
             else f"Another player going out now would cost you every card you hold: {cost}."
         )
-    if view.variant.declares and view.my_turn and view.phase == Phase.PLAY and not over:
+    drawn = view.my_turn and view.phase == Phase.PLAY
+    if view.variant.declares and drawn and analysis.left and not over:
         # Drawn, not yet thrown: the hand holds one card more than the one another player's
         # declaration would make pay (a player counted 14 cards and took them for the bill).
         whole = "The points left over count the card you are about to throw."

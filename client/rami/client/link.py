@@ -416,10 +416,22 @@ def unreached(target: str, tls: bool, details: str) -> str:
     untrusted = _UNTRUSTED.search(details)
     if untrusted:
         why = untrusted.group(1).strip() or "not trusted"
+        if "expired" in why or "not yet valid" in why:
+            return (
+                f"the server at {target} speaks TLS with a certificate that is out of date"
+                f" ({why}): its operator must give it a new one"
+            )
         return (
             f"the server at {target} speaks TLS with a certificate this client does not trust"
             f" ({why}): give the CA that signed it with --ca FILE"
         )
+    if "Hostname Verification Check failed" in details:
+        return (
+            f"the server at {target} speaks TLS with a certificate made out to another name:"
+            " connect to it by a name (or address) its certificate holds"
+        )
+    if tls and "WRONG_VERSION_NUMBER" in details:
+        return f"the server at {target} does not speak TLS: connect without --tls and --ca"
     if tls and "handshake failed" in details.lower():
         return f"the TLS handshake with the server at {target} failed: {details}"
     if tls:

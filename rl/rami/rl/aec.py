@@ -111,6 +111,7 @@ class raw_env(AECEnv):  # PettingZoo's name for the unwrapped environment
         # (env()), PettingZoo selects every agent in turn to step it out, and none may act.
         selected = (
             agent == self.agent_selection
+            and agent in self.agents  # not stepped out
             and seat == self.match.to_move
             and not self.match.over
             and not (self.terminations.get(agent) or self.truncations.get(agent))

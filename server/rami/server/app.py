@@ -119,9 +119,11 @@ _NOT_LISTENING = "could not listen on {host}:{port} (is another server listening
 def check_port(host: str, port: int) -> None:
     """Refuse an address another process listens on, as gRPC would at binding, but before the
     server makes anything (its database, its key) and without a line of gRPC core's log.
-    Binds each of the host's addresses as gRPC does (SO_REUSEADDR: a port whose last
-    connections linger in TIME_WAIT is free), then lets it go; any other failure (a name
-    that resolves to nothing, a port below 1024) is left to gRPC's own binding to report."""
+    gRPC listens when it can bind any of the host's addresses (``localhost``: 127.0.0.1 and
+    ::1; ``[::]``: both families, else IPv4 alone), so the address is refused only when each
+    of them is in use. Each is bound as gRPC binds it (SO_REUSEADDR: a port whose last
+    connections linger in TIME_WAIT is free), then let go; any other failure (a name that
+    resolves to nothing, a port below 1024) is left to gRPC's own binding to report."""
     if port == 0:
         return
     try:
@@ -130,6 +132,15 @@ def check_port(host: str, port: int) -> None:
         )
     except (socket.gaierror, UnicodeError):
         return
+    if host == "localhost":  # gRPC listens on both loopbacks, whatever the resolver says
+        found = [
+            (socket.AF_INET, socket.SOCK_STREAM, 0, "", ("127.0.0.1", port)),
+            (socket.AF_INET6, socket.SOCK_STREAM, 0, "", ("::1", port, 0, 0)),
+        ]
+    wildcard = any(f == socket.AF_INET6 and a[0] == "::" for f, _, _, _, a in found)
+    if wildcard:  # gRPC's fallback when the dual-stack socket can't be bound
+        found.append((socket.AF_INET, socket.SOCK_STREAM, 0, "", ("0.0.0.0", port)))
+    in_use = False
     for family, kind, proto, _, address in found:
         try:
             probe = socket.socket(family, kind, proto)
@@ -140,8 +151,11 @@ def check_port(host: str, port: int) -> None:
             try:
                 probe.bind(address)
             except OSError as e:
-                if e.errno == errno.EADDRINUSE:
-                    raise OSError(_NOT_LISTENING.format(host=host, port=port)) from None
+                in_use = in_use or e.errno == errno.EADDRINUSE
+                continue
+        return  # one address gRPC can listen on
+    if in_use:
+        raise OSError(_NOT_LISTENING.format(host=host, port=port))
 
 
 async def serve(

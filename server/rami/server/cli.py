@@ -34,10 +34,11 @@ def one_line(record: logging.LogRecord) -> bool:
 
 
 class Repeats:
-    """A log filter: a record of psycopg's (its pool says each connection it discards and
+    """A log filter: a warning of psycopg's (its pool says each connection it discards and
     each try to connect, about once a second while PostgreSQL is away) at most once every
-    ``every`` seconds for each of its messages; the next one says how many were left out.
-    Rami's own lines say the outage (NOT_SERVING, the leases), once."""
+    ``every`` seconds for each of its message templates, whatever its arguments (a new cause
+    under one template waits its turn); the next one says how many were left out. Rami's own
+    lines say the outage (NOT_SERVING, the leases), once."""
 
     def __init__(self, every: float = 30.0, prefix: str = "psycopg") -> None:
         self.every = every
@@ -222,8 +223,8 @@ def serve(
     )
     repeats = Repeats()
     for handler in logging.getLogger().handlers:
+        handler.addFilter(repeats)  # first: it tells messages apart by their templates
         handler.addFilter(one_line)
-        handler.addFilter(repeats)
     try:
         check_store(db)  # before a SQLite file's folder is made from a mistyped URL
     except OSError as e:

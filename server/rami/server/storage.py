@@ -1050,9 +1050,16 @@ def _hold_alone(path: str) -> int:
     would load its tables and play them too, each refusing the other's changes."""
     try:
         fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError as e:  # a folder it may not write in: a read-only file system, say
+    except OSError as e:
+        if os.path.exists(f"{path}.lock"):  # left by a server of another user, say
+            raise OSError(
+                f"cannot open {path}.lock, the file that keeps the database one server's:"
+                f" {e.strerror}. It is there already: this server must be able to write it"
+                " (a server run by another user left it?)"
+            ) from None
+        # A folder it may not write in: a read-only file system, say.
         raise OSError(
-            f"cannot make {path}.lock, the file that keeps the database this server's alone:"
+            f"cannot make {path}.lock, the file that keeps the database one server's:"
             f" {e.strerror}. The server writes beside its database (its journal too): name a"
             " --db in a folder it may write in"
         ) from None

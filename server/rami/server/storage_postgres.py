@@ -411,11 +411,15 @@ class PostgresStorage:
                 f"cannot connect to PostgreSQL at {redacted(url)}: {_without_secret(url, e)}"
             ) from None
         except psycopg.Error as e:  # libpq could not read the URL (its words may quote it)
-            password = ":" in url.partition("://")[2].rpartition("@")[0]
+            # Its words may quote any piece of a password, which may break the URL anywhere:
+            # they are shown only for a URL that holds none.
+            why = (
+                "the URL does not read as one (percent-encode / # ? @ : in the password)"
+                if _may_hold_password(url)
+                else f"libpq cannot read the URL: {' '.join(str(e).split())}"
+            )
             raise PostgresUnavailable(
-                f"cannot connect to PostgreSQL at {redacted(url)}: libpq cannot read the URL:"
-                f" {_without_secret(url, e)}"
-                + (" (percent-encode / # ? @ : in the password)" if password else "")
+                f"cannot connect to PostgreSQL at {redacted(url)}: {why}"
             ) from None
         try:
             await _migrate(conn)
@@ -953,6 +957,16 @@ async def _rematch_made(conn: Any, table_id: str, request: Mark | None) -> Creat
     return RematchMade(str(r[0]))
 
 
+def _may_hold_password(url: str) -> bool:
+    """Whether ``url`` may hold a password: a colon in what may be its user part (read up
+    to the first / as libpq does, or up to the last @, where a password's own / or ? broke
+    it), or a query setting whose name, decoded, is ``password``."""
+    rest = url.partition("://")[2]
+    users = (rest.partition("/")[0].rpartition("@")[0], rest.rpartition("@")[0])
+    named = (unquote(s.partition("=")[0]) for s in rest.partition("?")[2].split("&"))
+    return any(":" in u for u in users) or any(n.strip() == "password" for n in named)
+
+
 def _without_secret(url: str, error: Exception) -> str:
     """libpq's words for ``error``, with every piece of the URL's password (or of its query's
     ``password=``) left out: a password that breaks the URL (an unencoded @, say) is read in
@@ -962,8 +976,9 @@ def _without_secret(url: str, error: Exception) -> str:
     primary = getattr(getattr(error, "diag", None), "message_primary", None)
     words = primary if primary else " ".join(str(error).split())
     secret = url.partition("://")[2].rpartition("@")[0].partition(":")[2]
-    # A password given as a setting of the query (``?password=...``) as well.
-    given = re.findall(r"[?&]password=([^&#]*)", url)
+    # A password given as a setting of the query (``?password=...``) as well: its value runs
+    # to the next & (libpq reads a # in it as the value's).
+    given = re.findall(r"[?&]password=([^&]*)", url)
     # As written, and as libpq decodes it (it names a host of "p%2Fq" as "p/q").
     pieces = {
         *(p for s in (secret, *given) for p in re.split(r"[/#?@:]", s)),
