@@ -316,30 +316,28 @@ def hint_lines(analysis: game_pb2.Analysis, view: View, look: Look) -> list[Styl
     """The lines of a hint: arrangement, what the variant allows, plays now, a suggestion."""
     whole = None
     over = view.phase in (Phase.ROUND_OVER, Phase.GAME_OVER)
+    # Drawn, not yet thrown: nobody else plays before the discard.
+    drawn = view.my_turn and view.phase == Phase.PLAY
     if not view.variant.declares and view.hand is not None and not over:
         # A finish makes the others pay every card they hold (a declaration, only those out
         # of their best melds: the points left over); a Rami sec, 200.
         values = view.options.hand_values(view.variant)
         cost = f"{sum(values[c] for c in view.hand)} points"
-        # After the draw, nobody else plays before the discard: the hand they would make pay
-        # is this one less the card thrown.
-        thrown = view.my_turn and view.phase == Phase.PLAY
         if view.variant.lays_whole_hand and view.options.simple_rami_sec:
             cost = "200 points (every finish is a Rami sec at this table)"
         else:
-            if thrown:
+            if drawn:  # the hand they would make pay is this one less the card thrown
                 cost += " less the card you throw"
             if view.variant.has_opening and not view.melds:
                 cost += " (200 if they lay their whole hand while nobody has laid: a Rami sec)"
         whole = (
             "Once you have discarded, another player going out would cost you every card you"
             f" still hold: {cost}."
-            if thrown
+            if drawn
             else f"Another player going out now would cost you every card you hold: {cost}."
         )
-    drawn = view.my_turn and view.phase == Phase.PLAY
     if view.variant.declares and drawn and analysis.left and not over:
-        # Drawn, not yet thrown: the hand holds one card more than the one another player's
+        # The hand holds one card more than the one another player's
         # declaration would make pay (a player counted 14 cards and took them for the bill).
         whole = "The points left over count the card you are about to throw."
     lines: list[StyleAndTextTuples] = [_arrangement(analysis, look, whole)]

@@ -15,7 +15,8 @@ of copies divided by 2 (jokers by 4, so that every entry lies in [0, 1]):
 
 - ``hand``: the observer's hand; ``staged``: what is left of it after the steps it has staged
   this turn (the same as ``hand`` when nothing is staged; in tallage, with the taken discard);
-- ``discard_top``: the top card of the pile (none when it lies face down);
+- ``discard_top``: the top card of the pile, a flag (1 for its card; none when it lies face
+  down);
   ``pile``: every card in the pile, as everyone saw them thrown;
 - ``melds``: for each seat slot, the cards in the melds that seat laid;
 - ``known``: for each other seat, the cards it is known to hold: those it took from the pile,
@@ -27,8 +28,6 @@ of copies divided by 2 (jokers by 4, so that every entry lies in [0, 1]):
   over; ``bar`` (tallage: the opening to beat / 100), ``stock`` (cards left / deck size),
   ``round`` (the round under way / the most a game may have), ``staged_steps`` (staging
   steps used this turn / the most a turn allows).
-
-Card blocks hold copies / 2 (jokers / 4); ``discard_top`` is a flag, 1 for its card.
 
 Nothing in it is hidden from the observer: other hands appear only as their sizes and the
 cards the table saw them take.

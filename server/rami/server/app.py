@@ -126,17 +126,18 @@ def check_port(host: str, port: int) -> None:
     resolves to nothing, a port below 1024) is left to gRPC's own binding to report."""
     if port == 0:
         return
-    try:
-        found = socket.getaddrinfo(
-            host.strip("[]") or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )
-    except (socket.gaierror, UnicodeError):
-        return
     if host == "localhost":  # gRPC listens on both loopbacks, whatever the resolver says
         found = [
             (socket.AF_INET, socket.SOCK_STREAM, 0, "", ("127.0.0.1", port)),
             (socket.AF_INET6, socket.SOCK_STREAM, 0, "", ("::1", port, 0, 0)),
         ]
+    else:
+        try:
+            found = socket.getaddrinfo(
+                host.strip("[]") or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+            )
+        except (socket.gaierror, UnicodeError):
+            return
     wildcard = any(f == socket.AF_INET6 and a[0] == "::" for f, _, _, _, a in found)
     if wildcard:  # gRPC's fallback when the dual-stack socket can't be bound
         found.append((socket.AF_INET, socket.SOCK_STREAM, 0, "", ("0.0.0.0", port)))

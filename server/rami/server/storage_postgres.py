@@ -981,8 +981,7 @@ def _without_secret(url: str, error: Exception) -> str:
     given = re.findall(r"[?&]password=([^&]*)", url)
     # As written, and as libpq decodes it (it names a host of "p%2Fq" as "p/q").
     pieces = {
-        *(p for s in (secret, *given) for p in re.split(r"[/#?@:]", s)),
-        *(p for s in (secret, *given) for p in re.split(r"[/#?@:]", unquote(s))),
+        p for s in (secret, *given) for form in (s, unquote(s)) for p in re.split(r"[/#?@:]", form)
     }
     for piece in sorted(pieces, key=len, reverse=True):
         if len(piece) >= 3:
