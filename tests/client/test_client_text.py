@@ -26,7 +26,7 @@ from rami.client.panel import (
 from rami.client.pile import Pile
 from rami.client.printer import Printer, wrapped
 from rami.client.safetext import cells, safe
-from rami.client.scores import game_table, round_table, score_sheet
+from rami.client.scores import ending_text, game_table, round_table, score_sheet
 from rami.engine import VARIANTS, Card, Meld, Options, Phase, TableMeld, View, parse_cards
 from rami.engine import events as ev
 from rami.v1 import game_pb2
@@ -1540,3 +1540,11 @@ def test_a_tls_failure_is_said_as_what_to_do() -> None:
         unreached(where, True, "failed to connect to all addresses; Connection refused"),
     ):
         assert said.startswith(f"no Rami server answers at {where}"), said
+
+
+def test_a_void_round_is_not_said_to_be_the_stocks_doing_alone() -> None:
+    # A round ends void when the stock runs out, or at the server's turn cap (docs/rules.md).
+    void = ev.RoundResult(2, "void", None, (0, 0), (10, 20))
+    text = ending_text(void, ["Ana", "Bo"])
+    assert text.startswith("Round 2 is void: the stock ran out, or")
+    assert "limit of turns" in text and text.endswith("Nobody pays.")

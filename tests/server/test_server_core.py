@@ -21,6 +21,7 @@ from storage_backends import Backend, backend_for
 from rami.engine import POLICIES, Card, Discard, Draw, Lay, NewMeld, Options, Phase, RuleError, view
 from rami.engine import events as engine_events
 from rami.engine.policies import make_expert
+from rami.engine.record import RecordError, replay_record
 from rami.server.entries import (
     Act,
     AddBot,
@@ -37,12 +38,14 @@ from rami.server.entries import (
     entry_from_dict,
 )
 from rami.server.lobby import Lobby, LobbyConfig, rebuild, summarize
+from rami.server.records import record
 from rami.server.refusals import Aborted, Invalid, Precondition, Refusal, Unavailable
 from rami.server.storage import SCHEMA_VERSION, Append, Conflict, Fenced, SqliteStorage, Unknown
 from rami.server.table import Change, Table, TableConfig, stale
 from rami.server.tablestate import (
     FINISHED,
     PLAYING,
+    TABLE_TURN_CAP,
     ChatPosted,
     GameStarted,
     PlayerJoined,
@@ -1813,3 +1816,73 @@ def test_a_player_gone_while_a_change_is_stored_is_dropped_a_grace_after_going(
             await storage.close()
 
     run(main)
+
+
+def _throw_back(state: TableState) -> None:
+    """The seat on turn takes the top discard and throws it straight back (portuguese allows
+    it): a round played so draws nothing from the stock, and the stock never runs out."""
+    g = state.game
+    assert g is not None and g.phase == Phase.DRAW
+    seat = g.turn
+    top = g.discard[-1]
+    state.apply(Act(seat, Draw("discard")))
+    state.apply(Act(seat, Discard(top)))
+
+
+def test_a_round_of_discards_thrown_back_ends_void_at_the_tables_turn_cap(tmp_path: Path) -> None:
+    # Two seats held by one client could otherwise grow a table's log, its memory and its
+    # record for ever without breaking a rule or a rate limit.
+    async def main() -> TableSpec:
+        storage = await open_storage(tmp_path)
+        lobby = Lobby(storage, LobbyConfig(), TableConfig())
+        table = await new_table(lobby, "portuguese")
+        spec = table.state.spec
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+        return spec
+
+    spec = run(main)
+    assert spec.turn_cap == TABLE_TURN_CAP > 432  # past any round that draws from the stock
+    assert TableSpec.from_dict(spec.to_dict()) == spec
+    state = TableState("t1", spec)
+    state.apply(Join(0, "Ana", "h0"))
+    state.apply(Join(1, "Bo", "h1"))
+    state.apply(Start(SEED))
+    g = state.game
+    assert g is not None
+    stock = len(g.stock)
+    for _ in range(TABLE_TURN_CAP - 1):
+        _throw_back(state)
+    assert g.round == 1 and g.phase == Phase.DRAW and len(g.stock) == stock
+    _throw_back(state)
+    assert g.phase == Phase.ROUND_OVER
+    assert g.results[-1].ending == "void" and g.totals == [0, 0]
+
+
+def test_a_capped_rounds_record_replays_and_an_older_table_keeps_no_cap() -> None:
+    spec = replace(TableSpec("t", "portuguese", Options(players=2, rounds=2)), turn_cap=6)
+    state = TableState("t1", spec)
+    state.apply(Join(0, "Ana", "h0"))
+    state.apply(Join(1, "Bo", "h1"))
+    state.apply(Start(SEED))
+    for n in (1, 2):
+        for _ in range(6):
+            _throw_back(state)
+        assert state.game is not None and state.game.results[-1].ending == "void"
+        if n == 1:
+            state.apply(NextDeal())
+    assert state.game is not None and state.game.phase == Phase.GAME_OVER
+    doc = record(state)
+    assert doc["turn_cap"] == 6
+    game = replay_record(json.loads(json.dumps(doc)))
+    assert [r.ending for r in game.results] == ["void", "void"]
+    # Without the cap the same moves are not a complete game: the record says what it was.
+    with pytest.raises(RecordError):
+        replay_record({**doc, "turn_cap": 0})
+    with pytest.raises(RecordError, match="turn cap"):
+        replay_record({**doc, "turn_cap": -1})
+    # A table stored before the cap has none: its stored log replays as it was played.
+    stored = spec.to_dict()
+    del stored["turn_cap"]
+    assert TableSpec.from_dict(stored).turn_cap == 0

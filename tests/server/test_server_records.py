@@ -18,7 +18,7 @@ from rami.engine.serial import action_to_dict
 from rami.engine.variants import Options, get_variant
 from rami.server.entries import entry_from_dict
 from rami.server.records import record, record_inputs, record_json
-from rami.server.tablestate import FINISHED, TableSpec, TableState
+from rami.server.tablestate import FINISHED, TABLE_TURN_CAP, TableSpec, TableState
 
 # -- the record as the server wrote it before the engine did (kept as the reference) ----------
 
@@ -89,6 +89,7 @@ def reference_record(state: TableState, entries: list[dict[str, Any]]) -> dict[s
         "name": state.spec.name,
         "variant": state.spec.variant,
         "options": replay.options.to_dict(),
+        "turn_cap": state.spec.turn_cap,
         "complete": complete,
         "players": [
             {"seat": i, "name": s.name, "kind": s.kind, "policy": s.policy}
@@ -136,7 +137,11 @@ def _table(seed: int) -> tuple[TableSpec, list[dict[str, Any]]]:
         deck = full_deck(v.decks, v.jokers)
         rng.shuffle(deck)
         decks = (tuple(c.code() for c in deck),)
-    spec = TableSpec(f"table {seed}", variant, Options.from_dict(options), decks=decks)
+    # Tables stored before the turn cap have none (0); new ones, the server's.
+    cap = TABLE_TURN_CAP if seed % 2 else 0
+    spec = TableSpec(
+        f"table {seed}", variant, Options.from_dict(options), decks=decks, turn_cap=cap
+    )
     fair = rng.random() < 0.75
     if fair:
         commitment = TableState(f"t{seed}", spec, secret=_secret(seed)).fair_deal().commitment

@@ -27,7 +27,10 @@ def ending_text(result: RoundResult, names: Sequence[str]) -> str:
     """How a round ended, in one sentence."""
     who = _name(names, result.winner)
     if result.ending == "void":
-        return f"Round {result.round} is void: the stock ran out. Nobody pays."
+        return (
+            f"Round {result.round} is void: the stock ran out, or the round reached the"
+            " server's limit of turns. Nobody pays."
+        )
     if result.ending == "rami_sec":
         return (
             f"Round {result.round}: {who} laid the whole hand at once: Rami sec! "

@@ -122,14 +122,16 @@ def write_record(
     players: Sequence[RecordPlayer],
     moves: Iterable[Move],
     fair: FairDeal | None = None,
+    turn_cap: int = 0,
 ) -> dict[str, Any]:
     """The record of a game (docs/records.md) from its table, its start (``seed`` None: not
-    started yet, and no moves; ``fair``: the seeds of a fair deal, ``seed`` then unused) and
-    its moves in order, complete or in progress."""
+    started yet, and no moves; ``fair``: the seeds of a fair deal, ``seed`` then unused), the
+    turns its rounds may last (``turn_cap``, ``Game.new``'s; 0: no cap) and its moves in order,
+    complete or in progress."""
     rounds: list[dict[str, Any]] = []
     game = None
     if seed is not None:
-        game, _ = Game.new(variant, options, seed, decks=decks, fair=fair)
+        game, _ = Game.new(variant, options, seed, decks=decks, fair=fair, turn_cap=turn_cap)
         rounds = _rounds(game, moves)
     complete = game is not None and game.phase == Phase.GAME_OVER
     return {
@@ -138,6 +140,7 @@ def write_record(
         "name": name,
         "variant": variant,
         "options": options.to_dict(),
+        "turn_cap": turn_cap,
         "complete": complete,
         "players": [
             {"seat": i, "name": p.name, "kind": p.kind, "policy": p.policy}
@@ -244,6 +247,9 @@ def replay_record(
 def _replay(doc: dict[str, Any], commitment: str | None, stacked_deck: bool) -> Game:
     variant = doc["variant"]
     options = Options.from_dict(doc["options"])
+    turn_cap = doc.get("turn_cap", 0)  # a record from before the cap: none
+    if not isinstance(turn_cap, int) or isinstance(turn_cap, bool) or turn_cap < 0:
+        raise RecordError(f"the turn cap is a whole number of turns, not {turn_cap!r}")
     rounds = doc["rounds"]
     deal = doc.get("deal")
     if commitment is not None and (deal is None or deal.get("commitment") != commitment):
@@ -282,7 +288,9 @@ def _replay(doc: dict[str, Any], commitment: str | None, stacked_deck: bool) -> 
             seeds.append(seed)
         else:
             raise RecordError(f"round {n}: no seed to deal it from")
-    game, _ = Game.new(variant, options, b"record", decks=decks, round_seeds=seeds)
+    game, _ = Game.new(
+        variant, options, b"record", decks=decks, round_seeds=seeds, turn_cap=turn_cap
+    )
     for i, r in enumerate(rounds):
         n = i + 1
         if game.phase == Phase.ROUND_OVER:

@@ -50,6 +50,7 @@ from .tablestate import (
     FINISHED,
     OVER,
     PLAYING,
+    TABLE_TURN_CAP,
     WAITING,
     DealError,
     PlayerInfo,
@@ -629,6 +630,7 @@ class Lobby:
                 tuple(tuple(c.code() for c in d) for d in decks),
                 client,
                 nonce,
+                turn_cap=TABLE_TURN_CAP,
             )
             state = TableState(table_id, spec, secret=secret)
             # The commitment is made now, before anyone can join and send entropy.

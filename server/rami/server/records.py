@@ -45,6 +45,7 @@ def record_inputs(state: TableState) -> dict[str, Any]:
         "players": [RecordPlayer(s.name, s.kind, s.policy) for s in state.seats],
         "moves": moves,
         "fair": fair,
+        "turn_cap": state.spec.turn_cap,
     }
 
 

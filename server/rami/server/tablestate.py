@@ -62,11 +62,20 @@ from .refusals import Invalid, Precondition
 #: that search (``expert``) are decided off the event loop (``thinking.py``).
 SEATED_POLICIES = tuple(POLICIES)
 
+#: The turns a table's round may last: at the next it ends void, as when the stock runs out.
+#: The rules alone end every round that draws from the stock (void after the last rebuild,
+#: within (3 + 1) x 108 = 432 turns), but seats that take the discard and throw it back draw
+#: nothing and never end one; held by one client, they would grow the table's log, its memory
+#: and its record for ever, each within its rate limit. 500 turns cut only such rounds: the
+#: same cap as ``rami.engine.game.LEARNING_TURN_CAP`` (docs/steps.md, "A finite game").
+TABLE_TURN_CAP = 500
+
 __all__ = [
     "CLOSED",
     "FINISHED",
     "OVER",
     "PLAYING",
+    "TABLE_TURN_CAP",
     "WAITING",
     "ChatPosted",
     "DealError",
@@ -252,6 +261,9 @@ class TableSpec:
     #: and the public commitment to its deals made from that secret (``rami.engine.fair``).
     deal_nonce: str = ""
     deal_commitment: str = ""
+    #: The turns a round may last before it ends void (``Game.new``'s ``turn_cap``): new
+    #: tables get :data:`TABLE_TURN_CAP`; 0, no cap, for tables stored before it.
+    turn_cap: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as stored."""
@@ -266,6 +278,7 @@ class TableSpec:
             "client": self.client,
             "deal_nonce": self.deal_nonce,
             "deal_commitment": self.deal_commitment,
+            "turn_cap": self.turn_cap,
         }
 
     @classmethod
@@ -282,6 +295,7 @@ class TableSpec:
             d.get("client", ""),
             d.get("deal_nonce", ""),
             d.get("deal_commitment", ""),
+            d.get("turn_cap", 0),
         )
 
 
@@ -643,12 +657,20 @@ class TableState:
         options = self.options.with_(players=len(seated))
         decks = [[Card.parse(c) for c in d] for d in self.spec.decks]
         if seed:  # a table made before fair deals
-            game, dealt = Game.new(self.spec.variant, options, bytes.fromhex(seed), decks=decks)
+            game, dealt = Game.new(
+                self.spec.variant,
+                options,
+                bytes.fromhex(seed),
+                decks=decks,
+                turn_cap=self.spec.turn_cap,
+            )
         else:
             if not self.spec.deal_commitment:
                 raise DealError(f"table {self.table_id}: a start without a seed needs a deal")
             fair = self.fair_deal(bytes.fromhex(s.entropy) for s in seated)
-            game, dealt = Game.new(self.spec.variant, options, b"", decks=decks, fair=fair)
+            game, dealt = Game.new(
+                self.spec.variant, options, b"", decks=decks, fair=fair, turn_cap=self.spec.turn_cap
+            )
         self.seats = seated
         self.options = options
         self.game = game
