@@ -9,12 +9,14 @@ import signal
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rami.client.botkit import play, policy_decider
 from rami.engine.record import replay_record
 from rami.server.testing import FAST, ServerThread, Stubs
+from rami.server.thinking import Workers
 from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2
 
 VARIANTS = {
@@ -238,3 +240,34 @@ def test_when_the_experts_worker_dies_its_move_is_the_safe_move_and_a_new_worker
         # The next turn's moves are the expert's own, decided by a new worker.
         assert len(theirs) == 4 and not any("auto" in a for a in theirs[2:]), theirs
         assert thinker.decided == drew_itself + 2
+
+
+def test_a_record_is_written_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A game's record replays the whole game and writes it out: 0.6 s for the 50,000 updates
+    # of a simple game whose 50 rounds all reach the turn cap. On the event loop that would
+    # hold up every table of the server for as long: a worker process writes it, as it
+    # analyses hands.
+    handed: list[str] = []
+    run = Workers.run
+
+    async def spied(self: Workers, fn: Any, *args: Any) -> Any:
+        handed.append(fn.__name__)
+        return await run(self, fn, *args)
+
+    monkeypatch.setattr(Workers, "run", spied)
+    server = ServerThread(str(tmp_path / "rami.db"))
+    server.start()
+    try:
+        with Stubs(server.target) as stubs:
+            table_id, owner = _create(stubs, "tallage", 2)
+            record = stubs.table.ExportRecord(
+                table_service_pb2.ExportRecordRequest(table_id=table_id),
+                metadata=(("rami-token", owner),),
+                timeout=60,
+            )
+        assert json.loads(record.record_json)["table_id"] == table_id
+        assert handed == ["record_json"]
+    finally:
+        server.stop()

@@ -248,8 +248,9 @@ class Lobby:
         self.reads = TimeBudget(config.read_share, config.read_burst, "lobby reading time")
         #: Where the moves of the bots that search are decided, off the event loop.
         self.thinker = Thinker(table_config.bot_workers, table_config.expert_budget)
-        #: Where hands are analysed, off the event loop (one worker, spawned when first used).
-        self.analysts = Workers(1, 30.0, "hand analysis")
+        #: Where hands are analysed and records written, off the event loop (one worker,
+        #: spawned when first used).
+        self.analysts = Workers(1, 30.0, "hand analysis or record")
         #: One timer for the heartbeats of every table.
         self.heart = Heartbeats(table_config.heartbeat)
         #: Tables created, per client address (see ``LobbyConfig.table_creations_per_second``).

@@ -839,8 +839,19 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
                 return record_inputs(state)
 
         inputs = await table.read(walk)
+        analysts = self.lobby.analysts
+        if analysts.closed:
+            raise Unavailable("SHUTTING_DOWN", "the server is shutting down")
         with work.spend(client, checked=True):
-            text, complete = record_json(inputs)
+            # Written by a worker process, as hand analyses are found: the engine replays the
+            # whole game to write it (0.6 s for a simple game whose 50 rounds each reach the
+            # turn cap), which on the event loop would hold up every table of the server.
+            try:
+                text, complete = await analysts.run(record_json, inputs)
+            except Exception:
+                if analysts.closed:  # stopped under it
+                    raise Unavailable("SHUTTING_DOWN", "the server is shutting down") from None
+                raise
         return table_service_pb2.ExportRecordResponse(record_json=text, complete=complete)
 
     def _open_seat_stream(self, key: str, take_over: bool) -> None:

@@ -119,7 +119,7 @@ class Workers:
         self.workers = workers
         #: Seconds a call may take in its worker before the workers are replaced.
         self.timeout = timeout
-        #: What the calls are, for the log ("bot move", "hand analysis").
+        #: What the calls are, for the log ("bot move", "hand analysis or record").
         self.what = what
         self._pool: ProcessPoolExecutor | None = None
         #: At most ``workers`` calls are in the pool at once; the others wait here.
