@@ -819,3 +819,63 @@ def test_a_table_restored_from_an_older_backup_is_followed_from_where_it_is(
         d.expect(r"You drew 2♠ from the stock\.")
     finally:
         d.close()
+
+
+def test_the_record_of_a_long_game_is_received_whole(server: ServerThread, stubs: Stubs) -> None:
+    # A game whose rounds run to the turn cap (discards thrown back: 1,000 updates a round)
+    # has a record past gRPC's default 4 MB a message: the client takes it all the same.
+    import asyncio
+
+    from rami.engine import Discard, Draw, Phase, RuleError
+    from rami.server.entries import Act, NextDeal
+    from rami.server.tablestate import TableState
+    from rami.v1 import table_service_pb2
+
+    created = stubs.lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            variant=game_pb2.VARIANT_SIMPLE, options=game_pb2.Options(players=2, round_cap=40)
+        )
+    )
+    table_id = created.table.table_id
+    for name in ("Ana", "Bo"):
+        stubs.lobby.JoinTable(lobby_service_pb2.JoinTableRequest(table_id=table_id, name=name))
+    assert server.server is not None
+    table = server.server.lobby.tables[table_id]
+
+    def thrown_back(state: TableState) -> list[object]:
+        fork, out = state.fork(), []
+        while len(out) < 4000 and fork.game is not None:
+            g = fork.game
+            if g.phase == Phase.GAME_OVER:
+                break
+            if g.phase == Phase.ROUND_OVER:
+                entry: object = NextDeal()
+            elif g.phase == Phase.DRAW:
+                entry = Act(g.turn, Draw("discard"))
+                try:
+                    fork.fork().apply(entry)  # type: ignore[arg-type]
+                except RuleError:  # the first circuit: nobody takes the discard
+                    entry = Act(g.turn, Draw("stock"))
+            else:
+                entry = Act(g.turn, Discard(g.drawn or g.hands[g.turn][0]))
+            fork.apply(entry)  # type: ignore[arg-type]
+            out.append(entry)
+        return out
+
+    async def grow() -> None:
+        while table.status != "finished":
+            await table.change(thrown_back, lambda _: None)  # type: ignore[arg-type]
+
+    server.call(grow())
+
+    async def main() -> tuple[int, bool]:
+        link = Link(server.target)
+        try:
+            request = table_service_pb2.ExportRecordRequest(table_id=table_id)
+            response = await link.call(link.table.ExportRecord, request)
+        finally:
+            await link.close()
+        return len(response.record_json.encode()), response.complete
+
+    size, complete = asyncio.run(main())
+    assert complete and size > 4 << 20

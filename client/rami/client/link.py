@@ -71,6 +71,9 @@ _CHANNEL_OPTIONS = [
     ("grpc.keepalive_time_ms", 20_000),
     ("grpc.keepalive_timeout_ms", 10_000),
     ("grpc.http2.max_pings_without_data", 0),
+    # A game record (``save``) passes gRPC's default 4 MB a message in a long game: some 120
+    # bytes an update, and rounds that reach the server's turn cap have 1,000 updates each.
+    ("grpc.max_receive_message_length", 256 << 20),
 ]
 #: Seconds a stream may bring nothing (no update, no heartbeat: the server sends one every
 #: 15 s) before it is taken for dead and opened again: a server that froze, or one whose
