@@ -532,3 +532,15 @@ def test_a_number_beyond_the_list_seen_says_which_numbers_it_has() -> None:
     finder.seen = [one, two]
     with pytest.raises(ValueError, match=r"^the list you saw has tables 1 to 2: tables lists"):
         asyncio.run(finder.resolve("3"))
+
+
+def test_cards_of_one_meld_typed_apart_by_commas_are_told_how_to_type_them() -> None:
+    # "lay 2d,3d,4d" was refused "a meld needs at least 3 cards, not 1", which did not say that
+    # commas separate melds.
+    with pytest.raises(MoveError) as e:
+        parse_move("lay", "2d,3d,4d")
+    assert str(e.value) == (
+        "a comma starts the next meld, and a meld has 3 cards or more: lay 2d 3d 4d lays the"
+        " three in one meld"
+    )
+    assert parse_move("lay", "2d 3d 4d, 8c 8d 8h") == parse_move("lay", "2d 3d 4d | 8c 8d 8h")

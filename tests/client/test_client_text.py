@@ -459,6 +459,27 @@ def test_additions_and_jokers_taken_back_are_told_per_meld() -> None:
     ]
 
 
+def test_a_card_added_beside_the_one_that_took_a_joker_back_is_told_as_added() -> None:
+    # take 7 3d; lay 5c 5h JK; add 7 3s: only 3♦ took the joker back, 3♠ was added.
+    before = {7: Meld.parse("3c 3h JK")}
+    after = (
+        (7, TableMeld(1, Meld.parse("3c 3d 3h 3s"))),
+        (8, TableMeld(0, Meld.parse("5c 5h JK"))),
+    )
+    laid = ev.Laid(0, (8,), (7,), after, tuple(parse_cards("3d 3s 5c 5h")), jokers_taken=1)
+    assert lines(narrate(laid, _scene(me=0, melds_before=before))) == [
+        "You laid [8] 5♣ 5♥ JK(5♦/♠) and took back the joker from [7] with 3♦ and added 3♠"
+        " to it (now 3♣ 3♦ 3♥ 3♠)."
+    ]
+    # In a run, the card that takes the joker back is the one it stood for.
+    before = {2: Meld.parse("4c JK 6c")}
+    after = ((2, TableMeld(1, Meld.parse("3c 4c 5c 6c 7c"))),)
+    laid = ev.Laid(0, (), (2,), after, tuple(parse_cards("3c 5c 7c")), jokers_taken=1)
+    assert lines(narrate(laid, _scene(me=0, melds_before=before))) == [
+        "You took back the joker from [2] with 5♣ and added 3♣ 7♣ to it (now 3♣ 4♣ 5♣ 6♣ 7♣)."
+    ]
+
+
 def test_a_joker_taken_back_and_laid_again_on_its_meld_is_told() -> None:
     """Found by a new player's try: take 4 3d then add 4 JK was told as "You added 3♦ to
     [4]", the take never mentioned."""
@@ -963,6 +984,16 @@ def test_a_tallage_discard_the_view_does_not_offer_is_refused_with_why() -> None
     opened.CopyFrom(view)
     opened.players[0].opened = True
     assert "no lay of yours this turn uses it" in no_discard(opened)
+    # Two cards and a discard that makes a set of three: the lay would leave none to discard.
+    pair = game_pb2.View()
+    pair.CopyFrom(opened)
+    del pair.hand[:]
+    pair.hand.extend(c + 1 for c in parse_cards("8d 8h"))
+    assert no_discard(pair) == (
+        "it is taken only to be laid at once, and no lay of yours this turn uses it (a lay"
+        " leaves you a card to discard, and a meld of it and your two cards would not);"
+        " draw stock"
+    )
 
 
 def test_the_toolbar_says_the_game_also_ends_at_the_round_cap() -> None:

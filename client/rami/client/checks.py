@@ -201,13 +201,19 @@ def cannot(
 def no_discard(view: game_pb2.View) -> str:
     """Why the rules keep the discard from the player now, as the view tells it
     (``panel.discard_withheld``), in words."""
+    # With two cards, the meld that looks plain (the discard and both cards) is no lay.
+    two = (
+        " (a lay leaves you a card to discard, and a meld of it and your two cards would not)"
+        if len(view.hand) == 2
+        else ""
+    )
     return {
         "empty": "the discard pile is empty",
         "first_circuit": "nobody takes the discard during the first circuit of the table",
         "one_card": "holding one card, you draw from the stock",
         "lay_at_once": (
-            f"it is taken only to be laid at once, and no {discard_lay(view)} this turn uses it;"
-            " draw stock"
+            f"it is taken only to be laid at once, and no {discard_lay(view)} this turn uses"
+            f" it{two}; draw stock"
         ),
     }.get(discard_withheld(view), "the rules do not offer it this turn; draw stock")
 

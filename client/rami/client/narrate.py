@@ -93,10 +93,29 @@ def _change(number: int, after: Meld, before: Meld | None, look: Look) -> Line:
     added = Counter(after.cards) - Counter(before.cards)
     removed = Counter(before.cards) - Counter(after.cards)
     if removed[JOKER]:
-        naturals = [c for c in added.elements() if c != JOKER]
+        # One card takes each joker back, one that the joker stood for; any others were added.
+        rest = sorted(c for c in added.elements() if c != JOKER)
+        if before.kind == "set":
+            stood_for = {Card.of(before.rank, suit) for suit in before.missing_suits()}
+        else:
+            stood_for = set(before.joker_cards())
+        took: list[Card] = []
+        for _ in range(removed[JOKER]):
+            card = next((c for c in rest if c in stood_for), rest[0] if rest else None)
+            if card is None:
+                break
+            rest.remove(card)
+            took.append(card)
+        line = _line(f"took back the joker from [{number}] with ", cards_fragments(took, look))
+        if not rest:
+            return line
         return _line(
-            f"took back the joker from [{number}] with ",
-            cards_fragments(naturals, look),
+            line,
+            " and added ",
+            cards_fragments(rest, look),
+            " to it (now ",
+            meld_fragments(after, look),
+            ")",
         )
     return _line(
         "added ",
