@@ -18,9 +18,17 @@ PROTO = Path(__file__).resolve().parents[2] / "proto" / "rami" / "v1"
 
 def test_the_heartbeat_interval_the_contract_states_is_the_servers() -> None:
     text = (PROTO / "table_service.proto").read_text()
-    found = re.search(r"sent when nothing else was sent for (\d+) seconds", text)
+    found = re.search(r"never silent for more than (\d+) seconds", text)
     assert found, "table_service.proto states the heartbeat interval"
     assert float(found.group(1)) == TableConfig().heartbeat
+    # A heartbeat comes after half the interval of silence at the least (the streams are
+    # swept every half interval, and beat at the second sweep that finds them silent).
+    found = re.search(r"for between ([\d.]+) and (\d+) seconds", text)
+    assert found, "table_service.proto states when a heartbeat comes"
+    assert [float(x) for x in found.groups()] == [
+        TableConfig().heartbeat / 2,
+        TableConfig().heartbeat,
+    ]
 
 
 def _enum_for(option: str) -> EnumDescriptor | None:

@@ -75,8 +75,8 @@ _CHANNEL_OPTIONS = [
     # bytes an update, and rounds that reach the server's turn cap have 1,000 updates each.
     ("grpc.max_receive_message_length", 256 << 20),
 ]
-#: Seconds a stream may bring nothing (no update, no heartbeat: the server sends one every
-#: 15 s) before it is taken for dead and opened again: a server that froze, or one whose
+#: Seconds a stream may bring nothing (no update, no heartbeat: the server leaves none silent
+#: past 15 s) before it is taken for dead and opened again: a server that froze, or one whose
 #: table another server has taken over meanwhile (the stream is then followed to it).
 SILENCE = 45.0
 _LOST = {
@@ -179,7 +179,7 @@ def refusal_reason(error: grpc.aio.AioRpcError) -> str:
 async def heard(call: Any, silence: float) -> AsyncIterator[Any]:
     """The messages of a server stream, until it ends; UNAVAILABLE (a dropped stream, to open
     again) when none comes for ``silence`` seconds of waiting for one: the server sends a
-    heartbeat every 15 s, so a stream silent for much longer is dead, though its connection
+    heartbeat at least every 15 s, so a stream silent for much longer is dead, though its connection
     may look open. (The call is cancelled by a timer: a read awaited under a timeout of its own
     was seen to never end when cancelled.)"""
     loop = asyncio.get_running_loop()
