@@ -23,7 +23,7 @@ from rami.client.link import Link
 from rami.client.look import Look
 from rami.client.replay import load_frames
 from rami.client.session import ClientSession
-from rami.server.testing import stacked_deck
+from rami.server.testing import long_game, stacked_deck
 from rami.v1 import game_pb2, lobby_service_pb2
 
 
@@ -826,9 +826,6 @@ def test_the_record_of_a_long_game_is_received_whole(server: ServerThread, stubs
     # has a record past gRPC's default 4 MB a message: the client takes it all the same.
     import asyncio
 
-    from rami.engine import Discard, Draw, Phase, RuleError
-    from rami.server.entries import Act, NextDeal
-    from rami.server.tablestate import TableState
     from rami.v1 import table_service_pb2
 
     created = stubs.lobby.CreateTable(
@@ -840,33 +837,7 @@ def test_the_record_of_a_long_game_is_received_whole(server: ServerThread, stubs
     for name in ("Ana", "Bo"):
         stubs.lobby.JoinTable(lobby_service_pb2.JoinTableRequest(table_id=table_id, name=name))
     assert server.server is not None
-    table = server.server.lobby.tables[table_id]
-
-    def thrown_back(state: TableState) -> list[object]:
-        fork, out = state.fork(), []
-        while len(out) < 4000 and fork.game is not None:
-            g = fork.game
-            if g.phase == Phase.GAME_OVER:
-                break
-            if g.phase == Phase.ROUND_OVER:
-                entry: object = NextDeal()
-            elif g.phase == Phase.DRAW:
-                entry = Act(g.turn, Draw("discard"))
-                try:
-                    fork.fork().apply(entry)  # type: ignore[arg-type]
-                except RuleError:  # the first circuit: nobody takes the discard
-                    entry = Act(g.turn, Draw("stock"))
-            else:
-                entry = Act(g.turn, Discard(g.drawn or g.hands[g.turn][0]))
-            fork.apply(entry)  # type: ignore[arg-type]
-            out.append(entry)
-        return out
-
-    async def grow() -> None:
-        while table.status != "finished":
-            await table.change(thrown_back, lambda _: None)  # type: ignore[arg-type]
-
-    server.call(grow())
+    server.call(long_game(server.server.lobby.tables[table_id], 1_000_000))
 
     async def main() -> tuple[int, bool]:
         link = Link(server.target)

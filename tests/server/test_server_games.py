@@ -15,7 +15,8 @@ import pytest
 
 from rami.client.botkit import play, policy_decider
 from rami.engine.record import replay_record
-from rami.server.testing import FAST, ServerThread, Stubs
+from rami.server.services import RECORD_ON_LOOP
+from rami.server.testing import FAST, ServerThread, Stubs, long_game
 from rami.server.thinking import Workers
 from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2
 
@@ -242,13 +243,13 @@ def test_when_the_experts_worker_dies_its_move_is_the_safe_move_and_a_new_worker
         assert thinker.decided == drew_itself + 2
 
 
-def test_a_record_is_written_off_the_event_loop(
+def test_a_long_games_record_is_written_off_the_event_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A game's record replays the whole game and writes it out: 0.6 s for the 50,000 updates
     # of a simple game whose 50 rounds all reach the turn cap. On the event loop that would
-    # hold up every table of the server for as long: a worker process writes it, as it
-    # analyses hands.
+    # hold up every table of the server for as long: a worker process writes a long game's, as
+    # it analyses hands. A usual game's is written at once.
     handed: list[str] = []
     run = Workers.run
 
@@ -261,13 +262,25 @@ def test_a_record_is_written_off_the_event_loop(
     server.start()
     try:
         with Stubs(server.target) as stubs:
-            table_id, owner = _create(stubs, "tallage", 2)
-            record = stubs.table.ExportRecord(
-                table_service_pb2.ExportRecordRequest(table_id=table_id),
-                metadata=(("rami-token", owner),),
-                timeout=60,
-            )
-        assert json.loads(record.record_json)["table_id"] == table_id
-        assert handed == ["record_json"]
+            table_id, owner = _create(stubs, "portuguese", 2)
+
+            def export() -> dict[str, Any]:
+                record = stubs.table.ExportRecord(
+                    table_service_pb2.ExportRecordRequest(table_id=table_id),
+                    metadata=(("rami-token", owner),),
+                    timeout=60,
+                )
+                return dict(json.loads(record.record_json))
+
+            for name in ("Ana", "Bo"):
+                stubs.lobby.JoinTable(
+                    lobby_service_pb2.JoinTableRequest(table_id=table_id, name=name)
+                )
+            assert server.server is not None
+            table = server.server.lobby.tables[table_id]
+            server.call(long_game(table, RECORD_ON_LOOP))
+            assert len(export()["rounds"]) == 2 and handed == []
+            server.call(long_game(table, RECORD_ON_LOOP + 10))
+            assert len(export()["rounds"]) == 3 and handed == ["record_json"]
     finally:
         server.stop()

@@ -141,6 +141,12 @@ def _returning_holder(state: TableState, holder: str) -> list[Entry]:
     return [] if seat is None else _returning(state, seat)
 
 
+#: The most moves of a game whose record is written on the event loop, at once (some 25 ms
+#: at most: a usual game has a few hundred); a longer game's is written by a worker process,
+#: which costs the call the trip there and back, and the worker's start at its first use.
+RECORD_ON_LOOP = 2_000
+
+
 def _owner_or_seat(state: TableState, token: str | None) -> None:
     if not token:
         raise Unauthenticated("NO_TOKEN", "send the table owner's or a seat's token")
@@ -839,13 +845,17 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
                 return record_inputs(state)
 
         inputs = await table.read(walk)
+        if len(inputs["moves"]) <= RECORD_ON_LOOP:
+            with work.spend(client, checked=True):
+                text, complete = record_json(inputs)
+            return table_service_pb2.ExportRecordResponse(record_json=text, complete=complete)
         analysts = self.lobby.analysts
         if analysts.closed:
             raise Unavailable("SHUTTING_DOWN", "the server is shutting down")
         with work.spend(client, checked=True):
-            # Written by a worker process, as hand analyses are found: the engine replays the
-            # whole game to write it (0.6 s for a simple game whose 50 rounds each reach the
-            # turn cap), which on the event loop would hold up every table of the server.
+            # A long game's, by a worker process, as hand analyses are found: the engine
+            # replays the whole game to write it (0.6 s for a simple game whose 50 rounds each
+            # reach the turn cap), which on the event loop would hold up every table.
             try:
                 text, complete = await analysts.run(record_json, inputs)
             except Exception:

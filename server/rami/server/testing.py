@@ -16,7 +16,17 @@ from typing import Any, TypeVar
 
 import grpc
 
-from rami.engine import Card, Meld, MeldError, get_variant, parse_cards
+from rami.engine import (
+    Card,
+    Discard,
+    Draw,
+    Meld,
+    MeldError,
+    Phase,
+    RuleError,
+    get_variant,
+    parse_cards,
+)
 from rami.engine.cards import full_deck
 from rami.v1 import (
     lobby_service_pb2,
@@ -28,10 +38,20 @@ from rami.v1 import (
 from .app import Server, serve
 from .connections import ConnectionLimits
 from .convert import cards_to_proto
+from .entries import Act, Entry, NextDeal
 from .lobby import LobbyConfig
-from .table import TableConfig
+from .table import Table, TableConfig
+from .tablestate import TableState
 
-__all__ = ["CONNECTIONS", "FAST", "ServerThread", "Stubs", "deck_to_proto", "stacked_deck"]
+__all__ = [
+    "CONNECTIONS",
+    "FAST",
+    "ServerThread",
+    "Stubs",
+    "deck_to_proto",
+    "long_game",
+    "stacked_deck",
+]
 
 T = TypeVar("T")
 
@@ -221,3 +241,34 @@ def stacked_deck(
 def deck_to_proto(deck: list[Card]) -> lobby_service_pb2.Deck:
     """``deck`` as CreateTableRequest.stacked_decks takes it."""
     return lobby_service_pb2.Deck(cards=cards_to_proto(deck))
+
+
+async def long_game(table: Table, entries: int) -> None:
+    """Play on until the log of a started table holds ``entries`` entries (or its game is
+    over), its seats taking the discard and throwing it straight back where the rules allow it
+    (portuguese; simple, after the first circuit): rounds that end only at the turn cap, a
+    long log made in a moment."""
+
+    def thrown_back(state: TableState) -> list[Entry]:
+        fork, out = state.fork(), []
+        while len(out) < min(4000, entries - len(state.entries)) and fork.game is not None:
+            g = fork.game
+            if g.phase == Phase.GAME_OVER:
+                break
+            entry: Entry
+            if g.phase == Phase.ROUND_OVER:
+                entry = NextDeal()
+            elif g.phase == Phase.DRAW:
+                entry = Act(g.turn, Draw("discard"))
+                try:
+                    fork.fork().apply(entry)
+                except RuleError:  # the first circuit: nobody takes the discard
+                    entry = Act(g.turn, Draw("stock"))
+            else:
+                entry = Act(g.turn, Discard(g.drawn or g.hands[g.turn][0]))
+            fork.apply(entry)
+            out.append(entry)
+        return out
+
+    while len(table.state.entries) < entries and table.state.status == "playing":
+        await table.change(thrown_back, lambda _: None)
