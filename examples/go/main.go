@@ -21,7 +21,7 @@
 // A refused command (FAILED_PRECONDITION, INVALID_ARGUMENT) is counted and answered with a safe
 // move; ABORTED means the game moved on: the bot decides again on the next view; a command
 // refused as RESOURCE_EXHAUSTED (too fast) is sent again a little later. A dropped stream, or
-// one silent for 45 s (`--silence`; the server's heartbeat comes every 15 s), is resumed with `after` = the last update number seen, less one. A table behind what
+// one silent for 45 s (`--silence`; the server leaves no stream silent past 15 s), is resumed with `after` = the last update number seen, less one. A table behind what
 // the bot saw (its server restored from an older backup: the resume is refused
 // INVALID_ARGUMENT BAD_NUMBER, or opens with a heartbeat below the last update seen) is
 // followed anew, from where it is. It exits 0 when the game is over, printing one summary line.
@@ -860,7 +860,7 @@ func main() {
 	seat := fs.Int("seat", -1, "the seat wanted (default: the first free one)")
 	token := fs.String("token", "", "take a seat back with its token instead of joining")
 	timeout := fs.Float64("timeout", 0, "give up (exit 3) when the game is not over after this many seconds")
-	// The server sends a heartbeat after 15 quiet seconds: three missed ones mean a dead stream.
+	// The server leaves no stream silent past 15 s (a heartbeat): 45 s of silence is a dead stream.
 	silence := fs.Float64("silence", 45, "open the stream again when it brings nothing for this many seconds")
 	quiet := fs.Bool("quiet", false, "no log on stderr")
 	fs.Usage = func() { fmt.Fprintln(os.Stderr, usage); fs.PrintDefaults() }

@@ -15,7 +15,7 @@
 // A refused command (FAILED_PRECONDITION, INVALID_ARGUMENT) is counted and answered with a safe
 // move; ABORTED means the game moved on: the bot waits for the next update. A dropped stream is
 // resumed with `after` = the newest update number seen, less one (every try in a row), and so
-// is one that brings nothing for 45 s (`--silence`; the server sends a heartbeat every 15 s: a
+// is one that brings nothing for 45 s (`--silence`; the server leaves no stream silent past 15 s: a
 // frozen or cut-off server ends no connection). A table behind what the bot saw (its server restored from
 // an older backup) is followed anew. It exits 0 when the game is over, printing one summary
 // line.

@@ -544,3 +544,9 @@ def test_cards_of_one_meld_typed_apart_by_commas_are_told_how_to_type_them() -> 
         " three in one meld"
     )
     assert parse_move("lay", "2d 3d 4d, 8c 8d 8h") == parse_move("lay", "2d 3d 4d | 8c 8d 8h")
+    # As typed (case and the bar), and the ranks checked first.
+    with pytest.raises(MoveError, match=r"^a bar starts the next meld.*: lay QS KS AS lays"):
+        parse_move("lay", "QS|KS|AS")
+    with pytest.raises(MoveError) as e:
+        parse_move("lay", "11h,12h,13h")
+    assert "comma" not in str(e.value)

@@ -22,6 +22,7 @@ from rami.client.replay import (
     Viewer,
     frame_fragments,
     load_frames,
+    replay_frames,
     wrapped_frame,
 )
 from rami.v1 import game_pb2, lobby_service_pb2, table_service_pb2
@@ -185,3 +186,29 @@ def test_the_replay_footer_says_how_to_quit_in_a_narrow_window() -> None:
     from rami.client.replay import _FOOTER
 
     assert "q: quit" in _FOOTER[:40]
+
+
+def test_a_record_whose_rounds_reached_the_turn_cap_replays() -> None:
+    # The server's tables end a round void at its turn cap: the viewer deals and plays the
+    # game with the record's cap, as the engine's replay does.
+    from rami.engine import Discard, Draw, Options
+    from rami.server.entries import Act, Join, NextDeal, Start
+    from rami.server.records import record
+    from rami.server.tablestate import TableSpec, TableState
+
+    spec = dataclasses.replace(
+        TableSpec("t", "portuguese", Options(players=2, rounds=2)), turn_cap=6
+    )
+    state = TableState("t1", spec)
+    for entry in (Join(0, "Ana", "h0"), Join(1, "Bo", "h1"), Start("00" * 32)):
+        state.apply(entry)
+    for n in (1, 2):
+        for _ in range(6):
+            assert state.game is not None
+            seat, top = state.game.turn, state.game.discard[-1]
+            state.apply(Act(seat, Draw("discard")))
+            state.apply(Act(seat, Discard(top)))
+        if n == 1:
+            state.apply(NextDeal())
+    frames = replay_frames(json.loads(json.dumps(record(state))), Look(color=False))
+    assert len(frames.frames) == 1 + 2 * 12 + 1

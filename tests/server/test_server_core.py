@@ -45,7 +45,6 @@ from rami.server.table import Change, Table, TableConfig, stale
 from rami.server.tablestate import (
     FINISHED,
     PLAYING,
-    TABLE_TURN_CAP,
     ChatPosted,
     GameStarted,
     PlayerJoined,
@@ -55,6 +54,7 @@ from rami.server.tablestate import (
     TableState,
     TurnTimedOut,
     load_state,
+    table_turn_cap,
 )
 
 T = TypeVar("T")
@@ -1843,7 +1843,8 @@ def test_a_round_of_discards_thrown_back_ends_void_at_the_tables_turn_cap(tmp_pa
         return spec
 
     spec = run(main)
-    assert spec.turn_cap == TABLE_TURN_CAP > 432  # past any round that draws from the stock
+    cap = spec.turn_cap
+    assert cap == table_turn_cap(Options(players=2)) == 500
     assert TableSpec.from_dict(spec.to_dict()) == spec
     state = TableState("t1", spec)
     state.apply(Join(0, "Ana", "h0"))
@@ -1852,7 +1853,7 @@ def test_a_round_of_discards_thrown_back_ends_void_at_the_tables_turn_cap(tmp_pa
     g = state.game
     assert g is not None
     stock = len(g.stock)
-    for _ in range(TABLE_TURN_CAP - 1):
+    for _ in range(cap - 1):
         _throw_back(state)
     assert g.round == 1 and g.phase == Phase.DRAW and len(g.stock) == stock
     _throw_back(state)
@@ -1886,3 +1887,26 @@ def test_a_capped_rounds_record_replays_and_an_older_table_keeps_no_cap() -> Non
     stored = spec.to_dict()
     del stored["turn_cap"]
     assert TableSpec.from_dict(stored).turn_cap == 0
+
+
+@pytest.mark.parametrize("variant", ["portuguese", "simple", "tallage"])
+@pytest.mark.parametrize("rebuilds", [0, 3, 6, 20])
+def test_a_round_that_draws_from_the_stock_every_turn_ends_by_the_rules_not_the_cap(
+    variant: str, rebuilds: int
+) -> None:
+    options = Options(players=2, stock_rebuilds=rebuilds)
+    cap = table_turn_cap(options)
+    state = TableState("t1", replace(TableSpec("t", variant, options), turn_cap=cap))
+    for entry in (Join(0, "Ana", "h0"), Join(1, "Bo", "h1"), Start(SEED)):
+        state.apply(entry)
+    g = state.game
+    assert g is not None
+    while g.phase != Phase.ROUND_OVER:
+        seat = g.turn
+        if g.phase == Phase.DRAW:
+            state.apply(Act(seat, Draw("stock")))
+        else:
+            state.apply(Act(seat, Discard(g.drawn or g.hands[seat][0])))
+    # Every rebuild the table's option allows, then void as the stock runs out once more.
+    assert g.results[-1].ending == "void" and g.rebuilds == rebuilds
+    assert g.turn_index < cap

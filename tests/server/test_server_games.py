@@ -253,9 +253,9 @@ def test_a_long_games_record_is_written_off_the_event_loop(
     handed: list[str] = []
     run = Workers.run
 
-    async def spied(self: Workers, fn: Any, *args: Any) -> Any:
+    async def spied(self: Workers, fn: Any, *args: Any, **kw: Any) -> Any:
         handed.append(fn.__name__)
-        return await run(self, fn, *args)
+        return await run(self, fn, *args, **kw)
 
     monkeypatch.setattr(Workers, "run", spied)
     server = ServerThread(str(tmp_path / "rami.db"))
@@ -281,6 +281,6 @@ def test_a_long_games_record_is_written_off_the_event_loop(
             server.call(long_game(table, RECORD_ON_LOOP))
             assert len(export()["rounds"]) == 2 and handed == []
             server.call(long_game(table, RECORD_ON_LOOP + 10))
-            assert len(export()["rounds"]) == 3 and handed == ["record_json"]
+            assert len(export()["rounds"]) == 3 and handed == ["timed_record_json"]
     finally:
         server.stop()

@@ -18,7 +18,7 @@ from rami.engine.serial import action_to_dict
 from rami.engine.variants import Options, get_variant
 from rami.server.entries import entry_from_dict
 from rami.server.records import record, record_inputs, record_json
-from rami.server.tablestate import FINISHED, TABLE_TURN_CAP, TableSpec, TableState
+from rami.server.tablestate import FINISHED, TableSpec, TableState, table_turn_cap
 
 # -- the record as the server wrote it before the engine did (kept as the reference) ----------
 
@@ -138,7 +138,7 @@ def _table(seed: int) -> tuple[TableSpec, list[dict[str, Any]]]:
         rng.shuffle(deck)
         decks = (tuple(c.code() for c in deck),)
     # Tables stored before the turn cap have none (0); new ones, the server's.
-    cap = TABLE_TURN_CAP if seed % 2 else 0
+    cap = table_turn_cap(Options.from_dict(options)) if seed % 2 else 0
     spec = TableSpec(
         f"table {seed}", variant, Options.from_dict(options), decks=decks, turn_cap=cap
     )

@@ -160,9 +160,9 @@ def parse_move(name: str, args: str, hand: Sequence[Card] = ()) -> Action:
             " named by its number first"
         )
         raise MoveError(f"{what}: {example}, for instance (the numbers are beside the melds).")
-    if name == "lay":
-        _melds_apart(text.split(";")[0])
     check_ranks(args)
+    if name == "lay":
+        _melds_apart(args.split(";")[0])
     if name in ("discard", "declare", "lay"):
         _rank_alone(name, args, hand)
     try:
@@ -174,16 +174,18 @@ def parse_move(name: str, args: str, hand: Sequence[Card] = ()) -> Action:
         raise MoveError(_as_typed(str(e), args)) from None
 
 
-def _melds_apart(text: str) -> None:
-    """Refuse cards typed one between each pair of commas (``lay 2d,3d,4d``), saying that a
-    comma starts the next meld: the engine's words were "a meld needs at least 3 cards"."""
-    groups = [g.split() for g in text.split(",") if g.split()]
-    if len(groups) > 1 and all(len(g) == 1 for g in groups):
+def _melds_apart(typed: str) -> None:
+    """Refuse three cards or more typed one between each pair of commas (``lay 2d,3d,4d``),
+    saying that a comma starts the next meld: the engine's words were "a meld needs at least 3
+    cards". (``typed``: as typed, so the cards are quoted as the player wrote them.)"""
+    mark = "|" if "|" in typed and "," not in typed else ","
+    groups = [g.split() for g in typed.replace("|", ",").split(",") if g.split()]
+    if len(groups) > 2 and all(len(g) == 1 for g in groups):
         cards = " ".join(g[0] for g in groups)
-        count = {2: "two", 3: "three", 4: "four"}.get(len(groups), str(len(groups)))
+        count = {3: "three", 4: "four"}.get(len(groups), str(len(groups)))
         raise MoveError(
-            "a comma starts the next meld, and a meld has 3 cards or more:"
-            f" lay {cards} lays the {count} in one meld"
+            f"a {'bar' if mark == '|' else 'comma'} starts the next meld, and a meld has 3 cards"
+            f" or more: lay {cards} lays the {count} in one meld"
         )
 
 

@@ -106,7 +106,12 @@ def replay_frames(doc: dict[str, Any], look: Look) -> Replay:
     except (RecordError, KeyError, TypeError, ValueError) as e:
         raise ReplayError(f"this record can't be replayed: {e}") from None
     game, events = Game.new(
-        final.variant, final.options, final.seed, decks=final.decks, round_seeds=final.round_seeds
+        final.variant,
+        final.options,
+        final.seed,
+        decks=final.decks,
+        round_seeds=final.round_seeds,
+        turn_cap=final.turn_cap,
     )
     frames = [_frame(game, events, names, look, {})]
     for seat, action in final.log:

@@ -101,7 +101,8 @@ class RoundResult:
     """How a round ended and what each seat paid."""
 
     round: int
-    #: ``declare`` (portuguese), ``rami``, ``rami_sec``, or ``void`` (the stock ran out).
+    #: ``declare`` (portuguese), ``rami``, ``rami_sec``, or ``void`` (the stock ran out, or the
+    #: round reached the game's cap of turns: ``Game.turn_cap``).
     ending: str
     winner: int | None
     points: tuple[int, ...]

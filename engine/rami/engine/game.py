@@ -51,7 +51,8 @@ __all__ = ["LEARNING_TURN_CAP", "RAMI_SEC_POINTS", "Game", "Phase", "TableMeld",
 #: What each other player pays for a Rami sec (RULES.md §3).
 RAMI_SEC_POINTS = 200
 
-#: The turn cap learning environments use (``Game.new(turn_cap=...)``; tables never set one).
+#: The turn cap learning environments use (``Game.new(turn_cap=...)``; a server's tables set
+#: their own, the same with the default options: docs/operations.md §5).
 #: A round that draws from the stock every turn ends void by itself (RULES.md §2) after at most
 #: (``stock_rebuilds`` + 1) × the deck's size turns: 432 with the default 3 rebuilds of a
 #: 108-card deck. So 500 only cuts what the rules leave endless: portuguese and simple players
@@ -121,9 +122,10 @@ class Game:
     winners: tuple[int, ...] = ()
     #: Every action applied, in order, with its seat (None for the table's NextRound).
     log: list[tuple[int | None, Action]] = field(default_factory=list)
-    #: Learning environments only (0: none, as at every table): a round in which this many
-    #: turns have been played ends void, as when the stock runs out (RULES.md §2), so that
-    #: every game has a known greatest length. Not a table option: rules are unchanged.
+    #: A round in which this many turns have been played ends void, as when the stock runs
+    #: out (RULES.md §2), so that every game has a known greatest length (0: none). Learning
+    #: environments set one, and a server's tables theirs (docs/operations.md §5); not a rule
+    #: option: only rounds of the discard taken again and again get that far.
     turn_cap: int = 0
 
     # -- creation ---------------------------------------------------------------------------
@@ -143,8 +145,8 @@ class Game:
         """A new game, its first round dealt; ``decks`` stacks the deck of the first rounds
         (top card first) for tests, puzzles and tutorials; ``round_seeds`` gives the shuffle
         seeds of the first rounds (to replay a record); ``fair`` deals every other round
-        fairly (``fair.py``), ``seed`` then being unused; ``turn_cap`` (learning environments,
-        e.g. :data:`LEARNING_TURN_CAP`) ends a round void after that many turns."""
+        fairly (``fair.py``), ``seed`` then being unused; ``turn_cap`` (learning environments'
+        :data:`LEARNING_TURN_CAP`, a table's cap) ends a round void after that many turns."""
         v = get_variant(variant) if isinstance(variant, str) else variant
         opts = options or Options()
         if not isinstance(turn_cap, int) or isinstance(turn_cap, bool) or turn_cap < 0:
@@ -444,7 +446,7 @@ class Game:
         self.phase = Phase.DRAW
         self.drawn = None
         if self.turn_cap and self.turn_index >= self.turn_cap:
-            return self._end_round("void", None)  # a learning environment's cap: see turn_cap
+            return self._end_round("void", None)  # the game's cap of turns: see turn_cap
         if self.stock:
             return []
         # The stock ran out: rebuild it from the pile, or end the round void (RULES.md §2).

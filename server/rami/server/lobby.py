@@ -50,7 +50,6 @@ from .tablestate import (
     FINISHED,
     OVER,
     PLAYING,
-    TABLE_TURN_CAP,
     WAITING,
     DealError,
     PlayerInfo,
@@ -58,6 +57,7 @@ from .tablestate import (
     TableState,
     TableSummary,
     hash_token,
+    table_turn_cap,
 )
 from .thinking import Thinker, Workers
 
@@ -631,7 +631,7 @@ class Lobby:
                 tuple(tuple(c.code() for c in d) for d in decks),
                 client,
                 nonce,
-                turn_cap=TABLE_TURN_CAP,
+                turn_cap=table_turn_cap(options),
             )
             state = TableState(table_id, spec, secret=secret)
             # The commitment is made now, before anyone can join and send entropy.

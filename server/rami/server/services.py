@@ -56,7 +56,7 @@ from .errors import UNDECODABLE, log_unexpected, refusal_of, streaming, unary
 from .limits import RateLimiter, StreamCounter, TimeBudget
 from .limits import client_address as _client
 from .lobby import Lobby
-from .records import record_inputs, record_json
+from .records import record_inputs, record_json, timed_record_json
 from .refusals import (
     Exhausted,
     Invalid,
@@ -217,20 +217,39 @@ async def analysis(
     hand: Sequence[Card],
     bar: int,
 ) -> Analysis:
-    """What the solver says of ``hand``, on ``client``'s budget of server time: found in a
-    worker process (``analysts``), so that a hand it takes long over holds up nothing else,
-    and charged the seconds it took there. A client's analyses take turns, each checked once
-    those before it are charged; one whose caller goes (a deadline, a cancel) is finished by
-    the worker, charged, and keeps the client's turn until then."""
+    """What the solver says of ``hand``, on ``client``'s budget of server time, found in a
+    worker process (:func:`in_worker`), so that a hand it takes long over holds up nothing
+    else."""
     check_hand(get_variant(variant), hand)  # a refusal costs no worker
+    found: Analysis = await in_worker(
+        work, analysts, client, analysed, variant, options, tuple(hand), bar
+    )
+    return found
+
+
+async def in_worker(
+    work: TimeBudget | None,
+    analysts: Workers | None,
+    client: str,
+    fn: Callable[..., tuple[T, float]],
+    *args: Any,
+    checked: bool = False,
+    timeout: float | None = None,
+) -> T:
+    """``fn(*args)``'s result (``fn`` returns it with the seconds it took), found in a worker
+    process (``analysts``; None: here) on ``client``'s budget of server time, and charged the
+    seconds it took there. A client's calls take turns, each checked once those before it are
+    charged (``checked``: this one was let in already); one whose caller goes (a deadline, a
+    cancel) is finished by the worker, charged, and keeps the client's turn until then.
+    ``timeout``: seconds it may take in the worker (by default the workers')."""
     if analysts is not None and analysts.closed:
         raise Unavailable("SHUTTING_DOWN", "the server is shutting down")
 
-    async def run() -> tuple[Analysis, float]:
+    async def run() -> tuple[T, float]:
         if analysts is None:
-            return analysed(variant, options, tuple(hand), bar)
+            return fn(*args)
         try:
-            return await analysts.run(analysed, variant, options, tuple(hand), bar)
+            return await analysts.run(fn, *args, timeout=timeout)
         except Exception:
             if analysts.closed:  # stopped under it (its worker ended, or never came)
                 raise Unavailable("SHUTTING_DOWN", "the server is shutting down") from None
@@ -239,11 +258,12 @@ async def analysis(
     if work is None:
         return (await run())[0]
     async with work.turn(client):
-        work.check(client)
+        if not checked:
+            work.check(client)
         started = time.perf_counter()
         job = asyncio.ensure_future(run())
 
-        def charge(done: asyncio.Future[tuple[Analysis, float]]) -> None:
+        def charge(done: asyncio.Future[tuple[T, float]]) -> None:
             # The worker's own time; what it took to fail, when it failed.
             ok = not done.cancelled() and done.exception() is None
             work.charge(client, done.result()[1] if ok else time.perf_counter() - started)
@@ -252,7 +272,7 @@ async def analysis(
         try:
             found, _ = await asyncio.shield(job)
         except asyncio.CancelledError:
-            # The caller went: its hand is finished and charged before the client's next.
+            # The caller went: its work is finished and charged before the client's next.
             await asyncio.wait([job])
             raise
     return found
@@ -849,19 +869,19 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
             with work.spend(client, checked=True):
                 text, complete = record_json(inputs)
             return table_service_pb2.ExportRecordResponse(record_json=text, complete=complete)
-        analysts = self.lobby.analysts
-        if analysts.closed:
-            raise Unavailable("SHUTTING_DOWN", "the server is shutting down")
-        with work.spend(client, checked=True):
-            # A long game's, by a worker process, as hand analyses are found: the engine
-            # replays the whole game to write it (0.6 s for a simple game whose 50 rounds each
-            # reach the turn cap), which on the event loop would hold up every table.
-            try:
-                text, complete = await analysts.run(record_json, inputs)
-            except Exception:
-                if analysts.closed:  # stopped under it
-                    raise Unavailable("SHUTTING_DOWN", "the server is shutting down") from None
-                raise
+        # A long game's, by a worker process, as hand analyses are found: the engine replays
+        # the whole game to write it (0.6 s for a simple game whose 50 rounds each reach the
+        # turn cap), which on the event loop would hold up every table. Its time there grows
+        # with the game: some 30 s for a million moves on a busy machine.
+        text, complete = await in_worker(
+            work,
+            self.lobby.analysts,
+            client,
+            timed_record_json,
+            inputs,
+            checked=True,
+            timeout=30.0 + 1e-4 * len(inputs["moves"]),
+        )
         return table_service_pb2.ExportRecordResponse(record_json=text, complete=complete)
 
     def _open_seat_stream(self, key: str, take_over: bool) -> None:

@@ -62,20 +62,29 @@ from .refusals import Invalid, Precondition
 #: that search (``expert``) are decided off the event loop (``thinking.py``).
 SEATED_POLICIES = tuple(POLICIES)
 
-#: The turns a table's round may last: at the next it ends void, as when the stock runs out.
-#: The rules alone end every round that draws from the stock (void after the last rebuild,
-#: within (3 + 1) x 108 = 432 turns), but seats that take the discard and throw it back draw
-#: nothing and never end one; held by one client, they would grow the table's log, its memory
-#: and its record for ever, each within its rate limit. 500 turns cut only such rounds: the
-#: same cap as ``rami.engine.game.LEARNING_TURN_CAP`` (docs/steps.md, "A finite game").
-TABLE_TURN_CAP = 500
+#: The turns a table's round may last for each stock it may draw (the first and each rebuild):
+#: see :func:`table_turn_cap`.
+TURNS_PER_STOCK = 125
+
+
+def table_turn_cap(options: Options) -> int:
+    """The turns a round of a table with ``options`` may last: at the last it ends void, as
+    when the stock runs out. The rules alone end every round whose turns draw from the stock
+    (void after the last rebuild: a stock holds at most 107 cards, so within
+    (``stock_rebuilds`` + 1) x 107 turns), but seats that take the discard and throw it back
+    draw nothing and never end one; held by one client, they would grow the table's log, its
+    memory and its record for ever, each within its rate limit. 125 turns a stock cut only
+    rounds where the discard was taken some hundred times: 500 by default (3 rebuilds), as
+    ``rami.engine.game.LEARNING_TURN_CAP`` (docs/steps.md, "A finite game")."""
+    return TURNS_PER_STOCK * (options.stock_rebuilds + 1)
+
 
 __all__ = [
     "CLOSED",
     "FINISHED",
     "OVER",
     "PLAYING",
-    "TABLE_TURN_CAP",
+    "TURNS_PER_STOCK",
     "WAITING",
     "ChatPosted",
     "DealError",
@@ -94,6 +103,7 @@ __all__ = [
     "TurnTimedOut",
     "hash_token",
     "load_state",
+    "table_turn_cap",
 ]
 
 WAITING, PLAYING, FINISHED, CLOSED = "waiting", "playing", "finished", "closed"
@@ -262,7 +272,7 @@ class TableSpec:
     deal_nonce: str = ""
     deal_commitment: str = ""
     #: The turns a round may last before it ends void (``Game.new``'s ``turn_cap``): new
-    #: tables get :data:`TABLE_TURN_CAP`; 0, no cap, for tables stored before it.
+    #: tables get :func:`table_turn_cap`'s; 0, no cap, for tables stored before it.
     turn_cap: int = 0
 
     def to_dict(self) -> dict[str, Any]:

@@ -164,11 +164,13 @@ class Workers:
                 if process.is_alive():
                     process.terminate()
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+    async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None) -> T:
         """``fn(*args)``, run in a worker (``fn`` and its arguments and result pickle). Raises
         ``BrokenProcessPool`` when a worker died while the call was in the pool (the next
-        call gets new ones), ``TimeoutError`` after :attr:`timeout` (the workers are
-        replaced), ``RuntimeError`` once closed; what ``fn`` raises, as it raised it."""
+        call gets new ones), ``TimeoutError`` after ``timeout`` (by default :attr:`timeout`;
+        the workers are replaced), ``RuntimeError`` once closed; what ``fn`` raises, as it
+        raised it."""
+        limit = self.timeout if timeout is None else timeout
         from concurrent.futures.process import BrokenProcessPool
 
         if self._closed:
@@ -200,7 +202,7 @@ class Workers:
         try:
             # Shielded: a call in the pool is never cancelled (a caller that goes stops
             # waiting for it, and it ends in its worker as it would have).
-            result: T = await asyncio.wait_for(asyncio.shield(waited), self.timeout)
+            result: T = await asyncio.wait_for(asyncio.shield(waited), limit)
         except BrokenProcessPool:
             self._replace(pool, kill=True)
             log.error("a %s worker process died: new ones take the next calls", self.what)
@@ -210,7 +212,7 @@ class Workers:
             log.error(
                 "a %s took over %g s in its worker: the workers are replaced",
                 self.what,
-                self.timeout,
+                limit,
             )
             raise
         return result
