@@ -1883,10 +1883,19 @@ def test_a_capped_rounds_record_replays_and_an_older_table_keeps_no_cap() -> Non
         replay_record({**doc, "turn_cap": 0})
     with pytest.raises(RecordError, match="turn cap"):
         replay_record({**doc, "turn_cap": -1})
-    # A table stored before the cap has none: its stored log replays as it was played.
+    # A table stored before the cap has none: its stored log replays as it was played, a
+    # round of 600 turns thrown back included.
     stored = spec.to_dict()
     del stored["turn_cap"]
     assert TableSpec.from_dict(stored).turn_cap == 0
+    old = TableState("t2", TableSpec.from_dict(stored))
+    for entry in (Join(0, "Ana", "h0"), Join(1, "Bo", "h1"), Start(SEED)):
+        old.apply(entry)
+    for _ in range(600):
+        _throw_back(old)
+    again = rebuild("t2", stored, [e.to_dict() for e in old.entries])
+    assert again.game is not None and again.game.turn_index == 600
+    assert snapshot(again) == snapshot(old)
 
 
 @pytest.mark.parametrize("variant", ["portuguese", "simple", "tallage"])
