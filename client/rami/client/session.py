@@ -1149,7 +1149,7 @@ class ClientSession:
             raise ValueError("save where? save game.json")
         path = Path(save_path(args)).expanduser()
         request = table_service_pb2.ExportRecordRequest(table_id=self.table_id)
-        # A long game's record takes the server seconds to write (some 12 s a million updates).
+        # A long game's record takes the server seconds to write (tens for a million updates).
         response = await self.link.call(self.link.table.ExportRecord, request, timeout=120.0)
         replaced = " (it replaces the file that was there)" if path.is_file() else ""
         try:
