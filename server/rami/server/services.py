@@ -868,20 +868,20 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         if len(inputs["moves"]) <= RECORD_ON_LOOP:
             with work.spend(client, checked=True):
                 text, complete = record_json(inputs)
-            return table_service_pb2.ExportRecordResponse(record_json=text, complete=complete)
-        # A long game's, by a worker process, as hand analyses are found: the engine replays
-        # the whole game to write it (0.6 s for a simple game whose 50 rounds each reach the
-        # turn cap), which on the event loop would hold up every table. Its time there grows
-        # with the game: some 30 s for a million moves on a busy machine.
-        text, complete = await in_worker(
-            work,
-            self.lobby.analysts,
-            client,
-            timed_record_json,
-            inputs,
-            checked=True,
-            timeout=30.0 + 1e-4 * len(inputs["moves"]),
-        )
+        else:
+            # A long game's, by a worker process, as hand analyses are found: the engine
+            # replays the whole game to write it (0.6 s for a simple game whose 50 rounds each
+            # reach the turn cap), which on the event loop would hold up every table. Its time
+            # there grows with the game: some 30 s for a million moves on a busy machine.
+            text, complete = await in_worker(
+                work,
+                self.lobby.analysts,
+                client,
+                timed_record_json,
+                inputs,
+                checked=True,
+                timeout=30.0 + 1e-4 * len(inputs["moves"]),
+            )
         return table_service_pb2.ExportRecordResponse(record_json=text, complete=complete)
 
     def _open_seat_stream(self, key: str, take_over: bool) -> None:

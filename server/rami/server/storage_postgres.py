@@ -957,14 +957,21 @@ async def _rematch_made(conn: Any, table_id: str, request: Mark | None) -> Creat
     return RematchMade(str(r[0]))
 
 
+def _query_passwords(url: str) -> list[str]:
+    """The values, as written, of the settings of ``url``'s query whose name, decoded, is
+    ``password`` (a value runs to the next &: libpq reads a # in it as the value's)."""
+    query = url.partition("://")[2].partition("?")[2]
+    settings = (s.partition("=") for s in query.split("&"))
+    return [value for name, _, value in settings if unquote(name).strip() == "password"]
+
+
 def _may_hold_password(url: str) -> bool:
     """Whether ``url`` may hold a password: a colon in what may be its user part (read up
     to the first / as libpq does, or up to the last @, where a password's own / or ? broke
     it), or a query setting whose name, decoded, is ``password``."""
     rest = url.partition("://")[2]
     users = (rest.partition("/")[0].rpartition("@")[0], rest.rpartition("@")[0])
-    named = (unquote(s.partition("=")[0]) for s in rest.partition("?")[2].split("&"))
-    return any(":" in u for u in users) or any(n.strip() == "password" for n in named)
+    return any(":" in u for u in users) or bool(_query_passwords(url))
 
 
 def _without_secret(url: str, error: Exception) -> str:
@@ -976,12 +983,13 @@ def _without_secret(url: str, error: Exception) -> str:
     primary = getattr(getattr(error, "diag", None), "message_primary", None)
     words = primary if primary else " ".join(str(error).split())
     secret = url.partition("://")[2].rpartition("@")[0].partition(":")[2]
-    # A password given as a setting of the query (``?password=...``) as well: its value runs
-    # to the next & (libpq reads a # in it as the value's).
-    given = re.findall(r"[?&]password=([^&]*)", url)
-    # As written, and as libpq decodes it (it names a host of "p%2Fq" as "p/q").
+    # A password given as a setting of the query (``?password=...``) as well; each as
+    # written, and as libpq decodes it (it names a host of "p%2Fq" as "p/q").
     pieces = {
-        p for s in (secret, *given) for form in (s, unquote(s)) for p in re.split(r"[/#?@:]", form)
+        p
+        for s in (secret, *_query_passwords(url))
+        for form in (s, unquote(s))
+        for p in re.split(r"[/#?@:]", form)
     }
     for piece in sorted(pieces, key=len, reverse=True):
         if len(piece) >= 3:
