@@ -81,11 +81,21 @@ def test_play_takes_the_players_from_an_option_as_from_its_flag() -> None:
     the three bots of the default four seats)."""
     from rami.client.cli import play_spec
 
-    spec = play_spec("simple", 4, "strong", ["players=2"])
+    spec = play_spec("simple", None, "strong", ["players=2"])
     assert (spec.options["players"], spec.bots) == (2, 1)
     assert play_spec("simple", 3, "greedy", []).bots == 2
-    given = play_spec("simple", 4, "strong", ["players=3", "bots=1"])
+    given = play_spec("simple", None, "strong", ["players=3", "bots=1"])
     assert (given.options["players"], given.bots) == (3, 1)
+    assert play_spec("simple", None, "strong", []).options["players"] == 4  # the default
+    assert play_spec("simple", 2, "strong", ["players=2"]).bots == 1  # the same twice
+
+
+def test_play_refuses_a_players_flag_and_option_that_disagree() -> None:
+    """``--players 3 -o players=2`` asked for two tables: the option won, silently."""
+    from rami.client.cli import play_spec
+
+    with pytest.raises(ValueError, match="--players 3 and -o players=2 disagree"):
+        play_spec("simple", 3, "strong", ["players=2"])
 
 
 def test_the_local_server_quiets_the_servers_log_only_while_it_runs() -> None:

@@ -239,8 +239,14 @@ def connect(
 def play(
     variant: Annotated[VariantName, typer.Option(help="The game.")] = VariantName.tallage,
     players: Annotated[
-        int, typer.Option(min=2, max=6, help="Seats at the table, yours included.")
-    ] = 4,
+        int | None,
+        typer.Option(
+            min=2,
+            max=6,
+            show_default=False,
+            help="Seats at the table, yours included [default: 4].",
+        ),
+    ] = None,
     policy: Annotated[PolicyName, typer.Option(help="How the bots play.")] = PolicyName.strong,
     name: Annotated[str, typer.Option(help="Your name at the table.")] = "",
     option: Annotated[
@@ -264,14 +270,22 @@ def play(
     _run(_play(spec, name, _look(ascii_only, no_color)))
 
 
-def play_spec(variant: str, players: int, policy: str, options: list[str]) -> NewTable:
+def play_spec(variant: str, players: int | None, policy: str, options: list[str]) -> NewTable:
     """``play``'s table: its flags, then its ``-o`` words, which may say the same (``-o
     players=2`` is ``--players 2``: the bots fill the seats it makes, unless ``-o bots=N``
-    says otherwise). ValueError says what is wrong."""
+    says otherwise; ``players`` None: not given, 4 unless an option says). ValueError says
+    what is wrong, and a ``--players`` that an option contradicts."""
     given = {w.partition("=")[0].strip().lower().replace("-", "_"): w for w in options}
     if "players" in given:
         number = given["players"].partition("=")[2].strip()
-        players = int(number) if number.isdigit() else players  # (else parse_create says)
+        if number.isdigit():  # (else parse_create says)
+            if players is not None and int(number) != players:
+                raise ValueError(
+                    f"--players {players} and -o {given['players'].strip()} disagree:"
+                    " give the seats once"
+                )
+            players = int(number)
+    players = 4 if players is None else players
     words = [variant, f"players={players}", f"policy={policy}"]
     if "bots" not in given:
         words.append(f"bots={max(0, players - 1)}")
