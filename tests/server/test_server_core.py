@@ -41,7 +41,7 @@ from rami.server.lobby import Lobby, LobbyConfig, rebuild, summarize
 from rami.server.records import record
 from rami.server.refusals import Aborted, Invalid, Precondition, Refusal, Unavailable
 from rami.server.storage import SCHEMA_VERSION, Append, Conflict, Fenced, SqliteStorage, Unknown
-from rami.server.table import Change, Table, TableConfig, stale
+from rami.server.table import Change, Checkpoints, Table, TableConfig, stale
 from rami.server.tablestate import (
     FINISHED,
     PLAYING,
@@ -1896,6 +1896,44 @@ def test_a_capped_rounds_record_replays_and_an_older_table_keeps_no_cap() -> Non
     again = rebuild("t2", stored, [e.to_dict() for e in old.entries])
     assert again.game is not None and again.game.turn_index == 600
     assert snapshot(again) == snapshot(old)
+
+
+def test_a_log_played_past_its_cap_by_an_older_server_is_rebuilt_as_it_was_played(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A cluster's servers upgraded one at a time: a table made by a server with the cap was
+    # then played by one of older code, which reads no cap, past it. Rebuilt with its stored
+    # cap, its round would end void where its log goes on, and the table would not load.
+    spec = replace(TableSpec("t", "portuguese", Options(players=2)), turn_cap=6)
+    old = TableState("t1", replace(spec, turn_cap=0))
+    for entry in (Join(0, "Ana", "h0"), Join(1, "Bo", "h1"), Start(SEED)):
+        old.apply(entry)
+    for _ in range(10):
+        _throw_back(old)
+    entries = [e.to_dict() for e in old.entries]
+    checkpoints = Checkpoints(every=3, keep=4)
+    with caplog.at_level(logging.WARNING, logger="rami.server"):
+        again = rebuild("t1", spec.to_dict(), entries, checkpoints=checkpoints)
+    assert again.spec.turn_cap == 0
+    assert again.game is not None and again.game.turn_index == 10
+    assert snapshot(again) == snapshot(old)
+    assert "past its turn cap of 6" in caplog.text
+    # The checkpoints are the uncapped table's: a replay from them goes on as the log did.
+    start = checkpoints.before(len(entries))
+    assert start is not None and start.spec.turn_cap == 0
+    # A log that stops at the cap, as a capped server plays it, keeps its cap; and a log
+    # whose entry is refused for another reason is still a damaged log.
+    capped = TableState("t2", spec)
+    for entry in (Join(0, "Ana", "h0"), Join(1, "Bo", "h1"), Start(SEED)):
+        capped.apply(entry)
+    for _ in range(6):
+        _throw_back(capped)
+    stopped = rebuild("t2", spec.to_dict(), [e.to_dict() for e in capped.entries])
+    assert stopped.spec.turn_cap == 6 and stopped.game is not None
+    assert stopped.game.results[-1].ending == "void"
+    damaged = [*entries[:5], {**entries[5], "seat": 1 - entries[5]["seat"]}]
+    with pytest.raises(EntryError, match="stored entry 6"):
+        rebuild("t3", spec.to_dict(), damaged)
 
 
 @pytest.mark.parametrize("variant", ["portuguese", "simple", "tallage"])

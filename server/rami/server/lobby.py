@@ -26,11 +26,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rami.engine import Card, Options, RuleError, get_variant
+from rami.engine import Card, Options, Phase, RuleError, get_variant
 from rami.engine.cards import full_deck
 
 from .dealing import ServerKey
-from .entries import Close, Entry, EntryError, Mark, entry_from_dict
+from .entries import Act, Close, Entry, EntryError, Mark, entry_from_dict
 from .errors import log_unexpected
 from .limits import KeyedLock, RateLimiter, TimeBudget
 from .refusals import (
@@ -169,12 +169,58 @@ def rebuild(
     read, or does not apply, raises ``EntryError`` naming the table and the entry (and a deal
     that the secret does not make raises ``DealError``). ``checkpoints`` is offered the state
     on the way, for the table's replays."""
-    state = TableState(table_id, TableSpec.from_dict(spec), secret=secret)
+    table_spec = TableSpec.from_dict(spec)
+    try:
+        return _replayed(table_id, table_spec, entries, secret, checkpoints)
+    except _PastCap as e:
+        # Its moves were played by a server of older code, which reads no cap (a cluster
+        # upgraded a server at a time): the cap did not hold when they were played.
+        log.warning(
+            "table %s: stored entry %d goes on past its turn cap of %d (played by a server"
+            " without the cap): the table is rebuilt without it",
+            table_id,
+            e.number,
+            table_spec.turn_cap,
+        )
+        if checkpoints is not None:
+            checkpoints.clear()
+        return _replayed(table_id, replace(table_spec, turn_cap=0), entries, secret, checkpoints)
+
+
+class _PastCap(Exception):
+    """A stored move that comes after its round ended void at the table's turn cap."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(number)
+        self.number = number
+
+
+def _replayed(
+    table_id: str,
+    spec: TableSpec,
+    entries: list[dict[str, Any]],
+    secret: bytes,
+    checkpoints: Checkpoints | None,
+) -> TableState:
+    state = TableState(table_id, spec, secret=secret)
     state.check_deal()
     for number, d in enumerate(entries, 1):
+        entry: Entry | None = None
         try:
-            state.apply(entry_from_dict(d))
+            entry = entry_from_dict(d)
+            state.apply(entry)
         except (EntryError, Refusal, RuleError) as e:
+            game = state.game
+            if (
+                isinstance(e, RuleError)
+                and isinstance(entry, Act)
+                and game is not None
+                and game.turn_cap
+                and game.phase == Phase.ROUND_OVER
+                and game.turn_index >= game.turn_cap
+                and game.results[-1].ending == "void"
+            ):
+                raise _PastCap(number) from None
             raise EntryError(f"table {table_id}, stored entry {number}: {e}") from None
         if checkpoints is not None:
             checkpoints.offer(state, len(entries))

@@ -404,6 +404,10 @@ class Checkpoints:
         while len(self._kept) > self.keep:
             del self._kept[0]
 
+    def clear(self) -> None:
+        """Drop every checkpoint (a table being loaded starts again)."""
+        self._kept.clear()
+
     def before(self, number: int) -> TableState | None:
         """The newest checkpoint at or before ``number`` (None: replay from the start)."""
         for state in reversed(self._kept):
