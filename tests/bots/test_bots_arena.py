@@ -155,6 +155,22 @@ def test_configurations_are_checked() -> None:
     assert result.exit_code != 0 and "clever" in result.output
 
 
+def test_an_option_the_variant_lacks_or_that_contradicts_players_is_refused() -> None:
+    # ``-o rounds=1`` in tallage played whole games, and ``-o players=4`` two-player ones,
+    # where a table and the learning environments refuse them.
+    with pytest.raises(ValueError, match="tallage has no option rounds"):
+        ArenaConfig("tallage", 2, ("greedy",), 1, options=(("rounds", 1),))
+    with pytest.raises(ValueError, match="portuguese has no option round_cap"):
+        ArenaConfig("portuguese", 2, ("greedy",), 1, options=(("round_cap", 1),))
+    with pytest.raises(ValueError, match="--players 2 and -o players=4 disagree"):
+        ArenaConfig("tallage", 2, ("greedy",), 1, options=(("players", 4),))
+    assert ArenaConfig("tallage", 4, ("greedy",), 1, options=(("players", 4),)).players == 4
+    result = CliRunner().invoke(
+        app, ["arena", "--ladder", "--policies", "greedy,strong", "-o", "rounds=1"]
+    )
+    assert result.exit_code != 0 and "tallage has no option rounds" in result.output
+
+
 def test_play_game_finishes_and_is_deterministic() -> None:
     options = Options(players=3, rounds=1)
     first = play_game("portuguese", options, "x", ("strong", "greedy", "random"))

@@ -114,6 +114,19 @@ def test_rami_bot_arena_ladder_prints_the_table_and_writes_csv(tmp_path: Path) -
     assert {r["policy"] for r in rows if r["kind"] == "pair"} == {"random"}
     bad = CliRunner().invoke(app, [*args, "--players", "4"])
     assert bad.exit_code != 0 and "2 players" in bad.output
+    # ``--csv`` is the ladder's: without ``--ladder`` it was ignored, and nothing written.
+    alone = tmp_path / "arena.csv"
+    arena = ["arena", "--variant", "simple", "--policies", "random,greedy", "--games", "1"]
+    bad = CliRunner().invoke(app, [*arena, "-o", "round_cap=1", "--csv", str(alone)])
+    assert bad.exit_code != 0 and "--csv" in bad.output and "--ladder" in bad.output
+    assert not alone.exists()
+    # One deal a pair: the bootstrap has one value to draw, so the intervals are no wider
+    # than a point, which reads as certainty; the table says so.
+    one = CliRunner().invoke(app, [*args, "--games", "1", "-o", "round_cap=1"])
+    assert one.exit_code == 0, one.output
+    assert "1 deal a pair: the intervals cannot vary" in one.output
+    assert "cannot vary" not in result.output
+    assert "score: a win is 1" in result.output
 
 
 def test_openspiels_ismcts_is_a_policy_of_the_arena_and_the_ladder() -> None:

@@ -532,3 +532,76 @@ def test_an_unseeded_reset_deals_seed_0_first_then_the_next_deals_of_the_last_se
     first = hands(unseeded)
     unseeded.reset()
     assert hands(unseeded) != first
+
+
+def test_human_rendering_prints_the_table_once_a_step_in_both_environments(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``raw_env`` printed ``None`` under the table after each step, and ``SeatEnv`` printed
+    nothing on a step, where Gymnasium's "human" renders during ``step``."""
+    e = raw_env(variant="simple", round_cap=1, render_mode="human")
+    e.reset(seed=1)
+    capsys.readouterr()
+    e.step(int(np.flatnonzero(e.observe(e.agent_selection)["action_mask"])[0]))
+    out = capsys.readouterr().out
+    assert out.startswith("simple round 1") and out.count("simple round 1") == 1
+    assert "None" not in out
+    seat = SeatEnv(variant="simple", round_cap=1, render_mode="human")
+    _, info = seat.reset(seed=1)
+    capsys.readouterr()
+    seat.step(int(np.flatnonzero(info["action_mask"])[0]))
+    assert capsys.readouterr().out.startswith("simple round 1")
+
+
+def test_a_seed_is_given_to_reset_not_to_the_environment() -> None:
+    """``env(seed=5)`` was taken and ignored: the first reset dealt seed 0's cards."""
+    for make in (env, raw_env, SeatEnv):
+        with pytest.raises(TypeError, match=r"reset\(seed="):
+            make(variant="simple", seed=5)
+
+
+@pytest.mark.parametrize("seed", [1.5, "abc", True, -1])
+def test_a_reset_seed_is_a_whole_number(seed: object) -> None:
+    """``reset(seed=1.5)`` dealt from "1500004.5", ``"abc"`` failed deep inside, and numpy's
+    2**62 overflowed with a warning."""
+    e = raw_env(variant="simple")
+    with pytest.raises((TypeError, ValueError), match="seed"):
+        e.reset(seed=seed)  # type: ignore[arg-type]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        e.reset(seed=np.int64(2**62))
+    e.reset(seed=np.int64(7))
+    again = raw_env(variant="simple")
+    again.reset(seed=7)
+    assert (e.observe("player_0")["observation"] == again.observe("player_0")["observation"]).all()
+
+
+def test_a_turn_cap_of_0_is_refused_every_episode_ends(pyspiel) -> None:  # type: ignore[no-untyped-def]
+    """``turn_cap=0`` means no cap to the engine: an environment took it, and OpenSpiel's
+    ``max_game_length`` was then 30 for games of thousands of actions."""
+    for make in (env, raw_env, SeatEnv, Match):
+        with pytest.raises(ValueError, match="turn_cap"):
+            make(variant="simple", turn_cap=0)
+    with pytest.raises(pyspiel.SpielError, match="turn_cap"):
+        pyspiel.load_game("python_rami_tallage", {"turn_cap": 0})
+
+
+def test_openspiel_refuses_a_card_chance_cannot_draw_and_a_seat_that_is_not_one(pyspiel) -> None:  # type: ignore[no-untyped-def]
+    """Drawing a card not in the stock said "max() arg is an empty sequence"; the
+    information state of the chance player (-1) was seat n-1's hand under the name p-1."""
+    game = pyspiel.load_game("python_rami_portuguese", {"turn_cap": 20})
+    state = game.new_initial_state()
+    while state.is_chance_node() and not state.is_terminal():
+        state.apply_action(state.legal_actions()[0])
+    if not state.is_chance_node():
+        state.apply_action(0)  # the draw from the stock: chance picks the card
+    assert state.is_chance_node()
+    missing = next(c for c in range(game.num_distinct_actions()) if c not in state.legal_actions())
+    with pytest.raises(pyspiel.SpielError, match="not in the stock"):
+        state.apply_action(missing)
+    with pytest.raises(pyspiel.SpielError, match="seat"):
+        state.information_state_string()
+    with pytest.raises(pyspiel.SpielError, match="seat"):
+        state.information_state_string(5)
+    with pytest.raises(pyspiel.SpielError, match="seat"):
+        state.observation_string(-1)

@@ -92,7 +92,13 @@ class ArenaConfig:
             )
         if self.deals < 1:
             raise ValueError("play at least one deal")
-        self.game_options()  # checks players and the options
+        given = dict(self.options).get("players", self.players)
+        if given != self.players:
+            raise ValueError(
+                f"--players {self.players} and -o players={given} disagree: give the seats once"
+            )
+        # The players and the options, and that the variant has them (as a table checks).
+        self.game_options().check_variant(self.variant)
 
     def game_options(self) -> Options:
         """The table options of every game."""

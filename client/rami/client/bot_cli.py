@@ -356,6 +356,10 @@ def arena(
             f"unknown policy {unknown[0]!r}{why}: choose from {known}",
             param_hint="--policies",
         )
+    if csv_path is not None and not ladder:
+        raise typer.BadParameter(
+            "--csv writes the ladder's table: it goes with --ladder", param_hint="--csv"
+        )
     if ladder:
         if record is not None:
             raise typer.BadParameter(

@@ -238,7 +238,12 @@ def format_ladder(result: LadderResult) -> list[str]:
             f"{r.policy:<10} {r.rating:>7.0f}  [{r.low:>6.0f}, {r.high:>6.0f}] "
             f"{r.games:>6} {100 * r.score:>5.1f}%"
         )
-    out.append("pairs (the first's share of the points):")
+    if c.deals < 2:
+        out.append(
+            "(1 deal a pair: the intervals cannot vary, drawn from one deal; play more deals"
+            " for them to mean something)"
+        )
+    out.append("pairs (the first's score: a win is 1, a shared win its share):")
     for p in result.pairs:
         out.append(f"  {p.a} v {p.b}: {100 * p.score:.1f}% of {p.games} games")
     return out

@@ -24,7 +24,7 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from .core import Match, RewardKind
+from .core import Match, RewardKind, environment_options, whole_seed
 
 __all__ = ["env", "raw_env"]
 
@@ -60,7 +60,7 @@ class raw_env(AECEnv):  # PettingZoo's name for the unwrapped environment
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode is one of {self.metadata['render_modes']}")
         self.render_mode = render_mode
-        self.match = Match(variant, players, rewards=rewards, **options)
+        self.match = Match(variant, players, rewards=rewards, **environment_options(options))
         self.metadata = dict(self.metadata, name=f"rami_{variant}_{players}p_v0")
         self.possible_agents = [f"player_{i}" for i in range(players)]
         self.agents = list(self.possible_agents)
@@ -98,7 +98,7 @@ class raw_env(AECEnv):  # PettingZoo's name for the unwrapped environment
         """A new game: dealt from ``seed`` when given, else from the seed of the last reset
         that gave one (or 0) and the number of episodes since."""
         if seed is not None:
-            self._seed, self._episodes = seed, 0
+            self._seed, self._episodes = whole_seed(seed), 0
         else:
             self._episodes += 1
         base = self._seed or 0
@@ -135,7 +135,7 @@ class raw_env(AECEnv):  # PettingZoo's name for the unwrapped environment
             self.agent_selection = self.possible_agents[self.match.to_move]
         self._accumulate_rewards()
         if self.render_mode == "human":
-            print(self.render())
+            self.render()  # which prints it
 
     def state(self) -> np.ndarray:
         """A global state for centralised training: every seat's observation, seat 0's first

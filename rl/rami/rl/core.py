@@ -128,6 +128,25 @@ class Layout:
 _COUNTED = ("hand", "staged", "pile", "melds", "known")
 
 
+def environment_options(options: dict[str, Any]) -> dict[str, Any]:
+    """An environment's game options, refusing a ``seed`` among them (it would be taken as
+    the first deal's and then forgotten at the first reset: environments are seeded by
+    ``reset(seed=...)``)."""
+    if "seed" in options:
+        raise TypeError("an environment is seeded by reset(seed=...), not when it is made")
+    return options
+
+
+def whole_seed(seed: Any) -> int:
+    """``seed`` as an int: a whole number, 0 or more (numpy's integers too); TypeError or
+    ValueError, saying so, for anything else."""
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise TypeError(f"a seed is a whole number, not {seed!r}")
+    if seed < 0:
+        raise ValueError(f"a seed is 0 or more, not {seed}")
+    return int(seed)
+
+
 class Match:
     """One game of ``variant`` for ``players`` seats, played by steps."""
 
@@ -143,6 +162,12 @@ class Match:
     ) -> None:
         if rewards not in ("game", "round"):
             raise ValueError(f"rewards is 'game' or 'round', not {rewards!r}")
+        if not isinstance(turn_cap, int) or isinstance(turn_cap, bool) or turn_cap < 1:
+            # The engine reads 0 as no cap: an episode that might never end.
+            raise ValueError(
+                f"turn_cap is the turns a round may last, 1 or more (every episode ends),"
+                f" not {turn_cap!r}"
+            )
         self.variant = get_variant(variant)
         # As a table's: a name no option has, or an option the variant has not (``rounds``
         # in tallage), is refused, not ignored (``MalformedAction``, a ``ValueError``).

@@ -30,7 +30,7 @@ from gymnasium import spaces
 
 from rami.engine import POLICIES, view
 
-from .core import Match, RewardKind
+from .core import Match, RewardKind, environment_options
 
 __all__ = ["SeatEnv"]
 
@@ -72,7 +72,7 @@ class SeatEnv(gymnasium.Env[dict[str, np.ndarray], np.int64]):
                 raise ValueError(f"no policy {name!r}: one of {', '.join(sorted(POLICIES))}")
         self.render_mode = render_mode
         self.seat = seat
-        self.match = Match(variant, players, rewards=rewards, **options)
+        self.match = Match(variant, players, rewards=rewards, **environment_options(options))
         others = [s for s in range(players) if s != seat]
         self._policies = {s: POLICIES[n] for s, n in zip(others, names, strict=True)}
         size = self.match.space.size
@@ -137,6 +137,8 @@ class SeatEnv(gymnasium.Env[dict[str, np.ndarray], np.int64]):
         reward = self.match.step(step)[self.seat]
         reward += self._others()
         obs = self._observation()
+        if self.render_mode == "human":
+            self.render()  # Gymnasium's "human": the table shown at each step
         return obs, reward, self.match.over, False, {"action_mask": obs["action_mask"]}
 
     def render(self) -> str | None:

@@ -106,6 +106,10 @@ def _spec_for(variant: str, params: dict[str, Any]) -> tuple[tuple[Any, ...], _S
     """The key and spec of the game of ``variant`` with ``params`` (made once a process)."""
     players = int(params.get("players", 2))
     turn_cap = int(params.get("turn_cap", LEARNING_TURN_CAP))
+    if turn_cap < 1:  # the engine's "no cap": no bound on the game's length
+        raise pyspiel.SpielError(
+            f"turn_cap is the turns a round may last, 1 or more (every game ends), not {turn_cap}"
+        )
     options = tuple(
         (k, params.get(k, default)) for k, default in sorted(round_options(variant).items())
     )
@@ -270,7 +274,10 @@ class RamiState(pyspiel.State):  # type: ignore[misc]
     def _draw(self, card: int) -> None:
         assert self.match is not None
         stock = self.match.game.stock
-        at = max(i for i, c in enumerate(stock) if int(c) == card)  # ValueError: not there
+        held = [i for i, c in enumerate(stock) if int(c) == card]
+        if not held:
+            raise pyspiel.SpielError(f"card {card} is not in the stock: chance cannot draw it")
+        at = held[-1]
         stock[at], stock[-1] = stock[-1], stock[at]  # chance's card on top, then drawn
         self.drawing = False
         seat = self.match.to_move
@@ -338,9 +345,19 @@ class RamiState(pyspiel.State):  # type: ignore[misc]
             return [0.0] * n
         return [1 / len(winners) if s in winners else -1 / (n - len(winners)) for s in range(n)]
 
+    def _seat(self, player: int | None) -> int:
+        """``player``, or the player to move, checked to be a seat (chance and the terminal
+        state have none: Python's negative indexes would read the last seat's)."""
+        seat = self.current_player() if player is None else player
+        if not 0 <= seat < len(self.seen):
+            raise pyspiel.SpielError(
+                f"player {seat} is no seat: seats are 0 to {len(self.seen) - 1}"
+                + (" (give the seat: the player to move is none)" if player is None else "")
+            )
+        return seat
+
     def information_state_string(self, player: int | None = None) -> str:
-        if player is None:
-            player = self.current_player()
+        player = self._seat(player)
         head = f"p{player}"
         if self.match is None:
             mine = [c for k, c in enumerate(self.dealt) if self._dealt_to(k) == player]
@@ -353,8 +370,7 @@ class RamiState(pyspiel.State):  # type: ignore[misc]
         return f"{head} hand {hand}{own} | " + "; ".join(self.seen[player])
 
     def observation_string(self, player: int | None = None) -> str:
-        if player is None:
-            player = self.current_player()
+        player = self._seat(player)
         if self.match is None:
             return self.information_state_string(player)
         return self.match.render(player)
