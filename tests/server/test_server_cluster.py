@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import time
@@ -119,6 +120,44 @@ def test_servers_racing_to_claim_one_orphaned_table_exactly_one_wins(postgres_ur
         finally:
             for r in racers:
                 await r.close()
+
+    run(go)
+
+
+def test_a_table_that_cannot_be_rebuilt_is_claimed_once_not_at_every_sweep(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A damaged log (or one a newer server wrote, which this code cannot replay) was claimed,
+    # failed, released and claimed again at every sweep, a third of a lease apart: an ERROR
+    # each time, and the table's epoch counting up for as long as the server ran.
+    from rami.server.lobby import Lobby, LobbyConfig
+    from rami.server.table import TableConfig
+
+    async def go() -> None:
+        a = await _open(postgres_url, "a", 0.4)
+        b = await _open(postgres_url, "b", 0.4)
+        lobby = Lobby(b, LobbyConfig(), TableConfig())
+        try:
+            await a.create_table("bad", _spec(), [], "")
+            await a.append(Append("bad", 1, [{"type": "nonsense"}], "waiting", None, None, epoch=0))
+            await a.release({"bad": 0})
+            with caplog.at_level(logging.ERROR, logger="rami.server"):
+                for _ in range(3):
+                    assert await lobby.restore(share=True) == 0
+            assert "bad" not in lobby.tables
+            said = [r for r in caplog.records if "could not be rebuilt" in r.getMessage()]
+            assert len(said) == 1, said
+            assert "claims it no more" in said[0].getMessage()
+            assert _lease(postgres_url, "bad")[1] == 1  # claimed once, released
+            # Another server may still take it (a newer one may read what this one cannot).
+            assert await a.claim("bad") == Lease(2)
+        finally:
+            lobby.close()
+            await lobby.closing()
+            await a.close()
+            await b.close()
+
+    from rami.server.storage import Append, Lease
 
     run(go)
 

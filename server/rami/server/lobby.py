@@ -176,8 +176,8 @@ def rebuild(
         # Its moves were played by a server of older code, which reads no cap (a cluster
         # upgraded a server at a time): the cap did not hold when they were played.
         log.warning(
-            "table %s: stored entry %d goes on past its turn cap of %d (played by a server"
-            " without the cap): the table is rebuilt without it",
+            "table %s: stored entry %d goes on past its turn cap of %d (a server without the"
+            " cap played that round on): the table is rebuilt, and played on, without it",
             table_id,
             e.number,
             table_spec.turn_cap,
@@ -245,6 +245,10 @@ def _start_when_full(table: Table) -> None:
     table.change_later(plan)
 
 
+#: What a table left out at its load is told in the log to become.
+_NOT_AGAIN = "this server claims it no more: another server may, or this one once restarted"
+
+
 def count_tables(count: int) -> str:
     """``1 table``, ``2 tables``: a count of tables as a log says it."""
     return f"{count} table" if count == 1 else f"{count} tables"
@@ -280,6 +284,9 @@ class Lobby:
         self._own_until = 0.0
         #: Set at shutdown: no more claims.
         self._stopping = False
+        #: The tables whose log this process could not rebuild: its sweeps claim them no
+        #: more (each claim would fail again, an error and a new epoch a third of a lease).
+        self._unbuildable: set[str] = set()
         #: Whether the shared database answered this server's last round of renewals and
         #: claims (:meth:`keep_leases`); ``on_store`` is awaited with it when it changes (the
         #: server's health says NOT_SERVING while it does not).
@@ -335,7 +342,11 @@ class Lobby:
         began = self._outage_began
         long_out = began is not None and time.monotonic() - began >= self.storage.lease_seconds
         own = share and (long_out or time.monotonic() < self._own_until)
-        ids = [t for t in await self.storage.claimable(own=own) if t not in self.tables]
+        ids = [
+            t
+            for t in await self.storage.claimable(own=own)
+            if t not in self.tables and t not in self._unbuildable
+        ]
         if share and long_out:
             # Back after an outage that dropped every table: nobody holds a lease, and the
             # first server to sweep would count itself alone and take every table. For a
@@ -563,9 +574,13 @@ class Lobby:
                     secret = self.key.table_secret(table_id, nonce)
                     state = rebuild(table_id, stored.row.spec, stored.entries, secret, checkpoints)
                 except DealError as e:  # names the table and the key, never a card
-                    log.error("%s; the table is left out", e)
+                    self._unbuildable.add(table_id)
+                    log.error("%s; the table is left out (%s)", e, _NOT_AGAIN)
                 except Exception as e:
-                    log_unexpected(log, f"table {table_id} could not be rebuilt; left out", e)
+                    self._unbuildable.add(table_id)
+                    log_unexpected(
+                        log, f"table {table_id} could not be rebuilt; left out ({_NOT_AGAIN})", e
+                    )
                 else:
                     table = self.tables.get(table_id) or self._hold(state, checkpoints, lease.epoch)
                     if lease.epoch:
