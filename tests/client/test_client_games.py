@@ -95,6 +95,8 @@ def test_a_round_of_tallage_opening_adding_and_taking_a_joker_back(
         d.expect(r"Greedy bot 2 discarded ")
         # No lay could take the bot's discard (A♦): only the stock is offered.
         d.expect(r"It's your turn: take a card with draw stock\.")
+        d.type("lay ad 2d 3d")  # the pile's top, not taken: said to be there
+        d.expect(r"A♦ is the top of the discard pile: type draw discard first, then the move")
         d.type("discard 5s")
         d.expect(r"Draw first: you discard after taking a card \(draw stock\)\. Nothing was sent\.")
         d.type("draw stock")
@@ -613,6 +615,25 @@ def test_the_player_is_warned_before_the_turn_clock_runs_out(
         d.expect(r"You drew 2♠ from the stock\.")
         time.sleep(1.0)
         assert len(re.findall(r"10 seconds left in your turn", d.screen.text())) == 1
+    finally:
+        d.close()
+
+
+def test_no_clock_warning_is_given_while_the_server_is_out_of_reach(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    """With the server down there is nobody to play for the player when the clock runs out
+    (and a server back gives the turn a new clock): "10 seconds left" was said all the same."""
+    _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1, turn_seconds=13)
+    d = _client(server)
+    try:
+        _server_away_on_the_players_turn(d, server)
+        time.sleep(5.0)  # the warning was due 3 s into the turn
+        assert "seconds left in your turn" not in d.screen.text()
+        server.start()
+        d.expect(r"Reconnected: the table is up to date\.", timeout=15)
+        # The new server's clock, a new turn's: its warning is due, and given.
+        d.expect(r"10 seconds left in your turn: then the server plays for you\.", timeout=8)
     finally:
         d.close()
 

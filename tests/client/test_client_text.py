@@ -726,14 +726,18 @@ def test_a_hint_says_which_play_is_a_rami_sec() -> None:
     view = view_from_proto(_view(**fresh))
     analysis = game_pb2.Analysis(points_left=9)
     said = lines(hint_lines(analysis, view, LOOK))
-    sec = [line for line in said if "you can:" in line and "Rami sec" in line]
-    assert len(sec) == 1 and "everyone else pays 200" in sec[0], said
+    sec = [i for i, line in enumerate(said) if "a Rami sec: everyone else pays 200" in line]
+    assert len(sec) == 1, said
+    # Said on the line after the play's, which holds the command alone, to be copied as it
+    # is (pasted with its note, the note's words were taken for cards).
+    assert said[sec[0] - 1].startswith("  you can: lay "), said
+    assert not any("you can:" in line and "(" in line for line in said), said
     players[1].opened = True
     laid = [game_pb2.TableMeld(number=1, owner=1, meld=_view().melds[0].meld)]
     later = view_from_proto(_view(**{**fresh, "players": players, "melds": laid}))
     said = lines(hint_lines(analysis, later, LOOK))
     plays = [line for line in said if "you can:" in line]
-    assert plays and not any("Rami sec" in line for line in plays), said
+    assert plays and not any("everyone else pays 200" in line for line in said), said
 
 
 def test_a_hint_says_a_finish_by_another_costs_the_whole_hand_where_it_does() -> None:
@@ -761,6 +765,11 @@ def test_a_hint_says_a_finish_by_another_costs_the_whole_hand_where_it_does() ->
         "(17 points). Once you have discarded, another player going out would cost you every "
         "card you still hold: 41 points less the card you throw."
     ), first
+    # One card left after the draw: throwing it goes out, and nobody can make it pay.
+    last = dataclasses.replace(view, phase=Phase.PLAY, hand=(C("Kc"),))
+    first = lines(hint_lines(game_pb2.Analysis(points_left=10), last, LOOK))[0]
+    assert "would cost you" not in first, first
+    assert first.endswith("Throw your last card to go out."), first
     # Nobody has laid yet: a whole hand laid at once is a Rami sec.
     view = dataclasses.replace(view, melds=())
     first = lines(hint_lines(analysis, view, LOOK))[0]
@@ -984,6 +993,13 @@ def test_a_tallage_discard_the_view_does_not_offer_is_refused_with_why() -> None
     opened.CopyFrom(view)
     opened.players[0].opened = True
     assert "no lay of yours this turn uses it" in no_discard(opened)
+    # The first circuit is the round's (each player's first turn), not the table's.
+    first = game_pb2.View()
+    first.CopyFrom(view)
+    first.first_circuit = True
+    assert no_discard(first) == (
+        "nobody takes the discard during the first circuit of the round (each player's first turn)"
+    )
     # Two cards and a discard that makes a set of three: the lay would leave none to discard.
     pair = game_pb2.View()
     pair.CopyFrom(opened)
@@ -1435,6 +1451,12 @@ def test_help_of_a_command_the_game_does_not_have_says_why() -> None:
     assert "To take the top of the discard pile, type draw discard." in said, said
     said = " ".join(lines(help_lines("take", "playing", portuguese, 100)))
     assert "Nothing is laid in portuguese" in said and "type draw discard" in said, said
+    # Typed once the player has drawn, it points to no draw (which would be refused).
+    from rami.client.commands import why_not_in_variant
+
+    for variant in (simple, portuguese):
+        after = why_not_in_variant("take", variant, drawn=True)
+        assert "draw discard" not in after and "already taken your card" in after, after
     said = " ".join(lines(help_lines("lay", "playing", portuguese, 100)))
     assert "Nothing is laid in portuguese" in said, said
     # In the lobby (no game) and where the game has it, the command's own help.
@@ -1579,3 +1601,17 @@ def test_a_void_round_is_not_said_to_be_the_stocks_doing_alone() -> None:
     text = ending_text(void, ["Ana", "Bo"])
     assert text.startswith("Round 2 is void: the stock ran out, or")
     assert "limit of turns" in text and text.endswith("Nobody pays.")
+
+
+def test_a_move_with_the_discard_not_yet_taken_says_to_take_it_first() -> None:
+    """``lay Kc Kd Kh, ...`` with K♥ the top of the pile, before ``draw discard``: "You don't
+    hold K♥ (you hold K♣, K♦)" said nothing of the way to it."""
+    from rami.client.checks import not_held
+
+    hand = [C("Kc"), C("Kd"), C("5s")]
+    said = not_held([C("Kh")], hand, LOOK.card_text, pile_top=C("Kh"))
+    assert said.startswith("You don't hold K♥ (you hold K♣, K♦)"), said
+    assert "K♥ is the top of the discard pile: type draw discard first" in said, said
+    assert said.endswith("Nothing was played."), said
+    plain = not_held([C("Qh")], hand, LOOK.card_text, pile_top=C("Kh"))
+    assert "discard pile" not in plain, plain

@@ -62,9 +62,12 @@ def not_held(
     hand: Sequence[Card],
     card_text: CardText,
     done: str = "Nothing was played.",
+    pile_top: Card | None = None,
 ) -> str:
     """The cards of a move that ``hand`` lacks, said with the like cards it holds, or how
-    often it holds a card named more often than that, then ``done``."""
+    often it holds a card named more often than that, then ``done``. ``pile_top``: the top
+    of the discard pile, not yet taken this turn (a missing card that is it is said to be
+    there)."""
     said: list[str] = []
     absent = [c for c in missing if c not in hand]
     if absent:
@@ -72,6 +75,11 @@ def not_held(
         similar = sorted({c for c in hand for m in absent if c.rank == m.rank and c != m})
         also = f" (you hold {', '.join(card_text(c) for c in similar)})" if similar else ""
         said.append(f"You don't hold {names}{also}")
+        if pile_top is not None and pile_top in absent:
+            said.append(
+                f"{card_text(pile_top)} is the top of the discard pile: type draw discard"
+                " first, then the move"
+            )
     # A card named more often than it is held: say how often it is.
     for c in sorted({c for c in missing if c in hand}):
         n = list(hand).count(c)
@@ -209,7 +217,10 @@ def no_discard(view: game_pb2.View) -> str:
     )
     return {
         "empty": "the discard pile is empty",
-        "first_circuit": "nobody takes the discard during the first circuit of the table",
+        "first_circuit": (
+            "nobody takes the discard during the first circuit of the round (each player's"
+            " first turn)"
+        ),
         "one_card": "holding one card, you draw from the stock",
         "lay_at_once": (
             f"it is taken only to be laid at once, and no {discard_lay(view)} this turn uses"

@@ -333,8 +333,9 @@ def not_in_variant(variant: Variant | None) -> frozenset[str]:
     return frozenset(hidden)
 
 
-def why_not_in_variant(name: str, variant: Variant) -> str:
-    """Why the move ``name`` (one of :func:`not_in_variant`'s) is not in ``variant``'s game."""
+def why_not_in_variant(name: str, variant: Variant, drawn: bool = False) -> str:
+    """Why the move ``name`` (one of :func:`not_in_variant`'s) is not in ``variant``'s game
+    (``drawn``: typed on the player's turn after the draw, when no draw is to be had)."""
     if name == "declare":
         return f"Declaring is for portuguese; in {variant.id} you lay your melds."
     if name in ("undo", "cancel"):
@@ -343,7 +344,13 @@ def why_not_in_variant(name: str, variant: Variant) -> str:
             f" type it, so there is nothing to {name}."
         )
     # take: a rummy player's word for taking the discard, which is draw discard here.
-    pile = " To take the top of the discard pile, type draw discard." if name == "take" else ""
+    pile = ""
+    if name == "take":
+        pile = (
+            " You have already taken your card this turn."
+            if drawn
+            else " To take the top of the discard pile, type draw discard."
+        )
     if variant.declares and name in ("lay", "add", "take"):
         return f"Nothing is laid in {variant.id}: hands stay closed; declare to finish.{pile}"
     what = "add to a meld" if name == "add" else "take a joker back"

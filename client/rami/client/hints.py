@@ -336,6 +336,9 @@ def hint_lines(analysis: game_pb2.Analysis, view: View, look: Look) -> list[Styl
             if drawn
             else f"Another player going out now would cost you every card you hold: {cost}."
         )
+    if drawn and view.hand is not None and len(view.hand) == 1 and not over:
+        # Its throw goes out: no other player moves before it, so nobody makes it pay.
+        whole = "Throw your last card to go out."
     if view.variant.declares and drawn and analysis.left and not over:
         # The hand holds one card more than the one another player's
         # declaration would make pay (a player counted 14 cards and took them for the bill).
@@ -350,10 +353,16 @@ def hint_lines(analysis: game_pb2.Analysis, view: View, look: Look) -> list[Styl
         plays = _plays(view)
         suggestion = _suggestion(view)
         for play, action in plays.items():
-            choice = "   (the strong bot's choice)" if play == suggestion else ""
+            # The line holds the command alone, to be copied as it is; what is said of it
+            # comes on the next.
+            lines.append([("class:dim", "  you can: "), ("class:me", play)])
+            notes = []
             if is_rami_sec(view, action):
-                choice = "   (a Rami sec: everyone else pays 200)" + choice
-            lines.append([("class:dim", "  you can: "), ("class:me", play), ("class:dim", choice)])
+                notes.append("a Rami sec: everyone else pays 200")
+            if play == suggestion:
+                notes.append("the strong bot's choice")
+            if notes:
+                lines.append([("class:dim", f"           ({'; '.join(notes)})")])
         if suggestion and suggestion not in plays:
             lines.append([("class:dim", "The strong bot would play: "), ("class:me", suggestion)])
         if view.phase == Phase.DRAW and not plays and not suggestion:

@@ -517,7 +517,9 @@ class ClientSession:
         variant = self._variant()
         if command.name in MOVES and variant and command.name in not_in_variant(variant):
             # Said first, whatever follows the word: no card to ask for, nothing to send.
-            self.out.error(f"{why_not_in_variant(command.name, variant)} Nothing was sent.")
+            view = self.view
+            drawn = view is not None and my_turn(view) and view.phase == game_pb2.PHASE_PLAY
+            self.out.error(f"{why_not_in_variant(command.name, variant, drawn)} Nothing was sent.")
             return
         try:
             if command.name in MOVES:
@@ -620,6 +622,9 @@ class ClientSession:
                 )
                 return
         top = card(view.discard_top)
+        # The top of the pile, while the player may still take it (a card of a move that is
+        # it is said to be there, not only not held).
+        untaken = top if my_turn(view) and view.phase == game_pb2.PHASE_DRAW else None
         decided = plan(
             action, self.stage, variant=variant, discard_top=top, card_text=self.look.card_text
         )
@@ -628,7 +633,9 @@ class ClientSession:
             held = list(cards(view.hand)) + ([decided.stage.draw] if decided.stage.draw else [])
             short = missing_cards(Lay(decided.stage.steps), held)
             if short:
-                self.out.error(not_held(short, held, self.look.card_text, "Nothing was staged."))
+                self.out.error(
+                    not_held(short, held, self.look.card_text, "Nothing was staged.", untaken)
+                )
                 return
         if decided.note and decided.send is None:
             self.out.warn(sentence(decided.note))
@@ -645,7 +652,10 @@ class ClientSession:
             hand.append(top)
         missing = missing_cards(decided.send, hand)
         if missing:
-            self.out.error(not_held(missing, hand, self.look.card_text))
+            taking = isinstance(decided.send, Draw) and decided.send.source == "discard"
+            self.out.error(
+                not_held(missing, hand, self.look.card_text, pile_top=None if taking else untaken)
+            )
             return
         request = action_to_request(self.table_id, view.number, decided.send)
         what = f"{name} {args}".strip()
@@ -902,6 +912,10 @@ class ClientSession:
         if view is None or not my_turn(view) or not view.HasField("turn_deadline"):
             return
         if view.turn_deadline.ToNanoseconds() / 1e9 != deadline:
+            return
+        if self.note:
+            # The connection is down: no server to play for the player, and one that comes
+            # back gives the turn a new clock (which the toolbar shows then).
             return
         self.out.warn(f"{CLOCK_WARNING} seconds left in your turn: then the server plays for you.")
 
