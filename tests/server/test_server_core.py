@@ -37,7 +37,7 @@ from rami.server.entries import (
     Start,
     entry_from_dict,
 )
-from rami.server.lobby import Lobby, LobbyConfig, rebuild, summarize
+from rami.server.lobby import Lobby, LobbyConfig, NewerTable, rebuild, summarize
 from rami.server.records import record
 from rami.server.refusals import Aborted, Invalid, Precondition, Refusal, Unavailable
 from rami.server.storage import SCHEMA_VERSION, Append, Conflict, Fenced, SqliteStorage, Unknown
@@ -1896,6 +1896,19 @@ def test_a_capped_rounds_record_replays_and_an_older_table_keeps_no_cap() -> Non
     again = rebuild("t2", stored, [e.to_dict() for e in old.entries])
     assert again.game is not None and again.game.turn_index == 600
     assert snapshot(again) == snapshot(old)
+
+
+def test_a_table_whose_spec_has_a_field_this_code_does_not_know_is_not_played() -> None:
+    # Written by newer code (a cluster upgraded a server at a time): played as this code
+    # reads it, without the field's rule, its game could part from what its watchers were
+    # told (as servers of code before the turn cap did with capped rounds).
+    spec = replace(TableSpec("t", "portuguese", Options(players=2)), turn_cap=6).to_dict()
+    entries = [Join(0, "Ana", "h0").to_dict(), Join(1, "Bo", "h1").to_dict()]
+    assert rebuild("t1", spec, entries).spec.turn_cap == 6
+    with pytest.raises(NewerTable, match=r"table t1: its stored spec has a_rule, b_rule"):
+        rebuild("t1", {**spec, "b_rule": 1, "a_rule": True}, entries)
+    # The directory lists it all the same (its listing reads what it knows).
+    assert TableSpec.from_dict({**spec, "a_rule": True}).turn_cap == 6
 
 
 def test_a_log_played_past_its_cap_by_an_older_server_is_rebuilt_as_it_was_played(

@@ -167,8 +167,15 @@ def rebuild(
 ) -> TableState:
     """A table rebuilt from its stored spec and log with its secret; an entry that does not
     read, or does not apply, raises ``EntryError`` naming the table and the entry (and a deal
-    that the secret does not make raises ``DealError``). ``checkpoints`` is offered the state
+    that the secret does not make raises ``DealError``, and a spec with a field this code
+    does not know ``NewerTable``). ``checkpoints`` is offered the state
     on the way, for the table's replays."""
+    unknown = sorted(set(spec) - _SPEC_FIELDS)
+    if unknown:
+        raise NewerTable(
+            f"table {table_id}: its stored spec has {', '.join(unknown)}, which this server's"
+            " code does not know (newer code wrote it): a server of that code plays it"
+        )
     table_spec = TableSpec.from_dict(spec)
     try:
         return _replayed(table_id, table_spec, entries, secret, checkpoints)
@@ -185,6 +192,16 @@ def rebuild(
         if checkpoints is not None:
             checkpoints.clear()
         return _replayed(table_id, replace(table_spec, turn_cap=0), entries, secret, checkpoints)
+
+
+#: The fields of a stored spec this code knows (every one it ever wrote: fields are added,
+#: never dropped; a field dropped from ``TableSpec`` stays here, read and unused).
+_SPEC_FIELDS = frozenset(TableSpec.__dataclass_fields__)
+
+
+class NewerTable(EntryError):
+    """A stored table with a field of its spec this code does not know: newer code wrote
+    it, and this code, reading no such field, might play it by other rules."""
 
 
 class _PastCap(Exception):
@@ -573,7 +590,7 @@ class Lobby:
                     nonce = stored.row.spec.get("deal_nonce", "")
                     secret = self.key.table_secret(table_id, nonce)
                     state = rebuild(table_id, stored.row.spec, stored.entries, secret, checkpoints)
-                except DealError as e:  # names the table and the key, never a card
+                except (DealError, NewerTable) as e:  # name the table, never a card
                     self._unbuildable.add(table_id)
                     log.error("%s; the table is left out (%s)", e, _NOT_AGAIN)
                 except Exception as e:
