@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,9 @@ def test_rami_bot_arena_ladder_prints_the_table_and_writes_csv(tmp_path: Path) -
     assert "1 deal a pair: the intervals cannot vary" in one.output
     assert "cannot vary" not in result.output
     assert "score: a win is 1" in result.output
+    # The first policy, the anchor, has no interval: it is named, not shown as [0, 0].
+    assert re.search(r"\nrandom\s+0\s+\(anchor\)\s+4\s", result.output), result.output
+    assert "[     0,      0]" not in result.output
 
 
 def test_openspiels_ismcts_is_a_policy_of_the_arena_and_the_ladder() -> None:

@@ -234,9 +234,12 @@ def format_ladder(result: LadderResult) -> list[str]:
         f"{'policy':<10} {'rating':>7}  {'95% interval':>17} {'games':>6} {'score':>6}",
     ]
     for r in result.ratings:
+        # The first policy is the anchor, at 0 by construction: no interval to give.
+        interval = (
+            f"{'(anchor)':>17}" if r.policy == c.policies[0] else f"[{r.low:>6.0f}, {r.high:>6.0f}]"
+        )
         out.append(
-            f"{r.policy:<10} {r.rating:>7.0f}  [{r.low:>6.0f}, {r.high:>6.0f}] "
-            f"{r.games:>6} {100 * r.score:>5.1f}%"
+            f"{r.policy:<10} {r.rating:>7.0f}  {interval} {r.games:>6} {100 * r.score:>5.1f}%"
         )
     if c.deals < 2:
         out.append(
