@@ -131,6 +131,7 @@ def test_a_table_that_cannot_be_rebuilt_is_claimed_once_not_at_every_sweep(
     # failed, released and claimed again at every sweep, a third of a lease apart: an ERROR
     # each time, and the table's epoch counting up for as long as the server ran.
     from rami.server.lobby import Lobby, LobbyConfig
+    from rami.server.refusals import NotFound
     from rami.server.table import TableConfig
 
     async def go() -> None:
@@ -148,6 +149,8 @@ def test_a_table_that_cannot_be_rebuilt_is_claimed_once_not_at_every_sweep(
             said = [r for r in caplog.records if "could not be rebuilt" in r.getMessage()]
             assert len(said) == 1, said
             assert "claims it no more" in said[0].getMessage()
+            with pytest.raises(NotFound):  # a client's call: no claim either
+                await lobby.get("bad")
             assert _lease(postgres_url, "bad")[1] == 1  # claimed once, released
             # Another server may still take it (a newer one may read what this one cannot).
             assert await a.claim("bad") == Lease(2)

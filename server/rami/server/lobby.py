@@ -576,6 +576,8 @@ class Lobby:
             if self._stopping:
                 refusal = moved(table_id, "")
                 raise refusal
+            if table_id in self._unbuildable:
+                return None  # its rebuild failed here: a claim would fail again, and count
             lease = await self.storage.claim(table_id)
             if lease is None:
                 return None
