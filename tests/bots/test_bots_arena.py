@@ -169,6 +169,19 @@ def test_an_option_the_variant_lacks_or_that_contradicts_players_is_refused() ->
         app, ["arena", "--ladder", "--policies", "greedy,strong", "-o", "rounds=1"]
     )
     assert result.exit_code != 0 and "tallage has no option rounds" in result.output
+    # The seats given once, by the option alone, are taken (--players unset is no 2).
+    four = CliRunner().invoke(
+        app,
+        ["arena", "-o", "players=4", "-o", "round_cap=1", "--games", "1", "--policies", "greedy"],
+    )
+    assert four.exit_code == 0, four.output
+    assert "arena: tallage, 4 players" in four.output
+    ladder = CliRunner().invoke(
+        app, ["arena", "--ladder", "--policies", "greedy,strong", "-o", "players=4"]
+    )
+    assert ladder.exit_code != 0 and "a ladder plays 2 players: drop -o players=4" in (
+        ladder.output
+    )
 
 
 def test_play_game_finishes_and_is_deterministic() -> None:

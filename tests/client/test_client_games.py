@@ -95,8 +95,8 @@ def test_a_round_of_tallage_opening_adding_and_taking_a_joker_back(
         d.expect(r"Greedy bot 2 discarded ")
         # No lay could take the bot's discard (A♦): only the stock is offered.
         d.expect(r"It's your turn: take a card with draw stock\.")
-        d.type("lay ad 2d 3d")  # the pile's top, not taken: said to be there
-        d.expect(r"A♦ is the top of the discard pile: type draw discard first, then the move")
+        d.type("lay ad 2d 3d")  # the pile's top, which the rules do not offer: not held
+        d.expect(r"You don't hold A♦, 2♦, 3♦\. Nothing was played\.")
         d.type("discard 5s")
         d.expect(r"Draw first: you discard after taking a card \(draw stock\)\. Nothing was sent\.")
         d.type("draw stock")

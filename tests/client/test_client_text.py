@@ -1615,3 +1615,33 @@ def test_a_move_with_the_discard_not_yet_taken_says_to_take_it_first() -> None:
     assert said.endswith("Nothing was played."), said
     plain = not_held([C("Qh")], hand, LOOK.card_text, pile_top=C("Kh"))
     assert "discard pile" not in plain, plain
+    # With another card missing too, taking the top would not make the move: not said.
+    more = not_held([C("Kh"), C("Qh")], hand, LOOK.card_text, pile_top=C("Kh"))
+    assert "discard pile" not in more, more
+
+
+def test_the_top_of_the_pile_is_untaken_only_while_the_rules_offer_it() -> None:
+    """The note above is for a discard the player may take now: in the first circuit, say,
+    "draw discard" would be refused."""
+    from rami.client.checks import has_drawn, untaken_top
+
+    offered = _view(
+        variant=game_pb2.VARIANT_SIMPLE,
+        phase=game_pb2.PHASE_DRAW,
+        discard_top=C("Kh") + 1,
+        draw_sources=[game_pb2.DRAW_SOURCE_STOCK, game_pb2.DRAW_SOURCE_DISCARD],
+    )
+    assert untaken_top(offered) == C("Kh")
+    withheld = game_pb2.View()
+    withheld.CopyFrom(offered)
+    del withheld.draw_sources[:]
+    withheld.draw_sources.append(game_pb2.DRAW_SOURCE_STOCK)
+    assert untaken_top(withheld) is None
+    playing = game_pb2.View()
+    playing.CopyFrom(offered)
+    playing.phase = game_pb2.PHASE_PLAY
+    assert untaken_top(playing) is None
+    # The dealer's first turn in simple is played without a card drawn: nothing was taken.
+    assert not has_drawn(playing)
+    playing.drawn = C("5s") + 1
+    assert has_drawn(playing)

@@ -567,6 +567,11 @@ def test_a_reset_seed_is_a_whole_number(seed: object) -> None:
     e = raw_env(variant="simple")
     with pytest.raises((TypeError, ValueError), match="seed"):
         e.reset(seed=seed)  # type: ignore[arg-type]
+    # The Gymnasium environment takes the same seeds (it took True, refused numpy's 7).
+    seat = SeatEnv(variant="simple")
+    with pytest.raises((TypeError, ValueError), match="seed"):
+        seat.reset(seed=seed)  # type: ignore[arg-type]
+    seat.reset(seed=np.int64(7))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         e.reset(seed=np.int64(2**62))

@@ -1934,6 +1934,16 @@ def test_a_log_played_past_its_cap_by_an_older_server_is_rebuilt_as_it_was_playe
     # The checkpoints are the uncapped table's: a replay from them goes on as the log did.
     start = checkpoints.before(len(entries))
     assert start is not None and start.spec.turn_cap == 0
+    # The game's last round too, which the cap ends with the game.
+    last = replace(spec, options=Options(players=2, rounds=1))
+    old = TableState("t4", replace(last, turn_cap=0))
+    for entry in (Join(0, "Ana", "h0"), Join(1, "Bo", "h1"), Start(SEED)):
+        old.apply(entry)
+    for _ in range(10):
+        _throw_back(old)
+    again = rebuild("t4", last.to_dict(), [e.to_dict() for e in old.entries])
+    assert again.game is not None and again.game.turn_index == 10
+    assert snapshot(again) == snapshot(old)
     # A log that stops at the cap, as a capped server plays it, keeps its cap; and a log
     # whose entry is refused for another reason is still a damaged log.
     capped = TableState("t2", spec)

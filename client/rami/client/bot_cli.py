@@ -266,7 +266,10 @@ def _ismcts(simulations: int, horizon: int) -> Policy | str:
 @app.command()
 def arena(
     variant: Annotated[str, typer.Option(help="portuguese, tallage or simple.")] = "tallage",
-    players: Annotated[int, typer.Option(min=2, max=6, help="Seats per game.")] = 2,
+    players: Annotated[
+        int | None,
+        typer.Option(min=2, max=6, show_default=False, help="Seats per game [default: 2]."),
+    ] = None,
     policies: Annotated[
         str | None,
         typer.Option(
@@ -360,16 +363,25 @@ def arena(
         raise typer.BadParameter(
             "--csv writes the ladder's table: it goes with --ladder", param_hint="--csv"
         )
+    try:
+        parsed = parse_options(option or ())
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--option") from None
+    seats = dict(parsed).get("players")  # -o players=N: the seats, as --players says them
     if ladder:
         if record is not None:
             raise typer.BadParameter(
                 "a ladder keeps no record: --record is for an arena of two or more policies",
                 param_hint="--record",
             )
-        if players != 2:
+        if players not in (None, 2):
             raise typer.BadParameter("a ladder plays 2 players", param_hint="--players")
+        if seats not in (None, 2):
+            raise typer.BadParameter(
+                f"a ladder plays 2 players: drop -o players={seats}", param_hint="--option"
+            )
         try:
-            ladder_config = LadderConfig(variant, names, games, seed, parse_options(option or ()))
+            ladder_config = LadderConfig(variant, names, games, seed, parsed)
         except Exception as e:  # a bad option or count: say which
             raise typer.BadParameter(str(e)) from None
         start = time.perf_counter()
@@ -386,10 +398,10 @@ def arena(
         if csv_path is not None:
             csv_path.write_text(ladder_csv(done))
         return
+    if players is None:
+        players = seats if isinstance(seats, int) and not isinstance(seats, bool) else 2
     try:
-        config = ArenaConfig(
-            variant, players, names, games, seed, duplicate, parse_options(option or ())
-        )
+        config = ArenaConfig(variant, players, names, games, seed, duplicate, parsed)
     except Exception as e:  # a bad option or count: say which
         raise typer.BadParameter(str(e)) from None
     kept: ArenaRecord | None = None

@@ -66,8 +66,8 @@ def not_held(
 ) -> str:
     """The cards of a move that ``hand`` lacks, said with the like cards it holds, or how
     often it holds a card named more often than that, then ``done``. ``pile_top``: the top
-    of the discard pile, not yet taken this turn (a missing card that is it is said to be
-    there)."""
+    of the discard pile, which the player may take now (when it is the one card missing, it
+    is said to be there: :func:`untaken_top`)."""
     said: list[str] = []
     absent = [c for c in missing if c not in hand]
     if absent:
@@ -75,7 +75,7 @@ def not_held(
         similar = sorted({c for c in hand for m in absent if c.rank == m.rank and c != m})
         also = f" (you hold {', '.join(card_text(c) for c in similar)})" if similar else ""
         said.append(f"You don't hold {names}{also}")
-        if pile_top is not None and pile_top in absent:
+        if absent == [pile_top]:
             said.append(
                 f"{card_text(pile_top)} is the top of the discard pile: type draw discard"
                 " first, then the move"
@@ -85,6 +85,22 @@ def not_held(
         n = list(hand).count(c)
         said.append(f"You hold {card_text(c)} only {'once' if n == 1 else f'{n} times'}")
     return f"{'. '.join(said)}. {done}"
+
+
+def untaken_top(view: game_pb2.View) -> Card | None:
+    """The top of the discard pile while the player may take it now (their turn, before the
+    draw, and the rules offer it), for :func:`not_held`; else None."""
+    if not my_turn(view) or view.phase != game_pb2.PHASE_DRAW:
+        return None
+    if game_pb2.DRAW_SOURCE_DISCARD not in view.draw_sources:
+        return None  # the first circuit, one card held, no lay to take it at once...
+    return card(view.discard_top)
+
+
+def has_drawn(view: game_pb2.View) -> bool:
+    """Whether the player to move has taken their card this turn (the dealer's first turn
+    of a moroccan round is played without one)."""
+    return my_turn(view) and view.phase == game_pb2.PHASE_PLAY and card(view.drawn) is not None
 
 
 def incomplete(face_down: Card, view: game_pb2.View, card_text: CardText) -> str:

@@ -44,7 +44,17 @@ from rami.v1 import (
     table_service_pb2,
 )
 
-from .checks import cannot, incomplete, is_card, my_turn, not_held, refusal, sentence
+from .checks import (
+    cannot,
+    has_drawn,
+    incomplete,
+    is_card,
+    my_turn,
+    not_held,
+    refusal,
+    sentence,
+    untaken_top,
+)
 from .commands import (
     LOBBY,
     OVER,
@@ -517,8 +527,7 @@ class ClientSession:
         variant = self._variant()
         if command.name in MOVES and variant and command.name in not_in_variant(variant):
             # Said first, whatever follows the word: no card to ask for, nothing to send.
-            view = self.view
-            drawn = view is not None and my_turn(view) and view.phase == game_pb2.PHASE_PLAY
+            drawn = self.view is not None and has_drawn(self.view)
             self.out.error(f"{why_not_in_variant(command.name, variant, drawn)} Nothing was sent.")
             return
         try:
@@ -622,9 +631,7 @@ class ClientSession:
                 )
                 return
         top = card(view.discard_top)
-        # The top of the pile, while the player may still take it (a card of a move that is
-        # it is said to be there, not only not held).
-        untaken = top if my_turn(view) and view.phase == game_pb2.PHASE_DRAW else None
+        untaken = untaken_top(view)  # a move's one missing card that is it: said so
         decided = plan(
             action, self.stage, variant=variant, discard_top=top, card_text=self.look.card_text
         )

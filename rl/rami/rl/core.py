@@ -165,8 +165,8 @@ class Match:
         if not isinstance(turn_cap, int) or isinstance(turn_cap, bool) or turn_cap < 1:
             # The engine reads 0 as no cap: an episode that might never end.
             raise ValueError(
-                f"turn_cap is the turns a round may last, 1 or more (every episode ends),"
-                f" not {turn_cap!r}"
+                f"turn_cap is the turns a round may last, a whole number, 1 or more (every"
+                f" episode ends), not {turn_cap!r}"
             )
         self.variant = get_variant(variant)
         # As a table's: a name no option has, or an option the variant has not (``rounds``

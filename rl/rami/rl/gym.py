@@ -30,7 +30,7 @@ from gymnasium import spaces
 
 from rami.engine import POLICIES, view
 
-from .core import Match, RewardKind, environment_options
+from .core import Match, RewardKind, environment_options, whole_seed
 
 __all__ = ["SeatEnv"]
 
@@ -106,7 +106,7 @@ class SeatEnv(gymnasium.Env[dict[str, np.ndarray], np.int64]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        super().reset(seed=seed)
+        super().reset(seed=None if seed is None else whole_seed(seed))
         for _ in range(_DEALS):
             game_seed = int(self.np_random.integers(2**31))
             self._rng = random.Random(game_seed)
@@ -133,6 +133,8 @@ class SeatEnv(gymnasium.Env[dict[str, np.ndarray], np.int64]):
             self._ended = True
             obs = self._observation()
             info = {"action_mask": obs["action_mask"], "illegal": True}
+            if self.render_mode == "human":
+                self.render()
             return obs, self.illegal_reward, True, False, info
         reward = self.match.step(step)[self.seat]
         reward += self._others()

@@ -182,6 +182,9 @@ def rebuild(
     except _PastCap as e:
         # Its moves were played by a server of older code, which reads no cap (a cluster
         # upgraded a server at a time): the cap did not hold when they were played.
+        if checkpoints is not None:
+            checkpoints.clear()
+        state = _replayed(table_id, replace(table_spec, turn_cap=0), entries, secret, checkpoints)
         log.warning(
             "table %s: stored entry %d goes on past its turn cap of %d (a server without the"
             " cap played that round on): the table is rebuilt, and played on, without it",
@@ -189,9 +192,7 @@ def rebuild(
             e.number,
             table_spec.turn_cap,
         )
-        if checkpoints is not None:
-            checkpoints.clear()
-        return _replayed(table_id, replace(table_spec, turn_cap=0), entries, secret, checkpoints)
+        return state
 
 
 #: The fields of a stored spec this code knows (every one it ever wrote: fields are added,
@@ -233,7 +234,7 @@ def _replayed(
                 and isinstance(entry, Act)
                 and game is not None
                 and game.turn_cap
-                and game.phase == Phase.ROUND_OVER
+                and game.phase in (Phase.ROUND_OVER, Phase.GAME_OVER)  # its last round
                 and game.turn_index >= game.turn_cap
                 and game.results[-1].ending == "void"
             ):
