@@ -339,6 +339,25 @@ def test_malformed_lobby_requests_are_invalid_argument_and_change_nothing(stubs:
 # -- FAILED_PRECONDITION: illegal now --------------------------------------------------------
 
 
+def test_a_bad_policy_is_said_before_the_state_of_the_table(stubs: Stubs) -> None:
+    # AddBot with policy "smart" at a started table was answered TABLE_STARTED: the request's
+    # own fault is said first, as every malformed request's is.
+    t = seated(stubs, "simple")
+    request = lobby_service_pb2.AddBotRequest(table_id=t.table_id, policy="smart")
+    said = refused(
+        lambda: stubs.lobby.AddBot(request, metadata=md(t.owner), timeout=T),
+        Code.INVALID_ARGUMENT,
+        "BAD_POLICY",
+    )
+    assert "smart" in said.message
+    request = lobby_service_pb2.AddBotRequest(table_id=t.table_id, policy="greedy")
+    refused(
+        lambda: stubs.lobby.AddBot(request, metadata=md(t.owner), timeout=T),
+        Code.FAILED_PRECONDITION,
+        "TABLE_STARTED",
+    )
+
+
 def test_illegal_actions_are_failed_precondition_and_change_nothing(stubs: Stubs) -> None:
     t = tallage(stubs)
     no = Code.FAILED_PRECONDITION

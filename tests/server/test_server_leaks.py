@@ -573,6 +573,10 @@ def test_a_seats_stream_count_follows_its_player_through_a_start_that_renumbers_
                     await watch("Bo")
                 assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
                 assert error_of(refused.value).reason == "TOO_MANY_STREAMS"
+                # Watch and Play streams count together: the words say both.
+                assert "at most 2 streams (Watch or Play) per seat" in (
+                    refused.value.details() or ""
+                )
                 for stream in opened:
                     stream.cancel()
 

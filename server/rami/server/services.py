@@ -69,7 +69,15 @@ from .refusals import (
 from .retries import check_request_id, derived_token, mark
 from .sanitize import MAX_CHAT, MAX_NAME, clean_name, clean_text, name_key
 from .table import Change, Committed, Pace, Table, Watcher, stale, start_entry
-from .tablestate import CLOSED, FINISHED, PLAYING, WAITING, TableState, hash_token
+from .tablestate import (
+    CLOSED,
+    FINISHED,
+    PLAYING,
+    SEATED_POLICIES,
+    WAITING,
+    TableState,
+    hash_token,
+)
 from .thinking import Workers, analysed
 
 __all__ = ["TOKEN_METADATA", "LobbyService", "RulesService", "TableService"]
@@ -527,6 +535,10 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
         table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
         wanted = request.seat if request.HasField("seat") else None
         policy = request.policy or "strong"
+        if policy not in SEATED_POLICIES:  # the request's own fault, said before the table's
+            raise Invalid(
+                "BAD_POLICY", f"no policy {policy!r}: choose {', '.join(SEATED_POLICIES)}"
+            )
         seated: list[int] = []
         chosen = clean_name(request.name, MAX_NAME, "bot's name", required=False)
 
@@ -634,7 +646,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         c = lobby.config
         self.commands = RateLimiter(c.commands_per_second, c.command_burst, "commands")
         self.chat = RateLimiter(c.chat_per_second, c.chat_burst, "chat lines")
-        self.seat_streams = StreamCounter(c.streams_per_seat, "watch streams per seat")
+        self.seat_streams = StreamCounter(c.streams_per_seat, "streams (Watch or Play) per seat")
         self.spectators = StreamCounter(
             c.spectator_streams_per_client, "spectator streams per client"
         )
