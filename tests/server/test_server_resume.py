@@ -391,3 +391,44 @@ def test_a_heartbeat_carries_no_clock_where_no_turn_is_timed(
         waiting = _first_message(table, table_id, joined.token, 1)
         assert waiting.HasField("heartbeat") and waiting.heartbeat.number == 1
         assert not waiting.heartbeat.HasField("turn_deadline")
+
+
+def test_a_replay_ends_with_a_heartbeat_so_the_watcher_knows_it_is_live(tmp_path: Path) -> None:
+    # A resume from far back sent every update missed, then nothing until the next heartbeat
+    # (up to 15 s): a bot could not tell the past from the present.
+    config = TableConfig(bot_delay=0.0, round_pause=0.0, away_delay=0.0, heartbeat=60.0)
+    server = ServerThread(str(tmp_path / "rami.db"), table_config=config).start()
+    try:
+        with grpc.insecure_channel(server.target) as channel:
+            lobby = lobby_service_pb2_grpc.LobbyServiceStub(channel)
+            table = table_service_pb2_grpc.TableServiceStub(channel)
+            created = lobby.CreateTable(
+                lobby_service_pb2.CreateTableRequest(
+                    name="replay", variant=VARIANTS["simple"], options=game_pb2.Options(players=2)
+                ),
+                timeout=T,
+            )
+            table_id = created.table.table_id
+            for s in (0, 1):
+                lobby.JoinTable(
+                    lobby_service_pb2.JoinTableRequest(table_id=table_id, name=f"P{s}", seat=s),
+                    timeout=T,
+                )
+            # A spectator: its stream changes no seat's presence (which a heartbeat tells).
+            stream = table.Watch(
+                table_service_pb2.WatchRequest(table_id=table_id, after=0), timeout=10
+            )
+            got = []
+            began = time.monotonic()
+            try:
+                for msg in stream:
+                    got.append(msg)
+                    if msg.HasField("heartbeat"):
+                        break
+            finally:
+                stream.cancel()
+            assert time.monotonic() - began < 10
+            assert [m.update.number for m in got[:-1]] == [1, 2, 3]
+            assert got[-1].heartbeat.number == 3
+    finally:
+        server.stop()

@@ -1421,6 +1421,9 @@ class Table:
                         watcher.last = item[0]
                         yield (item[0], item[1] + note) if note else item
                         note = b""
+                # Caught up with the updates it missed: a heartbeat says so, with the latest
+                # number (a bot knows from it that what comes next is live).
+                yield (0, self._heartbeat())
             else:
                 pace.done()
                 while first:  # popped: a snapshot is not kept for the life of the stream
