@@ -414,6 +414,10 @@ def test_taking_a_seat_back_tells_what_happened_while_away(
             second.expect(r"The server \(for you\) (drew|discarded)")
             second.expect(r"You are up to date:", timeout=15)
             story = second.screen.text()[start : second.cursor]
+            if ending == "quit":
+                # The seat was left, so taking it back is an update of its own: told with
+                # the rest, before the table as it is and its turn (it came after them).
+                assert "You came back." in story, story
             told = re.findall(
                 r"^(?!.*The server \(for you\)).*\b(drew|discarded|took)\b", story, re.M
             )

@@ -1423,17 +1423,24 @@ class ClientSession:
                 [("class:good", f"You take seat {saved.seat} back: "), ("", table_summary(table))]
             )
             missed = table.number - saved.seen if saved.seen else 0
+            # A seat left (away) comes back with an update of its own as the stream opens:
+            # the catching up ends with it, so that it is told before the table as it is.
+            returning = int(
+                table.status == lobby_service_pb2.TABLE_STATUS_PLAYING
+                and saved.seat < len(table.seats)
+                and table.seats[saved.seat].away
+            )
             if missed > 2 * TOLD_IN_FULL:
                 self.out.info(
                     f"While you were away ({plural(missed, 'update')}; the moves of the last"
                     f" {TOLD_IN_FULL} are told, before them the server's for you, the rounds,"
                     " the stock's rebuilds, the chat and the players):"
                 )
-                self._catching_up = table.number
+                self._catching_up = table.number + returning
                 self._brief_until = table.number - TOLD_IN_FULL
             elif missed > 0:
                 self.out.info(f"While you were away ({plural(missed, 'update')}):")
-                self._catching_up = table.number
+                self._catching_up = table.number + returning
             await self._watch_table(
                 table.table_id,
                 saved.token,
