@@ -372,19 +372,24 @@ def test_a_stream_resumed_at_its_last_number_learns_the_restarted_clock(
         assert again.update.view.turn_deadline.ToNanoseconds() == fresh
 
 
+def _two_seats(lobby: lobby_service_pb2_grpc.LobbyServiceStub, name: str, variant: str) -> str:
+    """A new two-seat table of ``variant``: its id."""
+    created = lobby.CreateTable(
+        lobby_service_pb2.CreateTableRequest(
+            name=name, variant=VARIANTS[variant], options=game_pb2.Options(players=2)
+        ),
+        timeout=T,
+    )
+    return created.table.table_id
+
+
 def test_a_heartbeat_carries_no_clock_where_no_turn_is_timed(
     server: ServerThread,
 ) -> None:
     with grpc.insecure_channel(server.target) as channel:
         lobby = lobby_service_pb2_grpc.LobbyServiceStub(channel)
         table = table_service_pb2_grpc.TableServiceStub(channel)
-        created = lobby.CreateTable(
-            lobby_service_pb2.CreateTableRequest(
-                name="untimed", variant=VARIANTS["portuguese"], options=game_pb2.Options(players=2)
-            ),
-            timeout=T,
-        )
-        table_id = created.table.table_id
+        table_id = _two_seats(lobby, "untimed", "portuguese")
         joined = lobby.JoinTable(
             lobby_service_pb2.JoinTableRequest(table_id=table_id, name="P0"), timeout=T
         )
@@ -402,13 +407,7 @@ def test_a_replay_ends_with_a_heartbeat_so_the_watcher_knows_it_is_live(tmp_path
         with grpc.insecure_channel(server.target) as channel:
             lobby = lobby_service_pb2_grpc.LobbyServiceStub(channel)
             table = table_service_pb2_grpc.TableServiceStub(channel)
-            created = lobby.CreateTable(
-                lobby_service_pb2.CreateTableRequest(
-                    name="replay", variant=VARIANTS["simple"], options=game_pb2.Options(players=2)
-                ),
-                timeout=T,
-            )
-            table_id = created.table.table_id
+            table_id = _two_seats(lobby, "replay", "simple")
             for s in (0, 1):
                 lobby.JoinTable(
                     lobby_service_pb2.JoinTableRequest(table_id=table_id, name=f"P{s}", seat=s),
