@@ -399,6 +399,21 @@ def test_an_option_the_variant_does_not_have_is_refused_unless_left_at_its_defau
     Options(rounds=3, false_declaration="reject").check_variant("portuguese")
 
 
+def test_an_option_the_variant_lacks_is_said_so_before_its_value_is_checked() -> None:
+    # ``target=100`` in portuguese was refused for its value ("one of 201, 500, 1000"), as if
+    # another target would do: portuguese has none.
+    with pytest.raises(MalformedAction, match="portuguese has no option target"):
+        Options.for_variant("portuguese", {"target": 100})
+    with pytest.raises(MalformedAction, match="tallage has no option rounds"):
+        Options.for_variant("tallage", {"rounds": 0})
+    with pytest.raises(MalformedAction, match="option target must be one of"):
+        Options.for_variant("tallage", {"target": 100})
+    with pytest.raises(MalformedAction, match="unknown option 'bogus'"):
+        Options.for_variant("tallage", {"bogus": 1})
+    assert Options.for_variant("portuguese", {"target": 201}) == Options()  # its default
+    assert Options.for_variant("simple", {"players": 3}).players == 3
+
+
 def test_options_from_a_dict_refuse_an_unknown_name_and_fill_in_defaults() -> None:
     with pytest.raises(MalformedAction) as info:
         Options.from_dict({"jokers": 3})

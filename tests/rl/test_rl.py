@@ -370,6 +370,8 @@ def test_the_aec_state_is_every_seats_observation_together() -> None:
         ("tallage", {"false_declaration": "reject"}, "tallage has no option false_declaration"),
         ("tallage", {"bogus": 1}, "unknown option 'bogus'"),
         ("tallage", {"round_cap": 0}, "option round_cap must be an integer from 1"),
+        # A value no game takes, of an option the variant has not: the option is said.
+        ("portuguese", {"target": 100}, "portuguese has no option target"),
     ],
 )
 def test_an_option_the_variant_does_not_have_is_refused_as_the_server_refuses_it(

@@ -271,6 +271,13 @@ def test_malformed_lobby_requests_are_invalid_argument_and_change_nothing(stubs:
         refused(make(variant=tallage_, options=options), bad, "BAD_OPTION")
     for options in (game_pb2.Options(target=500), game_pb2.Options(round_cap=7)):
         refused(make(variant=VARIANTS["portuguese"], options=options), bad, "BAD_OPTION")
+    # A value no table takes, of an option the variant has not: the option is what is wrong.
+    said = refused(
+        make(variant=VARIANTS["portuguese"], options=game_pb2.Options(target=100)),
+        bad,
+        "BAD_OPTION",
+    )
+    assert "portuguese has no option target" in said.message, said.message
     short = lobby_service_pb2.Deck(cards=stacked_deck("tallage", 2, {}, "7h").cards[:-1])
     refused(make(variant=tallage_, stacked_decks=[short]), bad, "BAD_DECK")
     assert tables() == before

@@ -97,12 +97,11 @@ class ArenaConfig:
             raise ValueError(
                 f"--players {self.players} and -o players={given} disagree: give the seats once"
             )
-        # The players and the options, and that the variant has them (as a table checks).
-        self.game_options().check_variant(self.variant)
+        self.game_options()  # the players and the options, which the variant must have
 
     def game_options(self) -> Options:
         """The table options of every game."""
-        return Options.from_dict({**dict(self.options), "players": self.players})
+        return Options.for_variant(self.variant, {**dict(self.options), "players": self.players})
 
 
 @dataclass(frozen=True, slots=True)

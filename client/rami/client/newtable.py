@@ -168,8 +168,7 @@ def parse_create(args: str) -> NewTable:
             raise ValueError(f"{bots} bots leave you no seat: a table has at most {most} seats")
         options["players"] = bots + 1
     try:
-        checked = Options.from_dict(options)
-        checked.check_variant(variant)  # as the server would, said before it is asked
+        checked = Options.for_variant(variant, options)  # as the server would, said first
     except MalformedAction as e:
         raise ValueError(str(e)) from None
     if bots >= checked.players:

@@ -220,6 +220,21 @@ class Options:
             raise MalformedAction(f"unknown option {unknown[0]!r}", "BAD_OPTION")
         return cls(**values)
 
+    @classmethod
+    def for_variant(cls, variant: str, values: Mapping[str, Any]) -> Options:
+        """:meth:`from_dict` for a game of ``variant``, checked as :meth:`check_variant` does;
+        an option the variant does not have is refused as such before any value is checked
+        (``target=100`` in portuguese: it has no target, not a wrong one)."""
+        for name, value in values.items():
+            spec = _SPECS.get(name)
+            if spec is not None and variant not in spec.variants and value != _DEFAULTS[name]:
+                raise MalformedAction(
+                    f"{variant} has no option {name} (leave it unset)", "BAD_OPTION"
+                )
+        options = cls.from_dict(values)
+        options.check_variant(variant)
+        return options
+
     def to_dict(self) -> dict[str, Any]:
         """Every option by name."""
         # Every value is an int, bool or str: a flat copy is what asdict's deep one would be.

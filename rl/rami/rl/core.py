@@ -171,8 +171,7 @@ class Match:
         self.variant = get_variant(variant)
         # As a table's: a name no option has, or an option the variant has not (``rounds``
         # in tallage), is refused, not ignored (``MalformedAction``, a ``ValueError``).
-        self.options = Options.from_dict({"players": players, **options})
-        self.options.check_variant(self.variant.id)
+        self.options = Options.for_variant(self.variant.id, {"players": players, **options})
         self.space = StepSpace(self.variant, self.options, turn_cap=turn_cap)
         self.layout = Layout.of(players)
         self._at = {name: start for name, start, _ in self.layout.blocks}

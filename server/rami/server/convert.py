@@ -183,8 +183,11 @@ def variant_from_proto(value: int) -> str:
         ) from None
 
 
-def options_from_proto(msg: game_pb2.Options, defaults: dict[str, Any] | None = None) -> Options:
-    """Options from a proto message: unset fields take ``defaults``, then the engine's."""
+def options_from_proto(
+    msg: game_pb2.Options, defaults: dict[str, Any] | None = None, variant: str = ""
+) -> Options:
+    """Options from a proto message: unset fields take ``defaults``, then the engine's; with
+    ``variant``, checked for its game (``Options.for_variant``)."""
     values: dict[str, Any] = dict(defaults or {})
     for name in _INT_OPTIONS:
         if msg.HasField(name):
@@ -197,7 +200,7 @@ def options_from_proto(msg: game_pb2.Options, defaults: dict[str, Any] | None = 
         values["false_declaration"] = "reveal"
     elif msg.false_declaration != game_pb2.FALSE_DECLARATION_UNSPECIFIED:
         raise MalformedAction("false_declaration must be REVEAL or REJECT", "BAD_OPTION")
-    return Options.from_dict(values)
+    return Options.for_variant(variant, values) if variant else Options.from_dict(values)
 
 
 def options_to_proto(options: Options) -> game_pb2.Options:

@@ -332,8 +332,7 @@ class RulesService(rules_service_pb2_grpc.RulesServiceServicer):
         self, request: rules_service_pb2.AnalyseHandRequest, context: grpc.aio.ServicerContext
     ) -> rules_service_pb2.AnalyseHandResponse:
         variant = convert.variant_from_proto(request.variant)
-        options = convert.options_from_proto(request.options)
-        options.check_variant(variant)
+        options = convert.options_from_proto(request.options, variant=variant)
         if request.bar < 0:
             raise Invalid("BAD_OPTION", f"bar is 0 or more (the points to beat), not {request.bar}")
         hand = convert.cards_from_proto(request.hand)
@@ -388,8 +387,7 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
         request_id = check_request_id(request.request_id, secret=True)
         marked = mark("CreateTable", "create", request_id, request) if request_id else None
         variant = convert.variant_from_proto(request.variant)
-        options = convert.options_from_proto(request.options)
-        options.check_variant(variant)
+        options = convert.options_from_proto(request.options, variant=variant)
         decks = [list(convert.cards_from_proto(d.cards)) for d in request.stacked_decks]
         table, owner = await self.lobby.create(
             name=request.name,
