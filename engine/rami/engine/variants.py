@@ -225,15 +225,8 @@ class Options:
         """:meth:`from_dict` for a game of ``variant``, checked as :meth:`check_variant` does;
         an option the variant does not have is refused as such before any value is checked
         (``target=100`` in portuguese: it has no target, not a wrong one)."""
-        for name, value in values.items():
-            spec = _SPECS.get(name)
-            if spec is not None and variant not in spec.variants and value != _DEFAULTS[name]:
-                raise MalformedAction(
-                    f"{variant} has no option {name} (leave it unset)", "BAD_OPTION"
-                )
-        options = cls.from_dict(values)
-        options.check_variant(variant)
-        return options
+        _check_names(variant, values)  # the options left out are at their defaults
+        return cls.from_dict(values)
 
     def to_dict(self) -> dict[str, Any]:
         """Every option by name."""
@@ -244,11 +237,7 @@ class Options:
         """Refuse (``BAD_OPTION``) an option that ``variant`` does not have, set to anything
         but its default (left at its default, it is only not used: a table's whole list of
         options can be copied into a new table of the same variant)."""
-        for spec in OPTION_SPECS:
-            if variant not in spec.variants and getattr(self, spec.name) != _DEFAULTS[spec.name]:
-                raise MalformedAction(
-                    f"{variant} has no option {spec.name} (leave it unset)", "BAD_OPTION"
-                )
+        _check_names(variant, self.to_dict())
 
     def with_(self, **changes: Any) -> Options:
         """A copy with some options changed (and checked)."""
@@ -263,3 +252,12 @@ class Options:
 
 _OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Options))
 _DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Options)}
+
+
+def _check_names(variant: str, values: Mapping[str, Any]) -> None:
+    """Refuse (``BAD_OPTION``) an option of ``values`` that ``variant`` does not have, set to
+    anything but its default (a name no option has is :meth:`Options.from_dict`'s to refuse)."""
+    for name, value in values.items():
+        spec = _SPECS.get(name)
+        if spec is not None and variant not in spec.variants and value != _DEFAULTS[name]:
+            raise MalformedAction(f"{variant} has no option {name} (leave it unset)", "BAD_OPTION")

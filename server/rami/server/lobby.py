@@ -593,14 +593,16 @@ class Lobby:
                     nonce = stored.row.spec.get("deal_nonce", "")
                     secret = self.key.table_secret(table_id, nonce)
                     state = rebuild(table_id, stored.row.spec, stored.entries, secret, checkpoints)
-                except (DealError, NewerTable) as e:  # name the table, never a card
-                    self._unbuildable.add(table_id)
-                    log.error("%s; the table is left out (%s)", e, _NOT_AGAIN)
                 except Exception as e:
                     self._unbuildable.add(table_id)
-                    log_unexpected(
-                        log, f"table {table_id} could not be rebuilt; left out ({_NOT_AGAIN})", e
-                    )
+                    if isinstance(e, DealError | NewerTable):  # name the table, never a card
+                        log.error("%s; the table is left out (%s)", e, _NOT_AGAIN)
+                    else:
+                        log_unexpected(
+                            log,
+                            f"table {table_id} could not be rebuilt; left out ({_NOT_AGAIN})",
+                            e,
+                        )
                 else:
                     table = self.tables.get(table_id) or self._hold(state, checkpoints, lease.epoch)
                     if lease.epoch:

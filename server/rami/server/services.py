@@ -73,9 +73,9 @@ from .tablestate import (
     CLOSED,
     FINISHED,
     PLAYING,
-    SEATED_POLICIES,
     WAITING,
     TableState,
+    check_policy,
     hash_token,
 )
 from .thinking import Workers, analysed
@@ -533,10 +533,7 @@ class LobbyService(_TableCalls, lobby_service_pb2_grpc.LobbyServiceServicer):
         table = self.lobby.tables.get(request.table_id) or await self.lobby.get(request.table_id)
         wanted = request.seat if request.HasField("seat") else None
         policy = request.policy or "strong"
-        if policy not in SEATED_POLICIES:  # the request's own fault, said before the table's
-            raise Invalid(
-                "BAD_POLICY", f"no policy {policy!r}: choose {', '.join(SEATED_POLICIES)}"
-            )
+        check_policy(policy)  # the request's own fault, said before the table's
         seated: list[int] = []
         chosen = clean_name(request.name, MAX_NAME, "bot's name", required=False)
 

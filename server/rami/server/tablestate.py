@@ -62,6 +62,13 @@ from .refusals import Invalid, Precondition
 #: that search (``expert``) are decided off the event loop (``thinking.py``).
 SEATED_POLICIES = tuple(POLICIES)
 
+
+def check_policy(policy: str) -> None:
+    """Refuse (``BAD_POLICY``) a policy no bot seated here plays."""
+    if policy not in SEATED_POLICIES:
+        raise Invalid("BAD_POLICY", f"no policy {policy!r}: choose {', '.join(SEATED_POLICIES)}")
+
+
 #: The turns a table's round may last for each stock it may draw (the first and each rebuild):
 #: see :func:`table_turn_cap`.
 TURNS_PER_STOCK = 125
@@ -101,6 +108,7 @@ __all__ = [
     "TableState",
     "TableSummary",
     "TurnTimedOut",
+    "check_policy",
     "hash_token",
     "load_state",
     "table_turn_cap",
@@ -577,10 +585,7 @@ class TableState:
                 seat_ = Seat(name, "player", "", token, entropy=entropy)
                 events = [self._sit(seat, seat_)]
             case AddBot(seat, name, policy):
-                if policy not in SEATED_POLICIES:
-                    raise Invalid(
-                        "BAD_POLICY", f"no policy {policy!r}: choose {', '.join(SEATED_POLICIES)}"
-                    )
+                check_policy(policy)
                 events = [self._sit(seat, Seat(name, "bot", policy))]
             case Leave(seat):
                 events = [self._leave(self._seat_arg(seat))]
