@@ -163,7 +163,7 @@ def cannot(
         # a draw of the stock in the same words.)
         why = (
             "you have already drawn this turn"
-            if card(view.drawn) is not None
+            if has_drawn(view)
             else "the dealer plays the first turn without drawing: lay or discard"
         )
         return f"You can't draw now: {why}. Nothing was staged or sent."
