@@ -17,6 +17,7 @@ from client_server import ServerThread, Stubs
 
 from rami.client import cli
 from rami.client.convert import VARIANT_IDS
+from rami.client.finder import TableFinder
 from rami.client.link import Link
 from rami.client.look import Look
 from rami.client.seats import SavedSeat, SeatBook
@@ -360,15 +361,20 @@ def test_a_game_that_ended_while_away_names_its_rematch(tmp_path: Path) -> None:
             second.close()
 
 
-@pytest.mark.parametrize(("ending", "away"), [("quit", 1.0), ("crash", 1.0), ("quit", 2.5)])
+@pytest.mark.parametrize(
+    ("ending", "away", "late"),
+    [("quit", 1.0, 0.0), ("crash", 1.0, 0.0), ("quit", 2.5, 0.0), ("quit", 1.0, 0.5)],
+)
 def test_taking_a_seat_back_tells_what_happened_while_away(
-    tmp_path: Path, ending: str, away: float
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ending: str, away: float, late: float
 ) -> None:
     # The server plays the seat once it is left, and the bot plays: a few moves are made
     # before Ana comes back, and her new client tells them before the table as it is. Also
     # after a crash or a closed window, where nothing is said to the server and the client
     # never gets to write down where its player was: the last update shown is written down
     # as each comes, so the new client tells what the server made for the seat, and only that.
+    # ``late``: the list that join reads arrives that late, the table gone on meanwhile (as on
+    # a busy machine), so the seat comes back some updates after the number listed.
     brisk = TableConfig(bot_delay=0.05, round_pause=0.05, away_delay=0.05, heartbeat=0.5)
     book = SeatBook(tmp_path / "seats.json")
     with ServerThread(str(tmp_path / "rami.db"), brisk) as server, Stubs(server.target) as stubs:
@@ -403,6 +409,15 @@ def test_taking_a_seat_back_tells_what_happened_while_away(
         (saved,) = book.at(server.target)
         assert saved.seen > 0
         time.sleep(away)  # the server and the bot play on
+        if late:
+            listed = TableFinder.listed
+
+            async def late_list(self: TableFinder) -> list[lobby_service_pb2.TableInfo]:
+                answer = await listed(self)
+                await asyncio.sleep(late)
+                return answer
+
+            monkeypatch.setattr(TableFinder, "listed", late_list)
         second = _client(server, book)
         try:
             second.expect(r"You hold seat 0 at table 1: join 1 takes it back\.")
@@ -440,7 +455,10 @@ def test_taking_a_seat_back_tells_what_happened_while_away(
                         for e in msg.update.events
                         if e.WhichOneof("kind") == "card_discarded" and e.card_discarded.seat == 0
                     )
-                    if msg.update.number >= saved.seen + missed:
+                    # Told up to the update listed, or, for a seat left, to the one that
+                    # brought it back (later than listed when the table went on meanwhile).
+                    back = any(e.WhichOneof("kind") == "player_returned" for e in msg.update.events)
+                    if back or (ending != "quit" and msg.update.number >= saved.seen + missed):
                         break
             watch.cancel()
             assert thrown > 0

@@ -251,6 +251,9 @@ class ClientSession:
         self._question: _Question | None = None
         #: Taking a seat back: the table's number then, until the updates missed are told.
         self._catching_up: int | None = None
+        #: Taking back a seat left (away): until the update that brings it back, the catching
+        #: up goes on.
+        self._returning = False
         #: Taking a seat back after many updates: up to this one, the moves are not told one by
         #: one (only what rounds, chat and players did), the last ones are.
         self._brief_until: int | None = None
@@ -838,7 +841,17 @@ class ClientSession:
             self._ran_out = None  # the seat's next turn: a move typed now is meant for it
         if update.snapshot:
             self._snapshot(after)
-        caught_up = self._catching_up is not None and after.number >= self._catching_up
+        if self._returning and (
+            me is None
+            or not after.players[me].away
+            or after.phase in (game_pb2.PHASE_WAITING, game_pb2.PHASE_GAME_OVER)
+        ):
+            self._returning = False  # back (or the game ended first: nothing to come back to)
+        caught_up = (
+            self._catching_up is not None
+            and after.number >= self._catching_up
+            and not self._returning
+        )
         if caught_up:
             self._catching_up = self._brief_until = None
             self.out.info("You are up to date:")
@@ -969,6 +982,7 @@ class ClientSession:
 
     def _left_table(self) -> None:
         self._catching_up = self._brief_until = None
+        self._returning = False
         self._server_turn = False
         self.table_id = self.token = None
         self.view = self._streamed = None
@@ -1424,8 +1438,9 @@ class ClientSession:
             )
             missed = table.number - saved.seen if saved.seen else 0
             # A seat left (away) comes back with an update of its own as the stream opens:
-            # the catching up ends with it, so that it is told before the table as it is.
-            returning = int(
+            # the catching up ends with it, so that it is told before the table as it is. It
+            # may come some updates after the number listed: the table goes on meanwhile.
+            self._returning = (
                 table.status == lobby_service_pb2.TABLE_STATUS_PLAYING
                 and saved.seat < len(table.seats)
                 and table.seats[saved.seat].away
@@ -1436,11 +1451,11 @@ class ClientSession:
                     f" {TOLD_IN_FULL} are told, before them the server's for you, the rounds,"
                     " the stock's rebuilds, the chat and the players):"
                 )
-                self._catching_up = table.number + returning
+                self._catching_up = table.number
                 self._brief_until = table.number - TOLD_IN_FULL
             elif missed > 0:
                 self.out.info(f"While you were away ({plural(missed, 'update')}):")
-                self._catching_up = table.number + returning
+                self._catching_up = table.number
             await self._watch_table(
                 table.table_id,
                 saved.token,
