@@ -168,7 +168,10 @@ def test_presence_reaches_every_stream_when_it_changes(server: ServerThread, stu
     eva_stream.cancel()
 
 
-def test_a_returning_player_is_shown_connected(grace_server: ServerThread) -> None:
+@pytest.mark.parametrize("stream", ["watch", "play"])
+def test_a_returning_player_is_shown_connected(grace_server: ServerThread, stream: str) -> None:
+    # The update that brings the seat back by its stream shows it connected, as it is from
+    # then on: it used to show it gone, and a heartbeat said otherwise a moment later.
     with Stubs(grace_server.target) as stubs:
         table_id = new_table(stubs, game_pb2.VARIANT_TALLAGE, 3)
         tokens = [join(stubs, table_id, name) for name in ("Eva", "Bruno")]
@@ -183,9 +186,21 @@ def test_a_returning_player_is_shown_connected(grace_server: ServerThread) -> No
             timeout=T,
         )
         eva.expect(event_of("player_left", 1), "saying Bruno left")
-        bruno = watch(stubs, table_id, tokens[1])
-        eva.expect(event_of("player_returned", 1), "saying Bruno came back")
-        eva.expect(seat_is(1, True), "saying Bruno is connected")
+        if stream == "watch":
+            bruno = watch(stubs, table_id, tokens[1])
+        else:
+            opening = table_service_pb2.PlayRequest(
+                open=table_service_pb2.WatchRequest(table_id=table_id)
+            )
+            bruno = Reader(stubs.table.Play(iter([opening]), metadata=md(tokens[1]), timeout=60))
+        back = eva.expect(event_of("player_returned", 1), "saying Bruno came back")
+        assert presence(back)[1] is True  # type: ignore[index]
+        mine = bruno.expect(lambda m: m.WhichOneof("kind") == "update", "(Bruno's first)")
+        assert presence(mine)[1] is True  # type: ignore[index]
+        # Nothing says otherwise after.
+        time.sleep(0.3)
+        while not eva.items.empty():
+            assert presence(eva.items.get()) in (None, [True, True, True])
         bruno.cancel()
         eva.cancel()
 

@@ -933,7 +933,9 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         try:
             pace = self._pace(client, after, number)
             if seat is not None:
-                await table.change(lambda state: _returning_holder(state, holder), lambda _: None)
+                await table.change(
+                    lambda state: _returning_holder(state, holder), lambda _: None, arriving=True
+                )
             async for _, data in table.watch(
                 seat, after, pace=pace, take_over=request.take_over, holder=holder
             ):
@@ -980,7 +982,9 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         pace = None
         try:
             pace = self._pace(client, after, now)
-            await table.change(lambda state: _returning_holder(state, holder), lambda _: None)
+            await table.change(
+                lambda state: _returning_holder(state, holder), lambda _: None, arriving=True
+            )
             # The stream's items are encoded WatchResponses, which are PlayResponses as they
             # are (the same field numbers), and refusals (see ``wire``).
             async for number, data in table.watch(

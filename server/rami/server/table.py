@@ -278,12 +278,15 @@ class Change(Generic[T]):
     stored. ``ack`` is the Play stream's watcher and command id, noted before the update
     reaches the stream. ``failed``, when given, is told a refusal or error in the table's
     task, instead of the caller through its future (which then has no result: a caller
-    that does not wait for it)."""
+    that does not wait for it). ``arriving``: the seat a :class:`Return` of the change brings
+    back opens a stream as it comes (a Watch or Play with its token), so the change's views
+    show it connected, as it is from then on."""
 
     plan: Callable[[TableState], Sequence[Entry]]
     reply: Callable[[Committed | None], T]
     ack: tuple[Watcher, int] | None = None
     failed: Callable[[Exception], None] | None = None
+    arriving: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -651,15 +654,18 @@ class Table:
         plan: Callable[[TableState], Sequence[Entry]],
         reply: Callable[[Committed | None], T],
         ack: tuple[Watcher, int] | None = None,
+        *,
+        arriving: bool = False,
     ) -> T:
-        """Run a change through the pipeline and return its reply.
+        """Run a change through the pipeline and return its reply (``arriving``: see
+        :class:`Change`).
 
         At an idle table (no change under way, none queued) the caller runs the pipeline
         itself, in its own task: a hand-off to the table's task would cost two more turns of
         the event loop (the task's start, and the caller's wake-up). Changes queued meanwhile
         wait for it, as they wait for the task's; should the caller be cancelled once the
         change is handed to storage, the table's task takes it over (:class:`Settle`)."""
-        job = _change_of(plan, reply, ack)
+        job = _change_of(plan, reply, ack, None, arriving)
         if not self._idle():
             result: T = await self._enqueue(job)
             return result
@@ -842,6 +848,11 @@ class Table:
         clock = (self.deadline, self._turn_key)
         watched = {w.seat for w in self.watchers}
         connected = self.connected()
+        if job.arriving:
+            # Counted for these views only: the stream itself, once open, is what counts the
+            # seat present (and clears it from the drop grace's count, see ``_presence``).
+            back = {e.seat for e in entries if isinstance(e, Return)}
+            connected = {**connected, **{s: max(1, connected.get(s, 0)) for s in back}}
         updates: list[tuple[int, bytes, dict[int | None, bytes]]] = []
         events_of: list[list[Event]] = []
         # The start renumbers the seats: its update and every later one reach each seat's
