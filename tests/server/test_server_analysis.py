@@ -76,6 +76,144 @@ def test_a_call_dropped_by_a_stopping_server_logs_no_error(
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
 
 
+def _slept(who: str, seconds: float) -> str:
+    time.sleep(seconds)
+    return who
+
+
+def test_the_workers_take_the_waiting_calls_of_each_client_in_turn() -> None:
+    """Calls that wait for a worker are served a client at a time, in turn: one client's
+    many (a server's expert bots at the tables of one address) keep another's waiting for
+    one of theirs at most, not for all of them (it waited for every one, some 10 s a move)."""
+
+    async def main() -> list[str]:
+        workers = Workers(1, 30.0, "bot move")
+        try:
+            await workers.run(len, ())  # spawned
+            order: list[str] = []
+
+            async def call(who: str) -> None:
+                order.append(await workers.run(_slept, who, 0.05, who=who))
+
+            calls = [asyncio.create_task(call("a")) for _ in range(5)]
+            await asyncio.sleep(0.01)
+            calls += [asyncio.create_task(call("b")), asyncio.create_task(call("c"))]
+            await asyncio.sleep(0.01)
+            calls.append(asyncio.create_task(call("b")))
+            await asyncio.gather(*calls)
+            return order
+        finally:
+            workers.close()
+
+    # The first "a" had the worker; then each client that waits, in the order it came, and
+    # again: a, b, c, a, b, a, a, a.
+    assert asyncio.run(main()) == ["a", "b", "c", "a", "b", "a", "a", "a"]
+
+
+def test_a_call_that_stops_waiting_for_a_worker_gives_its_turn_away() -> None:
+    """A call cancelled while it waits takes no worker: the next in turn gets it, and the
+    workers are all free once every call has ended (none is lost to a cancelled wait)."""
+
+    async def main() -> None:
+        workers = Workers(1, 30.0, "bot move")
+        try:
+            await workers.run(len, ())  # spawned
+            first = asyncio.create_task(workers.run(_slept, "a", 0.2, who="a"))
+            await asyncio.sleep(0.05)
+            gone = asyncio.create_task(workers.run(_slept, "b", 0.0, who="b"))
+            kept = asyncio.create_task(workers.run(_slept, "c", 0.0, who="c"))
+            await asyncio.sleep(0.01)
+            gone.cancel()
+            assert await first == "a" and await kept == "c"
+            with pytest.raises(asyncio.CancelledError):
+                await gone
+            # Both slots' worth of calls at once: each runs (one worker: one after the other).
+            both = await asyncio.gather(*(workers.run(_slept, w, 0.0, who=w) for w in "de"))
+            assert both == ["d", "e"]
+        finally:
+            workers.close()
+
+    asyncio.run(main())
+
+
+def test_one_clients_many_expert_tables_hold_up_anothers_by_one_move_each(
+    tmp_path: Path,
+) -> None:
+    """Four tables of expert bots created by one address and one by another, on one worker:
+    each of the four gets a move decided in its turn, and the other table in every other
+    turn (as many as the four together), where it used to get as many as each of the four."""
+    from rami.engine import Options
+    from rami.server.entries import AddBot
+    from rami.server.lobby import Lobby, LobbyConfig, summarize
+    from rami.server.services import _with_start
+    from rami.server.storage import SqliteStorage
+    from rami.server.table import TableConfig
+
+    async def main() -> list[int]:
+        storage = await SqliteStorage.open(str(tmp_path / "rami.db"), summarize)
+        config = TableConfig(
+            bot_delay=0.0, round_pause=0.0, heartbeat=60.0, bot_workers=1, expert_budget=0.01
+        )
+        lobby = Lobby(storage, LobbyConfig(table_creations_per_second=0), config)
+        try:
+            await lobby.thinker.pool.run(len, ())  # spawned
+            tables = []
+            for who in ("flood",) * 4 + ("other",):
+                table, _ = await lobby.create(
+                    name="t",
+                    variant="portuguese",
+                    options=Options(players=2),
+                    private=False,
+                    hand_analysis=False,
+                    decks=[],
+                    client=who,
+                )
+                tables.append(table)
+            for table in tables:
+                bots = [AddBot(s, f"Expert bot {s + 1}", "expert", None) for s in (0, 1)]
+                await table.change(lambda s, b=bots: _with_start(s, b), lambda _: None)
+            begun = [t.number for t in tables]
+            await asyncio.sleep(4.0)
+            return [t.number - b for t, b in zip(tables, begun, strict=True)]
+        finally:
+            lobby.close()
+            await lobby.closing()
+            lobby.thinker.close()
+            await storage.close()
+
+    *flood, other = asyncio.run(main())
+    assert min(flood) > 0, flood
+    assert other > 2 * max(flood), (flood, other)
+
+
+def test_a_wait_cancelled_as_its_place_is_given_back_takes_no_place() -> None:
+    """A waiting caller cancelled in the same turn of the loop as a place is given back,
+    before it is told: the place goes to the next caller, and none is lost or made."""
+    from rami.server.thinking import TakenInTurn
+
+    async def main() -> None:
+        places = TakenInTurn(1)
+        await places.acquire("a")
+        gone = asyncio.create_task(places.acquire("b"))
+        kept = asyncio.create_task(places.acquire("c"))
+        await asyncio.sleep(0)
+        gone.cancel()
+        places.release("a")  # "b" is cancelled, not told yet: passed by, to "c"
+        await kept
+        with pytest.raises(asyncio.CancelledError):
+            await gone
+        later = asyncio.create_task(places.acquire("d"))
+        await asyncio.sleep(0)
+        assert not later.done()  # "c" holds the one place
+        places.release("c")
+        await later
+        places.release("d")
+        await asyncio.wait_for(places.acquire("e"), 1)
+        assert places._held == {"e": 1} and not places._waiting and places._let_in.keys() == {"e"}
+
+    asyncio.run(main())
+
+
 def test_an_analysis_asked_of_a_stopping_server_is_refused_unavailable() -> None:
     async def main() -> None:
         work = TimeBudget(share=1.0, burst=1.0)

@@ -1441,7 +1441,8 @@ class ClientSession:
             # the catching up ends with it, so that it is told before the table as it is. It
             # may come some updates after the number listed: the table goes on meanwhile.
             self._returning = (
-                table.status == lobby_service_pb2.TABLE_STATUS_PLAYING
+                missed > 0
+                and table.status == lobby_service_pb2.TABLE_STATUS_PLAYING
                 and saved.seat < len(table.seats)
                 and table.seats[saved.seat].away
             )

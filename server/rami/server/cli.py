@@ -177,7 +177,8 @@ def serve(
         TableConfig().bot_workers,
         min=1,
         help="Worker processes that decide the moves of expert bots (a search at every move,"
-        " kept off the tables' event loop); their moves wait their turn for one.",
+        " kept off the tables' event loop); their moves wait their turn for one, the tables"
+        " of each creating address in turn.",
     ),
     bot_delay: float = typer.Option(
         TableConfig().bot_delay,

@@ -257,7 +257,7 @@ async def in_worker(
         if analysts is None:
             return fn(*args)
         try:
-            return await analysts.run(fn, *args, timeout=timeout)
+            return await analysts.run(fn, *args, timeout=timeout, who=client)
         except Exception:
             if analysts.closed:  # stopped under it (its worker ended, or never came)
                 raise Unavailable("SHUTTING_DOWN", "the server is shutting down") from None

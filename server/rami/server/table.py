@@ -1672,7 +1672,9 @@ class Table:
         game is still at ``position`` (else whatever is due now is armed again)."""
         try:
             try:
-                action: Action | None = await thinker.decide(policy, v, seed)
+                action: Action | None = await thinker.decide(
+                    policy, v, seed, self.state.spec.client
+                )
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # a worker died or hung, or the server stops: the safe move

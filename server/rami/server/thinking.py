@@ -14,9 +14,10 @@ decided here instead, in worker processes of their own, while the tables go on:
 
 Workers are spawned (not forked: a forked gRPC process is not safe) when the first move is
 asked; at most ``workers`` moves are in their hands at once, the others (of every table) wait
-their turn. A worker that dies is replaced, and the moves they were deciding are played by the
-safe move instead; so is a move still not decided after a long time (:attr:`Thinker.timeout`:
-a search is a fixed count of simulations, so that is a worker that hangs).
+their turn, the tables of one creating address taking turns with every other address's. A
+worker that dies is replaced, and the moves they were deciding are played by the safe move
+instead; so is a move still not decided after a long time (:attr:`Thinker.timeout`: a search
+is a fixed count of simulations, so that is a worker that hangs).
 
 Hand analyses (``AnalyseHand``, ``AnalyseMyHand``) are run the same way, in a pool of their
 own (:class:`Workers`): the solver takes tenths of a second over some 20-card hands.
@@ -25,6 +26,7 @@ own (:class:`Workers`): the solver takes tenths of a second over some 20-card ha
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
@@ -106,12 +108,83 @@ def _outcome_taken(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
+class TakenInTurn:
+    """At most ``size`` holders at once; the callers that wait are let in a key (a client) at
+    a time, in turn: the key that was let in longest ago first (one never let in before the
+    others, then the first to wait), its oldest caller. One client with many calls waiting
+    (the expert bots of all its tables) holds another's up by one of its calls, not by all of
+    them."""
+
+    def __init__(self, size: int) -> None:
+        self._free = size
+        #: The waiting callers by key, the keys in the order they began to wait.
+        self._waiting: dict[str, collections.deque[asyncio.Future[None]]] = {}
+        #: The places each key holds, and when it was last let in (a count of lets-in), for
+        #: the keys that hold a place or wait.
+        self._held: dict[str, int] = {}
+        self._let_in: dict[str, int] = {}
+        self._count = 0
+
+    def _take(self, key: str) -> None:
+        self._held[key] = self._held.get(key, 0) + 1
+        self._let_in[key] = self._count
+        self._count += 1
+
+    async def acquire(self, key: str) -> None:
+        """Wait for a place (a wait may be cancelled: then no place is taken)."""
+        if self._free > 0 and not self._waiting:
+            self._free -= 1
+            self._take(key)
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(key, collections.deque()).append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self.release(key)  # let in just as the wait was given up: passed on
+            else:
+                line = self._waiting.get(key)
+                if line is not None and turn in line:  # (a release may have passed it by)
+                    line.remove(turn)
+                    if not line:
+                        del self._waiting[key]
+                self._forget(key)
+            raise
+
+    def _forget(self, key: str) -> None:
+        if key not in self._held and key not in self._waiting:
+            self._let_in.pop(key, None)
+
+    def release(self, key: str) -> None:
+        """Give back a place ``key`` held: to the caller whose turn it is, if any waits."""
+        held = self._held[key] - 1
+        if held:
+            self._held[key] = held
+        else:
+            del self._held[key]
+            self._forget(key)
+        while self._waiting:
+            nxt = min(self._waiting, key=lambda k: self._let_in.get(k, -1))
+            line = self._waiting[nxt]
+            turn = line.popleft()
+            if not line:
+                del self._waiting[nxt]
+            if turn.done():  # cancelled, its caller not yet told: passed by
+                self._forget(nxt)
+                continue
+            self._take(nxt)
+            turn.set_result(None)
+            return
+        self._free += 1
+
+
 class Workers:
     """Worker processes for CPU-bound calls that must not hold up the event loop: at most
-    ``workers`` calls are in their hands at once, the others wait their turn. Spawned with the
-    first call, or before it by :meth:`warm`; a worker that dies is replaced (the calls it
-    held fail with ``BrokenProcessPool``), and so are the workers when a call runs past
-    ``timeout``."""
+    ``workers`` calls are in their hands at once, the others wait their turn, each client's in
+    turn (:class:`TakenInTurn`). Spawned with the first call, or before it by :meth:`warm`; a
+    worker that dies is replaced (the calls it held fail with ``BrokenProcessPool``), and so
+    are the workers when a call runs past ``timeout``."""
 
     def __init__(self, workers: int, timeout: float, what: str) -> None:
         if workers < 1:
@@ -122,8 +195,9 @@ class Workers:
         #: What the calls are, for the log ("bot move", "hand analysis or record").
         self.what = what
         self._pool: ProcessPoolExecutor | None = None
-        #: At most ``workers`` calls are in the pool at once; the others wait here.
-        self._slots = asyncio.Semaphore(workers)
+        #: At most ``workers`` calls are in the pool at once; the others wait here, each
+        #: client's in turn.
+        self._slots = TakenInTurn(workers)
         self._closed = False
 
     def _executor(self) -> ProcessPoolExecutor:
@@ -164,35 +238,38 @@ class Workers:
                 if process.is_alive():
                     process.terminate()
 
-    async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None) -> T:
+    async def run(
+        self, fn: Callable[..., T], *args: Any, timeout: float | None = None, who: str = ""
+    ) -> T:
         """``fn(*args)``, run in a worker (``fn`` and its arguments and result pickle). Raises
         ``BrokenProcessPool`` when a worker died while the call was in the pool (the next
         call gets new ones), ``TimeoutError`` after ``timeout`` (by default :attr:`timeout`;
         the workers are replaced), ``RuntimeError`` once closed; what ``fn`` raises, as it
-        raised it."""
+        raised it. ``who``: the client the call is for; calls waiting for a worker are taken
+        a client at a time, in turn (:class:`TakenInTurn`)."""
         limit = self.timeout if timeout is None else timeout
         from concurrent.futures.process import BrokenProcessPool
 
         if self._closed:
             raise RuntimeError("the server is stopping")
         loop = asyncio.get_running_loop()
-        await self._slots.acquire()  # a wait here may be cancelled: nothing is in the pool yet
+        await self._slots.acquire(who)  # a wait here may be cancelled: nothing is in the pool
         try:
             if self._closed:
                 raise RuntimeError("the server is stopping")
             pool = self._executor()
             future = pool.submit(fn, *args)
         except BrokenProcessPool:
-            self._slots.release()
+            self._slots.release(who)
             self._replace(pool, kill=True)
             raise
         except BaseException:
-            self._slots.release()
+            self._slots.release(who)
             raise
 
         def done(_: object) -> None:  # in the pool's thread: the slot is free once it ends
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
-                loop.call_soon_threadsafe(self._slots.release)
+                loop.call_soon_threadsafe(self._slots.release, who)
 
         future.add_done_callback(done)
         waited = asyncio.wrap_future(future)
@@ -249,11 +326,14 @@ class Thinker:
         #: Moves decided so far (a figure for tests and operators).
         self.decided = 0
 
-    async def decide(self, policy: str, v: View, seed: bytes) -> Action:
+    async def decide(self, policy: str, v: View, seed: bytes, who: str = "") -> Action:
         """The move, decided in a worker. Raises ``BrokenProcessPool`` when a worker died
         while it was in the pool (the next move gets new ones), ``TimeoutError`` after
-        :attr:`timeout` (the workers are replaced), ``RuntimeError`` once the thinker is closed."""
-        action = await self.pool.run(decide, policy, self.budget, v, seed)
+        :attr:`timeout` (the workers are replaced), ``RuntimeError`` once the thinker is closed.
+        ``who``: the client whose table it is (the address that created it): the moves
+        waiting for a worker are taken a client at a time, in turn, so that one client's many
+        expert bots do not hold up everyone else's."""
+        action = await self.pool.run(decide, policy, self.budget, v, seed, who=who)
         self.decided += 1
         return action
 
