@@ -830,6 +830,18 @@ def test_a_question_has_its_own_prompt_until_it_is_answered(
 # -- printed lines fit the window ---------------------------------------------------------------
 
 
+def _said_to(d: Driver, command: str, last: str) -> list[str]:
+    """The lines printed for ``command``, up to the end of ``last``: after the last echo of
+    the command ("> draw") before them, not after the prompt's own line ("rami> draw"), which
+    a screen drawn before Enter was handled shows too (and with a prompt of several lines, the
+    echo is written over it, on the same line of the plain text)."""
+    end = d.expect(last)
+    text = d.screen.text()
+    echo = f"> {command}\n"
+    start = text.rindex(echo, 0, end.start()) + len(echo)
+    return text[start : end.end()].split("\n")
+
+
 def test_messages_and_events_break_between_words_to_the_window(
     server: ServerThread, stubs: Stubs
 ) -> None:
@@ -839,9 +851,7 @@ def test_messages_and_events_break_between_words_to_the_window(
     try:
         d.expect(r"watch\s+ID\s+follows\s+it\.")
         d.type("draw")  # not at a table: a long message
-        start = d.expect(r"> draw\n").end()
-        d.expect(r"create\s+starts\s+one\.")
-        shown = d.screen.text()[start : d.cursor].split("\n")
+        shown = _said_to(d, "draw", r"create\s+starts\s+one\.")
         assert len(shown) > 1 and all(len(line) < 60 for line in shown), shown
         said = " ".join(line.strip() for line in shown)
         assert said == (
@@ -854,9 +864,7 @@ def test_messages_and_events_break_between_words_to_the_window(
         d.expect(r"It's your turn: take a card")
         d.type("draw stock")
         d.type("declare 3d")  # a long question
-        start = d.expect(r"> declare 3d\n").end()
-        d.expect(r"does\s+not\.")
-        shown = d.screen.text()[start : d.cursor].split("\n")
+        shown = _said_to(d, "declare 3d", r"does\s+not\.")
         assert len(shown) > 2 and all(len(line) < 60 for line in shown), shown
         assert shown[1].startswith("  "), shown  # the lines after the first are indented
     finally:
