@@ -362,11 +362,22 @@ def test_a_game_that_ended_while_away_names_its_rematch(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("ending", "away", "late"),
-    [("quit", 1.0, 0.0), ("crash", 1.0, 0.0), ("quit", 2.5, 0.0), ("quit", 1.0, 0.5)],
+    ("ending", "away", "late", "grace"),
+    [
+        ("quit", 1.0, 0.0, 30.0),
+        ("crash", 1.0, 0.0, 30.0),
+        ("quit", 2.5, 0.0, 30.0),
+        ("quit", 1.0, 0.5, 30.0),
+        ("crash", 1.0, 0.0, 0.3),
+    ],
 )
 def test_taking_a_seat_back_tells_what_happened_while_away(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ending: str, away: float, late: float
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    ending: str,
+    away: float,
+    late: float,
+    grace: float,
 ) -> None:
     # The server plays the seat once it is left, and the bot plays: a few moves are made
     # before Ana comes back, and her new client tells them before the table as it is. Also
@@ -374,8 +385,13 @@ def test_taking_a_seat_back_tells_what_happened_while_away(
     # never gets to write down where its player was: the last update shown is written down
     # as each comes, so the new client tells what the server made for the seat, and only that.
     # ``late``: the list that join reads arrives that late, the table gone on meanwhile (as on
-    # a busy machine), so the seat comes back some updates after the number listed.
-    brisk = TableConfig(bot_delay=0.05, round_pause=0.05, away_delay=0.05, heartbeat=0.5)
+    # a busy machine), so the seat comes back some updates after the number listed. ``grace``:
+    # the drop grace; a short one drops the crashed client's seat, as a quit leaves it: the
+    # last update it showed is then from before the seat was away.
+    brisk = TableConfig(
+        bot_delay=0.05, round_pause=0.05, away_delay=0.05, heartbeat=0.5, drop_grace=grace
+    )
+    left = ending == "quit" or grace < away  # the seat is away when taken back
     book = SeatBook(tmp_path / "seats.json")
     with ServerThread(str(tmp_path / "rami.db"), brisk) as server, Stubs(server.target) as stubs:
         stubs.lobby.CreateTable(
@@ -429,7 +445,7 @@ def test_taking_a_seat_back_tells_what_happened_while_away(
             second.expect(r"The server \(for you\) (drew|discarded)")
             second.expect(r"You are up to date:", timeout=15)
             story = second.screen.text()[start : second.cursor]
-            if ending == "quit":
+            if left:
                 # The seat was left, so taking it back is an update of its own: told with
                 # the rest, before the table as it is and its turn (it came after them).
                 assert "You came back." in story, story
@@ -458,7 +474,7 @@ def test_taking_a_seat_back_tells_what_happened_while_away(
                     # Told up to the update listed, or, for a seat left, to the one that
                     # brought it back (later than listed when the table went on meanwhile).
                     back = any(e.WhichOneof("kind") == "player_returned" for e in msg.update.events)
-                    if back or (ending != "quit" and msg.update.number >= saved.seen + missed):
+                    if back or (not left and msg.update.number >= saved.seen + missed):
                         break
             watch.cancel()
             assert thrown > 0

@@ -843,10 +843,15 @@ class ClientSession:
             self._snapshot(after)
         if self._returning and (
             me is None
-            or not after.players[me].away
             or after.phase in (game_pb2.PHASE_WAITING, game_pb2.PHASE_GAME_OVER)
+            or any(
+                m.WhichOneof("kind") == "player_returned" and m.player_returned.seat == me
+                for m in update.events
+            )
         ):
-            self._returning = False  # back (or the game ended first: nothing to come back to)
+            # Back (or the game ended first: nothing to come back to). Not before: the updates
+            # told first may be from before the seat was away (a client that crashed).
+            self._returning = False
         caught_up = (
             self._catching_up is not None
             and after.number >= self._catching_up
