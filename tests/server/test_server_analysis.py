@@ -186,6 +186,40 @@ def test_one_clients_many_expert_tables_hold_up_anothers_by_one_move_each(
     assert other > 2 * max(flood), (flood, other)
 
 
+def test_a_client_with_calls_always_waiting_has_its_turn_beside_those_that_come_and_go() -> None:
+    """One place; client F keeps two calls waiting (two expert tables), clients A and B have
+    one each, whose next call comes a moment after the last ends (a table's next bot move).
+    Each client gets about a third: F, which was let in before, is not passed over by every
+    client that was let in since but held nothing for a moment (F got 7 to their 89)."""
+    from rami.server.thinking import TakenInTurn
+
+    async def main() -> dict[str, int]:
+        places = TakenInTurn(1)
+        served = {"F": 0, "A": 0, "B": 0}
+        stop = asyncio.Event()
+
+        async def table(key: str, gap: float) -> None:
+            while not stop.is_set():
+                await places.acquire(key)
+                try:
+                    served[key] += 1
+                    await asyncio.sleep(0.005)  # the search, in its worker
+                finally:
+                    places.release(key)
+                await asyncio.sleep(gap)  # the move played, the next one asked
+
+        tasks = [asyncio.create_task(table("F", 0.0)) for _ in range(2)]
+        await asyncio.sleep(0.02)
+        tasks += [asyncio.create_task(table(k, 0.001)) for k in "AB"]
+        await asyncio.sleep(1.0)
+        stop.set()
+        await asyncio.gather(*tasks)
+        return served
+
+    served = asyncio.run(main())
+    assert served["F"] > 0.6 * min(served["A"], served["B"]), served
+
+
 def test_a_wait_cancelled_as_its_place_is_given_back_takes_no_place() -> None:
     """A waiting caller cancelled in the same turn of the loop as a place is given back,
     before it is told: the place goes to the next caller, and none is lost or made."""

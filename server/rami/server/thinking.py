@@ -113,15 +113,18 @@ class TakenInTurn:
     a time, in turn: the key that was let in longest ago first (one never let in before the
     others, then the first to wait), its oldest caller. One client with many calls waiting
     (the expert bots of all its tables) holds another's up by one of its calls, not by all of
-    them."""
+    them; and a client whose calls come one at a time (one table) is not put first each time
+    it comes back: when it was let in last is kept while it holds nothing."""
 
     def __init__(self, size: int) -> None:
         self._free = size
         #: The waiting callers by key, the keys in the order they began to wait.
         self._waiting: dict[str, collections.deque[asyncio.Future[None]]] = {}
-        #: The places each key holds, and when it was last let in (a count of lets-in), for
-        #: the keys that hold a place or wait.
+        #: The places each key holds.
         self._held: dict[str, int] = {}
+        #: When each key was last let in (a count of lets-in). A key that neither holds nor
+        #: waits is forgotten once it was let in before every key that does: it would be let
+        #: in before them all the same, as one never let in is.
         self._let_in: dict[str, int] = {}
         self._count = 0
 
@@ -153,8 +156,18 @@ class TakenInTurn:
             raise
 
     def _forget(self, key: str) -> None:
-        if key not in self._held and key not in self._waiting:
-            self._let_in.pop(key, None)
+        """``key`` may hold nothing and wait for nothing now: forget the keys that are so and
+        were let in before every key that holds or waits (see :attr:`_let_in`)."""
+        if key in self._held or key in self._waiting:
+            return
+        active = [self._let_in[k] for k in (*self._held, *self._waiting) if k in self._let_in]
+        oldest = min(active, default=self._count)
+        for k in [
+            k
+            for k, at in self._let_in.items()
+            if at < oldest and k not in self._held and k not in self._waiting
+        ]:
+            del self._let_in[k]
 
     def release(self, key: str) -> None:
         """Give back a place ``key`` held: to the caller whose turn it is, if any waits."""
