@@ -838,8 +838,9 @@ def _said_to(d: Driver, command: str, last: str) -> list[str]:
     end = d.expect(last)
     text = d.screen.text()
     echo = f"> {command}\n"
-    start = text.rindex(echo, 0, end.start()) + len(echo)
-    return text[start : end.end()].split("\n")
+    start = text.rfind(echo, 0, end.start())
+    assert start >= 0, f"no echo of {command!r} before its reply:\n{text[-3000:]}"
+    return text[start + len(echo) : end.end()].split("\n")
 
 
 def test_messages_and_events_break_between_words_to_the_window(

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import queue
 import re
@@ -205,6 +206,51 @@ def test_a_returning_player_is_shown_connected(grace_server: ServerThread, strea
         eva.cancel()
 
 
+def test_a_stream_that_ends_as_its_seat_comes_back_leaves_it_shown_gone(tmp_path: Path) -> None:
+    """A seat's stream whose call ends (its deadline) while the Return it brings is being
+    stored never opens: the others are told at once that the seat is not connected (it was
+    shown connected, and only the next idle heartbeat, 15 s later, said otherwise)."""
+    slow = TableConfig(bot_delay=0.05, round_pause=0.05, away_delay=0.05, heartbeat=15.0)
+    with ServerThread(str(tmp_path / "rami.db"), slow) as srv, Stubs(srv.target) as stubs:
+        table_id = new_table(stubs, game_pb2.VARIANT_TALLAGE, 3)
+        tokens = [join(stubs, table_id, name) for name in ("Eva", "Bruno")]
+        stubs.lobby.AddBot(
+            lobby_service_pb2.AddBotRequest(table_id=table_id), metadata=md(tokens[0]), timeout=T
+        )
+        eva = watch(stubs, table_id, tokens[0])
+        eva.expect(lambda m: m.WhichOneof("kind") == "update", "(the snapshot)")
+        stubs.lobby.LeaveTable(
+            lobby_service_pb2.LeaveTableRequest(table_id=table_id),
+            metadata=md(tokens[1]),
+            timeout=T,
+        )
+        eva.expect(event_of("player_left", 1), "saying Bruno left")
+        assert srv.server is not None
+        storage = srv.server.lobby.tables[table_id].storage
+        store = storage.submit
+
+        def late(append: Any) -> Any:  # a database that takes its time (on the server's loop)
+            async def later() -> None:
+                await asyncio.sleep(0.5)
+                await store(append)
+
+            return asyncio.ensure_future(later())
+
+        storage.submit = late  # type: ignore[method-assign]
+        try:
+            with pytest.raises(grpc.RpcError):
+                request = table_service_pb2.WatchRequest(table_id=table_id)
+                for _ in stubs.table.Watch(request, metadata=md(tokens[1]), timeout=0.2):
+                    pass
+            back = eva.expect(event_of("player_returned", 1), "saying Bruno came back")
+            # That update shows Bruno gone, or Eva is told soon after that he is.
+            if presence(back)[1]:  # type: ignore[index]
+                eva.expect(seat_is(1, False), "saying Bruno is not connected", timeout=3.0)
+        finally:
+            storage.submit = store  # type: ignore[method-assign]
+        eva.cancel()
+
+
 def test_a_dropped_player_is_played_for_after_the_grace(grace_server: ServerThread) -> None:
     with Stubs(grace_server.target) as stubs:
         table_id = new_table(stubs, game_pb2.VARIANT_SIMPLE, 2)
@@ -280,7 +326,7 @@ def test_a_stream_that_asks_takes_the_seat_over(server: ServerThread, stubs: Stu
 
 def test_the_drop_grace_the_contract_states_is_the_servers() -> None:
     text = (Path(__file__).resolve().parents[2] / "proto/rami/v1/table_service.proto").read_text()
-    found = re.search(r"drop grace,\s*//\s*(\d+) seconds", text)
+    found = re.search(r"drop grace,\s*(?://\s*)?(\d+) seconds", text)
     assert found, "table_service.proto states the drop grace"
     assert float(found.group(1)) == TableConfig().drop_grace
 

@@ -930,17 +930,19 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         else:
             self._open_seat_stream(key, request.take_over)
         pace = None
+        # The update that brings the seat back shows it connected, as the stream makes it.
+        arrival = table.arrival(holder) if seat is not None else None
         try:
             pace = self._pace(client, after, number)
             if seat is not None:
-                await table.change(
-                    lambda state: _returning_holder(state, holder), lambda _: None, arriving=True
-                )
+                await table.change(lambda state: _returning_holder(state, holder), lambda _: None)
             async for _, data in table.watch(
-                seat, after, pace=pace, take_over=request.take_over, holder=holder
+                seat, after, pace=pace, take_over=request.take_over, holder=holder, arrival=arrival
             ):
                 yield data
         finally:
+            if arrival is not None:
+                arrival.done()
             if pace is not None:
                 pace.done()
             counter.close(key)
@@ -980,15 +982,15 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
         watcher = table.watcher(seat, holder)
         commands: asyncio.Task[None] | None = None
         pace = None
+        # The update that brings the seat back shows it connected, as the stream makes it.
+        arrival = table.arrival(holder)
         try:
             pace = self._pace(client, after, now)
-            await table.change(
-                lambda state: _returning_holder(state, holder), lambda _: None, arriving=True
-            )
+            await table.change(lambda state: _returning_holder(state, holder), lambda _: None)
             # The stream's items are encoded WatchResponses, which are PlayResponses as they
             # are (the same field numbers), and refusals (see ``wire``).
             async for number, data in table.watch(
-                seat, after, watcher, pace, take_over=first.open.take_over
+                seat, after, watcher, pace, take_over=first.open.take_over, arrival=arrival
             ):
                 if commands is None:
                     # Commands are taken once the stream watches (it has its first message):
@@ -1002,6 +1004,7 @@ class TableService(_TableCalls, table_service_pb2_grpc.TableServiceServicer):
                     data += convert.encode_accepted(command)
                 yield data
         finally:
+            arrival.done()
             if commands is not None:
                 commands.cancel()
                 # Its reading may have failed as the stream ended (a read of a call being

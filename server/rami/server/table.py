@@ -278,15 +278,28 @@ class Change(Generic[T]):
     stored. ``ack`` is the Play stream's watcher and command id, noted before the update
     reaches the stream. ``failed``, when given, is told a refusal or error in the table's
     task, instead of the caller through its future (which then has no result: a caller
-    that does not wait for it). ``arriving``: the seat a :class:`Return` of the change brings
-    back opens a stream as it comes (a Watch or Play with its token), so the change's views
-    show it connected, as it is from then on."""
+    that does not wait for it)."""
 
     plan: Callable[[TableState], Sequence[Entry]]
     reply: Callable[[Committed | None], T]
     ack: tuple[Watcher, int] | None = None
     failed: Callable[[Exception], None] | None = None
-    arriving: bool = False
+
+
+class Arrival:
+    """A seat's stream opening (see :meth:`Table.arrival`): :meth:`done` ends it, once."""
+
+    __slots__ = ("_table", "holder")
+
+    def __init__(self, table: Table, holder: str) -> None:
+        self._table: Table | None = table
+        self.holder = holder
+
+    def done(self) -> None:
+        """The stream is open, or will never be (again: nothing)."""
+        table, self._table = self._table, None
+        if table is not None:
+            table._arrived(self.holder)
 
 
 @dataclass(frozen=True, slots=True)
@@ -475,6 +488,7 @@ class Table:
     # A server holds thousands of tables, most of them idle: slots keep each a third of the
     # size of the dict its attributes would need.
     __slots__ = (
+        "_arriving",
         "_auto",
         "_busy",
         "_connected",
@@ -564,6 +578,9 @@ class Table:
         #: ``connected()`` as last counted (None: to count again; every change of the
         #: watchers or of a watcher's seat sets it so).
         self._connected: dict[int, int] | None = None
+        #: The seats (by the hash of their token) whose stream is opening, and how many: see
+        #: :meth:`arrival` (None: none).
+        self._arriving: dict[str, int] | None = None
         self.deadline: float | None = None
         #: When this process last committed a change of the table (or loaded it), monotonic.
         self.changed_at = time.monotonic()
@@ -654,18 +671,15 @@ class Table:
         plan: Callable[[TableState], Sequence[Entry]],
         reply: Callable[[Committed | None], T],
         ack: tuple[Watcher, int] | None = None,
-        *,
-        arriving: bool = False,
     ) -> T:
-        """Run a change through the pipeline and return its reply (``arriving``: see
-        :class:`Change`).
+        """Run a change through the pipeline and return its reply.
 
         At an idle table (no change under way, none queued) the caller runs the pipeline
         itself, in its own task: a hand-off to the table's task would cost two more turns of
         the event loop (the task's start, and the caller's wake-up). Changes queued meanwhile
         wait for it, as they wait for the task's; should the caller be cancelled once the
         change is handed to storage, the table's task takes it over (:class:`Settle`)."""
-        job = _change_of(plan, reply, ack, None, arriving)
+        job = _change_of(plan, reply, ack)
         if not self._idle():
             result: T = await self._enqueue(job)
             return result
@@ -848,11 +862,6 @@ class Table:
         clock = (self.deadline, self._turn_key)
         watched = {w.seat for w in self.watchers}
         connected = self.connected()
-        if job.arriving:
-            # Counted for these views only: the stream itself, once open, is what counts the
-            # seat present (and clears it from the drop grace's count, see ``_presence``).
-            back = {e.seat for e in entries if isinstance(e, Return)}
-            connected = {**connected, **{s: max(1, connected.get(s, 0)) for s in back}}
         updates: list[tuple[int, bytes, dict[int | None, bytes]]] = []
         events_of: list[list[Event]] = []
         # The start renumbers the seats: its update and every later one reach each seat's
@@ -868,7 +877,8 @@ class Table:
                 events = state.apply(entry)
                 events_of.append(events)
                 self._clock()
-                updates.append(self._encode(events, watched, connected))
+                shown = connected if self._arriving is None else self._with_arriving(connected)
+                updates.append(self._encode(events, watched, shown))
             stored = self.storage.submit(self._append(first, entries))
         except BaseException:
             if updates:
@@ -1241,6 +1251,50 @@ class Table:
             if self.state.status == PLAYING:
                 self._log_presence(seat, "dropped (no stream open)")
         self._arm_grace()
+        self._tell_presence_soon()
+
+    def arrival(self, holder: str) -> Arrival:
+        """A stream of the seat ``holder`` holds is opening (a Watch or Play with its token):
+        until it is open, an update that brings the seat back (or finds it back) shows it
+        connected, as it is once the stream opens, not gone for a moment. End it with
+        :meth:`Arrival.done` once the stream is open, or failed: a seat shown connected whose
+        stream never opened (its call ended first) is then told gone at once."""
+        arriving = self._arriving if self._arriving is not None else {}
+        arriving[holder] = arriving.get(holder, 0) + 1
+        self._arriving = arriving
+        return Arrival(self, holder)
+
+    def _arrived(self, holder: str) -> None:
+        arriving = self._arriving
+        if arriving is None or holder not in arriving:
+            return
+        if arriving[holder] > 1:
+            arriving[holder] -= 1
+        else:
+            del arriving[holder]
+            if not arriving:
+                self._arriving = None
+        seat = self.state.seat_held(holder)
+        if seat is not None and not self.closed and not self.connected().get(seat, 0):
+            # Told after the change under way, if any: its update, encoded while the stream
+            # was opening, shows the seat connected.
+            told = self._enqueue(Read(lambda _: self._tell_presence_soon()))
+            told.add_done_callback(lambda f: f.cancelled() or f.exception())
+
+    def _with_arriving(self, connected: dict[int, int]) -> dict[int, int]:
+        """``connected``, with the seats whose stream is opening counted, once back (not
+        away) in the state as it is now."""
+        state = self.state
+        shown = dict(connected)
+        for holder in self._arriving or ():
+            seat = state.seat_held(holder)
+            if seat is not None and not state.seats[seat].away and not shown.get(seat, 0):
+                shown[seat] = 1
+        return shown
+
+    def _tell_presence_soon(self) -> None:
+        """Every stream gets a heartbeat with the seats' presence (soon, once for any number
+        of changes at one moment)."""
         if not self._presence_due:
             self._presence_due = True
             asyncio.get_running_loop().call_soon(self._tell_presence)
@@ -1409,11 +1463,13 @@ class Table:
         pace: Pace | None = None,
         take_over: bool = False,
         holder: str = "",
+        arrival: Arrival | None = None,
     ) -> AsyncIterator[Item]:
         """The stream of one watcher, encoded: a snapshot (or what it missed, replayed at
         ``pace``), then every update (and whatever else is put on ``watcher``'s queue).
         ``take_over``: the seat's other streams end (ABORTED TAKEN_OVER). ``holder``: the hash
-        of the seat's token (see :class:`Watcher`; a ``watcher`` given has its own)."""
+        of the seat's token (see :class:`Watcher`; a ``watcher`` given has its own).
+        ``arrival``: the seat's, ended once the stream is open or failed (:meth:`arrival`)."""
         if watcher is None:
             watcher = self.watcher(seat, holder)
         pace = pace or Pace()
@@ -1425,6 +1481,9 @@ class Table:
             # (else its seat would show connected, and its table be swept, for ever).
             self._remove(watcher)
             raise
+        finally:
+            if arrival is not None:
+                arrival.done()
         try:
             if isinstance(first, _Replay):
                 async with aclosing(self._replayed(first, watcher, pace)) as missed:
