@@ -169,24 +169,29 @@ def test_presence_reaches_every_stream_when_it_changes(server: ServerThread, stu
     eva_stream.cancel()
 
 
+def _bruno_left(stubs: Stubs) -> tuple[str, list[str], Reader]:
+    """A tallage game of Eva, Bruno and a bot, Eva watching, Bruno left (away): the table,
+    Eva's and Bruno's tokens, and Eva's stream."""
+    table_id = new_table(stubs, game_pb2.VARIANT_TALLAGE, 3)
+    tokens = [join(stubs, table_id, name) for name in ("Eva", "Bruno")]
+    stubs.lobby.AddBot(
+        lobby_service_pb2.AddBotRequest(table_id=table_id), metadata=md(tokens[0]), timeout=T
+    )
+    eva = watch(stubs, table_id, tokens[0])
+    eva.expect(lambda m: m.WhichOneof("kind") == "update", "(the snapshot)")
+    stubs.lobby.LeaveTable(
+        lobby_service_pb2.LeaveTableRequest(table_id=table_id), metadata=md(tokens[1]), timeout=T
+    )
+    eva.expect(event_of("player_left", 1), "saying Bruno left")
+    return table_id, tokens, eva
+
+
 @pytest.mark.parametrize("stream", ["watch", "play"])
 def test_a_returning_player_is_shown_connected(grace_server: ServerThread, stream: str) -> None:
     # The update that brings the seat back by its stream shows it connected, as it is from
     # then on: it used to show it gone, and a heartbeat said otherwise a moment later.
     with Stubs(grace_server.target) as stubs:
-        table_id = new_table(stubs, game_pb2.VARIANT_TALLAGE, 3)
-        tokens = [join(stubs, table_id, name) for name in ("Eva", "Bruno")]
-        stubs.lobby.AddBot(
-            lobby_service_pb2.AddBotRequest(table_id=table_id), metadata=md(tokens[0]), timeout=T
-        )
-        eva = watch(stubs, table_id, tokens[0])
-        eva.expect(lambda m: m.WhichOneof("kind") == "update", "(the snapshot)")
-        stubs.lobby.LeaveTable(
-            lobby_service_pb2.LeaveTableRequest(table_id=table_id),
-            metadata=md(tokens[1]),
-            timeout=T,
-        )
-        eva.expect(event_of("player_left", 1), "saying Bruno left")
+        table_id, tokens, eva = _bruno_left(stubs)
         if stream == "watch":
             bruno = watch(stubs, table_id, tokens[1])
         else:
@@ -212,19 +217,7 @@ def test_a_stream_that_ends_as_its_seat_comes_back_leaves_it_shown_gone(tmp_path
     shown connected, and only the next idle heartbeat, 15 s later, said otherwise)."""
     slow = TableConfig(bot_delay=0.05, round_pause=0.05, away_delay=0.05, heartbeat=15.0)
     with ServerThread(str(tmp_path / "rami.db"), slow) as srv, Stubs(srv.target) as stubs:
-        table_id = new_table(stubs, game_pb2.VARIANT_TALLAGE, 3)
-        tokens = [join(stubs, table_id, name) for name in ("Eva", "Bruno")]
-        stubs.lobby.AddBot(
-            lobby_service_pb2.AddBotRequest(table_id=table_id), metadata=md(tokens[0]), timeout=T
-        )
-        eva = watch(stubs, table_id, tokens[0])
-        eva.expect(lambda m: m.WhichOneof("kind") == "update", "(the snapshot)")
-        stubs.lobby.LeaveTable(
-            lobby_service_pb2.LeaveTableRequest(table_id=table_id),
-            metadata=md(tokens[1]),
-            timeout=T,
-        )
-        eva.expect(event_of("player_left", 1), "saying Bruno left")
+        table_id, tokens, eva = _bruno_left(stubs)
         assert srv.server is not None
         storage = srv.server.lobby.tables[table_id].storage
         store = storage.submit
