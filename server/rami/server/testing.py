@@ -127,9 +127,9 @@ class ServerThread:
             self.call(self.server.stop(0.2))
             self.server = None
 
-    def call(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run a coroutine on the server's loop and wait for its result."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=30)
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float = 30) -> T:
+        """Run a coroutine on the server's loop and wait (up to ``timeout``) for its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=timeout)
 
     def stop(self) -> None:
         """Stop the server gracefully, then the loop."""
