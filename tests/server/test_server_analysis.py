@@ -15,7 +15,7 @@ from rami.engine import Card, Options
 from rami.server.limits import TimeBudget
 from rami.server.refusals import Exhausted, Unavailable
 from rami.server.services import analysis
-from rami.server.thinking import Workers
+from rami.server.thinking import TakenInTurn, Workers
 
 #: A 20-card tallage hand the solver takes long over (tenths of a second), two jokers a meld.
 SLOW = tuple(Card(s * 13 + r) for s in range(4) for r in (9, 10, 11, 12)) + (Card(52),) * 4
@@ -191,7 +191,6 @@ def test_a_client_with_calls_always_waiting_has_its_turn_beside_those_that_come_
     one each, whose next call comes a moment after the last ends (a table's next bot move).
     Each client gets about a third: F, which was let in before, is not passed over by every
     client that was let in since but held nothing for a moment (F got 7 to their 89)."""
-    from rami.server.thinking import TakenInTurn
 
     async def main() -> dict[str, int]:
         places = TakenInTurn(1)
@@ -223,7 +222,6 @@ def test_a_client_with_calls_always_waiting_has_its_turn_beside_those_that_come_
 def test_a_wait_cancelled_as_its_place_is_given_back_takes_no_place() -> None:
     """A waiting caller cancelled in the same turn of the loop as a place is given back,
     before it is told: the place goes to the next caller, and none is lost or made."""
-    from rami.server.thinking import TakenInTurn
 
     async def main() -> None:
         places = TakenInTurn(1)

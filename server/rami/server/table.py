@@ -1279,7 +1279,7 @@ class Table:
             # Told after the change under way, if any: its update, encoded while the stream
             # was opening, shows the seat connected.
             told = self._enqueue(Read(lambda _: self._tell_presence_soon()))
-            told.add_done_callback(lambda f: f.cancelled() or f.exception())
+            told.add_done_callback(self._logged)
 
     def _with_arriving(self, connected: dict[int, int]) -> dict[int, int]:
         """``connected``, with the seats whose stream is opening counted, once back (not
