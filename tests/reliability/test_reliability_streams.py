@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import grpc
@@ -47,10 +47,15 @@ def seated_table(stubs: Stubs) -> tuple[str, str]:
 
 
 async def raw_play(
-    target: str, messages: list[bytes], token: str | None = None, hold: float = 0.0
+    target: str,
+    messages: list[bytes],
+    token: str | None = None,
+    hold: float = 0.0,
+    until: Callable[[list[table_service_pb2.PlayResponse]], bool] | None = None,
 ) -> tuple[list[table_service_pb2.PlayResponse], grpc.aio.AioRpcError | None]:
     """A Play stream that sends ``messages`` as raw bytes, then holds for ``hold`` seconds;
-    every response it got, and how it ended."""
+    every response it got, and how it ended (or, when ``until`` says the responses so far
+    are enough, those responses: an open stream otherwise runs to its 20 s deadline)."""
     async with grpc.aio.insecure_channel(target) as channel:
         play = channel.stream_stream(
             PLAY,
@@ -70,6 +75,9 @@ async def raw_play(
         try:
             async for response in call:
                 got.append(response)
+                if until is not None and until(got):
+                    call.cancel()
+                    break
         except grpc.aio.AioRpcError as e:
             return got, e
         return got, None
@@ -117,7 +125,13 @@ def test_after_open_a_bad_message_is_refused_and_the_stream_goes_on(
         command_id=7, act=table_service_pb2.ActRequest(table_id="other")
     ).SerializeToString()
     got, _ = asyncio.run(
-        raw_play(server.target, [opening(table_id), JUNK, chat_like], token, hold=0.3)
+        raw_play(
+            server.target,
+            [opening(table_id), JUNK, chat_like],
+            token,
+            hold=0.3,
+            until=lambda got: sum(r.HasField("refused") for r in got) == 2,
+        )
     )
     refusals = [r.refused for r in got if r.HasField("refused")]
     assert [r.reason for r in refusals] == ["BAD_MESSAGE", "OTHER_TABLE"]
