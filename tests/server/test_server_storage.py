@@ -711,6 +711,49 @@ def test_a_second_server_on_a_sqlite_file_in_use_is_refused_at_start(tmp_path: P
     asyncio.run(main())
 
 
+@pytest.mark.parametrize("tables", [1, 18])
+def test_the_sqlite_wal_stays_bounded_under_writes_that_never_pause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tables: int
+) -> None:
+    """The write-ahead log is copied into the database every so many commits or entries,
+    and SQLite starts it over only when a checkpoint has copied all of it. Appends that went
+    on while the checkpoint ran left it never whole, and the file grew for as long as the
+    writes never paused (some 5 KB a chat line: 86 MB in 150 s of one client's chat at
+    every seat of 18 tables, within every rate limit). A commit of many tables' entries
+    writes a page or more for each: counted by commits alone, the checkpoints of 18 busy
+    tables came after some 50 MB of log. The WAL must stay near what one interval between
+    checkpoints writes."""
+    from rami.server import storage as storage_module
+
+    monkeypatch.setattr(storage_module, "_CHECKPOINT_COMMITS", 50)
+    monkeypatch.setattr(storage_module, "_CHECKPOINT_ROWS", 100)
+    path = tmp_path / "rami.db"
+    wal = Path(f"{path}-wal")
+
+    async def main() -> tuple[int, int]:
+        storage = await storage_module.SqliteStorage.open(str(path), summarize)
+        largest = 0
+        try:
+            for t in range(tables):
+                await storage.create_table(f"t{t}", spec(), SEATS, "")
+
+            async def chat(t: int) -> None:
+                nonlocal largest
+                for i in range(1, 1 + 1800 // tables):
+                    await storage.append(Append(f"t{t}", i, [entry(i)], "waiting", None, None))
+                    largest = max(largest, wal.stat().st_size)
+
+            await asyncio.gather(*(chat(t) for t in range(tables)))
+            return storage.commits, largest
+        finally:
+            await storage.close()
+
+    commits, largest = run(main)
+    assert commits >= 1800 // tables  # the appends of a tick share a commit
+    # 100 entries write about 0.5 MB of log; 1,800 of them, 9 MB.
+    assert largest < 1_500_000, f"the WAL reached {largest:,} bytes over {commits} commits"
+
+
 def test_lobby_calls_while_the_store_is_out_of_reach_are_unavailable_not_internal(
     postgres_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -457,7 +457,9 @@ class SqliteStorage:
     #: The event loop's connection for appends (None for ``:memory:``, which is one
     #: connection's alone: every append then goes through the worker thread).
     _fast: sqlite3.Connection | None = None
+    #: Commits and entries of the loop's connection since its last checkpoint.
     _fast_commits: int = 0
+    _fast_rows: int = 0
     _checkpointing: asyncio.Future[None] | None = None
     _pending: list[tuple[_Encoded, asyncio.Future[None]]] = field(default_factory=list)
     _scheduled: bool = False
@@ -705,6 +707,8 @@ class SqliteStorage:
         self._scheduled = False
         if self._writing is not None or not self._pending:
             return  # the write under way flushes again when it ends
+        if self._checkpointing is not None and not self._checkpointing.done():
+            return  # the checkpoint under way flushes when it ends (see _checkpoint)
         batch, self._pending = self._pending, []
         encoded = [a for a, _ in batch]
         loop = asyncio.get_running_loop()
@@ -728,7 +732,9 @@ class SqliteStorage:
             else:
                 self._answer(batch, None, results)
                 self._fast_commits += 1
-                if self._fast_commits % _CHECKPOINT_EVERY == 0:
+                self._fast_rows += sum(len(a.rows) for a in encoded)
+                if self._fast_commits >= _CHECKPOINT_COMMITS or self._fast_rows >= _CHECKPOINT_ROWS:
+                    self._fast_commits = self._fast_rows = 0
                     self._checkpoint()
                 return
         try:
@@ -740,12 +746,16 @@ class SqliteStorage:
         writing.add_done_callback(lambda w: self._written(batch, w))
 
     def _checkpoint(self) -> None:
-        """Copy the WAL into the database on the worker thread (never on the loop)."""
+        """Copy the WAL into the database on the worker thread (never on the loop), holding
+        the appends that come meanwhile until it ends. SQLite starts the WAL over only after
+        a checkpoint that copied all of it: one that writes kept running beside never does,
+        and the file grew for as long as the writes never paused."""
         if self._checkpointing is None or self._checkpointing.done():
             loop = asyncio.get_running_loop()
             self._checkpointing = asyncio.ensure_future(
                 loop.run_in_executor(self._pool, _checkpoint, self._db)
             )
+            self._checkpointing.add_done_callback(lambda _: self._flush())
 
     def _answer(
         self,
@@ -863,6 +873,8 @@ class SqliteStorage:
         while self._pending or self._writing is not None:
             if self._writing is not None:
                 await asyncio.wait([self._writing])
+            elif self._checkpointing is not None and not self._checkpointing.done():
+                await asyncio.wait([self._checkpointing])
             else:
                 self._flush()
         if self._checkpointing is not None:
@@ -990,9 +1002,12 @@ def _transaction(db: sqlite3.Connection) -> Iterator[None]:
 #: The most entries one INSERT stores.
 _ONE_STATEMENT = 500
 
-#: Commits of the loop's connection between two checkpoints (SQLite's own default is a
-#: checkpoint per 1,000 pages of WAL; an append is well under a page).
-_CHECKPOINT_EVERY = 500
+#: The loop's connection checkpoints after this many commits, or this many entries written,
+#: whichever comes first. SQLite's own default is a checkpoint per 1,000 pages of WAL (4 MB);
+#: an entry writes some 1.3 to 1.5 pages of it (its table's last page of entries, the
+#: index's, the directory row's), so the WAL stays near 6 MB however the entries are batched.
+_CHECKPOINT_COMMITS = 500
+_CHECKPOINT_ROWS = 1000
 
 
 def _check_key(db: sqlite3.Connection, fingerprint: str, path: str) -> None:
