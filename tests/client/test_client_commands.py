@@ -617,6 +617,12 @@ def test_join_at_a_finished_table_says_the_game_is_over_and_offers_watch(
         d.expect(r"You are back in the lobby\.")
         d.type("join 1")
         d.expect(r"The game at that table is over: watch 1 shows how it ended\.")
+        # And it does: the last round's end and the game's, as they were told live (a new
+        # player's try found the final table alone, and the toolbar's winner).
+        d.type("watch 1")
+        d.expect(r"Watching ")
+        d.expect(r"Round 1: Ana declared a complete hand\.")
+        d.expect(r"Game over after 1 round: Ana wins with 0\.")
     finally:
         d.close()
 

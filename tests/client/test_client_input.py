@@ -142,6 +142,12 @@ def test_moves_read_as_the_engine_actions() -> None:
         ("draw", "discrad", r"not 'discrad': did you mean discard\?"),
         ("draw", "stokc", r"not 'stokc': did you mean stock\?"),
         ("add", "x 9c", "a meld is named by its number"),
+        # A discard chained after a lay (help lay says steps chain with ';'): it was refused
+        # "Only lay, add and take go in a lay, not 'discard'", which a new player's try read
+        # as a riddle.
+        ("add", "3 8s; discard 2c", "discard is a command of its own: type it after this one"),
+        ("lay", "7h 8h 9h; Declare 2c", "declare is a command of its own: type it after"),
+        ("draw", "discard; lay 9c 10c jc; discard 2c", "discard is a command of its own"),
     ],
 )
 def test_a_move_that_cant_be_read_says_why(name: str, args: str, says: str) -> None:

@@ -558,6 +558,37 @@ def test_a_second_client_of_a_profile_is_never_offered_the_first_ones_seat(
         assert [s.seat for s in SeatBook(path).at(server.target)] == [0]
 
 
+def test_a_second_client_of_a_profile_told_no_seat_can_be_taken_is_told_why(
+    tmp_path: Path,
+) -> None:
+    """Fred, on Eva's account, starts a client while hers runs and types ``join 1`` at the
+    game she plays. It was refused "the game at that table has begun" alone (a new player's
+    try): the one seat he could take back there is kept by the other client, and the line
+    that said so at the start had long scrolled away."""
+    with ServerThread(str(tmp_path / "rami.db"), PATIENT) as server, Stubs(server.target) as stubs:
+        _kept_table(stubs)
+        path = tmp_path / "seats.json"
+        eva = _client(server, SeatBook(path))
+        fred = None
+        try:
+            eva.expect(r"1  [a-z2-7]{6,16}  waiting")
+            eva.type("join 1")
+            eva.expect(r"You sit at seat 0")
+            eva.type("bot")
+            eva.expect(r"It's your turn")
+            fred = _client(server, SeatBook(path))
+            fred.expect(r"Another rami-client is running with the profile 'default'")
+            fred.expect(r"1  [a-z2-7]{6,16}  playing")
+            fred.type("join 1")
+            fred.expect(r"no seat can be taken")
+            fred.expect(r"A seat you hold there is kept by the other rami-client")
+            fred.expect(r"'default'")
+        finally:
+            eva.close()
+            if fred is not None:
+                fred.close()
+
+
 def test_a_seat_taken_over_by_another_client_is_told_on_both_sides(tmp_path: Path) -> None:
     with ServerThread(str(tmp_path / "rami.db"), PATIENT) as server, Stubs(server.target) as stubs:
         stubs.lobby.CreateTable(

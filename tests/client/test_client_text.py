@@ -1165,7 +1165,13 @@ def test_the_last_rounds_line_keeps_the_largest_payments_when_cut() -> None:
     (line,) = [p for p in panel if p.startswith("Round 1")]
     assert "Strong bot 3 117" in line and "You 54" in line, line
     assert line.index("117") < line.index("You 54"), line
-    assert len(line) < 72, line
+    assert len(line) < 72 and line.endswith("You 54 · …"), line  # no payment cut in two
+    # What was cut is on the score sheet, and the line says so where it has room (as the
+    # pile's says "pile"): a new player at 80 columns with four players found the line cut,
+    # and no way told.
+    panel = text(panel_fragments(view, LOOK, width=80, rows=24)).split("\n")
+    (line,) = [p for p in panel if p.startswith("Round 1")]
+    assert line.endswith("You 54 · … (scores)") and len(line) < 80, line
 
 
 def test_a_meld_in_brackets_is_not_broken_between_rows() -> None:

@@ -111,17 +111,20 @@ async def _connect(
 ) -> None:
     link = Link(target, credentials)
     greeting = [*_greeting(name), f"Connected to {target}."]
+    elsewhere = None
     if seats is not None and not seats.claim():
         # Another client runs with this profile: its seats are its own, never offered here.
         greeting.append(
             f"Another rami-client is running with the profile {seats.profile!r}: this one keeps "
             "no seats and takes none back. Start it with --profile NAME for seats of its own."
         )
-        seats = None
+        elsewhere, seats = seats.profile, None
     try:
         await link.check()
         history = seats.path.with_name(f"history-{seats.profile}") if seats is not None else None
-        session = ClientSession(link, name=name, look=look, seats=seats, history=history)
+        session = ClientSession(
+            link, name=name, look=look, seats=seats, history=history, seats_elsewhere=elsewhere
+        )
 
         async def list_tables(s: ClientSession) -> None:
             """Start by showing the server's tables."""

@@ -160,6 +160,14 @@ def parse_move(name: str, args: str, hand: Sequence[Card] = ()) -> Action:
             " named by its number first"
         )
         raise MoveError(f"{what}: {example}, for instance (the numbers are beside the melds).")
+    for step in text.split(";")[1:]:
+        verb = step.split()[0] if step.split() else ""
+        if verb in ("discard", "declare"):
+            # The steps that chain are those of a lay (and a draw before them).
+            raise MoveError(
+                f"{verb} is a command of its own: type it after this one (the steps chained"
+                " with ';' are lay, add and take)."
+            )
     check_ranks(args)
     if name == "lay":
         _melds_apart(args.split(";")[0])

@@ -469,7 +469,7 @@ def _table(view: game_pb2.View, look: Look, width: int, rows: int, size: int) ->
 def _last_round(view: game_pb2.View, look: Look, width: int, size: int) -> StyleAndTextTuples:
     """The round just played, while every seat plays its first turn of the next: who went out
     and what each paid (the round's own lines have scrolled away by then in a small window).
-    Cut to ``width`` with an ellipsis; ``scores`` has the whole sheet."""
+    Cut to ``width`` with an ellipsis and a pointer to ``scores``, which has the whole sheet."""
     if not (view.first_circuit and view.results):
         return []
     last = view.results[-1]
@@ -485,12 +485,19 @@ def _last_round(view: game_pb2.View, look: Look, width: int, size: int) -> Style
         if s < len(names) and not (s == last.winner and p == 0 and last.HasField("winner"))
     ]
     paying.sort(key=lambda ps: (-ps[0], ps[1]))
-    paid = dot.join(f"{names[s]} {p}" for p, s in paying)
-    how = ending_note(result_from_proto(last), names)
-    line = how + dot + "paid: " + paid
+    each = [f"{names[s]} {p}" for p, s in paying]
+    head = ending_note(result_from_proto(last), names) + dot + "paid: "
+    line = head + dot.join(each)
     room = width - 1 - size
     if cells(line) > room:
-        line = clip(line, room - cells(more)) + more
+        # Whole payments, as many as fit (the largest), and where the rest is when there is
+        # room to say.
+        cuts = [
+            head + dot.join(each[:n]) + dot + more + tail
+            for n in range(len(each) - 1, 0, -1)
+            for tail in (" (scores)", "")
+        ]
+        line = next((c for c in cuts if cells(c) <= room), clip(line, room - cells(more)) + more)
     return [*_label(f"Round {last.round}", size), ("class:dim", line), ("", "\n")]
 
 

@@ -38,6 +38,7 @@ from rami.engine import (
     Variant,
     format_action,
 )
+from rami.engine import events as ev
 from rami.v1 import (
     game_pb2,
     lobby_service_pb2,
@@ -220,8 +221,11 @@ class ClientSession:
         seats: Seats | None = None,
         prefs: Preferences | None = None,
         history: Path | None = None,
+        seats_elsewhere: str | None = None,
     ) -> None:
         self.link = link
+        #: The profile whose seats another running client keeps (this one keeps none).
+        self.seats_elsewhere = seats_elsewhere
         #: The file of the commands typed, recalled by Up in the next run (None: none kept).
         self.history = history
         #: Where the seats taken are written down, to be taken back after a restart.
@@ -841,6 +845,14 @@ class ClientSession:
             self._ran_out = None  # the seat's next turn: a move typed now is meant for it
         if update.snapshot:
             self._snapshot(after)
+            if after.phase == game_pb2.PHASE_GAME_OVER and after.results:
+                # A game that ended before it was followed: how it ended, as told live.
+                last = result_from_proto(after.results[-1])
+                for ending in (
+                    ev.RoundEnded(last),
+                    ev.GameEnded(last.totals, tuple(after.winners)),
+                ):
+                    self.out.lines(narrate(ending, scene))
         if self._returning and (
             me is None
             or after.phase in (game_pb2.PHASE_WAITING, game_pb2.PHASE_GAME_OVER)
@@ -1420,7 +1432,10 @@ class ClientSession:
                 raise ValueError("no tables yet: create tallage bots=3 starts one with bots")
             if not (mine or free):
                 await self._do_tables("")
-                raise ValueError("no table has a free seat: create tallage bots=3 starts one")
+                raise ValueError(
+                    "no table has a free seat: create tallage bots=3 starts one"
+                    + self._seats_elsewhere_note()
+                )
             table = (mine or free)[0]
         try:
             await self.join(table, seat=self._rematch_seats.get(table.table_id))
@@ -1431,7 +1446,17 @@ class ClientSession:
             name = args.split()[0] if args else table.table_id
             raise ValueError(
                 f"the game at that table has begun: no seat can be taken. watch {name} follows it"
+                + self._seats_elsewhere_note()
             ) from None
+
+    def _seats_elsewhere_note(self) -> str:
+        """Why a seat held at a table is not taken back, when another client keeps them."""
+        if self.seats_elsewhere is None:
+            return ""
+        return (
+            ". A seat you hold there is kept by the other rami-client of the profile"
+            f" {self.seats_elsewhere!r}: take it back there, or close that one first"
+        )
 
     async def join(self, table: lobby_service_pb2.TableInfo, seat: int | None = None) -> None:
         """Take a seat at ``table`` (or take back the one held there) and follow it: ``seat``
