@@ -9,6 +9,8 @@ import json
 import re
 import stat
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -527,6 +529,28 @@ def test_profiles_keep_their_own_seats_in_one_book(tmp_path: Path) -> None:
     assert SeatBook(path).claim()
 
 
+@contextmanager
+def _eva_then_fred(server: ServerThread, path: Path, start: bool) -> Iterator[Driver]:
+    """Eva sits at table 1 (and, ``start``, fills it with a bot); then Fred, on the same
+    account, starts a client while hers runs, and is told the profile is in use: his."""
+    eva = _client(server, SeatBook(path))
+    fred = None
+    try:
+        eva.expect(r"1  [a-z2-7]{6,16}  waiting")
+        eva.type("join 1")
+        eva.expect(r"You sit at seat 0")
+        if start:
+            eva.type("bot")
+            eva.expect(r"It's your turn")
+        fred = _client(server, SeatBook(path))
+        fred.expect(r"Another rami-client is running with the profile 'default'")
+        yield fred
+    finally:
+        eva.close()
+        if fred is not None:
+            fred.close()
+
+
 def test_a_second_client_of_a_profile_is_never_offered_the_first_ones_seat(
     tmp_path: Path,
 ) -> None:
@@ -537,24 +561,12 @@ def test_a_second_client_of_a_profile_is_never_offered_the_first_ones_seat(
             )
         )
         path = tmp_path / "seats.json"
-        eva = _client(server, SeatBook(path))
-        fred = None
-        try:
-            eva.expect(r"1  [a-z2-7]{6,16}  waiting")
-            eva.type("join 1")
-            eva.expect(r"You sit at seat 0")
-            # Fred, on the same account, starts a client while Eva's runs.
-            fred = _client(server, SeatBook(path))
-            fred.expect(r"Another rami-client is running with the profile 'default'")
+        with _eva_then_fred(server, path, start=False) as fred:
             fred.expect(r"1  [a-z2-7]{6,16}  waiting")
             fred.type("tables")
             fred.expect(r"1  [a-z2-7]{6,16}  waiting")
             fred.type("join 1")
             fred.expect(r"You sit at seat 1")  # a seat of his own, not Eva's
-        finally:
-            eva.close()
-            if fred is not None:
-                fred.close()
         assert [s.seat for s in SeatBook(path).at(server.target)] == [0]
 
 
@@ -567,26 +579,12 @@ def test_a_second_client_of_a_profile_told_no_seat_can_be_taken_is_told_why(
     that said so at the start had long scrolled away."""
     with ServerThread(str(tmp_path / "rami.db"), PATIENT) as server, Stubs(server.target) as stubs:
         _kept_table(stubs)
-        path = tmp_path / "seats.json"
-        eva = _client(server, SeatBook(path))
-        fred = None
-        try:
-            eva.expect(r"1  [a-z2-7]{6,16}  waiting")
-            eva.type("join 1")
-            eva.expect(r"You sit at seat 0")
-            eva.type("bot")
-            eva.expect(r"It's your turn")
-            fred = _client(server, SeatBook(path))
-            fred.expect(r"Another rami-client is running with the profile 'default'")
+        with _eva_then_fred(server, tmp_path / "seats.json", start=True) as fred:
             fred.expect(r"1  [a-z2-7]{6,16}  playing")
             fred.type("join 1")
             fred.expect(r"no seat can be taken")
             fred.expect(r"A seat you hold there is kept by the other rami-client")
             fred.expect(r"'default'")
-        finally:
-            eva.close()
-            if fred is not None:
-                fred.close()
 
 
 def test_a_seat_taken_over_by_another_client_is_told_on_both_sides(tmp_path: Path) -> None:
