@@ -842,6 +842,49 @@ def test_a_table_restored_from_an_older_backup_is_followed_from_where_it_is(
         d.close()
 
 
+def test_a_finished_game_restored_from_an_older_backup_does_not_end_twice(
+    server: ServerThread, stubs: Stubs
+) -> None:
+    """A table restored from a backup taken after its game ended, but before what the player
+    saw last (a chat line): the client follows it from a snapshot, which shows the game over.
+    How it ended was told live, and is not told again (a game that ended before it was
+    followed is told from its snapshot)."""
+    import sqlite3
+    from pathlib import Path as _Path
+
+    table_id = _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
+    d = Driver(
+        lambda: cli._connect(server.target, "Ana", Look(color=True, ascii=False), None)
+    ).start()
+    backup = _Path(server.db).with_name("backup.db")
+    try:
+        d.expect(r"Connected to 127\.0\.0\.1")
+        d.type(f"join {table_id}")
+        d.expect(r"You sit at seat 0")
+        d.type("bot greedy")
+        d.expect(r"It's your turn: take a card")
+        d.type("draw stock")
+        d.expect(r"You drew 2♠ from the stock\.")
+        d.type("declare 2s")
+        d.expect(r"Game over after 1 round: You win with 0\.")
+        with sqlite3.connect(server.db) as live, sqlite3.connect(backup) as copy:
+            live.backup(copy)  # the table at its game's end
+        d.type("say well played")
+        d.expect(r"You: well played")
+        server.halt()
+        for suffix in ("", "-wal", "-shm"):
+            _Path(server.db + suffix).unlink(missing_ok=True)
+        backup.rename(server.db)
+        server.start()
+        d.expect(r"The table is behind what you saw", timeout=20)
+        d.type("scores")
+        d.expect(r"Scores after 1 round")
+        shown = d.screen.text()
+        assert shown.count("Game over after 1 round") == 1, shown
+    finally:
+        d.close()
+
+
 def test_the_record_of_a_long_game_is_received_whole(server: ServerThread, stubs: Stubs) -> None:
     # A game whose rounds run to the turn cap (discards thrown back: 1,000 updates a round)
     # has a record past gRPC's default 4 MB a message: the client takes it all the same.

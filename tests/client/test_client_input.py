@@ -148,6 +148,8 @@ def test_moves_read_as_the_engine_actions() -> None:
         ("add", "3 8s; discard 2c", "discard is a command of its own: type it after this one"),
         ("lay", "7h 8h 9h; Declare 2c", "declare is a command of its own: type it after"),
         ("draw", "discard; lay 9c 10c jc; discard 2c", "discard is a command of its own"),
+        ("discard", "7h; discard 8h", "discard can't be chained with other steps"),
+        ("declare", "9c; discard 2c", "declare can't be chained with other steps"),
     ],
 )
 def test_a_move_that_cant_be_read_says_why(name: str, args: str, says: str) -> None:

@@ -583,8 +583,29 @@ def test_a_second_client_of_a_profile_told_no_seat_can_be_taken_is_told_why(
             fred.expect(r"1  [a-z2-7]{6,16}  playing")
             fred.type("join 1")
             fred.expect(r"no seat can be taken")
-            fred.expect(r"A seat you hold there is kept by the other rami-client")
+            fred.expect(r"Your seat there is kept by the other rami-client of the profile")
             fred.expect(r"'default'")
+            # At a game of others, where the profile holds no seat, nothing is said of one.
+            others = stubs.lobby.CreateTable(
+                lobby_service_pb2.CreateTableRequest(
+                    name="others",
+                    variant=VARIANT_IDS["simple"],
+                    options=game_pb2.Options(players=2),
+                )
+            )
+            for _ in range(2):
+                stubs.lobby.AddBot(
+                    lobby_service_pb2.AddBotRequest(
+                        table_id=others.table.table_id, policy="greedy"
+                    ),
+                    metadata=(("rami-token", others.owner_token),),
+                )
+            head = fred.cursor
+            fred.type(f"join {others.table.table_id}")
+            fred.expect(r"no seat can be taken")
+            fred.type("name")
+            fred.expect(r"You join tables as Ana\.")
+            assert "kept by" not in fred.screen.text()[head : fred.cursor]
 
 
 def test_a_seat_taken_over_by_another_client_is_told_on_both_sides(tmp_path: Path) -> None:

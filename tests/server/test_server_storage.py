@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -709,6 +710,72 @@ def test_a_second_server_on_a_sqlite_file_in_use_is_refused_at_start(tmp_path: P
         await again.close()
 
     asyncio.run(main())
+
+
+def test_a_failed_checkpoint_is_logged_and_the_appends_held_meanwhile_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The appends that come while a checkpoint runs wait for it: one that fails lets them
+    go on all the same, and is said in the log (its error was left for the garbage
+    collector to print as "Future exception was never retrieved")."""
+    import sqlite3
+
+    from rami.server import storage as storage_module
+
+    def failing(db: sqlite3.Connection) -> None:
+        time.sleep(0.05)  # long enough for appends to come meanwhile
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(storage_module, "_checkpoint", failing)
+    monkeypatch.setattr(storage_module, "_CHECKPOINT_COMMITS", 10)
+
+    async def main() -> None:
+        storage = await storage_module.SqliteStorage.open(str(tmp_path / "rami.db"), summarize)
+        try:
+            await storage.create_table("a", spec(), SEATS, "")
+            for i in range(1, 61):
+                await asyncio.wait_for(
+                    storage.append(Append("a", i, [entry(i)], "waiting", None, None)), 5
+                )
+        finally:
+            await storage.close()
+
+    with caplog.at_level("WARNING", logger="rami.server.storage"):
+        run(main)
+    failed = [r for r in caplog.records if "checkpoint failed" in r.getMessage()]
+    assert failed and "disk I/O error" in failed[0].getMessage(), caplog.text
+    assert Backend("sqlite", str(tmp_path / "rami.db")).stored_numbers("a") == list(range(1, 61))
+
+
+def test_appends_wait_for_a_checkpoint_only_while_it_copies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The appends of the loop's connection are held while a checkpoint copies the WAL, not
+    while it waits its turn on the storage's thread behind a long read (a review measured
+    an append held 61 ms behind a 50,000-entry table's load, against 9 ms before holds)."""
+    from rami.server import storage as storage_module
+
+    monkeypatch.setattr(storage_module, "_CHECKPOINT_COMMITS", 10)
+
+    async def main() -> float:
+        storage = await storage_module.SqliteStorage.open(str(tmp_path / "rami.db"), summarize)
+        try:
+            await storage.create_table("a", spec(), SEATS, "")
+            busy = asyncio.ensure_future(storage._run(time.sleep, 1.5))  # a long read
+            await asyncio.sleep(0.05)
+            started = time.monotonic()
+            for i in range(1, 41):  # a checkpoint is due at the 10th commit
+                await asyncio.wait_for(
+                    storage.append(Append("a", i, [entry(i)], "waiting", None, None)), 5
+                )
+            took = time.monotonic() - started
+            await busy
+            return took
+        finally:
+            await storage.close()
+
+    took = run(main)
+    assert took < 1.0, f"40 appends took {took:.2f} s beside a 1.5 s job on the storage's thread"
 
 
 @pytest.mark.parametrize("tables", [1, 18])

@@ -118,7 +118,7 @@ async def _connect(
             f"Another rami-client is running with the profile {seats.profile!r}: this one keeps "
             "no seats and takes none back. Start it with --profile NAME for seats of its own."
         )
-        elsewhere, seats = seats.profile, None
+        elsewhere, seats = seats, None
     try:
         await link.check()
         history = seats.path.with_name(f"history-{seats.profile}") if seats is not None else None

@@ -221,10 +221,11 @@ class ClientSession:
         seats: Seats | None = None,
         prefs: Preferences | None = None,
         history: Path | None = None,
-        seats_elsewhere: str | None = None,
+        seats_elsewhere: SeatBook | None = None,
     ) -> None:
         self.link = link
-        #: The profile whose seats another running client keeps (this one keeps none).
+        #: The seats of the profile that another running client keeps (this one keeps none):
+        #: read, never written, to say why a seat held is not taken back here.
         self.seats_elsewhere = seats_elsewhere
         #: The file of the commands typed, recalled by Up in the next run (None: none kept).
         self.history = history
@@ -287,6 +288,8 @@ class ClientSession:
         #: The rematches the lobby named (a game that ended while away) -> the seat held in
         #: that game: join takes it there, where it is free.
         self._rematch_seats: dict[str, int] = {}
+        #: How the game of the table followed ended has been told (live, or from a snapshot).
+        self._end_told = False
         self.done = False
         self._watcher: asyncio.Task[None] | None = None
         self._followed = asyncio.Event()
@@ -845,8 +848,10 @@ class ClientSession:
             self._ran_out = None  # the seat's next turn: a move typed now is meant for it
         if update.snapshot:
             self._snapshot(after)
-            if after.phase == game_pb2.PHASE_GAME_OVER and after.results:
-                # A game that ended before it was followed: how it ended, as told live.
+            if after.phase == game_pb2.PHASE_GAME_OVER and after.results and not self._end_told:
+                # A game that ended before it was followed: how it ended, as told live (once:
+                # a table restored from a backup is followed again from a snapshot).
+                self._end_told = True
                 last = result_from_proto(after.results[-1])
                 for ending in (
                     ev.RoundEnded(last),
@@ -890,6 +895,7 @@ class ClientSession:
         if after.phase == game_pb2.PHASE_GAME_OVER:
             self._forget_seat()  # nothing left to come back to
             if any(m.WhichOneof("kind") == "game_ended" for m in update.events):
+                self._end_told = True
                 if my_seat(after) is None:  # a spectator makes no rematch
                     self.out.info("save FILE keeps the game record; leave goes back to the lobby.")
                 else:
@@ -972,6 +978,7 @@ class ClientSession:
         updates before the first one told are read first, told to nobody, for what this
         client shows of the past (who threw each card of the discard pile)."""
         await self._stop_watching()
+        self._end_told = False
         self.table_id, self.token, self.table_name = table_id, token, name
         self.view = self._streamed = None
         self.stage = Stage()
@@ -1434,7 +1441,7 @@ class ClientSession:
                 await self._do_tables("")
                 raise ValueError(
                     "no table has a free seat: create tallage bots=3 starts one"
-                    + self._seats_elsewhere_note()
+                    + self._seats_elsewhere_note(None)
                 )
             table = (mine or free)[0]
         try:
@@ -1446,16 +1453,24 @@ class ClientSession:
             name = args.split()[0] if args else table.table_id
             raise ValueError(
                 f"the game at that table has begun: no seat can be taken. watch {name} follows it"
-                + self._seats_elsewhere_note()
+                + self._seats_elsewhere_note(table.table_id)
             ) from None
 
-    def _seats_elsewhere_note(self) -> str:
-        """Why a seat held at a table is not taken back, when another client keeps them."""
-        if self.seats_elsewhere is None:
+    def _seats_elsewhere_note(self, table_id: str | None) -> str:
+        """Why a seat held at ``table_id`` (None: at any table) is not taken back here, when
+        another running client of the profile keeps it; else nothing."""
+        book = self.seats_elsewhere
+        if book is None:
             return ""
+        held = book.at(self.link.target)
+        if table_id is not None:
+            held = [s for s in held if s.table_id == table_id]
+        if not held:
+            return ""
+        which, it = ("Your seat there is", "it") if table_id else ("Your seats here are", "them")
         return (
-            ". A seat you hold there is kept by the other rami-client of the profile"
-            f" {self.seats_elsewhere!r}: take it back there, or close that one first"
+            f". {which} kept by the other rami-client of the profile {book.profile!r}: take"
+            f" {it} back there, or close that one first"
         )
 
     async def join(self, table: lobby_service_pb2.TableInfo, seat: int | None = None) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import json
+import logging
 import os
 import re
 import sqlite3
@@ -62,6 +63,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+log = logging.getLogger("rami.server.storage")
 
 #: The version of the SQLite schema this code writes (``PRAGMA user_version``).
 SCHEMA_VERSION = 5
@@ -461,6 +464,8 @@ class SqliteStorage:
     _fast_commits: int = 0
     _fast_rows: int = 0
     _checkpointing: asyncio.Future[None] | None = None
+    #: Jobs handed to the worker thread and not yet done (see :meth:`_run`).
+    _jobs: int = 0
     _pending: list[tuple[_Encoded, asyncio.Future[None]]] = field(default_factory=list)
     _scheduled: bool = False
     _writing: asyncio.Future[list[Exception | None]] | None = None
@@ -497,7 +502,11 @@ class SqliteStorage:
         return storage
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        self._jobs += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        finally:
+            self._jobs -= 1
 
     # -- the directory ----------------------------------------------------------------------
 
@@ -733,7 +742,12 @@ class SqliteStorage:
                 self._answer(batch, None, results)
                 self._fast_commits += 1
                 self._fast_rows += sum(len(a.rows) for a in encoded)
-                if self._fast_commits >= _CHECKPOINT_COMMITS or self._fast_rows >= _CHECKPOINT_ROWS:
+                # Due: at once when the worker thread is free, else at a commit once it is
+                # (but at four times the interval whatever it does: reads that never stop).
+                due = max(
+                    self._fast_commits / _CHECKPOINT_COMMITS, self._fast_rows / _CHECKPOINT_ROWS
+                )
+                if due >= (4 if self._jobs else 1):
                     self._fast_commits = self._fast_rows = 0
                     self._checkpoint()
                 return
@@ -749,13 +763,21 @@ class SqliteStorage:
         """Copy the WAL into the database on the worker thread (never on the loop), holding
         the appends that come meanwhile until it ends. SQLite starts the WAL over only after
         a checkpoint that copied all of it: one that writes kept running beside never does,
-        and the file grew for as long as the writes never paused."""
-        if self._checkpointing is None or self._checkpointing.done():
-            loop = asyncio.get_running_loop()
-            self._checkpointing = asyncio.ensure_future(
-                loop.run_in_executor(self._pool, _checkpoint, self._db)
+        and the file grew for as long as the writes never paused. Started only while the
+        worker thread has nothing else to do (see :meth:`_flush`), so that the appends are
+        held while it copies, not while it waits its turn behind a long read."""
+        loop = asyncio.get_running_loop()
+        self._checkpointing = asyncio.ensure_future(
+            loop.run_in_executor(self._pool, _checkpoint, self._db)
+        )
+        self._checkpointing.add_done_callback(self._checkpointed)
+
+    def _checkpointed(self, done: asyncio.Future[None]) -> None:
+        if not done.cancelled() and done.exception() is not None:
+            log.warning(
+                "SQLite's checkpoint failed (the next one copies the WAL): %s", done.exception()
             )
-            self._checkpointing.add_done_callback(lambda _: self._flush())
+        self._flush()  # the appends held meanwhile
 
     def _answer(
         self,
