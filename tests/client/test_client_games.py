@@ -796,6 +796,42 @@ def test_a_seats_stream_open_refused_rate_limited_is_no_lost_connection(tmp_path
     assert took >= 0.5, took
 
 
+def _at_the_kept_table_with_greedy(server: ServerThread, table_id: str) -> Driver:
+    """Ana's client, seated at ``table_id`` with a greedy bot, on her first turn."""
+    d = Driver(
+        lambda: cli._connect(server.target, "Ana", Look(color=True, ascii=False), None)
+    ).start()
+    try:
+        d.expect(r"Connected to 127\.0\.0\.1")
+        d.type(f"join {table_id}")
+        d.expect(r"You sit at seat 0")
+        d.type("bot greedy")
+        d.expect(r"It's your turn: take a card")
+    except BaseException:
+        d.close()
+        raise
+    return d
+
+
+def _back_up(server: ServerThread) -> Path:
+    """A copy of the server's database as it is now."""
+    import sqlite3
+
+    backup = Path(server.db).with_name("backup.db")
+    with sqlite3.connect(server.db) as live, sqlite3.connect(backup) as copy:
+        live.backup(copy)
+    return backup
+
+
+def _restart_from(server: ServerThread, backup: Path) -> None:
+    """The server stopped, its database replaced by ``backup``, and started again."""
+    server.halt()
+    for suffix in ("", "-wal", "-shm"):
+        Path(server.db + suffix).unlink(missing_ok=True)
+    backup.rename(server.db)
+    server.start()
+
+
 @pytest.mark.parametrize("behind", ["one update", "a few updates"])
 def test_a_table_restored_from_an_older_backup_is_followed_from_where_it_is(
     server: ServerThread, stubs: Stubs, behind: str
@@ -804,22 +840,10 @@ def test_a_table_restored_from_an_older_backup_is_followed_from_where_it_is(
     table is followed from where it is now (the player's turn again), not from the newer
     view the client held, with which every move was refused ("update N has not happened").
     One update behind, the resumed stream is not refused at all: its heartbeat says so."""
-    import sqlite3
-    from pathlib import Path as _Path
-
     table_id = _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
-    d = Driver(
-        lambda: cli._connect(server.target, "Ana", Look(color=True, ascii=False), None)
-    ).start()
-    backup = _Path(server.db).with_name("backup.db")
+    d = _at_the_kept_table_with_greedy(server, table_id)
     try:
-        d.expect(r"Connected to 127\.0\.0\.1")
-        d.type(f"join {table_id}")
-        d.expect(r"You sit at seat 0")
-        d.type("bot greedy")
-        d.expect(r"It's your turn: take a card")
-        with sqlite3.connect(server.db) as live, sqlite3.connect(backup) as copy:
-            live.backup(copy)  # the table at the player's draw
+        backup = _back_up(server)  # the table at the player's draw
         if behind == "one update":
             d.type("draw stock")
             d.expect(r"You drew 2♠ from the stock\.")
@@ -829,11 +853,7 @@ def test_a_table_restored_from_an_older_backup_is_followed_from_where_it_is(
             d.type("discard 2s")
             d.expect(r"You discarded 2♠\.")
             d.expect(r"Greedy bot 2 discarded")
-        server.halt()
-        for suffix in ("", "-wal", "-shm"):
-            _Path(server.db + suffix).unlink(missing_ok=True)
-        backup.rename(server.db)
-        server.start()
+        _restart_from(server, backup)
         d.expect(r"The table is behind what you saw", timeout=20)
         d.expect(r"It's your turn: take a card", timeout=10)
         d.type("draw stock")
@@ -849,33 +869,17 @@ def test_a_finished_game_restored_from_an_older_backup_does_not_end_twice(
     saw last (a chat line): the client follows it from a snapshot, which shows the game over.
     How it ended was told live, and is not told again (a game that ended before it was
     followed is told from its snapshot)."""
-    import sqlite3
-    from pathlib import Path as _Path
-
     table_id = _table(stubs, "portuguese", PORTUGUESE_HAND, "2s 2s", rounds=1)
-    d = Driver(
-        lambda: cli._connect(server.target, "Ana", Look(color=True, ascii=False), None)
-    ).start()
-    backup = _Path(server.db).with_name("backup.db")
+    d = _at_the_kept_table_with_greedy(server, table_id)
     try:
-        d.expect(r"Connected to 127\.0\.0\.1")
-        d.type(f"join {table_id}")
-        d.expect(r"You sit at seat 0")
-        d.type("bot greedy")
-        d.expect(r"It's your turn: take a card")
         d.type("draw stock")
         d.expect(r"You drew 2♠ from the stock\.")
         d.type("declare 2s")
         d.expect(r"Game over after 1 round: You win with 0\.")
-        with sqlite3.connect(server.db) as live, sqlite3.connect(backup) as copy:
-            live.backup(copy)  # the table at its game's end
+        backup = _back_up(server)  # the table at its game's end
         d.type("say well played")
         d.expect(r"You: well played")
-        server.halt()
-        for suffix in ("", "-wal", "-shm"):
-            _Path(server.db + suffix).unlink(missing_ok=True)
-        backup.rename(server.db)
-        server.start()
+        _restart_from(server, backup)
         d.expect(r"The table is behind what you saw", timeout=20)
         d.type("scores")
         d.expect(r"Scores after 1 round")
