@@ -881,6 +881,7 @@ def test_a_finished_game_restored_from_an_older_backup_does_not_end_twice(
         d.expect(r"You: well played")
         _restart_from(server, backup)
         d.expect(r"The table is behind what you saw", timeout=20)
+        d.expect(r"Portuguese Rami · round 1 of 1")  # the table followed again: its snapshot
         d.type("scores")
         d.expect(r"Scores after 1 round")
         shown = d.screen.text()
