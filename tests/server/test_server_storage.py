@@ -646,10 +646,11 @@ def test_a_batch_the_database_refuses_stores_nothing_and_the_next_one_works(
 
 
 def test_without_the_driver_the_server_says_which_extra_to_install(tmp_path: Path) -> None:
+    # On a port of its own: a server the developer runs (``make serve``) holds the default one.
     code = (
         "import sys; sys.modules['psycopg'] = None; sys.modules['psycopg_pool'] = None\n"
         "from rami.server.cli import main\n"
-        "sys.argv = ['rami-server', '--db', 'postgresql://rami@127.0.0.1:1/rami',"
+        "sys.argv = ['rami-server', '--db', 'postgresql://rami@127.0.0.1:1/rami', '--port', '0',"
         f" '--secret-file', {str(tmp_path / 'server.key')!r}]\n"
         "main()\n"
     )
