@@ -420,6 +420,80 @@ def test_a_newer_schema_is_refused_with_its_version(postgres_url: str) -> None:
     run(main)
 
 
+def test_a_server_starting_beside_a_backup_holds_up_no_other_server(postgres_url: str) -> None:
+    """pg_dump, the documented backup, reads every table in one long transaction. A server that
+    started meanwhile asked for its schema changes (``ALTER TABLE ... ADD COLUMN IF NOT
+    EXISTS`` locks the table whole even when the column is there): it waited behind the
+    reader, and every other server's statement on the directory queued behind it, the whole
+    cluster stalled until the backup ended. The schema at its version asks for no lock."""
+
+    async def main() -> None:
+        import psycopg
+
+        running = await _open(postgres_url)
+        try:
+            await running.create_table("a", spec(), SEATS, "")
+            async with await psycopg.AsyncConnection.connect(postgres_url) as backup:
+                # As pg_dump does: a transaction that has read the tables and holds them.
+                await backup.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                await backup.execute("SELECT count(*) FROM rami_tables")
+                await backup.execute("SELECT count(*) FROM rami_entries")
+                starting = asyncio.ensure_future(_open(postgres_url))
+                try:
+                    await asyncio.sleep(1.0)
+                    # The running server goes on: a move stored, the directory read.
+                    await asyncio.wait_for(
+                        running.append(Append("a", 1, [entry(1)], "waiting", None, None)), 5
+                    )
+                    assert await asyncio.wait_for(running.get_table("a"), 5) is not None
+                    # And the new one starts, the backup still reading.
+                    other = await asyncio.wait_for(starting, 10)
+                    await other.close()
+                finally:
+                    if not starting.done():
+                        starting.cancel()
+                await backup.execute("ROLLBACK")
+        finally:
+            await running.close()
+
+    run(main)
+
+
+def test_a_schema_change_behind_a_backup_gives_up_in_seconds_and_says_why(
+    postgres_url: str,
+) -> None:
+    """A schema that needs a column (a database of older code) must lock the table to add it:
+    behind a backup's read it waits, and every statement on the table waits behind it. It
+    gives up within seconds, saying why; the start after the backup makes the column."""
+
+    async def main() -> None:
+        import psycopg
+
+        from rami.server.storage_postgres import MIGRATION_LOCK_WAIT, PostgresUnavailable
+
+        await (await _open(postgres_url)).close()
+        async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as c:
+            await c.execute("ALTER TABLE rami_tables DROP COLUMN rematch")
+        async with await psycopg.AsyncConnection.connect(postgres_url) as backup:
+            await backup.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            await backup.execute("SELECT count(*) FROM rami_tables")
+            loop = asyncio.get_running_loop()
+            began = loop.time()
+            with pytest.raises(PostgresUnavailable, match="a backup, say") as refused:
+                await asyncio.wait_for(_open(postgres_url), MIGRATION_LOCK_WAIT + 5)
+            assert loop.time() - began < MIGRATION_LOCK_WAIT + 3
+            assert "start the server again" in str(refused.value)
+            await backup.execute("ROLLBACK")
+        storage = await _open(postgres_url)
+        try:
+            await storage.create_table("a", spec(), SEATS, "")
+            assert await storage.get_table("a") is not None
+        finally:
+            await storage.close()
+
+    run(main)
+
+
 @pytest.mark.parametrize("trouble", ["newer schema", "no rights", "no rights, new database"])
 def test_a_database_the_server_cannot_use_is_said_in_one_line(
     postgres_url: str, tmp_path: Path, trouble: str

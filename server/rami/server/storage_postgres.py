@@ -73,6 +73,20 @@ __all__ = [
 
 log = logging.getLogger("rami.server")
 
+
+def _add_column(name: str, kind: str) -> str:
+    """A column of ``rami_tables`` added where it is missing. ``ALTER TABLE ... ADD COLUMN IF
+    NOT EXISTS`` would lock the whole table even when the column is there: behind a backup's
+    long read (pg_dump), and with every other server's statement on the table queued behind
+    that lock, a server's start would stall them all until the backup ended."""
+    return (
+        "DO $add$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_attribute"
+        " WHERE attrelid = 'rami_tables'::regclass"
+        f" AND attname = '{name}' AND NOT attisdropped) THEN"
+        f" ALTER TABLE rami_tables ADD COLUMN {name} {kind}; END IF; END $add$;"
+    )
+
+
 #: The version of the PostgreSQL schema this code writes (the row of ``rami_schema``).
 PG_SCHEMA_VERSION = 2
 
@@ -141,12 +155,11 @@ CREATE TABLE IF NOT EXISTS rami_key (
 #: rematch table. Like the key's fingerprint, any version of the schema may hold it: a server of
 #: older code neither reads nor writes it (its statements name their columns), so it is added
 #: without a new version, which would keep such servers from starting on the database.
-_SCHEMA_REMATCH = """
-ALTER TABLE rami_tables ADD COLUMN IF NOT EXISTS rematch TEXT NOT NULL DEFAULT '';
-"""
+_SCHEMA_REMATCH = _add_column("rematch", "TEXT NOT NULL DEFAULT ''")
 
-_SCHEMA_V2 = """
-ALTER TABLE rami_tables ADD COLUMN IF NOT EXISTS epoch BIGINT NOT NULL DEFAULT 0;
+_SCHEMA_V2 = (
+    _add_column("epoch", "BIGINT NOT NULL DEFAULT 0")
+    + """
 CREATE TABLE IF NOT EXISTS rami_leases (
     table_id TEXT PRIMARY KEY REFERENCES rami_tables (table_id),
     owner TEXT NOT NULL,
@@ -259,6 +272,7 @@ CREATE OR REPLACE FUNCTION rami_claim(
     SELECT * FROM rami_claim_as(p_table, p_owner, p_address, p_seconds, TRUE)
 $$;
 """
+)
 
 _ROW = "table_id, spec, status, number, seats, options, created, rematch"
 _APPEND = "SELECT rami_append(%s, %s, %s, %s, %s, %s, %s, %s)"
@@ -303,6 +317,10 @@ def _missing_driver() -> PostgresUnavailable:
 
 #: Seconds a call waits for one of the pool's connections before it fails as an outage.
 POOL_WAIT = 3.0
+#: Seconds a server's start waits for a lock its schema change needs (a column added to the
+#: directory, once, by a new version) before it gives up: meanwhile every other server's
+#: statement on that table waits behind the request.
+MIGRATION_LOCK_WAIT = 2.0
 #: Seconds the storage's close waits for a group commit the database has not answered.
 CLOSE_WAIT = 2.0
 #: The time a call that a client's request waits for (a claim of a table, its load, its
@@ -423,6 +441,13 @@ class PostgresStorage:
             ) from None
         try:
             await _migrate(conn)
+        except psycopg.errors.LockNotAvailable:
+            raise PostgresUnavailable(
+                f"cannot change rami's schema in the database at {redacted(url)}: another"
+                f" session held a lock on its tables for over {MIGRATION_LOCK_WAIT:g} s (a"
+                " backup, say, which reads them in one long transaction); start the server"
+                " again once it ends"
+            ) from None
         except psycopg.Error as e:  # the user's rights, say: in the database's words
             rights = (
                 " (the user needs to read and write rami's tables, and to create those missing)"
@@ -1025,6 +1050,9 @@ async def _migrate(conn: Any) -> None:
                 f" ({PG_SCHEMA_VERSION}): a newer rami-server wrote it; run that version (or a"
                 " newer one)"
             )
+        # A lock it must wait for (a column to add, behind a backup's long read) is waited
+        # for briefly: every other server's statement on that table waits behind the request.
+        await conn.execute(f"SET LOCAL lock_timeout = '{int(MIGRATION_LOCK_WAIT * 1000)}ms'")
         # IF NOT EXISTS throughout: makes what is missing. Later versions step up from here,
         # each in this transaction: version 2 adds the leases (a table of version 1 has
         # none: any server may claim it).
