@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -164,3 +165,97 @@ def postgres_server() -> Iterator[PostgresServer]:
 def postgres_url(postgres_server: PostgresServer) -> str:
     """The URL of a new, empty database on the session's PostgreSQL server."""
     return postgres_server.database()
+
+
+class Gate:
+    """A TCP forwarder in front of the database that can be shut, as a database machine gone
+    from the network: shut, it resets every connection through it and every new one, until
+    it is opened again. Or frozen, as a network that drops every packet and says nothing:
+    frozen, nothing goes through and no connection ends (a new one waits), until it thaws
+    (then what was held goes on, as TCP sends it again)."""
+
+    def __init__(self, url: str) -> None:
+        import socket
+        import threading
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        self.upstream = (parts.hostname or "127.0.0.1", parts.port or 5432)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        port = self.listener.getsockname()[1]
+        self.url = parts._replace(netloc=f"{parts.username}@127.0.0.1:{port}").geturl()
+        self.open = True
+        self._thawed = threading.Event()
+        self._thawed.set()
+        self._links: set[Any] = set()
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def freeze(self) -> None:
+        self._thawed.clear()
+
+    def thaw(self) -> None:
+        self._thawed.set()
+
+    def _accept(self) -> None:
+        import threading
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if not self.open:
+                self._reset(client)
+                continue
+            threading.Thread(target=self._link, args=(client,), daemon=True).start()
+
+    def _link(self, client: Any) -> None:
+        import socket
+        import threading
+
+        self._thawed.wait()
+        try:
+            server = socket.create_connection(self.upstream)
+        except OSError:
+            self._reset(client)
+            return
+        with self._lock:
+            self._links.update((client, server))
+        for a, b in ((client, server), (server, client)):
+            threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, a: Any, b: Any) -> None:
+        try:
+            while data := a.recv(65536):
+                self._thawed.wait()
+                b.sendall(data)
+        except OSError:
+            pass
+        self._reset(a)
+        self._reset(b)
+
+    def _reset(self, sock: Any) -> None:
+        import socket
+        import struct
+
+        with self._lock:
+            self._links.discard(sock)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        sock.close()
+
+    def shut(self) -> None:
+        self.open = False
+        with self._lock:
+            links = list(self._links)
+        for sock in links:
+            self._reset(sock)
+
+    def close(self) -> None:
+        self.shut()
+        self.thaw()
+        self.listener.close()

@@ -686,6 +686,126 @@ def test_a_commit_whose_answer_was_lost_is_found_stored(postgres_url: str) -> No
     run(main)
 
 
+def test_a_commit_cut_off_while_it_waits_in_the_database_is_never_stored_after_a_refusal(
+    postgres_url: str,
+) -> None:
+    """The group commit waits inside PostgreSQL (here: a row lock another session holds) when
+    its connection is cut. The backend has read the whole batch, COMMIT included, and goes on
+    waiting: a look at the log on another connection finds nothing yet, but the backend
+    commits once the lock goes. An append refused then ("nothing was changed") was stored
+    all the same, and the table served on one update behind its log. An append is refused
+    only once the backend that had its transaction is gone; where that cannot be known, it is
+    told as an answer lost (``Unknown``), never as a refusal."""
+    from postgres_support import Gate
+
+    from rami.server.storage import Unknown
+
+    async def main() -> None:
+        import psycopg
+
+        gate = Gate(postgres_url)
+        storage = await _open(gate.url)
+        try:
+            await storage.create_table("a", spec(), SEATS, "")
+            async with (
+                await psycopg.AsyncConnection.connect(postgres_url) as locker,
+                await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as look,
+            ):
+                await locker.execute("SELECT 1 FROM rami_tables WHERE table_id = 'a' FOR UPDATE")
+                appending = asyncio.ensure_future(
+                    storage.append(Append("a", 1, [entry(1)], "waiting", None, None))
+                )
+                for _ in range(100):  # until the append waits for the lock
+                    cur = await look.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    )
+                    if (await cur.fetchone())[0]:
+                        break
+                    await asyncio.sleep(0.05)
+                else:
+                    raise AssertionError("the append never waited for the lock")
+                gate.shut()  # the connection cut, as a network or a proxy does
+                gate.open = True  # new connections go through
+                outcome = await asyncio.gather(
+                    asyncio.wait_for(appending, 20), return_exceptions=True
+                )
+                await locker.execute("ROLLBACK")  # the lock goes
+                await asyncio.sleep(1.0)  # time for a backend left waiting to commit
+                cur = await look.execute("SELECT count(*) FROM rami_entries WHERE table_id = 'a'")
+                stored = (await cur.fetchone())[0]
+            result = outcome[0]
+            if result is None:
+                assert stored == 1, "acknowledged, and not in the log"
+            elif not isinstance(result, Unknown):
+                assert stored == 0, f"refused ({result!r}), and in the log all the same"
+            # And the table's next append goes where the log says.
+            loaded = await storage.load_table("a")
+            assert loaded is not None
+            await storage.append(
+                Append("a", len(loaded.entries) + 1, [entry(9)], "waiting", None, None)
+            )
+        finally:
+            await storage.close()
+            gate.close()
+
+    run(main)
+
+
+@pytest.mark.parametrize("together", [False, True])
+def test_a_table_whose_row_another_session_locks_holds_up_no_other_table(
+    postgres_url: str, together: bool
+) -> None:
+    """Another session holds one table's directory row (an operator's transaction left open,
+    a slow writer): that table's append waits for the lock inside the group commit, and every
+    other table's appends waited behind it, for as long as the lock was held, the server's
+    health saying SERVING. The append waits a short while for a lock, then is refused
+    (nothing stored: the database undid it); the others of its batch are written alone."""
+
+    async def main() -> None:
+        import psycopg
+
+        from rami.server.storage import is_outage
+
+        storage = await _open(postgres_url)
+        try:
+            for t in ("a", "b", "c"):
+                await storage.create_table(t, spec(), SEATS, "")
+            async with (
+                await psycopg.AsyncConnection.connect(postgres_url) as locker,
+                await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as look,
+            ):
+                await locker.execute("SELECT 1 FROM rami_tables WHERE table_id = 'a' FOR UPDATE")
+                loop = asyncio.get_running_loop()
+                began = loop.time()
+                locked = asyncio.ensure_future(
+                    storage.append(Append("a", 1, [entry(1)], "waiting", None, None))
+                )
+                if not together:
+                    await asyncio.sleep(0.3)  # a's batch waits for the lock: b's comes after
+                others = [
+                    asyncio.ensure_future(
+                        storage.append(Append(t, 1, [entry(1)], "waiting", None, None))
+                    )
+                    for t in ("b", "c")
+                ]
+                await asyncio.wait_for(asyncio.gather(*others), 5)
+                assert loop.time() - began < 4, "the other tables waited for a's lock"
+                refused = await asyncio.gather(asyncio.wait_for(locked, 5), return_exceptions=True)
+                assert isinstance(refused[0], Exception) and is_outage(refused[0]), refused
+                await locker.execute("ROLLBACK")
+                await asyncio.sleep(0.5)
+                cur = await look.execute(
+                    "SELECT table_id, count(*) FROM rami_entries GROUP BY table_id ORDER BY 1"
+                )
+                assert await cur.fetchall() == [("b", 1), ("c", 1)]
+            # a, its row free again, stores its move.
+            await storage.append(Append("a", 1, [entry(1)], "waiting", None, None))
+        finally:
+            await storage.close()
+
+    run(main)
+
+
 def test_a_batch_the_database_refuses_stores_nothing_and_the_next_one_works(
     postgres_url: str,
 ) -> None:

@@ -794,14 +794,19 @@ class PostgresStorage:
         """One transaction for the whole batch, sent with its commit in one pipeline: each
         append is stored whole or not at all (its Conflict), whatever the others do."""
         results: list[list[str] | None] = []
+        # The connection and its database process (read now: a closed connection has none).
+        used: Any = None
+        backend = 0
         try:
             async with self._pool.connection() as conn, self._written_on(conn):
+                used, backend = conn, conn.info.backend_pid
                 # BEGIN, the appends and COMMIT go out together, and the pipeline's one sync
                 # at its end waits for all their answers: one round trip. Should anything
                 # fail in it, the server aborts the transaction, and the rest is not run.
                 try:
                     async with conn.pipeline():
                         await conn.execute("BEGIN")
+                        await conn.execute(_APPEND_LOCK_WAIT)
                         cursors = [await conn.execute(_APPEND, _params(a)) for a, _ in batch]
                         if self.before_commit is not None:
                             self.before_commit()
@@ -815,6 +820,12 @@ class PostgresStorage:
                     row = await cur.fetchone()
                     results.append(row[0] if row else ["conflict", "no answer from the database"])
         except BaseException as e:
+            if len(batch) > 1 and _waited_for_a_lock(e) and not self._gave_up:
+                # One table's row held by another session: the database undid the batch. The
+                # others' appends are written alone, and that one is refused alone.
+                for item in batch:
+                    await self._write([item])
+                return
             stored: list[bool | None] = [False] * len(batch)
             if self._gave_up:
                 # The storage closes without the commit's answer (:meth:`close`): nothing is
@@ -823,7 +834,8 @@ class PostgresStorage:
             elif isinstance(e, Exception):
                 # The commit may have happened with its answer lost (the connection dropped):
                 # an append whose entries are in the log, as written, was stored.
-                stored = await self._stored(batch)
+                cut = used is not None and used.broken and backend
+                stored = await self._stored(batch, backend if cut else None)
             for (_, done), was_stored in zip(batch, stored, strict=True):
                 if done.done():
                     continue
@@ -853,14 +865,23 @@ class PostgresStorage:
             else:
                 done.set_exception(Conflict(why[1]))
 
-    async def _stored(self, batch: list[tuple[Append, asyncio.Future[None]]]) -> list[bool | None]:
+    async def _stored(
+        self, batch: list[tuple[Append, asyncio.Future[None]]], backend: int | None = None
+    ) -> list[bool | None]:
         """For each append of a batch whose transaction failed: whether its entries are in
-        the log all the same, exactly as it wrote them (None when that cannot be known)."""
+        the log all the same, exactly as it wrote them (None when that cannot be known).
+
+        ``backend``: the process that had the transaction, whose connection was cut. It may
+        still be running it, the whole batch and its COMMIT read (waiting for a lock, say),
+        and commit after a look at the log found nothing: it is ended first, and the log read
+        once it is gone (None for all, if it does not go)."""
         found: list[bool | None] = []
         try:
             if self.before_check is not None:
                 self.before_check()
             async with self._pool.connection(timeout=5.0) as conn, self._written_on(conn):
+                if backend is not None and not await _ended(conn, backend):
+                    return [None] * len(batch)
                 for a, _ in batch:
                     cur = await conn.execute(
                         "SELECT entry FROM rami_entries WHERE table_id = %s"
@@ -1031,6 +1052,44 @@ async def _rollback(conn: Any) -> None:
         return
     with contextlib.suppress(Exception):
         await conn.execute("ROLLBACK")
+
+
+#: Seconds an append waits for its table's row, locked by another session (an operator's
+#: transaction left open, say), before the database undoes it and it is refused as an outage
+#: (nothing stored: the caller may try again). The group commit holds every table's appends:
+#: unbounded, one locked row stopped them all. The lock's other takers, a takeover's claim and
+#: the table's own appends, hold it for milliseconds.
+APPEND_LOCK_WAIT = 1.0
+_APPEND_LOCK_WAIT = f"SET LOCAL lock_timeout = '{int(APPEND_LOCK_WAIT * 1000)}ms'"
+
+
+def _waited_for_a_lock(error: BaseException) -> bool:
+    """Whether ``error`` is the database giving up a wait for a lock (``lock_timeout``)."""
+    return getattr(error, "sqlstate", None) == "55P03"
+
+
+#: Seconds the storage waits for the database process of a cut connection to end, before the
+#: appends it was writing are told as answers lost (:class:`Unknown`) rather than looked for.
+BACKEND_END_WAIT = 3.0
+
+
+async def _ended(conn: Any, backend: int) -> bool:
+    """End the database process ``backend`` (the server's own, whose connection was cut)
+    and wait for it to be gone: whether it is, within :data:`BACKEND_END_WAIT` seconds. A
+    transaction it had not committed is then rolled back, and one it had is in the log."""
+    await conn.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+        " WHERE pid = %s AND usename = current_user",
+        (backend,),
+    )
+    end = asyncio.get_running_loop().time() + BACKEND_END_WAIT
+    while True:
+        cur = await conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (backend,))
+        if await cur.fetchone() is None:
+            return True
+        if asyncio.get_running_loop().time() >= end:
+            return False
+        await asyncio.sleep(0.05)
 
 
 async def _migrate(conn: Any) -> None:
