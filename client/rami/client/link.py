@@ -51,6 +51,7 @@ __all__ = [
     "Unreachable",
     "heard",
     "moved_to",
+    "next_first",
     "parse_address",
     "plain_error",
     "refusal_reason",
@@ -168,6 +169,19 @@ def parse_address(text: str) -> str:
     if not host:
         raise ValueError("give the server's host name before the port")
     return f"{host}:{port}"
+
+
+def next_first(target: str) -> str | None:
+    """A gRPC target naming several servers (``ipv4:A,B,C``, ``ipv6:[A],[B]``) with its first
+    put last, so that a channel tries the next one first; None for a target of one server (a
+    name a resolver turns into several is its balancer's to spread)."""
+    scheme, colon, rest = target.partition(":")
+    if not colon or scheme not in ("ipv4", "ipv6") or rest.startswith("//"):
+        return None
+    servers = rest.split(",")
+    if len(servers) < 2:
+        return None
+    return f"{scheme}:{','.join([*servers[1:], servers[0]])}"
 
 
 def refusal_reason(error: grpc.aio.AioRpcError) -> str:
@@ -353,6 +367,8 @@ class Route:
         self._options = options
         self._old: list[grpc.aio.Channel] = []
         self._closing: set[asyncio.Task[None]] = set()
+        #: Whether ``given`` still goes ``home`` (not once the list given has turned).
+        self._given_home = True
         self._use(given if given is not None else self._open(home))
 
     def _open(self, target: str) -> grpc.aio.Channel:
@@ -367,12 +383,20 @@ class Route:
         self.table = table_service_pb2_grpc.TableServiceStub(channel)  # type: ignore[no-untyped-call]
 
     def destination(self, error: grpc.aio.AioRpcError) -> str | None:
-        """Where to call again after ``error``: the owner a refusal named, or ``home``; None
-        to stay (the error is the caller's to handle)."""
+        """Where to call again after ``error``: the owner a refusal named, or ``home``, or
+        ``home``'s list of servers from the next one; None to stay (the error is the caller's
+        to handle)."""
         owner = moved_to(error)
         if owner is None:
-            if self.at == self.home or error.code() != grpc.StatusCode.UNAVAILABLE:
+            if error.code() != grpc.StatusCode.UNAVAILABLE:
                 return None
+            if self.at == self.home:
+                # A server of a list given (``ipv4:A,B,C``), which a channel keeps to while it
+                # answers, that cannot serve the table (its database out of reach: another
+                # server plays it now, and it cannot say which): the list from the next one.
+                if refusal_reason(error) != "STORAGE_FAILED" or self.moves >= self.max_moves:
+                    return None
+                return next_first(self.home)
             owner = ""  # the owner it was sent to is gone: the address given finds the next
         where = owner or self.home
         if (where == self.at and owner) or self.moves >= self.max_moves:
@@ -391,7 +415,10 @@ class Route:
             closing = asyncio.get_running_loop().create_task(self._old.pop(0).close(None))
             self._closing.add(closing)
             closing.add_done_callback(self._closing.discard)
-        if where == self.home and self.given is not None:
+        if self.at == self.home and where != self.home and moved_to(error) is None:
+            self.home = where  # the list turned: the way back is to its next server now
+            self._given_home = False
+        if where == self.home and self.given is not None and self._given_home:
             self._use(self.given)
         else:
             self._use(self._open(where))
