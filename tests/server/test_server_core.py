@@ -543,6 +543,60 @@ def test_a_change_the_store_answers_only_after_the_stop_is_not_said_undone(
     run(main)
 
 
+@pytest.mark.parametrize("run_by", ["caller", "task"])
+def test_a_refusal_the_store_gives_after_the_stop_is_not_left_unread(
+    backend: Backend, run_by: str
+) -> None:
+    """The store answers a change only after closing gave up on it, and refuses it (a commit
+    held 65 s by a stalled network, delivered after the takeover: Fenced). Nobody waited for
+    that answer any more: asyncio logged "Future exception was never retrieved" at ERROR,
+    with the refusal's traceback, for what is no error of the server's."""
+
+    async def main() -> list[str]:
+        import gc
+
+        loop = asyncio.get_running_loop()
+        unread: list[str] = []
+        loop.set_exception_handler(lambda _, context: unread.append(context["message"]))
+        storage = await backend.open()
+        lobby = Lobby(storage, LobbyConfig(), QUIET)
+        table = await new_table(lobby, players=3)
+        store = storage.submit
+        late: list[asyncio.Future[None]] = []
+
+        def slow(append: Any) -> asyncio.Future[None]:
+            answer: asyncio.Future[None] = loop.create_future()
+            late.append(answer)  # answered later
+            return answer
+
+        storage.submit = slow  # type: ignore[method-assign]
+        if run_by == "caller":
+            call = asyncio.ensure_future(table.change(joining("Ana"), lambda _: "ok"))
+        else:
+            call = table.queue(Change(joining("Ana"), lambda _: "ok"))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        table.close(moved_to="")
+        await table.closing(timeout=0.05)
+        await asyncio.gather(call, return_exceptions=True)
+        storage.submit = store  # type: ignore[method-assign]
+        for answer in late:
+            if not answer.done():
+                answer.set_exception(Fenced("taken over", "127.0.0.1:2"))
+        late.clear()
+        del answer
+        for _ in range(3):
+            await asyncio.sleep(0)
+        gc.collect()
+        await asyncio.sleep(0)
+        lobby.close()
+        await lobby.closing()
+        await storage.close()
+        return unread
+
+    assert run(main) == []
+
+
 def test_closing_settles_the_change_of_a_cancelled_caller_before_the_task_took_it(
     backend: Backend,
 ) -> None:

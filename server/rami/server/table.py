@@ -355,6 +355,12 @@ def _plain(entries: Sequence[Entry]) -> bool:
     return all(type(e) in _PLAIN for e in entries)
 
 
+def _read(answer: asyncio.Future[Any]) -> None:
+    """Read a storage answer's outcome (see :meth:`Table._stage`)."""
+    if not answer.cancelled():
+        answer.exception()
+
+
 def _unanswered() -> Refusal:
     """What the caller of a change is told when the table stops (the server stops, or the
     table moves) with the change's append handed to storage and not answered: it may yet be
@@ -880,6 +886,10 @@ class Table:
                 shown = connected if self._arriving is None else self._with_arriving(connected)
                 updates.append(self._encode(events, watched, shown))
             stored = self.storage.submit(self._append(first, entries))
+            # Its answer is read here once it comes: a table stopped meanwhile no longer waits
+            # for it (the log says what became of the change), and a refusal nobody read
+            # was logged by asyncio as an error of the server's.
+            stored.add_done_callback(_read)
         except BaseException:
             if updates:
                 self._rollback(clock)
