@@ -42,8 +42,10 @@ lint: install buf
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy engine/rami/engine
 
+# The port: make serve PORT=50052
+PORT ?= 50051
 serve: install
-	$(VENV)/bin/rami-server --port 50051
+	$(VENV)/bin/rami-server --port $(PORT)
 
 # The Go example bot, built offline in GOPATH mode against Debian's Go packages, its code
 # generated from the .proto files (examples/go/README.md): examples/go/build/bin/rami-go-bot.

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import grpc
+import pytest
 from bots_support import GAME_SECONDS, ROOT, Tables, restored_under, run_all, silenced_under
 from typer.testing import CliRunner
 
@@ -227,6 +228,47 @@ def test_rami_bot_connect_plays_a_seat_to_the_end(tables: Tables) -> None:
     pattern = r"seat 1 \(strong\): \d+ actions, 0 refused, 0 reconnects; game over"
     assert re.match(pattern, line), line
     _assert_finished(tables, table_id)
+
+
+def test_rami_bot_create_makes_a_table_for_a_bot_of_ones_own(tables: Tables) -> None:
+    """Every example bot needs a TABLE_ID with a free seat, and nothing made one without
+    writing a CreateTable and an AddBot first: ``rami-bot create`` prints it, the bots
+    seated, and the game starts when a bot takes the free seat."""
+    made = CliRunner().invoke(
+        app, ["create", tables.target, "--variant", "simple", "--bots", "greedy,random"]
+    )
+    assert made.exit_code == 0, made.output
+    table_id = made.stdout.strip()
+    assert "1 seat is free at table" in made.stderr and table_id in made.stderr
+    lobby = tables.lobby
+    got = lobby.GetTable(lobby_service_pb2.GetTableRequest(table_id=table_id), timeout=10)
+    assert got.table.variant == game_pb2.VARIANT_SIMPLE
+    assert [s.kind for s in got.table.seats].count(game_pb2.SEAT_KIND_BOT) == 2
+    assert got.table.status == lobby_service_pb2.TABLE_STATUS_WAITING
+    played = CliRunner().invoke(
+        app, ["connect", tables.target, "--table", table_id, "--timeout", str(GAME_SECONDS)]
+    )
+    assert played.exit_code == 0, played.output
+    _assert_finished(tables, table_id)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--bots", "strong,clever"], "unknown bot 'clever'"),
+        (["--variant", "gin"], "choose one of portuguese, tallage, simple"),
+        (["--bots", "strong,strong,strong,strong,strong,strong"], "a table seats 2 to 6"),
+    ],
+)
+def test_rami_bot_create_refuses_what_it_cannot_make_and_makes_nothing(
+    tables: Tables, args: list[str], said: str
+) -> None:
+    before = tables.lobby.ListTables(lobby_service_pb2.ListTablesRequest(), timeout=10)
+    result = CliRunner().invoke(app, ["create", tables.target, *args])
+    assert result.exit_code == 2
+    assert said in " ".join(result.output.split()), result.output
+    after = tables.lobby.ListTables(lobby_service_pb2.ListTablesRequest(), timeout=10)
+    assert len(after.tables) == len(before.tables)
 
 
 def test_rami_bot_connect_reports_a_missing_table(tables: Tables) -> None:

@@ -207,6 +207,92 @@ def connect(
     typer.echo(format_summary(result, policy))
 
 
+@app.command()
+def create(
+    target: Annotated[
+        str,
+        typer.Argument(metavar="HOST[:PORT]", help="The server (port 50051 by default)."),
+    ],
+    variant: Annotated[str, typer.Option(help="portuguese, tallage or simple.")] = "tallage",
+    bots: Annotated[
+        str,
+        typer.Option(help="The built-in bots to seat, comma-separated (random, greedy, ...)."),
+    ] = "strong",
+    free: Annotated[int, typer.Option(min=1, help="The seats left free for your bots.")] = 1,
+    tls: Annotated[bool, typer.Option("--tls", help="Speak TLS to the server.")] = False,
+    ca: Annotated[
+        Path | None,
+        typer.Option("--ca", help="PEM file of the CA to trust (implies --tls)."),
+    ] = None,
+) -> None:
+    """Create a table with built-in bots in some seats and the rest free, and print its id:
+    the TABLE_ID a bot of your own joins (the game starts when its last seat is taken)."""
+    from rami.v1 import game_pb2, lobby_service_pb2, lobby_service_pb2_grpc
+
+    from .convert import VARIANT_IDS
+
+    if variant not in VARIANT_IDS:
+        raise typer.BadParameter(f"choose one of {', '.join(VARIANT_IDS)}", param_hint="--variant")
+    policies = [b.strip() for b in bots.split(",") if b.strip()]
+    unknown = [p for p in policies if p not in POLICIES]
+    if unknown:
+        raise typer.BadParameter(
+            f"unknown bot {unknown[0]!r}: choose from {', '.join(POLICIES)}", param_hint="--bots"
+        )
+    players = len(policies) + free
+    if not 2 <= players <= 6:
+        raise typer.BadParameter(
+            f"{len(policies)} bots and {free} free seats make {players} players: a table"
+            " seats 2 to 6",
+            param_hint="--bots",
+        )
+    credentials = None
+    if tls or ca is not None:
+        try:
+            root = ca.read_bytes() if ca is not None else None
+        except OSError as e:
+            typer.echo(f"rami-bot: can't read {ca}: {e.strerror}", err=True)
+            raise typer.Exit(2) from None
+        credentials = grpc.ssl_channel_credentials(root)
+    where = normalise_target(target)
+    channel = (
+        grpc.insecure_channel(where)
+        if credentials is None
+        else grpc.secure_channel(where, credentials)
+    )
+    try:
+        with channel:
+            lobby = lobby_service_pb2_grpc.LobbyServiceStub(channel)  # type: ignore[no-untyped-call]
+            created = lobby.CreateTable(
+                lobby_service_pb2.CreateTableRequest(
+                    name=f"{', '.join(policies) or 'open'} table",
+                    variant=VARIANT_IDS[variant],  # type: ignore[arg-type]
+                    options=game_pb2.Options(players=players),
+                ),
+                timeout=10,
+            )
+            owner = (("rami-token", created.owner_token),)
+            for policy in policies:
+                lobby.AddBot(
+                    lobby_service_pb2.AddBotRequest(table_id=created.table.table_id, policy=policy),
+                    metadata=owner,
+                    timeout=10,
+                )
+    except grpc.RpcError as e:
+        code = e.code() if isinstance(e, grpc.Call) else None
+        details = e.details() if isinstance(e, grpc.Call) else str(e)
+        typer.echo(f"rami-bot: {code.name if code else 'error'}: {details}", err=True)
+        raise typer.Exit(1) from None
+    table_id = created.table.table_id
+    typer.echo(table_id)
+    seats = "1 seat is" if free == 1 else f"{free} seats are"
+    typer.echo(
+        f"rami-bot: {seats} free at table {table_id} ({variant}); the game starts when the"
+        f" last is taken: rami-bot connect {target} --table {table_id}, or your own bot",
+        err=True,
+    )
+
+
 def _ci(e: Estimate, digits: int, signed: bool = False) -> str:
     sign = "+" if signed else ""
     return f"{e.mean:{sign}.{digits}f} ± {e.half:.{digits}f}"
