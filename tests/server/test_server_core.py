@@ -492,6 +492,37 @@ def test_a_change_stored_as_the_table_is_stopped_is_committed_and_answered(
     run(main)
 
 
+async def _stopped_before_the_store_answers(
+    storage: Any, table: Table, run_by: str
+) -> tuple[Any, list[tuple[Any, asyncio.Future[None]]]]:
+    """A join handed to a store that takes appends but answers only when told, run by its
+    caller (a unary call at an idle table) or by the table's task (queued), and the table
+    stopped (moved) meanwhile: the call's outcome, and each append taken with its answer."""
+    store = storage.submit
+    late: list[tuple[Any, asyncio.Future[None]]] = []
+
+    def slow(append: Any) -> asyncio.Future[None]:
+        answer: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        late.append((append, answer))  # taken, answered later
+        return answer
+
+    storage.submit = slow
+    try:
+        if run_by == "caller":
+            call = asyncio.ensure_future(table.change(joining("Ana"), lambda _: "ok"))
+        else:
+            call = table.queue(Change(joining("Ana"), lambda _: "ok"))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert table._busy and table._dirty and len(late) == 1
+        table.close(moved_to="")
+        await table.closing(timeout=0.05)
+        (outcome,) = await asyncio.gather(call, return_exceptions=True)
+    finally:
+        storage.submit = store
+    return outcome, late
+
+
 @pytest.mark.parametrize("run_by", ["caller", "task"])
 def test_a_change_the_store_answers_only_after_the_stop_is_not_said_undone(
     backend: Backend, run_by: str
@@ -507,28 +538,9 @@ def test_a_change_the_store_answers_only_after_the_stop_is_not_said_undone(
         storage = await backend.open()
         lobby = Lobby(storage, LobbyConfig(), QUIET)
         table = await new_table(lobby, players=3)
-        store = storage.submit
-        late: list[tuple[Any, asyncio.Future[None]]] = []
-
-        def slow(append: Any) -> asyncio.Future[None]:
-            answer: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            late.append((append, answer))  # taken, stored later, answered later
-            return answer
-
-        storage.submit = slow  # type: ignore[method-assign]
-        if run_by == "caller":
-            call = asyncio.ensure_future(table.change(joining("Ana"), lambda _: "ok"))
-        else:
-            call = table.queue(Change(joining("Ana"), lambda _: "ok"))
-        for _ in range(5):
-            await asyncio.sleep(0)
-        assert table._busy and table._dirty and len(late) == 1
-        table.close(moved_to="")
-        await table.closing(timeout=0.05)
-        (outcome,) = await asyncio.gather(call, return_exceptions=True)
-        storage.submit = store  # type: ignore[method-assign]
+        outcome, late = await _stopped_before_the_store_answers(storage, table, run_by)
         append, answer = late[0]
-        await store(append)  # the commit goes through at last
+        await storage.submit(append)  # the commit goes through at last
         if not answer.done():  # (awaited by the task: cancelled with it)
             answer.set_result(None)
         assert backend.stored_numbers(table.table_id) == [1]
@@ -561,26 +573,8 @@ def test_a_refusal_the_store_gives_after_the_stop_is_not_left_unread(
         storage = await backend.open()
         lobby = Lobby(storage, LobbyConfig(), QUIET)
         table = await new_table(lobby, players=3)
-        store = storage.submit
-        late: list[asyncio.Future[None]] = []
-
-        def slow(append: Any) -> asyncio.Future[None]:
-            answer: asyncio.Future[None] = loop.create_future()
-            late.append(answer)  # answered later
-            return answer
-
-        storage.submit = slow  # type: ignore[method-assign]
-        if run_by == "caller":
-            call = asyncio.ensure_future(table.change(joining("Ana"), lambda _: "ok"))
-        else:
-            call = table.queue(Change(joining("Ana"), lambda _: "ok"))
-        for _ in range(5):
-            await asyncio.sleep(0)
-        table.close(moved_to="")
-        await table.closing(timeout=0.05)
-        await asyncio.gather(call, return_exceptions=True)
-        storage.submit = store  # type: ignore[method-assign]
-        for answer in late:
+        _, late = await _stopped_before_the_store_answers(storage, table, run_by)
+        for _, answer in late:
             if not answer.done():
                 answer.set_exception(Fenced("taken over", "127.0.0.1:2"))
         late.clear()

@@ -90,6 +90,19 @@ def format_summary(result: BotResult, policy: str) -> str:
     )
 
 
+def _credentials(tls: bool, ca: Path | None) -> grpc.ChannelCredentials | None:
+    """The channel's TLS credentials (``--tls``, ``--ca``), None for plain text; exits 2,
+    saying why, on a CA file it can't read."""
+    if not tls and ca is None:
+        return None
+    try:
+        root = ca.read_bytes() if ca is not None else None
+    except OSError as e:
+        typer.echo(f"rami-bot: can't read {ca}: {e.strerror}", err=True)
+        raise typer.Exit(2) from None
+    return grpc.ssl_channel_credentials(root)
+
+
 @app.command()
 def connect(
     target: Annotated[
@@ -129,14 +142,7 @@ def connect(
     """Play one seat of a table with an engine policy until the game is over."""
     if policy not in POLICIES:
         raise typer.BadParameter(f"choose one of {', '.join(POLICIES)}", param_hint="--policy")
-    credentials = None
-    if tls or ca is not None:
-        try:
-            root = ca.read_bytes() if ca is not None else None
-        except OSError as e:
-            typer.echo(f"rami-bot: can't read {ca}: {e.strerror}", err=True)
-            raise typer.Exit(2) from None
-        credentials = grpc.ssl_channel_credentials(root)
+    credentials = _credentials(tls, ca)
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         stream=sys.stderr,
@@ -246,14 +252,7 @@ def create(
             " seats 2 to 6",
             param_hint="--bots",
         )
-    credentials = None
-    if tls or ca is not None:
-        try:
-            root = ca.read_bytes() if ca is not None else None
-        except OSError as e:
-            typer.echo(f"rami-bot: can't read {ca}: {e.strerror}", err=True)
-            raise typer.Exit(2) from None
-        credentials = grpc.ssl_channel_credentials(root)
+    credentials = _credentials(tls, ca)
     where = normalise_target(target)
     channel = (
         grpc.insecure_channel(where)
