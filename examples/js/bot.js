@@ -193,6 +193,15 @@ const USAGE =
 
 // ---- the bot ------------------------------------------------------------------------------------
 
+// A gRPC target naming several servers (ipv4:A,B,C or ipv6:[A]:P,[B]:P) with its first put
+// last, so that a channel tries the next one first; null for a target of one server.
+function nextFirst(target) {
+  const m = /^(ipv4|ipv6):(?!\/\/)(.*)$/.exec(target);
+  const servers = m ? m[2].split(',') : [];
+  if (servers.length < 2) return null;
+  return `${m[1]}:${[...servers.slice(1), servers[0]].join(',')}`;
+}
+
 class Bot {
   constructor(target, tableId, name, opts) {
     this.tableId = tableId;
@@ -233,7 +242,11 @@ class Bot {
     let where;
     if (info.reason === 'TABLE_MOVED') where = info.metadata.owner || this.home;
     else if (this.at !== this.home) where = this.home;
-    else return false;
+    else if (info.reason === 'STORAGE_FAILED' && nextFirst(this.home)) {
+      // A server of the list given that cannot serve the table (its database out of reach),
+      // which a channel keeps to while it answers: the list from its next server, from now on.
+      where = this.home = nextFirst(this.home);
+    } else return false;
     if (where === this.at && info.metadata.owner) return false;
     this.moves += 1;
     this.log(`table moved (${err.details}): going to ${where}`);
@@ -649,4 +662,4 @@ async function main() {
 
 if (require.main === module) main();
 
-module.exports = { Bot, errorInfo, errorReason, cardValue, newMeld };
+module.exports = { Bot, errorInfo, errorReason, cardValue, newMeld, nextFirst };

@@ -92,3 +92,53 @@ def test_js_bot_follows_its_table_to_the_owner_and_through_a_takeover(
         assert f"going to {a}" in err  # sent to the owner, then back when it died
         _, status = asyncio.run(_number(b, table_id))
         assert status == lobby_service_pb2.TABLE_STATUS_FINISHED
+
+
+def test_js_bot_given_every_server_leaves_one_cut_off_from_the_database(
+    js_bot: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The bot given both servers (``ipv4:A,B``); the table's owner loses its database mid-game
+    and refuses the table STORAGE_FAILED while the other plays it on: the bot takes the list
+    from the next server (docs/bots.md, rule 4) and finishes the game there, the owner still
+    cut off."""
+    from postgres_support import Gate
+
+    url = request.getfixturevalue("postgres_url")
+    gate = Gate(url)
+    key, log = tmp_path / "key", tmp_path / "servers.log"
+    args = (
+        *("--secret-file", str(key), "--lease-seconds", "1", "--log-level", "info"),
+        *("--bot-delay", "0.1", "--round-pause", "0.5"),
+    )
+    try:
+        with (
+            rami_server(gate.url, log, args=args) as (_, a),
+            rami_server(url, log, args=args) as (_, b),
+        ):
+            table_id = asyncio.run(_table(a))
+            cmd = ["node", str(js_bot), f"ipv4:{a},{b}", table_id, "JS", "--timeout", "60"]
+            bot = subprocess.Popen(
+                cmd, cwd=js_bot.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            try:
+                end = time.monotonic() + 30
+                while asyncio.run(_number(b, table_id))[0] < 10:
+                    assert time.monotonic() < end, "the game did not get under way"
+                    assert bot.poll() is None, f"the bot ended first: {bot.communicate()}"
+                    time.sleep(0.1)
+                gate.shut()  # the owner's database gone, for the rest of the game
+                # Done well before the drop grace (30 s), after which the other server would
+                # play the seat it thinks away.
+                out, err = bot.communicate(timeout=25)
+            finally:
+                if bot.poll() is None:
+                    bot.kill()
+                    bot.wait(5)
+            assert bot.returncode == 0, f"{out}\n{err}"
+            summary = out.strip().splitlines()[-1]
+            assert "game over" in summary and re.search(r"refused 0\b", summary), summary
+            assert f"going to ipv4:{b},{a}" in err, err
+            _, status = asyncio.run(_number(b, table_id))
+            assert status == lobby_service_pb2.TABLE_STATUS_FINISHED
+    finally:
+        gate.close()
