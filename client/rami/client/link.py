@@ -558,7 +558,7 @@ class Link:
         sent = tries = 0
         name = self._name_of(method)
         # While the connection is down, whether it came back at any moment of the first try.
-        down = _Down.watch(self.channel) if self.at == self.target else None
+        down = _Down.watch(self.channel) if self.at == self.route.home else None
         try:
             while True:
                 left = max(end - loop.time(), 0.0)
@@ -567,7 +567,7 @@ class Link:
                         request,
                         metadata=metadata,
                         timeout=left,
-                        wait_for_ready=self.at == self.target,
+                        wait_for_ready=self.at == self.route.home,
                     )
                 except grpc.aio.AioRpcError as e:
                     if end - loop.time() > 0.5 and self.follow(e):
@@ -639,7 +639,7 @@ class Link:
                 table_id=table_id, after=since, take_over=token is not None
             )
             stream: Any = self.table.Watch(
-                request, metadata=metadata, wait_for_ready=self.at == self.target
+                request, metadata=metadata, wait_for_ready=self.at == self.route.home
             )
             first = True
             behind = False

@@ -74,6 +74,18 @@ __all__ = [
 log = logging.getLogger("rami.server")
 
 
+def _index(name: str, what: str, unique: str = "") -> str:
+    """An index made where it is missing. ``CREATE INDEX IF NOT EXISTS`` would lock its table
+    (against writes) even when the index is there, at every server's start: behind a
+    transaction left open that wrote the table, the start waited, and every other server's
+    appends waited behind it."""
+    sql = f"CREATE {unique}INDEX {name} {what}".replace("'", "''")
+    return (
+        f"DO $index$ BEGIN IF to_regclass('{name}') IS NULL THEN EXECUTE '{sql}';"
+        " END IF; END $index$;"
+    )
+
+
 def _add_column(name: str, kind: str) -> str:
     """A column of ``rami_tables`` added where it is missing. ``ALTER TABLE ... ADD COLUMN IF
     NOT EXISTS`` would lock the whole table even when the column is there: behind a backup's
@@ -129,14 +141,23 @@ CREATE TABLE IF NOT EXISTS rami_tokens (
     token_hash TEXT PRIMARY KEY,
     table_id TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS rami_tokens_by_table ON rami_tokens (table_id);
-CREATE INDEX IF NOT EXISTS rami_tables_by_status ON rami_tables (status, created);
-CREATE INDEX IF NOT EXISTS rami_tables_by_client ON rami_tables (client, status);
--- A request id creates one table at most.
-CREATE UNIQUE INDEX IF NOT EXISTS rami_tables_by_request ON rami_tables (request)
-    WHERE request != '';
+-- Each index made where it is missing (see _index).
+INDEXES
 
-"""
+""".replace(
+    "INDEXES",
+    "\n".join(
+        [
+            _index("rami_tokens_by_table", "ON rami_tokens (table_id)"),
+            _index("rami_tables_by_status", "ON rami_tables (status, created)"),
+            _index("rami_tables_by_client", "ON rami_tables (client, status)"),
+            # A request id creates one table at most.
+            _index(
+                "rami_tables_by_request", "ON rami_tables (request) WHERE request != ''", "UNIQUE "
+            ),
+        ]
+    ),
+)
 
 #: Version 2: leases. A row per table names the server that owns it (its id, and the address
 #: its clients should use), until when, and the epoch of its lease, which moves on at every
@@ -167,7 +188,7 @@ CREATE TABLE IF NOT EXISTS rami_leases (
     epoch BIGINT NOT NULL,
     expiry TIMESTAMPTZ NOT NULL
 );
-CREATE INDEX IF NOT EXISTS rami_leases_by_owner ON rami_leases (owner);
+LEASE_INDEX
 -- Version 1's append checked no epoch: a server of that version can no longer write.
 DROP FUNCTION IF EXISTS rami_append(TEXT, BIGINT, TEXT, TEXT[], TEXT, TEXT, TEXT[]);
 
@@ -271,7 +292,7 @@ CREATE OR REPLACE FUNCTION rami_claim(
 ) RETURNS TABLE (o_won BOOLEAN, o_epoch BIGINT, o_address TEXT) LANGUAGE sql AS $$
     SELECT * FROM rami_claim_as(p_table, p_owner, p_address, p_seconds, TRUE)
 $$;
-"""
+""".replace("LEASE_INDEX", _index("rami_leases_by_owner", "ON rami_leases (owner)"))
 )
 
 _ROW = "table_id, spec, status, number, seats, options, created, rematch"
@@ -445,8 +466,8 @@ class PostgresStorage:
             raise PostgresUnavailable(
                 f"cannot change rami's schema in the database at {redacted(url)}: another"
                 f" session held a lock on its tables for over {MIGRATION_LOCK_WAIT:g} s (a"
-                " backup, say, which reads them in one long transaction); start the server"
-                " again once it ends"
+                " backup's long read, or a transaction left open); start the server again"
+                " once it ends"
             ) from None
         except psycopg.Error as e:  # the user's rights, say: in the database's words
             rights = (
@@ -792,7 +813,14 @@ class PostgresStorage:
 
     async def _write(self, batch: list[tuple[Append, asyncio.Future[None]]]) -> None:
         """One transaction for the whole batch, sent with its commit in one pipeline: each
-        append is stored whole or not at all (its Conflict), whatever the others do."""
+        append is stored whole or not at all (its Conflict), whatever the others do.
+
+        A row lock held elsewhere is waited for briefly (:data:`APPEND_LOCK_WAIT`): a batch
+        that waited too long is written again an append at a time, side by side, so that the
+        others are stored while the one whose row is held waits, and is refused, alone. No
+        statement of it is prepared: psycopg prepares one run five times on a connection,
+        and a connection whose transactions failed again and again came to refuse every
+        append ("prepared statement does not exist")."""
         results: list[list[str] | None] = []
         # The connection and its database process (read now: a closed connection has none).
         used: Any = None
@@ -805,12 +833,14 @@ class PostgresStorage:
                 # fail in it, the server aborts the transaction, and the rest is not run.
                 try:
                     async with conn.pipeline():
-                        await conn.execute("BEGIN")
-                        await conn.execute(_APPEND_LOCK_WAIT)
-                        cursors = [await conn.execute(_APPEND, _params(a)) for a, _ in batch]
+                        await conn.execute("BEGIN", prepare=False)
+                        await conn.execute(_APPEND_LOCK_WAIT, prepare=False)
+                        cursors = [
+                            await conn.execute(_APPEND, _params(a), prepare=False) for a, _ in batch
+                        ]
                         if self.before_commit is not None:
                             self.before_commit()
-                        await conn.execute("COMMIT")
+                        await conn.execute("COMMIT", prepare=False)
                 except BaseException:
                     await _rollback(conn)
                     raise
@@ -821,10 +851,18 @@ class PostgresStorage:
                     results.append(row[0] if row else ["conflict", "no answer from the database"])
         except BaseException as e:
             if len(batch) > 1 and _waited_for_a_lock(e) and not self._gave_up:
-                # One table's row held by another session: the database undid the batch. The
-                # others' appends are written alone, and that one is refused alone.
-                for item in batch:
-                    await self._write([item])
+                # A table's row held by another session: the database undid the batch. Each
+                # append is written alone, side by side; one the writes leave unanswered (a
+                # stop cut them short) is told so.
+                try:
+                    await asyncio.gather(*(self._write([item]) for item in batch))
+                finally:
+                    for _, done in batch:
+                        if not done.done():
+                            if self._gave_up:
+                                done.set_exception(Unknown("the storage closed meanwhile"))
+                            else:
+                                done.cancel()
                 return
             stored: list[bool | None] = [False] * len(batch)
             if self._gave_up:
@@ -1054,12 +1092,13 @@ async def _rollback(conn: Any) -> None:
         await conn.execute("ROLLBACK")
 
 
-#: Seconds an append waits for its table's row, locked by another session (an operator's
-#: transaction left open, say), before the database undoes it and it is refused as an outage
-#: (nothing stored: the caller may try again). The group commit holds every table's appends:
-#: unbounded, one locked row stopped them all. The lock's other takers, a takeover's claim and
-#: the table's own appends, hold it for milliseconds.
-APPEND_LOCK_WAIT = 1.0
+#: Seconds a group commit waits for a table's row, locked by another session (an operator's
+#: transaction left open, say), before the database undoes it: a batch's appends are then
+#: written alone, and the one whose row is held is refused as an outage (nothing stored: the
+#: caller may try again). The group commit holds every table's appends: unbounded, one locked
+#: row stopped them all. The lock's other takers, a takeover's claim and the table's own
+#: appends, hold it for milliseconds.
+APPEND_LOCK_WAIT = 0.25
 _APPEND_LOCK_WAIT = f"SET LOCAL lock_timeout = '{int(APPEND_LOCK_WAIT * 1000)}ms'"
 
 

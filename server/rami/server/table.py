@@ -356,9 +356,15 @@ def _plain(entries: Sequence[Entry]) -> bool:
 
 
 def _read(answer: asyncio.Future[Any]) -> None:
-    """Read a storage answer's outcome (see :meth:`Table._stage`)."""
-    if not answer.cancelled():
-        answer.exception()
+    """Read a storage answer's outcome (see :meth:`Table._stopped`); one that is no refusal of
+    the store (an outage, a conflict, a takeover, an answer lost) is a bug's, and is logged."""
+    if answer.cancelled():
+        return
+    error = answer.exception()
+    if error is not None and not (
+        is_outage(error) or isinstance(error, Conflict | Fenced | Unknown)
+    ):
+        log.error("a storage append failed (%s: %s)", type(error).__name__, error)
 
 
 def _unanswered() -> Refusal:
@@ -853,6 +859,7 @@ class Table:
                 self._queue.insert(0, (Settle(staged), settle))
             raise
         if not stored.done():  # stopped
+            stored.add_done_callback(_read)  # see _stopped
             self._rollback(staged.clock)
             raise _unanswered()
 
@@ -886,10 +893,6 @@ class Table:
                 shown = connected if self._arriving is None else self._with_arriving(connected)
                 updates.append(self._encode(events, watched, shown))
             stored = self.storage.submit(self._append(first, entries))
-            # Its answer is read here once it comes: a table stopped meanwhile no longer waits
-            # for it (the log says what became of the change), and a refusal nobody read
-            # was logged by asyncio as an error of the server's.
-            stored.add_done_callback(_read)
         except BaseException:
             if updates:
                 self._rollback(clock)
@@ -927,6 +930,9 @@ class Table:
         storage's answer, if it came (committed, or refused); else put back, and its caller
         told that it may or may not be stored (:func:`_unanswered`)."""
         if not staged.stored.done() or staged.stored.cancelled():
+            # Its answer, nobody's to wait for now (the log says what became of the change),
+            # is read when it comes: a refusal nobody read was logged by asyncio as an error.
+            staged.stored.add_done_callback(_read)
             self._rollback(staged.clock)
             raise _unanswered()
         return self._stored(staged)
