@@ -53,6 +53,42 @@ async def _number(address: str, table_id: str) -> tuple[int, int]:
         return int(info.table.number), int(info.table.status)
 
 
+def _js_bot_under_way(
+    js_bot: Path, target: str, table_id: str, seconds: float, look: str
+) -> subprocess.Popen[str]:
+    """The JavaScript bot started on ``table_id`` at ``target``, returned once the game is
+    under way (10 updates, as the server at ``look`` lists it)."""
+    cmd = ["node", str(js_bot), target, table_id, "JS", "--timeout", str(seconds)]
+    bot = subprocess.Popen(
+        cmd, cwd=js_bot.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    end = time.monotonic() + 30
+    while asyncio.run(_number(look, table_id))[0] < 10:
+        if time.monotonic() > end or bot.poll() is not None:
+            bot.kill()
+            out, err = bot.communicate(timeout=5)
+            raise AssertionError(f"the game did not get under way:\n{out}\n{err}")
+        time.sleep(0.1)
+    return bot
+
+
+def _finished_by(bot: subprocess.Popen[str], seconds: float, look: str, table_id: str) -> str:
+    """The JavaScript bot's end (killed past ``seconds``): the game over, nothing refused, the
+    table finished (as the server at ``look`` lists it); what the bot logged."""
+    try:
+        out, err = bot.communicate(timeout=seconds)
+    finally:
+        if bot.poll() is None:
+            bot.kill()
+            bot.wait(5)
+    assert bot.returncode == 0, f"{out}\n{err}"
+    summary = out.strip().splitlines()[-1]
+    assert "game over" in summary and re.search(r"refused 0\b", summary), summary
+    _, status = asyncio.run(_number(look, table_id))
+    assert status == lobby_service_pb2.TABLE_STATUS_FINISHED
+    return err
+
+
 def test_js_bot_follows_its_table_to_the_owner_and_through_a_takeover(
     js_bot: Path, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -69,29 +105,11 @@ def test_js_bot_follows_its_table_to_the_owner_and_through_a_takeover(
         rami_server(url, log, args=args) as (_, b),
     ):
         table_id = asyncio.run(_table(a))
-        cmd = ["node", str(js_bot), b, table_id, "JS", "--timeout", str(GAME_SECONDS)]
-        bot = subprocess.Popen(
-            cmd, cwd=js_bot.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        try:
-            # Mid-game, the table's owner dies without a goodbye.
-            end = time.monotonic() + 30
-            while asyncio.run(_number(b, table_id))[0] < 10:
-                assert time.monotonic() < end, "the game did not get under way"
-                assert bot.poll() is None, f"the bot ended first: {bot.communicate()}"
-                time.sleep(0.1)
-            os.killpg(proc_a.pid, signal.SIGKILL)
-            out, err = bot.communicate(timeout=GAME_SECONDS + 15)
-        finally:
-            if bot.poll() is None:
-                bot.kill()
-                bot.wait(5)
-        assert bot.returncode == 0, f"{out}\n{err}"
-        summary = out.strip().splitlines()[-1]
-        assert "game over" in summary and re.search(r"refused 0\b", summary), summary
+        bot = _js_bot_under_way(js_bot, b, table_id, GAME_SECONDS, b)
+        # Mid-game, the table's owner dies without a goodbye.
+        os.killpg(proc_a.pid, signal.SIGKILL)
+        err = _finished_by(bot, GAME_SECONDS + 15, b, table_id)
         assert f"going to {a}" in err  # sent to the owner, then back when it died
-        _, status = asyncio.run(_number(b, table_id))
-        assert status == lobby_service_pb2.TABLE_STATUS_FINISHED
 
 
 def test_js_bot_given_every_server_leaves_one_cut_off_from_the_database(
@@ -116,29 +134,11 @@ def test_js_bot_given_every_server_leaves_one_cut_off_from_the_database(
             rami_server(url, log, args=args) as (_, b),
         ):
             table_id = asyncio.run(_table(a))
-            cmd = ["node", str(js_bot), f"ipv4:{a},{b}", table_id, "JS", "--timeout", "60"]
-            bot = subprocess.Popen(
-                cmd, cwd=js_bot.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-            )
-            try:
-                end = time.monotonic() + 30
-                while asyncio.run(_number(b, table_id))[0] < 10:
-                    assert time.monotonic() < end, "the game did not get under way"
-                    assert bot.poll() is None, f"the bot ended first: {bot.communicate()}"
-                    time.sleep(0.1)
-                gate.shut()  # the owner's database gone, for the rest of the game
-                # Done well before the drop grace (30 s), after which the other server would
-                # play the seat it thinks away.
-                out, err = bot.communicate(timeout=25)
-            finally:
-                if bot.poll() is None:
-                    bot.kill()
-                    bot.wait(5)
-            assert bot.returncode == 0, f"{out}\n{err}"
-            summary = out.strip().splitlines()[-1]
-            assert "game over" in summary and re.search(r"refused 0\b", summary), summary
+            bot = _js_bot_under_way(js_bot, f"ipv4:{a},{b}", table_id, 60, b)
+            gate.shut()  # the owner's database gone, for the rest of the game
+            # Done well before the drop grace (30 s), after which the other server would
+            # play the seat it thinks away.
+            err = _finished_by(bot, 25, b, table_id)
             assert f"going to ipv4:{b},{a}" in err, err
-            _, status = asyncio.run(_number(b, table_id))
-            assert status == lobby_service_pb2.TABLE_STATUS_FINISHED
     finally:
         gate.close()
