@@ -161,7 +161,7 @@ def parse_move(name: str, args: str, hand: Sequence[Card] = ()) -> Action:
         )
         raise MoveError(f"{what}: {example}, for instance (the numbers are beside the melds).")
     for step in text.split(";")[1:] if name in ("lay", "add", "take", "draw") else ():
-        verb = step.split()[0] if step.split() else ""
+        verb = next(iter(step.split()), "")
         if verb in ("discard", "declare"):
             # The steps that chain are those of a lay (and a draw before them).
             raise MoveError(

@@ -141,22 +141,15 @@ CREATE TABLE IF NOT EXISTS rami_tokens (
     token_hash TEXT PRIMARY KEY,
     table_id TEXT NOT NULL
 );
--- Each index made where it is missing (see _index).
-INDEXES
-
-""".replace(
-    "INDEXES",
-    "\n".join(
-        [
-            _index("rami_tokens_by_table", "ON rami_tokens (table_id)"),
-            _index("rami_tables_by_status", "ON rami_tables (status, created)"),
-            _index("rami_tables_by_client", "ON rami_tables (client, status)"),
-            # A request id creates one table at most.
-            _index(
-                "rami_tables_by_request", "ON rami_tables (request) WHERE request != ''", "UNIQUE "
-            ),
-        ]
-    ),
+""" + "\n".join(
+    # Each index made where it is missing (see _index).
+    [
+        _index("rami_tokens_by_table", "ON rami_tokens (table_id)"),
+        _index("rami_tables_by_status", "ON rami_tables (status, created)"),
+        _index("rami_tables_by_client", "ON rami_tables (client, status)"),
+        # A request id creates one table at most.
+        _index("rami_tables_by_request", "ON rami_tables (request) WHERE request != ''", "UNIQUE "),
+    ]
 )
 
 #: Version 2: leases. A row per table names the server that owns it (its id, and the address
@@ -188,7 +181,9 @@ CREATE TABLE IF NOT EXISTS rami_leases (
     epoch BIGINT NOT NULL,
     expiry TIMESTAMPTZ NOT NULL
 );
-LEASE_INDEX
+"""
+    + _index("rami_leases_by_owner", "ON rami_leases (owner)")
+    + """
 -- Version 1's append checked no epoch: a server of that version can no longer write.
 DROP FUNCTION IF EXISTS rami_append(TEXT, BIGINT, TEXT, TEXT[], TEXT, TEXT, TEXT[]);
 
@@ -292,7 +287,7 @@ CREATE OR REPLACE FUNCTION rami_claim(
 ) RETURNS TABLE (o_won BOOLEAN, o_epoch BIGINT, o_address TEXT) LANGUAGE sql AS $$
     SELECT * FROM rami_claim_as(p_table, p_owner, p_address, p_seconds, TRUE)
 $$;
-""".replace("LEASE_INDEX", _index("rami_leases_by_owner", "ON rami_leases (owner)"))
+"""
 )
 
 _ROW = "table_id, spec, status, number, seats, options, created, rematch"

@@ -356,7 +356,7 @@ def _plain(entries: Sequence[Entry]) -> bool:
 
 
 def _read(answer: asyncio.Future[Any]) -> None:
-    """Read a storage answer's outcome (see :meth:`Table._stopped`); one that is no refusal of
+    """Read a storage answer's outcome (see :meth:`Table._put_back`); one that is no refusal of
     the store (an outage, a conflict, a takeover, an answer lost) is a bug's, and is logged."""
     if answer.cancelled():
         return
@@ -859,9 +859,7 @@ class Table:
                 self._queue.insert(0, (Settle(staged), settle))
             raise
         if not stored.done():  # stopped
-            stored.add_done_callback(_read)  # see _stopped
-            self._rollback(staged.clock)
-            raise _unanswered()
+            raise self._put_back(staged)
 
     def _stage(self, job: Change[T]) -> _Staged[T] | None:
         """Plan, apply and encode the change, and hand its entries to storage (None: the
@@ -930,12 +928,17 @@ class Table:
         storage's answer, if it came (committed, or refused); else put back, and its caller
         told that it may or may not be stored (:func:`_unanswered`)."""
         if not staged.stored.done() or staged.stored.cancelled():
-            # Its answer, nobody's to wait for now (the log says what became of the change),
-            # is read when it comes: a refusal nobody read was logged by asyncio as an error.
-            staged.stored.add_done_callback(_read)
-            self._rollback(staged.clock)
-            raise _unanswered()
+            raise self._put_back(staged)
         return self._stored(staged)
+
+    def _put_back(self, staged: _Staged[Any]) -> Refusal:
+        """Put back a change whose storage has not answered (the table stopped), and what its
+        caller is told (:func:`_unanswered`). Its answer, nobody's to wait for now (the log
+        says what became of the change), is read when it comes: a refusal nobody read was
+        logged by asyncio as an error."""
+        staged.stored.add_done_callback(_read)
+        self._rollback(staged.clock)
+        return _unanswered()
 
     def _settle_now(self, staged: _Staged[Any], done: asyncio.Future[Any]) -> None:
         """Settle at once, into ``done``, a change whose task was stopped before it took it
